@@ -1,0 +1,415 @@
+package main
+
+import (
+	"errors"
+	goflag "flag"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
+
+	"k8s.io/autoscaler/cluster-autoscaler/config"
+)
+
+// flagStatus says what this build does with a flag it accepts.
+type flagStatus int
+
+const (
+	implemented    flagStatus = iota
+	notImplemented            // accepted, logged at start-up when set
+	otherProvider             // belongs to a cloud provider this build does not ship
+	removedFlag               // removed upstream; accepted with a deprecation warning
+)
+
+// commandLine is the parsed command line: the options plus what start-up
+// needs to report about the flags themselves.
+type commandLine struct {
+	opts    config.Options
+	fs      *pflag.FlagSet
+	status  map[string]flagStatus
+	version bool
+
+	// Values of flags that exist only so that upstream manifests parse.
+	ignored ignoredValues
+	// Removed upstream flags.
+	maxEmptyBulkDelete int
+}
+
+// ignoredValues holds flags that are parsed and type-checked but have no
+// effect in this build (logging knobs of component-base, other providers).
+type ignoredValues struct {
+	bools     map[string]*bool
+	strings   map[string]*string
+	ints      map[string]*int
+	durations map[string]*time.Duration
+	slices    map[string]*[]string
+}
+
+// newCommandLine registers every flag of upstream cluster-autoscaler, with
+// upstream's names, syntax and defaults, on a fresh FlagSet bound to Defaults().
+func newCommandLine() *commandLine {
+	c := &commandLine{
+		opts:   config.Defaults(),
+		fs:     pflag.NewFlagSet("cluster-autoscaler", pflag.ContinueOnError),
+		status: map[string]flagStatus{},
+		ignored: ignoredValues{
+			bools: map[string]*bool{}, strings: map[string]*string{}, ints: map[string]*int{},
+			durations: map[string]*time.Duration{}, slices: map[string]*[]string{},
+		},
+	}
+	// Upstream normalises '_' to '-', so --log_dir and --log-dir both work.
+	c.fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		return pflag.NormalizedName(strings.ReplaceAll(name, "_", "-"))
+	})
+	c.fs.SortFlags = true
+	c.registerProcess()
+	c.registerLoopAndCloud()
+	c.registerScaleUp()
+	c.registerNodeGroupDefaults()
+	c.registerScaleDown()
+	c.registerStatusAndProvReq()
+	c.registerLogging()
+	c.registerOtherProviders()
+	c.registerRemoved()
+	return c
+}
+
+func (c *commandLine) mark(s flagStatus, names ...string) {
+	for _, n := range names {
+		if c.fs.Lookup(n) == nil {
+			panic("marking unregistered flag " + n)
+		}
+		c.status[n] = s
+	}
+}
+
+func (c *commandLine) registerProcess() {
+	o, fs := &c.opts, c.fs
+	fs.BoolVar(&c.version, "version", false, "Print the version and exit.")
+	fs.StringVar(&o.Address, "address", o.Address, "Address to serve /metrics, /health-check and (with --profiling) /debug/pprof on.")
+	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "Namespace the autoscaler runs in: its Lease, status ConfigMap and priority-expander ConfigMap live here.")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig file; empty means in-cluster configuration.")
+	fs.StringVar(&o.KubernetesURL, "kubernetes", o.KubernetesURL, "Kubernetes API server URL; overrides the kubeconfig's server. Empty means the default.")
+	fs.Float64Var(&o.KubeClientQPS, "kube-client-qps", o.KubeClientQPS, "Sustained queries per second allowed to the API server.")
+	fs.IntVar(&o.KubeClientBurst, "kube-client-burst", o.KubeClientBurst, "Burst of queries allowed to the API server.")
+	fs.StringVar(&o.KubeAPIContentType, "kube-api-content-type", o.KubeAPIContentType, "Content type for built-in API types; custom resources always use JSON.")
+	fs.StringVar(&o.UserAgent, "user-agent", o.UserAgent, "User agent sent to the API server and cloud APIs.")
+	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve /debug/pprof/ on --address.")
+	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "Name of the autoscaled cluster, for providers that need it.")
+
+	le := &o.LeaderElection
+	fs.BoolVar(&le.Enabled, "leader-elect", le.Enabled, "Hold a Lease before acting, so that only one replica scales the cluster.")
+	fs.DurationVar(&le.LeaseDuration, "leader-elect-lease-duration", le.LeaseDuration, "How long a Lease stays valid without renewal; a standby takes over after it.")
+	fs.DurationVar(&le.RenewDeadline, "leader-elect-renew-deadline", le.RenewDeadline, "How long the leader keeps trying to renew before it gives up; below the lease duration.")
+	fs.DurationVar(&le.RetryPeriod, "leader-elect-retry-period", le.RetryPeriod, "Pause between attempts to acquire or renew the Lease.")
+	fs.StringVar(&le.ResourceLock, "leader-elect-resource-lock", le.ResourceLock, "Lock type; only \"leases\" is supported.")
+	fs.StringVar(&le.ResourceName, "leader-elect-resource-name", le.ResourceName, "Name of the Lease object.")
+	fs.StringVar(&le.ResourceNamespace, "leader-elect-resource-namespace", le.ResourceNamespace, "Ignored, as upstream: the Lease lives in --namespace.")
+	c.mark(notImplemented, "cluster-name")
+}
+
+func (c *commandLine) registerLoopAndCloud() {
+	o, fs := &c.opts, c.fs
+	fs.DurationVar(&o.ScanInterval, "scan-interval", o.ScanInterval, "How often the cluster is re-evaluated.")
+	fs.BoolVar(&o.FrequentLoopsEnabled, "frequent-loops-enabled", o.FrequentLoopsEnabled, "Run the next loop at once after a productive loop or when a new unschedulable pod appears.")
+	fs.DurationVar(&o.MaxInactivity, "max-inactivity", o.MaxInactivity, "/health-check fails when no loop has started for this long.")
+	fs.DurationVar(&o.MaxFailingTime, "max-failing-time", o.MaxFailingTime, "/health-check fails when no loop has succeeded for this long.")
+	fs.DurationVar(&o.MaxStartupTime, "max-startup-time", o.MaxStartupTime, "/health-check fails when the first successful loop takes longer than this.")
+
+	fs.StringVar(&o.CloudProvider, "cloud-provider", o.CloudProvider, "Cloud provider that owns the node groups.")
+	fs.StringVar(&o.CloudConfig, "cloud-config", o.CloudConfig, "Path to the cloud provider's configuration file; empty for none.")
+	fs.StringArrayVar(&o.NodeGroups, "nodes", o.NodeGroups, "Node group as <min>:<max>:<name>; repeat the flag for more groups.")
+	fs.StringArrayVar(&o.NodeGroupAutoDiscovery, "node-group-auto-discovery", o.NodeGroupAutoDiscovery, "Node group auto-discovery spec <discoverer>:[<key>[=<value>]]; repeatable.")
+	fs.IntVar(&o.MaxNodesTotal, "max-nodes-total", o.MaxNodesTotal, "Maximum number of nodes in all node groups; 0 means no limit.")
+	fs.Var(rangeValue{&o.Cores}, "cores-total", "Minimum and maximum cores in the cluster, <min>:<max>.")
+	fs.Var(rangeValue{&o.MemoryGiB}, "memory-total", "Minimum and maximum memory in the cluster in GiB, <min>:<max>.")
+	fs.Var(gpuLimitsValue{&o.GPUTotal}, "gpu-total", "Minimum and maximum count of a GPU type, <gpu_type>:<min>:<max>; repeatable.")
+	c.mark(notImplemented, "cloud-config", "nodes", "node-group-auto-discovery", "max-nodes-total", "cores-total",
+		"memory-total", "gpu-total")
+}
+
+func (c *commandLine) registerScaleUp() {
+	o, fs := &c.opts, c.fs
+	fs.Var(commaListValue{&o.Expanders}, "expander", "Expanders to apply in order, comma-separated: random, most-pods, least-waste, least-nodes, price, priority, grpc.")
+	fs.StringVar(&o.GRPCExpanderURL, "grpc-expander-url", o.GRPCExpanderURL, "Address of the gRPC expander server.")
+	fs.StringVar(&o.GRPCExpanderCert, "grpc-expander-cert", o.GRPCExpanderCert, "CA certificate for the gRPC expander's TLS connection.")
+	fs.IntVar(&o.MaxNodesPerScaleUp, "max-nodes-per-scaleup", o.MaxNodesPerScaleUp, "Maximum nodes added to one node group by one scale-up decision.")
+	fs.DurationVar(&o.MaxNodeGroupBinpackingDuration, "max-nodegroup-binpacking-duration", o.MaxNodeGroupBinpackingDuration, "Time budget of the estimate for one node group.")
+	fs.DurationVar(&o.MaxBinpackingTime, "max-binpacking-time", o.MaxBinpackingTime, "Time budget of all estimates of one scale-up.")
+	fs.DurationVar(&o.NewPodScaleUpDelay, "new-pod-scale-up-delay", o.NewPodScaleUpDelay, "Pods younger than this do not trigger a scale-up.")
+	fs.BoolVar(&o.BalanceSimilarNodeGroups, "balance-similar-node-groups", o.BalanceSimilarNodeGroups, "Spread scale-ups over similar node groups.")
+	fs.StringArrayVar(&o.BalancingLabels, "balancing-label", o.BalancingLabels, "Label that alone decides node group similarity; repeatable.")
+	fs.StringArrayVar(&o.BalancingIgnoreLabels, "balancing-ignore-label", o.BalancingIgnoreLabels, "Label ignored when comparing node groups; repeatable.")
+	fs.Float64Var(&o.MaxAllocatableDifferenceRatio, "max-allocatable-difference-ratio", o.MaxAllocatableDifferenceRatio, "Largest allocatable difference between similar node groups, as a ratio of the smaller.")
+	fs.Float64Var(&o.MaxFreeDifferenceRatio, "max-free-difference-ratio", o.MaxFreeDifferenceRatio, "Largest free-resource difference between similar node groups, as a ratio of the smaller.")
+	fs.Float64Var(&o.MemoryDifferenceRatio, "memory-difference-ratio", o.MemoryDifferenceRatio, "Largest memory capacity difference between similar node groups, as a ratio of the smaller.")
+	fs.IntVar(&o.ExpendablePodsPriorityCutoff, "expendable-pods-priority-cutoff", o.ExpendablePodsPriorityCutoff, "Pods below this priority never trigger scale-up and never block scale-down.")
+	fs.BoolVar(&o.EnforceNodeGroupMinSize, "enforce-node-group-min-size", o.EnforceNodeGroupMinSize, "Scale node groups below their minimum up to it.")
+	fs.BoolVar(&o.ScaleUpFromZero, "scale-up-from-zero", o.ScaleUpFromZero, "Scale up when the cluster has no ready node.")
+	fs.DurationVar(&o.InitialNodeGroupBackoff, "initial-node-group-backoff-duration", o.InitialNodeGroupBackoff, "First back-off of a node group after a failed scale-up.")
+	fs.DurationVar(&o.MaxNodeGroupBackoff, "max-node-group-backoff-duration", o.MaxNodeGroupBackoff, "Longest back-off of a node group.")
+	fs.DurationVar(&o.NodeGroupBackoffResetTimeout, "node-group-backoff-reset-timeout", o.NodeGroupBackoffResetTimeout, "A node group's back-off resets after this long without failures.")
+	fs.IntVar(&o.OkTotalUnreadyCount, "ok-total-unready-count", o.OkTotalUnreadyCount, "Unready nodes tolerated whatever their share.")
+	fs.Float64Var(&o.MaxTotalUnreadyPercentage, "max-total-unready-percentage", o.MaxTotalUnreadyPercentage, "Share of unready nodes above which the autoscaler stops scaling.")
+	fs.StringArrayVar(&o.StartupTaints, "startup-taint", o.StartupTaints, "Taint key treated as a startup taint: stripped from templates, node counted as starting; repeatable.")
+	fs.StringArrayVar(&o.StartupTaintPrefixes, "startup-taint-prefix", o.StartupTaintPrefixes, "Taint key prefix treated as a startup taint; repeatable.")
+	fs.StringArrayVar(&o.StatusTaints, "status-taint", o.StatusTaints, "Taint key stripped from templates without making the node unready; repeatable.")
+	fs.StringArrayVar(&o.IgnoreTaints, "ignore-taint", o.IgnoreTaints, "Deprecated alias of --startup-taint; repeatable.")
+	fs.StringSliceVar(&o.AllowedSchedulerNames, "allowed-scheduler-names", o.AllowedSchedulerNames, "Only pods of these schedulers are considered; empty means all.")
+	fs.StringSliceVar(&o.BypassedSchedulerNames, "bypassed-scheduler-names", o.BypassedSchedulerNames, "Pods of these schedulers are considered before their scheduler has processed them.")
+	fs.StringVar(&o.SchedulerConfigFile, "scheduler-config-file", o.SchedulerConfigFile, "KubeSchedulerConfiguration whose Filter plugins the simulation uses.")
+	fs.IntVar(&o.PredicateParallelism, "predicate-parallelism", o.PredicateParallelism, "Parallelism of scheduler Filter checks.")
+	fs.BoolVar(&o.ForceDeleteUnregisteredNodes, "force-delete-unregistered-nodes", o.ForceDeleteUnregisteredNodes, "Delete long-unregistered instances even below the node group's minimum.")
+	fs.BoolVar(&o.ForceDeleteFailedNodes, "force-delete-failed-nodes", o.ForceDeleteFailedNodes, "Delete instances that failed to be created even below the node group's minimum.")
+	c.mark(notImplemented, "expander", "grpc-expander-url", "grpc-expander-cert", "max-nodes-per-scaleup",
+		"max-nodegroup-binpacking-duration", "max-binpacking-time", "new-pod-scale-up-delay", "balance-similar-node-groups",
+		"balancing-label", "balancing-ignore-label", "max-allocatable-difference-ratio", "max-free-difference-ratio",
+		"memory-difference-ratio", "expendable-pods-priority-cutoff", "enforce-node-group-min-size", "scale-up-from-zero",
+		"initial-node-group-backoff-duration", "max-node-group-backoff-duration", "node-group-backoff-reset-timeout",
+		"ok-total-unready-count", "max-total-unready-percentage", "startup-taint", "startup-taint-prefix", "status-taint",
+		"ignore-taint", "allowed-scheduler-names", "bypassed-scheduler-names", "scheduler-config-file",
+		"predicate-parallelism", "force-delete-unregistered-nodes", "force-delete-failed-nodes")
+
+	// Upstream's experimental scale-up knobs.
+	c.ignoredBool("parallel-scale-up", false, "Experimental upstream knob: parallel scale-up of node groups.")
+	c.ignoredBool("salvo-scale-up", false, "Upstream knob: several scale-ups per loop. This autoscaler plans a whole backlog in one loop.")
+	c.ignoredDuration("salvo-scale-up-budget", time.Minute, "Upstream knob: time budget of salvo scale-ups.")
+	c.ignoredDuration("pending-pods-batching-timeout", 4*time.Minute, "Upstream knob: time budget of the filter-out-schedulable simulation.")
+	c.ignoredBool("enable-graceful-degradation", false, "Upstream knob: proceed with a subset of pods when simulation times out.")
+	c.ignoredBool("scaleup-simulation-for-skipped-node-groups-enabled", false, "Upstream knob: simulate skipped node groups for reporting.")
+	c.ignoredBool("enable-proactive-scaleup", false, "Upstream knob: proactive scale-up.")
+	c.ignoredInt("pod-injection-limit", 5000, "Upstream knob: limit of injected fake pods.")
+	c.ignoredString("estimator", "binpacking", "Estimator; only binpacking exists.")
+	c.ignoredBool("fastpath-binpacking-enabled", false, "Upstream knob: fast-path binpacking. This autoscaler's estimator always groups equivalent pods.")
+	c.ignoredBool("force-ds", false, "Block scale-up of node groups too small for all their DaemonSet pods.")
+	c.ignoredBool("scale-from-unschedulable", false, "Ignore spec.unschedulable of node templates.")
+	c.ignoredBool("async-node-groups", false, "Create and delete node groups asynchronously (node auto-provisioning).")
+	c.ignoredInt("scheduler-verbosity", 0, "Verbosity threshold for scheduler framework logs.")
+	c.ignoredBool("enable-inter-pod-affinity-hostname-fast-path", false, "Upstream knob: hostname fast path of inter-pod affinity.")
+	c.ignoredBool("enable-csi-node-aware-scheduling", false, "Handle CSINode objects in simulation.")
+	c.ignoredDuration("node-info-cache-expire-time", 87600*time.Hour, "Expiry of cached template node infos.")
+	c.ignoredInt("cluster-snapshot-parallelism", 16, "Deprecated upstream: use --predicate-parallelism.")
+	c.ignoredBool("capacity-buffer-controller-enabled", false, "Run the CapacityBuffer controller.")
+	c.ignoredBool("capacity-buffer-pod-injection-enabled", false, "Inject pods for ready CapacityBuffers.")
+	c.ignoredBool("capacity-buffer-pod-dry-run-enabled", true, "Build CapacityBuffer pod templates by server dry-run.")
+	c.ignoredBool("capacity-quotas-enabled", false, "Handle CapacityQuota objects.")
+	c.ignoredBool("debugging-snapshot-enabled", false, "Serve /snapshotz.")
+}
+
+func (c *commandLine) registerNodeGroupDefaults() {
+	d, fs := &c.opts.NodeGroupDefaults, c.fs
+	fs.Float64Var(&d.ScaleDownUtilizationThreshold, "scale-down-utilization-threshold", d.ScaleDownUtilizationThreshold, "A node whose largest cpu or memory request share is below this may be removed.")
+	fs.Float64Var(&d.ScaleDownGPUUtilizationThreshold, "scale-down-gpu-utilization-threshold", d.ScaleDownGPUUtilizationThreshold, "A GPU node whose GPU request share is below this may be removed.")
+	fs.DurationVar(&d.ScaleDownUnneededTime, "scale-down-unneeded-time", d.ScaleDownUnneededTime, "How long a node must be unneeded before it is removed.")
+	fs.DurationVar(&d.ScaleDownUnreadyTime, "scale-down-unready-time", d.ScaleDownUnreadyTime, "How long an unready node must be unneeded before it is removed.")
+	fs.DurationVar(&d.MaxNodeProvisionTime, "max-node-provision-time", d.MaxNodeProvisionTime, "How long a new instance may take to register as a node.")
+	fs.DurationVar(&d.MaxNodeStartupTime, "max-node-startup-time", d.MaxNodeStartupTime, "How long a registered node may take to become ready.")
+	fs.BoolVar(&d.IgnoreDaemonSetsUtilization, "ignore-daemonsets-utilization", d.IgnoreDaemonSetsUtilization, "Leave DaemonSet pods out of node utilisation.")
+	c.mark(notImplemented, "scale-down-utilization-threshold", "scale-down-gpu-utilization-threshold",
+		"scale-down-unneeded-time", "scale-down-unready-time", "max-node-provision-time", "max-node-startup-time",
+		"ignore-daemonsets-utilization")
+}
+
+func (c *commandLine) registerScaleDown() {
+	o, fs := &c.opts, c.fs
+	fs.BoolVar(&o.ScaleDownEnabled, "scale-down-enabled", o.ScaleDownEnabled, "Remove unneeded nodes.")
+	fs.BoolVar(&o.ScaleDownUnreadyEnabled, "scale-down-unready-enabled", o.ScaleDownUnreadyEnabled, "Remove unneeded unready nodes.")
+	fs.DurationVar(&o.ScaleDownDelayAfterAdd, "scale-down-delay-after-add", o.ScaleDownDelayAfterAdd, "Scale-down waits this long after a scale-up.")
+	fs.DurationVar(&o.ScaleDownDelayAfterDelete, "scale-down-delay-after-delete", o.ScaleDownDelayAfterDelete, "Scale-down waits this long after a node deletion.")
+	fs.DurationVar(&o.ScaleDownDelayAfterFailure, "scale-down-delay-after-failure", o.ScaleDownDelayAfterFailure, "Scale-down waits this long after a failed scale-down.")
+	fs.BoolVar(&o.ScaleDownDelayTypeLocal, "scale-down-delay-type-local", o.ScaleDownDelayTypeLocal, "Apply the scale-down delays per node group rather than cluster-wide.")
+	fs.BoolVar(&o.IgnoreMirrorPodsUtilization, "ignore-mirror-pods-utilization", o.IgnoreMirrorPodsUtilization, "Leave mirror pods out of node utilisation.")
+	fs.IntVar(&o.MaxScaleDownParallelism, "max-scale-down-parallelism", o.MaxScaleDownParallelism, "Most nodes deleted at once, empty or drained.")
+	fs.IntVar(&o.MaxDrainParallelism, "max-drain-parallelism", o.MaxDrainParallelism, "Most nodes drained at once.")
+	fs.IntVar(&o.MaxGracefulTerminationSec, "max-graceful-termination-sec", o.MaxGracefulTerminationSec, "Longest grace period given to an evicted pod, in seconds.")
+	fs.DurationVar(&o.MaxPodEvictionTime, "max-pod-eviction-time", o.MaxPodEvictionTime, "How long to keep trying to evict one pod.")
+	fs.DurationVar(&o.NodeDeleteDelayAfterTaint, "node-delete-delay-after-taint", o.NodeDeleteDelayAfterTaint, "Pause between tainting a node and deleting it.")
+	fs.BoolVar(&o.SkipNodesWithSystemPods, "skip-nodes-with-system-pods", o.SkipNodesWithSystemPods, "Keep nodes running kube-system pods that no PDB covers.")
+	fs.BoolVar(&o.SkipNodesWithLocalStorage, "skip-nodes-with-local-storage", o.SkipNodesWithLocalStorage, "Keep nodes running pods with local storage (emptyDir, hostPath).")
+	fs.BoolVar(&o.SkipNodesWithCustomControllerPods, "skip-nodes-with-custom-controller-pods", o.SkipNodesWithCustomControllerPods, "Keep nodes running pods owned by custom controllers.")
+	fs.IntVar(&o.MinReplicaCount, "min-replica-count", o.MinReplicaCount, "Replica sets smaller than this keep their nodes.")
+	fs.BoolVar(&o.DaemonSetEvictionForEmptyNodes, "daemonset-eviction-for-empty-nodes", o.DaemonSetEvictionForEmptyNodes, "Evict DaemonSet pods from empty nodes before deleting them.")
+	fs.BoolVar(&o.DaemonSetEvictionForOccupiedNodes, "daemonset-eviction-for-occupied-nodes", o.DaemonSetEvictionForOccupiedNodes, "Evict DaemonSet pods from drained nodes before deleting them.")
+	fs.BoolVar(&o.CordonNodeBeforeTerminating, "cordon-node-before-terminating", o.CordonNodeBeforeTerminating, "Mark nodes unschedulable before deleting them.")
+	fs.IntVar(&o.ScaleDownNonEmptyCandidatesCount, "scale-down-non-empty-candidates-count", o.ScaleDownNonEmptyCandidatesCount, "Non-empty nodes considered for removal per loop; <= 0 means all.")
+	fs.Float64Var(&o.ScaleDownCandidatesPoolRatio, "scale-down-candidates-pool-ratio", o.ScaleDownCandidatesPoolRatio, "Share of nodes considered as extra removal candidates.")
+	fs.IntVar(&o.ScaleDownCandidatesPoolMinCount, "scale-down-candidates-pool-min-count", o.ScaleDownCandidatesPoolMinCount, "Least number of extra removal candidates.")
+	fs.DurationVar(&o.ScaleDownSimulationTimeout, "scale-down-simulation-timeout", o.ScaleDownSimulationTimeout, "Time budget of the scale-down simulation.")
+	fs.DurationVar(&o.UnremovableNodeRecheckTimeout, "unremovable-node-recheck-timeout", o.UnremovableNodeRecheckTimeout, "How long before a node found unremovable is checked again.")
+	fs.IntVar(&o.MaxBulkSoftTaintCount, "max-bulk-soft-taint-count", o.MaxBulkSoftTaintCount, "Most nodes given or cleared the PreferNoSchedule candidate taint per loop; 0 turns it off.")
+	fs.DurationVar(&o.MaxBulkSoftTaintTime, "max-bulk-soft-taint-time", o.MaxBulkSoftTaintTime, "Time budget of soft tainting per loop.")
+	fs.DurationVar(&o.NodeDeletionDelayTimeout, "node-deletion-delay-timeout", o.NodeDeletionDelayTimeout, "How long to wait for delay-deletion annotations to go before deleting anyway.")
+	fs.DurationVar(&o.NodeDeletionBatcherInterval, "node-deletion-batcher-interval", o.NodeDeletionBatcherInterval, "How long to gather nodes of a group into one deletion.")
+	fs.DurationVar(&o.NodeDeletionCandidateTTL, "node-deletion-candidate-ttl", o.NodeDeletionCandidateTTL, "After this long a removal candidate mark is stale; 0 means never.")
+	fs.DurationVar(&o.BlockingSystemPodDisruptionTimeout, "blocking-system-pod-distruption-timeout", o.BlockingSystemPodDisruptionTimeout, "After this long, kube-system pods without a PDB no longer block removal.")
+	fs.StringVar(&o.DrainPriorityConfig, "drain-priority-config", o.DrainPriorityConfig, "Evict pods in priority groups, <priority>:<gracePeriodSeconds>,...; excludes --max-graceful-termination-sec.")
+	c.mark(notImplemented, "scale-down-enabled", "scale-down-unready-enabled", "scale-down-delay-after-add",
+		"scale-down-delay-after-delete", "scale-down-delay-after-failure", "scale-down-delay-type-local",
+		"ignore-mirror-pods-utilization", "max-scale-down-parallelism", "max-drain-parallelism",
+		"max-graceful-termination-sec", "max-pod-eviction-time", "node-delete-delay-after-taint",
+		"skip-nodes-with-system-pods", "skip-nodes-with-local-storage", "skip-nodes-with-custom-controller-pods",
+		"min-replica-count", "daemonset-eviction-for-empty-nodes", "daemonset-eviction-for-occupied-nodes",
+		"cordon-node-before-terminating", "scale-down-non-empty-candidates-count", "scale-down-candidates-pool-ratio",
+		"scale-down-candidates-pool-min-count", "scale-down-simulation-timeout", "unremovable-node-recheck-timeout",
+		"max-bulk-soft-taint-count", "max-bulk-soft-taint-time", "node-deletion-delay-timeout",
+		"node-deletion-batcher-interval", "node-deletion-candidate-ttl", "blocking-system-pod-distruption-timeout",
+		"drain-priority-config")
+
+	c.ignoredBool("dynamic-node-delete-delay-after-taint-enabled", false, "Adapt the delete delay after tainting to API latency.")
+	c.ignoredBool("node-removal-latency-tracking-enabled", false, "Track latency from unneeded to removed.")
+	c.ignoredBool("max-node-skip-eval-time-tracker-enabled", false, "Track the longest time a node was skipped in scale-down.")
+}
+
+func (c *commandLine) registerStatusAndProvReq() {
+	o, fs := &c.opts, c.fs
+	fs.BoolVar(&o.WriteStatusConfigMap, "write-status-configmap", o.WriteStatusConfigMap, "Write the status ConfigMap every loop.")
+	fs.StringVar(&o.StatusConfigMapName, "status-config-map-name", o.StatusConfigMapName, "Name of the status ConfigMap in --namespace.")
+	fs.BoolVar(&o.EmitPerNodeGroupMetrics, "emit-per-nodegroup-metrics", o.EmitPerNodeGroupMetrics, "Export per-node-group gauges.")
+	fs.BoolVar(&o.RecordDuplicatedEvents, "record-duplicated-events", o.RecordDuplicatedEvents, "Record similar events again within five minutes.")
+
+	fs.BoolVar(&o.EnableProvisioningRequests, "enable-provisioning-requests", o.EnableProvisioningRequests, "Handle ProvisioningRequest objects.")
+	fs.DurationVar(&o.ProvReqInitialBackoff, "provisioning-request-initial-backoff-time", o.ProvReqInitialBackoff, "First retry delay of a ProvisioningRequest that could not be provisioned.")
+	fs.DurationVar(&o.ProvReqMaxBackoff, "provisioning-request-max-backoff-time", o.ProvReqMaxBackoff, "Longest retry delay of a ProvisioningRequest.")
+	fs.IntVar(&o.ProvReqMaxBackoffCacheSize, "provisioning-request-max-backoff-cache-size", o.ProvReqMaxBackoffCacheSize, "Most ProvisioningRequests whose retry delay is remembered.")
+	fs.BoolVar(&o.CheckCapacityBatchProcessing, "check-capacity-batch-processing", o.CheckCapacityBatchProcessing, "Answer several check-capacity requests per loop.")
+	fs.DurationVar(&o.CheckCapacityBatchTimebox, "check-capacity-provisioning-request-batch-timebox", o.CheckCapacityBatchTimebox, "Time budget of one batch of check-capacity requests.")
+	fs.IntVar(&o.CheckCapacityMaxBatchSize, "check-capacity-provisioning-request-max-batch-size", o.CheckCapacityMaxBatchSize, "Most check-capacity requests in one batch.")
+	fs.StringVar(&o.CheckCapacityProcessorInstance, "check-capacity-processor-instance", o.CheckCapacityProcessorInstance, "Handle only check-capacity requests whose processorInstance parameter equals this.")
+	fs.BoolVar(&o.EnableDynamicResourceAllocation, "enable-dynamic-resource-allocation", o.EnableDynamicResourceAllocation, "Handle DRA objects; locked to true.")
+	c.mark(notImplemented, "write-status-configmap", "status-config-map-name", "emit-per-nodegroup-metrics",
+		"record-duplicated-events", "enable-provisioning-requests", "provisioning-request-initial-backoff-time",
+		"provisioning-request-max-backoff-time", "provisioning-request-max-backoff-cache-size",
+		"check-capacity-batch-processing", "check-capacity-provisioning-request-batch-timebox",
+		"check-capacity-provisioning-request-max-batch-size", "check-capacity-processor-instance",
+		"enable-dynamic-resource-allocation")
+}
+
+// registerLogging adds klog's flags and component-base's logging flags.
+func (c *commandLine) registerLogging() {
+	gfs := goflag.NewFlagSet("klog", goflag.ContinueOnError)
+	klog.InitFlags(gfs)
+	// Upstream logs everything to stderr from INFO up.
+	_ = gfs.Set("stderrthreshold", "INFO")
+	gfs.Lookup("stderrthreshold").DefValue = "INFO"
+	c.fs.AddGoFlagSet(gfs)
+
+	c.ignoredString("logging-format", "text", "Log format: text (json is accepted and logged as text).")
+	c.ignoredDuration("log-flush-frequency", 5*time.Second, "Longest time between log flushes.")
+	c.ignoredString("log-json-info-buffer-size", "0", "[Alpha] JSON info buffer size.")
+	c.ignoredBool("log-json-split-stream", false, "[Alpha] JSON: errors to stderr, info to stdout.")
+	c.ignoredString("log-text-info-buffer-size", "0", "[Alpha] text info buffer size.")
+	c.ignoredBool("log-text-split-stream", false, "[Alpha] text: errors to stderr, info to stdout.")
+	c.ignoredString("feature-gates", "", "Kubernetes feature gates as key=value pairs.")
+}
+
+// registerOtherProviders accepts the flags of cloud providers this build does not ship.
+func (c *commandLine) registerOtherProviders() {
+	c.ignoredBool("aws-use-static-instance-list", false, "AWS only.")
+	c.ignoredBool("bulk-mig-instances-listing-enabled", false, "GCE only.")
+	c.ignoredInt("gce-concurrent-refreshes", 1, "GCE only.")
+	c.ignoredDuration("gce-mig-instances-min-refresh-wait-time", 5*time.Second, "GCE only.")
+	c.ignoredSlice("cloud-provider-gce-l7lb-src-cidrs", []string{"130.211.0.0/22", "35.191.0.0/16"}, "GCE only.")
+	c.ignoredSlice("cloud-provider-gce-lb-src-cidrs", []string{"130.211.0.0/22", "209.85.152.0/22", "209.85.204.0/22", "35.191.0.0/16"}, "GCE only.")
+	c.ignoredBool("clusterapi-cloud-config-authoritative", false, "Cluster API only.")
+	c.ignoredBool("regional", false, "GCE only: the cluster is regional.")
+	c.mark(otherProvider, "aws-use-static-instance-list", "bulk-mig-instances-listing-enabled", "gce-concurrent-refreshes",
+		"gce-mig-instances-min-refresh-wait-time", "cloud-provider-gce-l7lb-src-cidrs", "cloud-provider-gce-lb-src-cidrs",
+		"clusterapi-cloud-config-authoritative", "regional")
+}
+
+// registerRemoved accepts flags upstream removed but old manifests still pass.
+func (c *commandLine) registerRemoved() {
+	c.fs.IntVar(&c.maxEmptyBulkDelete, "max-empty-bulk-delete", 10, "Removed upstream; sets --max-scale-down-parallelism when that is not given.")
+	c.ignoredBool("node-autoprovisioning-enabled", false, "Removed upstream.")
+	c.ignoredInt("max-autoprovisioned-node-group-count", 15, "Removed upstream.")
+	c.ignoredBool("gce-expander-ephemeral-storage-support", true, "Removed upstream.")
+	for _, n := range []string{"max-empty-bulk-delete", "node-autoprovisioning-enabled", "max-autoprovisioned-node-group-count",
+		"gce-expander-ephemeral-storage-support"} {
+		c.status[n] = removedFlag
+		c.fs.Lookup(n).Hidden = true
+	}
+}
+
+func (c *commandLine) ignoredBool(name string, def bool, usage string) {
+	v := new(bool)
+	c.fs.BoolVar(v, name, def, usage)
+	c.ignored.bools[name] = v
+	c.status[name] = notImplemented
+}
+
+func (c *commandLine) ignoredString(name, def, usage string) {
+	v := new(string)
+	c.fs.StringVar(v, name, def, usage)
+	c.ignored.strings[name] = v
+	c.status[name] = notImplemented
+}
+
+func (c *commandLine) ignoredInt(name string, def int, usage string) {
+	v := new(int)
+	c.fs.IntVar(v, name, def, usage)
+	c.ignored.ints[name] = v
+	c.status[name] = notImplemented
+}
+
+func (c *commandLine) ignoredDuration(name string, def time.Duration, usage string) {
+	v := new(time.Duration)
+	c.fs.DurationVar(v, name, def, usage)
+	c.ignored.durations[name] = v
+	c.status[name] = notImplemented
+}
+
+func (c *commandLine) ignoredSlice(name string, def []string, usage string) {
+	v := new([]string)
+	c.fs.StringSliceVar(v, name, def, usage)
+	c.ignored.slices[name] = v
+	c.status[name] = notImplemented
+}
+
+// parse parses args, applies the cross-flag rules that need to know which
+// flags were given, and validates the result.
+func (c *commandLine) parse(args []string) error {
+	if err := c.fs.Parse(args); err != nil {
+		return err
+	}
+	if n := c.fs.NArg(); n > 0 {
+		return fmt.Errorf("unexpected arguments %q: every setting is a --flag", c.fs.Args())
+	}
+	if c.version {
+		return nil
+	}
+	changed := func(name string) bool { return c.fs.Changed(name) }
+	var errs []error
+	if changed("max-empty-bulk-delete") && !changed("max-scale-down-parallelism") {
+		c.opts.MaxScaleDownParallelism = c.maxEmptyBulkDelete
+	}
+	if c.opts.DrainPriorityConfig != "" && changed("max-graceful-termination-sec") {
+		errs = append(errs, fmt.Errorf("--drain-priority-config: cannot be combined with --max-graceful-termination-sec"))
+	}
+	if f := *c.ignored.strings["logging-format"]; f != "text" && f != "json" {
+		errs = append(errs, fmt.Errorf("--logging-format: must be text or json, got %q", f))
+	}
+	if err := c.opts.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// notices lists, for start-up logging, the flags the user set that this
+// build accepts without acting on them, and the removed ones.
+func (c *commandLine) notices() (notYet, otherProviders, removed []string) {
+	c.fs.Visit(func(f *pflag.Flag) {
+		switch c.status[f.Name] {
+		case notImplemented:
+			notYet = append(notYet, f.Name)
+		case otherProvider:
+			otherProviders = append(otherProviders, f.Name)
+		case removedFlag:
+			removed = append(removed, f.Name)
+		}
+	})
+	sort.Strings(notYet)
+	return notYet, otherProviders, removed
+}

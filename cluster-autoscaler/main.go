@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "v0.1.0-dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run parses args and runs the autoscaler until a signal arrives. It returns
+// the process exit code: 0 after a clean stop, 1 when the autoscaler failed or
+// lost its lease, 2 for invalid flags.
+func run(args []string, stdout, stderr io.Writer) int {
+	cl := newCommandLine()
+	cl.fs.SetOutput(stderr)
+	if err := cl.parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "cluster-autoscaler: invalid flags:\n%v\n", err)
+		return 2
+	}
+	if cl.version {
+		fmt.Fprintf(stdout, "cluster-autoscaler %s\n", version)
+		return 0
+	}
+	defer klog.Flush()
+	logger := klog.Background()
+	logger.Info("Starting cluster-autoscaler", "version", version)
+	notYet, otherProviders, removed := cl.notices()
+	if len(notYet) > 0 {
+		logger.Info("Flags accepted, not yet implemented: their values have no effect in this version", "flags", notYet)
+	}
+	if len(otherProviders) > 0 {
+		logger.Info("Flags of cloud providers this build does not ship are ignored", "flags", otherProviders)
+	}
+	for _, name := range removed {
+		logger.Info("Warning: flag was removed upstream and is accepted only for compatibility", "flag", name,
+			"replacement", removedFlagReplacement(name))
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGQUIT)
+	defer stop()
+	if err := start(klog.NewContext(ctx, logger), cl.opts); err != nil {
+		logger.Error(err, "Autoscaler stopped")
+		return 1
+	}
+	logger.Info("Autoscaler stopped cleanly")
+	return 0
+}
+
+func removedFlagReplacement(name string) string {
+	if name == "max-empty-bulk-delete" {
+		return "--max-scale-down-parallelism"
+	}
+	return "none"
+}

@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	apiv1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"k8s.io/autoscaler/cluster-autoscaler/config"
+	"k8s.io/autoscaler/cluster-autoscaler/core"
+	"k8s.io/autoscaler/cluster-autoscaler/metrics"
+)
+
+// errLostLease ends the process when another replica took the lease.
+var errLostLease = errors.New("lost the leader-election lease")
+
+// start wires the autoscaler from opts and runs it until ctx ends.
+func start(ctx context.Context, opts config.Options) error {
+	logger := klog.FromContext(ctx)
+	restConfig, err := buildRESTConfig(opts)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return fmt.Errorf("building the Kubernetes client: %w", err)
+	}
+	if err := checkCloudProvider(ctx, opts.CloudProvider); err != nil {
+		return err
+	}
+
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := metrics.New(registry)
+	health := core.NewHealthCheck(clock.RealClock{}, opts.MaxInactivity, opts.MaxFailingTime, opts.MaxStartupTime)
+
+	listener, err := net.Listen("tcp", opts.Address)
+	if err != nil {
+		return fmt.Errorf("--address %q: %w", opts.Address, err)
+	}
+	server := &http.Server{Handler: newMux(registry, health, opts.Profiling), ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- server.Serve(listener) }()
+	logger.Info("Serving metrics and health", "address", listener.Addr().String())
+	defer func() {
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = server.Shutdown(shutdownCtx)
+	}()
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error(err, "HTTP server failed")
+			cancel()
+		}
+	}()
+
+	act := func(ctx context.Context) error { return runAutoscaler(ctx, opts, client, m, health) }
+	if !opts.LeaderElection.Enabled {
+		return act(runCtx)
+	}
+	return runWithLeaderElection(runCtx, opts, client, act)
+}
+
+func buildRESTConfig(opts config.Options) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	if opts.Kubeconfig != "" || opts.KubernetesURL != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags(opts.KubernetesURL, opts.Kubeconfig)
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("building the API server client configuration (--kubeconfig %q): %w", opts.Kubeconfig, err)
+	}
+	cfg.QPS = float32(opts.KubeClientQPS)
+	cfg.Burst = opts.KubeClientBurst
+	cfg.ContentType = opts.KubeAPIContentType
+	cfg.UserAgent = opts.UserAgent
+	return cfg, nil
+}
+
+// checkCloudProvider resolves --cloud-provider. No provider is built into
+// this version yet: the loop then observes and reports but does not scale,
+// and says so at start-up.
+func checkCloudProvider(ctx context.Context, name string) error {
+	klog.FromContext(ctx).Info("Warning: no cloud provider is available in this version; the loop observes and reports, it does not scale",
+		"cloudProvider", name)
+	return nil
+}
+
+func newMux(registry *prometheus.Registry, health http.Handler, profiling bool) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}))
+	mux.Handle("/health-check", health)
+	if profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	return mux
+}
+
+// runWithLeaderElection runs act while this replica holds the Lease. It
+// returns nil when ctx ends (releasing the Lease) and errLostLease when the
+// Lease was lost while ctx was still live.
+func runWithLeaderElection(ctx context.Context, opts config.Options, client kubernetes.Interface,
+	act func(context.Context) error) error {
+	logger := klog.FromContext(ctx)
+	// Fail early on a client that cannot reach the API server, as upstream does.
+	if _, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		return fmt.Errorf("checking the API server connection: %w", err)
+	}
+	hostname, err := os.Hostname()
+	if err != nil {
+		return fmt.Errorf("reading the hostname for the leader-election identity: %w", err)
+	}
+	identity := hostname + "_" + uuid.NewString()
+	le := opts.LeaderElection
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, opts.Namespace, le.ResourceName,
+		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
+	if err != nil {
+		return fmt.Errorf("building the leader-election lock: %w", err)
+	}
+
+	// The elector calls OnStartedLeading in a goroutine of its own; the lead
+	// context reaches this goroutine through leadCh so that act runs here and
+	// is known to have finished before this function returns.
+	leadCh := make(chan context.Context, 1)
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   le.LeaseDuration,
+		RenewDeadline:   le.RenewDeadline,
+		RetryPeriod:     le.RetryPeriod,
+		ReleaseOnCancel: true,
+		Name:            le.ResourceName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(leadCtx context.Context) { leadCh <- leadCtx },
+			OnStoppedLeading: func() {
+				logger.Info("Stopped leading", "lease", klog.KRef(opts.Namespace, le.ResourceName), "identity", identity)
+			},
+			OnNewLeader: func(current string) {
+				if current != identity {
+					logger.Info("Another replica holds the lease; waiting", "leader", current)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("building the leader elector: %w", err)
+	}
+	logger.Info("Waiting for the leader-election lease", "lease", klog.KRef(opts.Namespace, le.ResourceName), "identity", identity)
+	electorDone := make(chan struct{})
+	go func() {
+		defer close(electorDone)
+		elector.Run(ctx) // returns when ctx ends (releasing the lease) or the lease is lost
+	}()
+
+	select {
+	case leadCtx := <-leadCh:
+		logger.Info("Acquired the leader-election lease", "lease", klog.KRef(opts.Namespace, le.ResourceName), "identity", identity)
+		err := act(leadCtx) // leadCtx ends when the lease is lost or ctx ends
+		<-electorDone
+		if err != nil {
+			return err
+		}
+	case <-electorDone:
+	}
+	if ctx.Err() == nil {
+		return errLostLease
+	}
+	return nil
+}
+
+// runAutoscaler starts the informers once and runs the loop until ctx ends.
+func runAutoscaler(ctx context.Context, opts config.Options, client kubernetes.Interface, m *metrics.Metrics,
+	health *core.HealthCheck) error {
+	logger := klog.FromContext(ctx)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	listers := core.Listers{
+		Nodes: factory.Core().V1().Nodes().Lister(),
+		Pods:  factory.Core().V1().Pods().Lister(),
+	}
+	autoscaler := core.NewAutoscaler(opts, listers, m)
+	runner := core.NewRunner(autoscaler, opts.ScanInterval, health, m, core.WithFrequentLoops(opts.FrequentLoopsEnabled))
+	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(unschedulablePodTrigger(runner)); err != nil {
+		return fmt.Errorf("watching pods: %w", err)
+	}
+
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("syncing the %v informer cache", typ)
+		}
+	}
+	logger.Info("Informer caches synced; starting the loop", "scanInterval", opts.ScanInterval)
+	health.StartMonitoring()
+	return runner.Run(ctx)
+}
+
+// unschedulablePodTrigger starts a loop at once when the scheduler newly marks
+// a pod unschedulable.
+func unschedulablePodTrigger(r *core.Runner) cache.ResourceEventHandler {
+	check := func(obj any) {
+		if pod, ok := obj.(*apiv1.Pod); ok && core.IsUnschedulable(pod) && recentlyUnschedulable(pod, time.Now()) {
+			r.Trigger()
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { check(obj) },
+		UpdateFunc: func(_, obj any) { check(obj) },
+	}
+}
+
+// recentlyUnschedulable reports whether pod became unschedulable within the
+// last ten seconds, so that the scheduler's periodic retries of old pending
+// pods do not keep the loop spinning.
+func recentlyUnschedulable(pod *apiv1.Pod, now time.Time) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == apiv1.PodScheduled {
+			return now.Sub(c.LastTransitionTime.Time) < 10*time.Second
+		}
+	}
+	return false
+}

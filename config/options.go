@@ -1,0 +1,164 @@
+package config
+
+import "time"
+
+// Options is everything the command line can set. Field groups follow the
+// loop: process wiring, the loop itself, cloud and limits, scale-up,
+// per-node-group defaults, scale-down, status and ProvisioningRequests.
+type Options struct {
+	// Process wiring.
+	Address            string
+	Namespace          string
+	Kubeconfig         string
+	KubernetesURL      string
+	KubeClientQPS      float64
+	KubeClientBurst    int
+	KubeAPIContentType string
+	UserAgent          string
+	Profiling          bool
+	ClusterName        string
+	LeaderElection     LeaderElection
+
+	// The loop.
+	ScanInterval         time.Duration
+	FrequentLoopsEnabled bool
+	MaxInactivity        time.Duration
+	MaxFailingTime       time.Duration
+	MaxStartupTime       time.Duration
+
+	// Cloud provider and cluster-wide limits.
+	CloudProvider          string
+	CloudConfig            string
+	NodeGroups             []string // raw --nodes values, <min>:<max>:<rest>
+	NodeGroupAutoDiscovery []string
+	MaxNodesTotal          int
+	Cores                  Range // cores
+	MemoryGiB              Range // GiB, as on the command line
+	GPUTotal               []GPULimit
+
+	// Scale-up.
+	Expanders                      []string
+	GRPCExpanderURL                string
+	GRPCExpanderCert               string
+	MaxNodesPerScaleUp             int
+	MaxNodeGroupBinpackingDuration time.Duration
+	MaxBinpackingTime              time.Duration
+	NewPodScaleUpDelay             time.Duration
+	BalanceSimilarNodeGroups       bool
+	BalancingLabels                []string
+	BalancingIgnoreLabels          []string
+	MaxAllocatableDifferenceRatio  float64
+	MaxFreeDifferenceRatio         float64
+	MemoryDifferenceRatio          float64
+	ExpendablePodsPriorityCutoff   int
+	EnforceNodeGroupMinSize        bool
+	ScaleUpFromZero                bool
+	InitialNodeGroupBackoff        time.Duration
+	MaxNodeGroupBackoff            time.Duration
+	NodeGroupBackoffResetTimeout   time.Duration
+	OkTotalUnreadyCount            int
+	MaxTotalUnreadyPercentage      float64
+	StartupTaints                  []string
+	StartupTaintPrefixes           []string
+	StatusTaints                   []string
+	IgnoreTaints                   []string
+	AllowedSchedulerNames          []string
+	BypassedSchedulerNames         []string
+	SchedulerConfigFile            string
+	PredicateParallelism           int
+	ForceDeleteUnregisteredNodes   bool
+	ForceDeleteFailedNodes         bool
+
+	// NodeGroupDefaults are the per-node-group options a provider may override.
+	NodeGroupDefaults NodeGroupAutoscalingOptions
+
+	// Scale-down.
+	ScaleDownEnabled                   bool
+	ScaleDownUnreadyEnabled            bool
+	ScaleDownDelayAfterAdd             time.Duration
+	ScaleDownDelayAfterDelete          time.Duration
+	ScaleDownDelayAfterFailure         time.Duration
+	ScaleDownDelayTypeLocal            bool
+	IgnoreMirrorPodsUtilization        bool
+	MaxScaleDownParallelism            int
+	MaxDrainParallelism                int
+	MaxGracefulTerminationSec          int
+	MaxPodEvictionTime                 time.Duration
+	NodeDeleteDelayAfterTaint          time.Duration
+	SkipNodesWithSystemPods            bool
+	SkipNodesWithLocalStorage          bool
+	SkipNodesWithCustomControllerPods  bool
+	MinReplicaCount                    int
+	DaemonSetEvictionForEmptyNodes     bool
+	DaemonSetEvictionForOccupiedNodes  bool
+	CordonNodeBeforeTerminating        bool
+	ScaleDownNonEmptyCandidatesCount   int
+	ScaleDownCandidatesPoolRatio       float64
+	ScaleDownCandidatesPoolMinCount    int
+	ScaleDownSimulationTimeout         time.Duration
+	UnremovableNodeRecheckTimeout      time.Duration
+	MaxBulkSoftTaintCount              int
+	MaxBulkSoftTaintTime               time.Duration
+	NodeDeletionDelayTimeout           time.Duration
+	NodeDeletionBatcherInterval        time.Duration
+	NodeDeletionCandidateTTL           time.Duration
+	BlockingSystemPodDisruptionTimeout time.Duration
+	DrainPriorityConfig                string
+
+	// Status reporting.
+	WriteStatusConfigMap    bool
+	StatusConfigMapName     string
+	EmitPerNodeGroupMetrics bool
+	RecordDuplicatedEvents  bool
+
+	// ProvisioningRequests.
+	EnableProvisioningRequests      bool
+	ProvReqInitialBackoff           time.Duration
+	ProvReqMaxBackoff               time.Duration
+	ProvReqMaxBackoffCacheSize      int
+	CheckCapacityBatchProcessing    bool
+	CheckCapacityBatchTimebox       time.Duration
+	CheckCapacityMaxBatchSize       int
+	CheckCapacityProcessorInstance  string
+	EnableDynamicResourceAllocation bool
+}
+
+// LeaderElection configures the Lease lock the autoscaler holds while it acts.
+type LeaderElection struct {
+	Enabled       bool
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+	ResourceLock  string
+	ResourceName  string
+	// ResourceNamespace is accepted for compatibility and ignored, as upstream
+	// does: the Lease lives in Options.Namespace.
+	ResourceNamespace string
+}
+
+// Range is an inclusive <min>:<max> pair as used by --cores-total and --memory-total.
+type Range struct {
+	Min int64
+	Max int64
+}
+
+// GPULimit is one --gpu-total value, <gpu_type>:<min>:<max>.
+type GPULimit struct {
+	Type string
+	Min  int64
+	Max  int64
+}
+
+// NodeGroupAutoscalingOptions are the defaults a node group can override
+// through NodeGroup.GetOptions.
+type NodeGroupAutoscalingOptions struct {
+	ScaleDownUtilizationThreshold    float64
+	ScaleDownGPUUtilizationThreshold float64
+	ScaleDownUnneededTime            time.Duration
+	ScaleDownUnreadyTime             time.Duration
+	MaxNodeProvisionTime             time.Duration
+	MaxNodeStartupTime               time.Duration
+	IgnoreDaemonSetsUtilization      bool
+	ZeroOrMaxNodeScaling             bool
+	AllowNonAtomicScaleUpToMax       bool
+}

@@ -1,0 +1,191 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"time"
+)
+
+// Expander names, as upstream registers them.
+const (
+	RandomExpander     = "random"
+	MostPodsExpander   = "most-pods"
+	LeastWasteExpander = "least-waste"
+	LeastNodesExpander = "least-nodes"
+	PriceExpander      = "price"
+	PriorityExpander   = "priority"
+	GRPCExpander       = "grpc"
+)
+
+// KnownExpanders lists every accepted --expander name.
+var KnownExpanders = []string{RandomExpander, MostPodsExpander, LeastWasteExpander,
+	LeastNodesExpander, PriceExpander, PriorityExpander, GRPCExpander}
+
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+var dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+// Validate reports every invalid option at once. Each message starts with the
+// flag that sets the option, so an operator can fix a manifest in one pass.
+func (o *Options) Validate() error {
+	v := &validator{}
+
+	v.check(o.Address != "", "--address", "must not be empty")
+	v.check(dnsLabel.MatchString(o.Namespace), "--namespace", "%q is not a valid namespace name", o.Namespace)
+	v.check(o.KubeClientQPS > 0, "--kube-client-qps", "must be positive, got %v", o.KubeClientQPS)
+	v.check(o.KubeClientBurst > 0, "--kube-client-burst", "must be positive, got %d", o.KubeClientBurst)
+	v.check(slices.Contains([]string{"application/vnd.kubernetes.protobuf", "application/json"}, o.KubeAPIContentType),
+		"--kube-api-content-type", "must be application/vnd.kubernetes.protobuf or application/json, got %q", o.KubeAPIContentType)
+	o.validateLeaderElection(v)
+
+	v.positive(o.ScanInterval, "--scan-interval")
+	v.positive(o.MaxInactivity, "--max-inactivity")
+	v.positive(o.MaxFailingTime, "--max-failing-time")
+	v.positive(o.MaxStartupTime, "--max-startup-time")
+
+	v.check(o.CloudProvider != "", "--cloud-provider", "must not be empty")
+	for _, s := range o.NodeGroups {
+		if _, err := ParseNodeGroupSpec(s); err != nil {
+			v.add("--nodes", "%v", err)
+		}
+	}
+	v.check(o.MaxNodesTotal >= 0, "--max-nodes-total", "must not be negative, got %d", o.MaxNodesTotal)
+	v.check(o.Cores.Min >= 0 && o.Cores.Max >= o.Cores.Min, "--cores-total", "want 0 <= min <= max, got %s", o.Cores)
+	v.check(o.MemoryGiB.Min >= 0 && o.MemoryGiB.Max >= o.MemoryGiB.Min, "--memory-total", "want 0 <= min <= max, got %s", o.MemoryGiB)
+
+	o.validateExpanders(v)
+	v.check(o.MaxNodesPerScaleUp > 0, "--max-nodes-per-scaleup", "must be positive, got %d", o.MaxNodesPerScaleUp)
+	v.positive(o.MaxNodeGroupBinpackingDuration, "--max-nodegroup-binpacking-duration")
+	v.positive(o.MaxBinpackingTime, "--max-binpacking-time")
+	v.nonNegative(o.NewPodScaleUpDelay, "--new-pod-scale-up-delay")
+	v.check(len(o.BalancingLabels) == 0 || len(o.BalancingIgnoreLabels) == 0, "--balancing-label",
+		"cannot be combined with --balancing-ignore-label")
+	v.ratio(o.MaxAllocatableDifferenceRatio, "--max-allocatable-difference-ratio")
+	v.ratio(o.MaxFreeDifferenceRatio, "--max-free-difference-ratio")
+	v.ratio(o.MemoryDifferenceRatio, "--memory-difference-ratio")
+	v.positive(o.InitialNodeGroupBackoff, "--initial-node-group-backoff-duration")
+	v.check(o.MaxNodeGroupBackoff >= o.InitialNodeGroupBackoff, "--max-node-group-backoff-duration",
+		"must not be below --initial-node-group-backoff-duration (%v), got %v", o.InitialNodeGroupBackoff, o.MaxNodeGroupBackoff)
+	v.positive(o.NodeGroupBackoffResetTimeout, "--node-group-backoff-reset-timeout")
+	v.check(o.OkTotalUnreadyCount >= 0, "--ok-total-unready-count", "must not be negative, got %d", o.OkTotalUnreadyCount)
+	v.check(o.MaxTotalUnreadyPercentage >= 0 && o.MaxTotalUnreadyPercentage <= 100, "--max-total-unready-percentage",
+		"must be between 0 and 100, got %v", o.MaxTotalUnreadyPercentage)
+	v.check(o.PredicateParallelism >= 1, "--predicate-parallelism", "must be at least 1, got %d", o.PredicateParallelism)
+	if len(o.AllowedSchedulerNames) > 0 {
+		for _, n := range o.BypassedSchedulerNames {
+			v.check(slices.Contains(o.AllowedSchedulerNames, n), "--bypassed-scheduler-names",
+				"%q is not in --allowed-scheduler-names", n)
+		}
+	}
+
+	d := o.NodeGroupDefaults
+	v.ratio(d.ScaleDownUtilizationThreshold, "--scale-down-utilization-threshold")
+	v.ratio(d.ScaleDownGPUUtilizationThreshold, "--scale-down-gpu-utilization-threshold")
+	v.nonNegative(d.ScaleDownUnneededTime, "--scale-down-unneeded-time")
+	v.nonNegative(d.ScaleDownUnreadyTime, "--scale-down-unready-time")
+	v.positive(d.MaxNodeProvisionTime, "--max-node-provision-time")
+	v.positive(d.MaxNodeStartupTime, "--max-node-startup-time")
+
+	v.nonNegative(o.ScaleDownDelayAfterAdd, "--scale-down-delay-after-add")
+	v.nonNegative(o.ScaleDownDelayAfterDelete, "--scale-down-delay-after-delete")
+	v.nonNegative(o.ScaleDownDelayAfterFailure, "--scale-down-delay-after-failure")
+	v.check(o.MaxScaleDownParallelism >= 1, "--max-scale-down-parallelism", "must be at least 1, got %d", o.MaxScaleDownParallelism)
+	v.check(o.MaxDrainParallelism >= 1, "--max-drain-parallelism", "must be at least 1, got %d", o.MaxDrainParallelism)
+	v.check(o.MaxGracefulTerminationSec >= 0, "--max-graceful-termination-sec", "must not be negative, got %d", o.MaxGracefulTerminationSec)
+	v.positive(o.MaxPodEvictionTime, "--max-pod-eviction-time")
+	v.nonNegative(o.NodeDeleteDelayAfterTaint, "--node-delete-delay-after-taint")
+	v.check(o.MinReplicaCount >= 0, "--min-replica-count", "must not be negative, got %d", o.MinReplicaCount)
+	v.ratio(o.ScaleDownCandidatesPoolRatio, "--scale-down-candidates-pool-ratio")
+	v.check(o.ScaleDownCandidatesPoolMinCount >= 0, "--scale-down-candidates-pool-min-count", "must not be negative")
+	v.positive(o.ScaleDownSimulationTimeout, "--scale-down-simulation-timeout")
+	v.nonNegative(o.UnremovableNodeRecheckTimeout, "--unremovable-node-recheck-timeout")
+	v.check(o.MaxBulkSoftTaintCount >= 0, "--max-bulk-soft-taint-count", "must not be negative, got %d", o.MaxBulkSoftTaintCount)
+	v.nonNegative(o.MaxBulkSoftTaintTime, "--max-bulk-soft-taint-time")
+	v.nonNegative(o.NodeDeletionDelayTimeout, "--node-deletion-delay-timeout")
+	v.nonNegative(o.NodeDeletionBatcherInterval, "--node-deletion-batcher-interval")
+	v.nonNegative(o.NodeDeletionCandidateTTL, "--node-deletion-candidate-ttl")
+	v.nonNegative(o.BlockingSystemPodDisruptionTimeout, "--blocking-system-pod-distruption-timeout")
+	if o.DrainPriorityConfig != "" {
+		if _, err := ParseDrainPriorityConfig(o.DrainPriorityConfig); err != nil {
+			v.add("--drain-priority-config", "%v", err)
+		}
+	}
+
+	v.check(dnsSubdomain.MatchString(o.StatusConfigMapName) && len(o.StatusConfigMapName) <= 253,
+		"--status-config-map-name", "%q is not a valid ConfigMap name", o.StatusConfigMapName)
+
+	v.positive(o.ProvReqInitialBackoff, "--provisioning-request-initial-backoff-time")
+	v.check(o.ProvReqMaxBackoff >= o.ProvReqInitialBackoff, "--provisioning-request-max-backoff-time",
+		"must not be below --provisioning-request-initial-backoff-time (%v), got %v", o.ProvReqInitialBackoff, o.ProvReqMaxBackoff)
+	v.check(o.ProvReqMaxBackoffCacheSize >= 1, "--provisioning-request-max-backoff-cache-size", "must be at least 1")
+	v.positive(o.CheckCapacityBatchTimebox, "--check-capacity-provisioning-request-batch-timebox")
+	v.check(o.CheckCapacityMaxBatchSize >= 1, "--check-capacity-provisioning-request-max-batch-size", "must be at least 1")
+	v.check(o.EnableDynamicResourceAllocation, "--enable-dynamic-resource-allocation", "is locked to true")
+	return v.err()
+}
+
+func (o *Options) validateLeaderElection(v *validator) {
+	le := o.LeaderElection
+	v.check(le.ResourceLock == "leases", "--leader-elect-resource-lock", "only \"leases\" is supported, got %q", le.ResourceLock)
+	v.check(dnsSubdomain.MatchString(le.ResourceName), "--leader-elect-resource-name", "%q is not a valid Lease name", le.ResourceName)
+	if !le.Enabled {
+		return
+	}
+	v.positive(le.RetryPeriod, "--leader-elect-retry-period")
+	// client-go's elector needs lease > renew deadline > 1.2 * retry period.
+	v.check(le.LeaseDuration > le.RenewDeadline, "--leader-elect-lease-duration",
+		"must be greater than --leader-elect-renew-deadline (%v), got %v", le.RenewDeadline, le.LeaseDuration)
+	v.check(float64(le.RenewDeadline) > 1.2*float64(le.RetryPeriod), "--leader-elect-renew-deadline",
+		"must be greater than 1.2 x --leader-elect-retry-period (%v), got %v", le.RetryPeriod, le.RenewDeadline)
+}
+
+// validateExpanders applies upstream's chaining rules: known names, no
+// duplicates, nothing after the random strategy, and TLS for grpc.
+func (o *Options) validateExpanders(v *validator) {
+	if len(o.Expanders) == 0 {
+		v.add("--expander", "must name at least one expander")
+	}
+	seen := map[string]bool{}
+	for i, name := range o.Expanders {
+		switch {
+		case !slices.Contains(KnownExpanders, name):
+			v.add("--expander", "%q is not supported (known: %v)", name, KnownExpanders)
+		case seen[name]:
+			v.add("--expander", "%q is specified multiple times", name)
+		case name == RandomExpander && i != len(o.Expanders)-1:
+			v.add("--expander", "nothing may follow %q in the chain", RandomExpander)
+		}
+		seen[name] = true
+	}
+	if seen[GRPCExpander] {
+		v.check(o.GRPCExpanderURL != "", "--grpc-expander-url", "is required by the grpc expander")
+		v.check(o.GRPCExpanderCert != "", "--grpc-expander-cert", "is required by the grpc expander: insecure connections are not allowed")
+	}
+}
+
+type validator struct{ errs []error }
+
+func (v *validator) add(flag, format string, args ...any) {
+	v.errs = append(v.errs, fmt.Errorf("%s: %s", flag, fmt.Sprintf(format, args...)))
+}
+
+func (v *validator) check(ok bool, flag, format string, args ...any) {
+	if !ok {
+		v.add(flag, format, args...)
+	}
+}
+
+func (v *validator) positive(d time.Duration, flag string) {
+	v.check(d > 0, flag, "must be positive, got %v", d)
+}
+
+func (v *validator) nonNegative(d time.Duration, flag string) {
+	v.check(d >= 0, flag, "must not be negative, got %v", d)
+}
+
+func (v *validator) ratio(f float64, flag string) {
+	v.check(f >= 0 && f <= 1, flag, "must be between 0 and 1, got %v", f)
+}
+
+func (v *validator) err() error { return errors.Join(v.errs...) }

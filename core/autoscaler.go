@@ -1,0 +1,122 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
+	"k8s.io/autoscaler/cluster-autoscaler/config"
+	"k8s.io/autoscaler/cluster-autoscaler/metrics"
+)
+
+// Listers are the informer-backed views the loop reads. Nothing in a loop
+// lists from the API server directly.
+type Listers struct {
+	Nodes corelisters.NodeLister
+	Pods  corelisters.PodLister
+}
+
+// Autoscaler runs one loop at a time over an observation of the cluster.
+type Autoscaler struct {
+	opts    config.Options
+	listers Listers
+	metrics *metrics.Metrics
+	clock   clock.PassiveClock
+}
+
+// AutoscalerOption configures an Autoscaler.
+type AutoscalerOption func(*Autoscaler)
+
+// WithPassiveClock replaces the real clock used to time the loop's steps.
+func WithPassiveClock(c clock.PassiveClock) AutoscalerOption { return func(a *Autoscaler) { a.clock = c } }
+
+// NewAutoscaler builds the loop.
+func NewAutoscaler(opts config.Options, listers Listers, m *metrics.Metrics, options ...AutoscalerOption) *Autoscaler {
+	a := &Autoscaler{opts: opts, listers: listers, metrics: m, clock: clock.RealClock{}}
+	for _, o := range options {
+		o(a)
+	}
+	return a
+}
+
+// Observation is the state one loop decides on; it is read once per loop.
+type Observation struct {
+	Now           time.Time
+	Nodes         []*apiv1.Node
+	ScheduledPods []*apiv1.Pod
+	PendingPods   []*apiv1.Pod
+}
+
+// RunOnce runs the loop's steps in order. Scale-up, scale-down and cleanup
+// are added to this list by the packages that own them.
+func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (Result, error) {
+	obs, err := a.observe(ctx, now)
+	if err != nil {
+		return Result{}, err
+	}
+	a.report(ctx, obs)
+	return Result{}, nil
+}
+
+// observe reads the cluster from the informer caches.
+func (a *Autoscaler) observe(ctx context.Context, now time.Time) (*Observation, error) {
+	start := a.clock.Now()
+	defer func() { a.metrics.UpdateDuration(metrics.FunctionUpdateClusterState, a.clock.Since(start)) }()
+	nodes, err := a.listers.Nodes.List(labels.Everything())
+	if err != nil {
+		return nil, NewLoopError(metrics.APICallError, fmt.Errorf("listing nodes: %w", err))
+	}
+	pods, err := a.listers.Pods.List(labels.Everything())
+	if err != nil {
+		return nil, NewLoopError(metrics.APICallError, fmt.Errorf("listing pods: %w", err))
+	}
+	obs := &Observation{Now: now, Nodes: nodes}
+	for _, p := range pods {
+		switch {
+		case p.Status.Phase == apiv1.PodSucceeded || p.Status.Phase == apiv1.PodFailed:
+		case p.Spec.NodeName != "":
+			obs.ScheduledPods = append(obs.ScheduledPods, p)
+		default:
+			obs.PendingPods = append(obs.PendingPods, p)
+		}
+	}
+	klog.FromContext(ctx).V(4).Info("Observed cluster", "nodes", len(nodes),
+		"scheduledPods", len(obs.ScheduledPods), "pendingPods", len(obs.PendingPods))
+	return obs, nil
+}
+
+// report exports what the loop observed.
+func (a *Autoscaler) report(ctx context.Context, obs *Observation) {
+	counts := clusterstate.CountReadiness(obs.Nodes, obs.Now, a.opts.NodeGroupDefaults.MaxNodeStartupTime)
+	a.metrics.UpdateNodesCount(counts.Ready, counts.Unready, counts.NotStarted)
+	unschedulable := 0
+	for _, p := range obs.PendingPods {
+		if IsUnschedulable(p) {
+			unschedulable++
+		}
+	}
+	a.metrics.UpdateUnschedulablePodsCount(unschedulable)
+	a.metrics.UpdateLastActivity(metrics.ActivityAutoscaling, obs.Now)
+	klog.FromContext(ctx).V(2).Info("Loop summary", "ready", counts.Ready, "unready", counts.Unready,
+		"notStarted", counts.NotStarted, "unschedulablePods", unschedulable)
+}
+
+// IsUnschedulable reports whether the scheduler has marked pod unschedulable.
+func IsUnschedulable(pod *apiv1.Pod) bool {
+	if pod.Spec.NodeName != "" || pod.Status.Phase == apiv1.PodSucceeded || pod.Status.Phase == apiv1.PodFailed {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == apiv1.PodScheduled && c.Status == apiv1.ConditionFalse && c.Reason == apiv1.PodReasonUnschedulable {
+			return true
+		}
+	}
+	return false
+}

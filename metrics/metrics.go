@@ -1,0 +1,124 @@
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+const namespace = "cluster_autoscaler"
+
+// Activity values of the last_activity gauge.
+const (
+	ActivityMain           = "main"
+	ActivityMainSuccessful = "mainSuccessful"
+	ActivityAutoscaling    = "autoscaling"
+	ActivityScaleUp        = "scaleUp"
+	ActivityScaleDown      = "scaleDown"
+)
+
+// Function labels of function_duration_seconds.
+const (
+	FunctionMain               = "main"
+	FunctionUpdateClusterState = "updateClusterState"
+	FunctionLoopWait           = "loopWait"
+)
+
+// ErrorType labels errors_total; the values are upstream's.
+type ErrorType string
+
+// The error types upstream pre-initialises.
+const (
+	CloudProviderError            ErrorType = "cloudProviderError"
+	APICallError                  ErrorType = "apiCallError"
+	InternalError                 ErrorType = "internalError"
+	TransientError                ErrorType = "transientError"
+	ConfigurationError            ErrorType = "configurationError"
+	NodeGroupDoesNotExistError    ErrorType = "nodeGroupDoesNotExistError"
+	UnexpectedScaleDownStateError ErrorType = "unexpectedScaleDownStateError"
+)
+
+// Node states of nodes_count.
+const (
+	NodeStateReady      = "ready"
+	NodeStateUnready    = "unready"
+	NodeStateNotStarted = "notStarted"
+)
+
+// Metrics holds every series. Build it once with New and pass it where needed.
+type Metrics struct {
+	lastActivity             *prometheus.GaugeVec
+	functionDuration         *prometheus.HistogramVec
+	functionDurationQuantile *prometheus.SummaryVec
+	errorsTotal              *prometheus.CounterVec
+	nodesCount               *prometheus.GaugeVec
+	unschedulablePodsCount   *prometheus.GaugeVec
+}
+
+// New creates the series and registers them on reg.
+func New(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		lastActivity: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "last_activity",
+			Help: "Unix time at which a part of the autoscaler last ran.",
+		}, []string{"activity"}),
+		functionDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "function_duration_seconds",
+			Help:    "Time taken by parts of the autoscaler's loop.",
+			Buckets: prometheus.ExponentialBucketsRange(0.01, 1800, 150),
+		}, []string{"function"}),
+		functionDurationQuantile: prometheus.NewSummaryVec(prometheus.SummaryOpts{
+			Namespace: namespace, Name: "function_duration_quantile_seconds",
+			Help:       "Quantiles of the time taken by parts of the autoscaler's loop.",
+			Objectives: map[float64]float64{0.5: 0.05, 0.9: 0.01, 0.99: 0.001},
+			MaxAge:     time.Hour,
+		}, []string{"function"}),
+		errorsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "errors_total",
+			Help: "Loops that ended in an error, by error type.",
+		}, []string{"type"}),
+		nodesCount: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "nodes_count",
+			Help: "Nodes in the cluster, by state.",
+		}, []string{"state"}),
+		unschedulablePodsCount: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "unschedulable_pods_count",
+			Help: "Pending pods the scheduler could not place, by type.",
+		}, []string{"type"}),
+	}
+	reg.MustRegister(m.lastActivity, m.functionDuration, m.functionDurationQuantile, m.errorsTotal,
+		m.nodesCount, m.unschedulablePodsCount)
+	for _, t := range []ErrorType{CloudProviderError, APICallError, InternalError, TransientError,
+		ConfigurationError, NodeGroupDoesNotExistError, UnexpectedScaleDownStateError} {
+		m.errorsTotal.WithLabelValues(string(t)).Add(0)
+	}
+	return m
+}
+
+// UpdateLastActivity records that activity ran at now.
+func (m *Metrics) UpdateLastActivity(activity string, now time.Time) {
+	m.lastActivity.WithLabelValues(activity).Set(float64(now.Unix()))
+}
+
+// UpdateDuration records how long function took.
+func (m *Metrics) UpdateDuration(function string, d time.Duration) {
+	m.functionDuration.WithLabelValues(function).Observe(d.Seconds())
+	m.functionDurationQuantile.WithLabelValues(function).Observe(d.Seconds())
+}
+
+// RegisterError counts a loop that ended with an error of type t.
+func (m *Metrics) RegisterError(t ErrorType) {
+	m.errorsTotal.WithLabelValues(string(t)).Inc()
+}
+
+// UpdateNodesCount sets the node counts by state.
+func (m *Metrics) UpdateNodesCount(ready, unready, notStarted int) {
+	m.nodesCount.WithLabelValues(NodeStateReady).Set(float64(ready))
+	m.nodesCount.WithLabelValues(NodeStateUnready).Set(float64(unready))
+	m.nodesCount.WithLabelValues(NodeStateNotStarted).Set(float64(notStarted))
+}
+
+// UpdateUnschedulablePodsCount sets the number of scheduler-marked unschedulable pods.
+func (m *Metrics) UpdateUnschedulablePodsCount(unschedulable int) {
+	m.unschedulablePodsCount.WithLabelValues("unschedulable").Set(float64(unschedulable))
+}
