@@ -43,3 +43,16 @@ build kube "$kube_ldflags" \
   k8s.io/kubernetes/cmd/kube-scheduler \
   k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kubectl
+
+# kwok has no built-in stages: take the ones its module ships (read from the
+# module cache, not committed here) and keep them beside the binaries.
+stages=${OUTPUT_DIR:-$root/_output}/kwok-stages
+if [ ! -f "$stages/.stamp" ] || [ "$(cat "$stages/.stamp")" != "$(stamp kwok)" ]; then
+  src=$(cd "$root/hack/tools/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage
+  mkdir -p "$stages"
+  for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+           pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
+    install -m 0644 "$src/$f" "$stages/$(basename "$f")"
+  done
+  stamp kwok > "$stages/.stamp"
+fi

@@ -1,0 +1,195 @@
+package framework
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"k8s.io/autoscaler/cluster-autoscaler/test/localcluster"
+)
+
+// ReuseEnv names a kubeconfig of an already running local cluster to use
+// instead of starting one (for example _output/local/kubeconfig after
+// hack/local-up.sh).
+const ReuseEnv = "LOCAL_CLUSTER_KUBECONFIG"
+
+// testNamespaceLabel marks cluster-scoped objects (nodes) a test created.
+const testNamespaceLabel = "test.autoscaler/namespace"
+
+// kubeconfig of the package's control plane, set by Main.
+var kubeconfig string
+
+// Main starts the control plane, runs the package's tests and stops it. Use
+// it from TestMain: func TestMain(m *testing.M) { os.Exit(framework.Main(m)) }.
+func Main(m *testing.M) int {
+	if kc := os.Getenv(ReuseEnv); kc != "" {
+		kubeconfig = kc
+		return m.Run()
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "framework:", err)
+		return 1
+	}
+	dir, err := os.MkdirTemp(filepath.Join(root, "_output"), "test-cluster-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "framework:", err)
+		return 1
+	}
+	start := time.Now()
+	c, err := localcluster.Start(context.Background(), localcluster.Config{
+		BinDir: filepath.Join(root, "_output", "bin"), StagesDir: filepath.Join(root, "_output", "kwok-stages"), Dir: dir,
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "framework: starting the local control plane (logs in %s): %v\n", dir, err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "framework: control plane healthy in %.1fs (%s)\n", time.Since(start).Seconds(), dir)
+	kubeconfig = c.Kubeconfig
+	code := m.Run()
+	if err := c.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "framework: stopping the control plane:", err)
+	}
+	if code == 0 {
+		_ = os.RemoveAll(dir)
+	} else {
+		fmt.Fprintf(os.Stderr, "framework: control-plane logs kept in %s\n", filepath.Join(dir, "logs"))
+	}
+	return code
+}
+
+// Env is one test's view of the cluster.
+type Env struct {
+	T          *testing.T
+	Config     *rest.Config
+	Client     kubernetes.Interface
+	Kubeconfig string
+	Namespace  string
+}
+
+// New returns a client and a fresh namespace that is deleted, with the nodes
+// the test created, when the test ends.
+func New(t *testing.T) *Env {
+	t.Helper()
+	if kubeconfig == "" {
+		t.Fatal("framework.Main was not called from TestMain")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatalf("loading %s: %v", kubeconfig, err)
+	}
+	cfg.QPS, cfg.Burst = 500, 1000
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Env{T: t, Config: cfg, Client: client, Kubeconfig: kubeconfig, Namespace: namespaceName(t)}
+	ns := &apiv1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.Namespace}}
+	if _, err := client.CoreV1().Namespaces().Create(e.Context(), ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating namespace %s: %v", e.Namespace, err)
+	}
+	t.Cleanup(e.cleanup)
+	return e
+}
+
+// Context returns a context that ends with the test.
+func (e *Env) Context() context.Context { return e.T.Context() }
+
+func (e *Env) cleanup() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sel := metav1.ListOptions{LabelSelector: testNamespaceLabel + "=" + e.Namespace}
+	if err := e.Client.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil {
+		e.T.Logf("deleting the test's nodes: %v", err)
+	}
+	err := e.Client.CoreV1().Namespaces().Delete(ctx, e.Namespace, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		e.T.Logf("deleting namespace %s: %v", e.Namespace, err)
+	}
+}
+
+// CreateNode creates a node that kwok manages, labelled for cleanup.
+func (e *Env) CreateNode(node *apiv1.Node) *apiv1.Node {
+	e.T.Helper()
+	if node.Labels == nil {
+		node.Labels = map[string]string{}
+	}
+	node.Labels[testNamespaceLabel] = e.Namespace
+	created, err := e.Client.CoreV1().Nodes().Create(e.Context(), node, metav1.CreateOptions{})
+	if err != nil {
+		e.T.Fatalf("creating node %s: %v", node.Name, err)
+	}
+	return created
+}
+
+// Eventually polls cond every 200 ms until it returns true or timeout passes.
+func (e *Env) Eventually(timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
+	e.T.Helper()
+	err := wait.PollUntilContextTimeout(e.Context(), 200*time.Millisecond, timeout, true, cond)
+	if err != nil {
+		e.T.Fatalf("%s: not true after %v: %v", what, timeout, err)
+	}
+}
+
+// UniqueName returns prefix plus a random suffix, valid as an object name.
+func UniqueName(prefix string) string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return prefix + "-" + hex.EncodeToString(b)
+}
+
+func namespaceName(t *testing.T) string {
+	name := strings.ToLower(t.Name())
+	var b strings.Builder
+	for _, r := range name {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	base := strings.Trim(b.String(), "-")
+	if len(base) > 50 {
+		base = base[:50]
+	}
+	return UniqueName(strings.Trim(base, "-"))
+}
+
+// RepoRoot finds the repository root: the directory of this module's go.mod.
+func RepoRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err == nil {
+		if mod := strings.TrimSpace(string(out)); mod != "" && mod != os.DevNull {
+			return filepath.Dir(mod), nil
+		}
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}

@@ -1,0 +1,129 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// autoscalerProcess is one running cluster-autoscaler binary.
+type autoscalerProcess struct {
+	t       *testing.T
+	name    string
+	cmd     *exec.Cmd
+	address string
+	log     *syncBuffer
+	done    chan struct{}
+	exitErr error
+}
+
+// startAutoscaler runs the binary with a free loopback --address plus args,
+// and kills it when the test ends if it is still running.
+func startAutoscaler(t *testing.T, name string, args ...string) *autoscalerProcess {
+	t.Helper()
+	addr := freeAddress(t)
+	p := &autoscalerProcess{t: t, name: name, address: addr, log: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(autoscalerBinary, append([]string{"--address=" + addr}, args...)...)
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	go func() {
+		p.exitErr = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("log of %s:\n%s", name, p.log.String())
+		}
+	})
+	return p
+}
+
+// signal sends SIGTERM and waits for the exit code.
+func (p *autoscalerProcess) terminate(timeout time.Duration) int {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		p.t.Fatalf("signalling %s: %v", p.name, err)
+	}
+	return p.waitExit(timeout)
+}
+
+// waitExit waits for the process to end and returns its exit code.
+func (p *autoscalerProcess) waitExit(timeout time.Duration) int {
+	p.t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(timeout):
+		p.t.Fatalf("%s still running after %v", p.name, timeout)
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+func (p *autoscalerProcess) running() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// get fetches path from the autoscaler's HTTP server.
+func (p *autoscalerProcess) get(ctx context.Context, path string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.address+path, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return fmt.Sprintf("127.0.0.1:%d", l.Addr().(*net.TCPAddr).Port)
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *syncBuffer) Contains(s string) bool { return strings.Contains(b.String(), s) }

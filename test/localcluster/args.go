@@ -1,0 +1,99 @@
+package localcluster
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+func etcdArgs(cfg Config, ports map[string]int) []string {
+	client := fmt.Sprintf("http://127.0.0.1:%d", ports["etcd"])
+	peer := fmt.Sprintf("http://127.0.0.1:%d", ports["etcd-peer"])
+	return []string{
+		"--name=local",
+		"--data-dir=" + filepath.Join(cfg.Dir, "etcd"),
+		"--listen-client-urls=" + client,
+		"--advertise-client-urls=" + client,
+		"--listen-peer-urls=" + peer,
+		"--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=local=" + peer,
+		"--unsafe-no-fsync=true",
+		"--quota-backend-bytes=8589934592",
+		"--log-level=warn",
+	}
+}
+
+func apiserverArgs(cfg Config, ports map[string]int, p *pki, tokenFile string) []string {
+	return []string{
+		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", ports["etcd"]),
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", ports["kube-apiserver"]),
+		"--tls-cert-file=" + p.ServingCert,
+		"--tls-private-key-file=" + p.ServingKey,
+		"--client-ca-file=" + p.CACert,
+		"--token-auth-file=" + tokenFile,
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + p.SAPub,
+		"--service-account-signing-key-file=" + p.SAKey,
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--disable-admission-plugins=ServiceAccount",
+		"--allow-privileged=true",
+		"--max-requests-inflight=1000",
+		"--max-mutating-requests-inflight=500",
+		"--profiling=false",
+	}
+}
+
+func controllerManagerArgs(cfg Config, ports map[string]int, p *pki, kubeconfig string) []string {
+	return []string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--bind-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", ports["kube-controller-manager"]),
+		"--leader-elect=false",
+		"--use-service-account-credentials=true",
+		"--service-account-private-key-file=" + p.SAKey,
+		"--root-ca-file=" + p.CACert,
+		"--cluster-signing-cert-file=" + p.CACert,
+		"--cluster-signing-key-file=" + p.CAKey,
+		"--controllers=*,-nodeipam,-service-lb-controller,-node-route-controller,-cloud-node-lifecycle-controller",
+		// Longer than kwok's node lease, or healthy fake nodes flap NotReady.
+		fmt.Sprintf("--node-monitor-grace-period=%ds", cfg.NodeLeaseSeconds+20),
+		"--kube-api-qps=300",
+		"--kube-api-burst=600",
+		"--profiling=false",
+	}
+}
+
+func schedulerArgs(ports map[string]int, kubeconfig string) []string {
+	return []string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--bind-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", ports["kube-scheduler"]),
+		"--leader-elect=false",
+		"--kube-api-qps=300",
+		"--kube-api-burst=600",
+		"--profiling=false",
+	}
+}
+
+func kwokArgs(cfg Config, ports map[string]int, kubeconfig string) []string {
+	stages := []string{"node-initialize", "node-heartbeat-with-lease", "pod-ready", "pod-complete", "pod-delete"}
+	paths := make([]string, len(stages))
+	for i, s := range stages {
+		paths[i] = filepath.Join(cfg.StagesDir, s+".yaml")
+	}
+	return []string{
+		"--kubeconfig=" + kubeconfig,
+		"--config=" + strings.Join(paths, ","),
+		"--manage-all-nodes=true",
+		fmt.Sprintf("--node-lease-duration-seconds=%d", cfg.NodeLeaseSeconds),
+		fmt.Sprintf("--server-address=127.0.0.1:%d", ports["kwok"]),
+		"--node-ip=127.0.0.1",
+	}
+}

@@ -1,0 +1,297 @@
+package localcluster
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Config says where the binaries are and where the cluster keeps its files.
+type Config struct {
+	// BinDir holds etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok.
+	BinDir string
+	// StagesDir holds kwok's stage definitions (hack/build-tools.sh copies them).
+	StagesDir string
+	// Dir receives certificates, data, logs and the state file; it is created.
+	Dir string
+	// Detach leaves the processes running after this process exits (hack/local-up.sh).
+	// Otherwise they are killed with this process.
+	Detach bool
+	// NodeLeaseSeconds is kwok's node lease duration; 40 suits up to ~1000 nodes.
+	NodeLeaseSeconds int
+}
+
+// State is what a running cluster records in Dir/state.json.
+type State struct {
+	Kubeconfig string         `json:"kubeconfig"`
+	Server     string         `json:"server"`
+	Token      string         `json:"token"`
+	PIDs       map[string]int `json:"pids"`
+	Ports      map[string]int `json:"ports"`
+}
+
+// Cluster is a running local control plane.
+type Cluster struct {
+	State
+	dir   string
+	procs []*process
+	ca    []byte
+}
+
+const stateFile = "state.json"
+
+// components in start order; Stop goes in reverse.
+var components = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
+
+// Start brings a control plane up and returns once every component is healthy.
+func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
+	if cfg.NodeLeaseSeconds == 0 {
+		cfg.NodeLeaseSeconds = 40
+	}
+	for _, b := range components {
+		if _, err := os.Stat(filepath.Join(cfg.BinDir, b)); err != nil {
+			return nil, fmt.Errorf("control-plane binary %s missing in %s (run hack/build-tools.sh): %w", b, cfg.BinDir, err)
+		}
+	}
+	for _, sub := range []string{"pki", "etcd", "logs"} {
+		if err := os.MkdirAll(filepath.Join(cfg.Dir, sub), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	p, err := writePKI(filepath.Join(cfg.Dir, "pki"))
+	if err != nil {
+		return nil, fmt.Errorf("writing certificates: %w", err)
+	}
+	ports, err := freePorts("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+	if err != nil {
+		return nil, err
+	}
+	token := randomToken()
+	c = &Cluster{dir: cfg.Dir, ca: p.caPEM, State: State{
+		Server: fmt.Sprintf("https://127.0.0.1:%d", ports["kube-apiserver"]),
+		Token:  token, PIDs: map[string]int{}, Ports: ports,
+		Kubeconfig: filepath.Join(cfg.Dir, "kubeconfig"),
+	}}
+	defer func() {
+		if err != nil {
+			_ = c.Stop()
+		}
+	}()
+	tokenFile := filepath.Join(cfg.Dir, "pki", "tokens.csv")
+	if err := os.WriteFile(tokenFile, []byte(token+",admin,admin,system:masters\n"), 0o600); err != nil {
+		return nil, err
+	}
+	if err := c.writeKubeconfig(); err != nil {
+		return nil, err
+	}
+
+	steps := []struct {
+		name    string
+		args    []string
+		healthy func(context.Context) error
+	}{
+		{"etcd", etcdArgs(cfg, ports), func(ctx context.Context) error {
+			return httpOK(ctx, fmt.Sprintf("http://127.0.0.1:%d/health", ports["etcd"]), "")
+		}},
+		{"kube-apiserver", apiserverArgs(cfg, ports, p, tokenFile), func(ctx context.Context) error {
+			return httpOK(ctx, c.Server+"/readyz", token)
+		}},
+		{"kube-controller-manager", controllerManagerArgs(cfg, ports, p, c.Kubeconfig), func(ctx context.Context) error {
+			return httpOK(ctx, fmt.Sprintf("https://127.0.0.1:%d/healthz", ports["kube-controller-manager"]), "")
+		}},
+		{"kube-scheduler", schedulerArgs(ports, c.Kubeconfig), func(ctx context.Context) error {
+			return httpOK(ctx, fmt.Sprintf("https://127.0.0.1:%d/healthz", ports["kube-scheduler"]), "")
+		}},
+		{"kwok", kwokArgs(cfg, ports, c.Kubeconfig), func(ctx context.Context) error {
+			return httpOK(ctx, fmt.Sprintf("http://127.0.0.1:%d/healthz", ports["kwok"]), "")
+		}},
+	}
+	for _, s := range steps {
+		proc, err := startProcess(filepath.Join(cfg.BinDir, s.name), s.args,
+			filepath.Join(cfg.Dir, "logs", s.name+".log"), cfg.Detach)
+		if err != nil {
+			return nil, fmt.Errorf("starting %s: %w", s.name, err)
+		}
+		c.procs = append(c.procs, proc)
+		c.PIDs[s.name] = proc.pid()
+		if err := c.saveState(); err != nil {
+			return nil, err
+		}
+		if err := waitHealthy(ctx, s.name, proc, s.healthy); err != nil {
+			return nil, fmt.Errorf("%w (log: %s)", err, filepath.Join(cfg.Dir, "logs", s.name+".log"))
+		}
+	}
+	return c, nil
+}
+
+// Attach reads the state of a cluster started by another process.
+func Attach(dir string) (*Cluster, error) {
+	data, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if err != nil {
+		return nil, fmt.Errorf("reading cluster state: %w", err)
+	}
+	c := &Cluster{dir: dir}
+	if err := json.Unmarshal(data, &c.State); err != nil {
+		return nil, fmt.Errorf("parsing %s: %w", filepath.Join(dir, stateFile), err)
+	}
+	return c, nil
+}
+
+// RESTConfig returns an admin client configuration for the cluster.
+func (c *Cluster) RESTConfig() (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = 500, 1000
+	return cfg, nil
+}
+
+// Stop terminates the processes this cluster recorded, newest first, and
+// waits for them; a process that ignores SIGTERM for 10 s is killed.
+func (c *Cluster) Stop() error {
+	var errs []error
+	for i := len(components) - 1; i >= 0; i-- {
+		name := components[i]
+		pid, ok := c.PIDs[name]
+		if !ok {
+			continue
+		}
+		var proc *process
+		for _, p := range c.procs {
+			if p.pid() == pid {
+				proc = p
+			}
+		}
+		if err := stopPID(pid, name, proc, 10*time.Second); err != nil {
+			errs = append(errs, fmt.Errorf("stopping %s (pid %d): %w", name, pid, err))
+		}
+		delete(c.PIDs, name)
+	}
+	if c.dir != "" {
+		_ = os.Remove(filepath.Join(c.dir, stateFile))
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Cluster) saveState() error {
+	data, err := json.MarshalIndent(c.State, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(c.dir, stateFile), data, 0o600)
+}
+
+func (c *Cluster) writeKubeconfig() error {
+	cfg := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster:
+    server: %s
+    certificate-authority: %s
+users:
+- name: admin
+  user:
+    token: %s
+contexts:
+- name: local
+  context: {cluster: local, user: admin}
+current-context: local
+`, c.Server, filepath.Join(c.dir, "pki", "ca.crt"), c.Token)
+	return os.WriteFile(c.Kubeconfig, []byte(cfg), 0o600)
+}
+
+func freePorts(names ...string) (map[string]int, error) {
+	ports := map[string]int{}
+	var listeners []net.Listener
+	defer func() {
+		for _, l := range listeners {
+			_ = l.Close()
+		}
+	}()
+	for _, n := range names {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("finding a free loopback port: %w", err)
+		}
+		listeners = append(listeners, l)
+		ports[n] = l.Addr().(*net.TCPAddr).Port
+	}
+	return ports, nil
+}
+
+func randomToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// waitHealthy polls healthy until it passes, the process exits, or 90 s pass.
+func waitHealthy(ctx context.Context, name string, proc *process, healthy func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	var last error
+	for {
+		if exited, err := proc.exited(); exited {
+			return fmt.Errorf("%s exited before becoming healthy: %v", name, err)
+		}
+		if last = healthy(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not healthy after 90s: %v", name, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+var probeClient = &http.Client{
+	Timeout: 2 * time.Second,
+	// The probes go to this cluster's own loopback components, whose serving
+	// certificates are self-signed at start.
+	Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // loopback health probes only
+}
+
+func httpOK(ctx context.Context, url, token string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := probeClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s answered %d", url, resp.StatusCode)
+	}
+	return nil
+}
+
+// Running reports whether every recorded component still runs.
+func (c *Cluster) Running() bool {
+	for _, name := range components {
+		pid, ok := c.PIDs[name]
+		if !ok || !runs(pid, name) {
+			return false
+		}
+	}
+	return true
+}
