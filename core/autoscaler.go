@@ -35,7 +35,9 @@ type Autoscaler struct {
 type AutoscalerOption func(*Autoscaler)
 
 // WithPassiveClock replaces the real clock used to time the loop's steps.
-func WithPassiveClock(c clock.PassiveClock) AutoscalerOption { return func(a *Autoscaler) { a.clock = c } }
+func WithPassiveClock(c clock.PassiveClock) AutoscalerOption {
+	return func(a *Autoscaler) { a.clock = c }
+}
 
 // NewAutoscaler builds the loop.
 func NewAutoscaler(opts config.Options, listers Listers, m *metrics.Metrics, options ...AutoscalerOption) *Autoscaler {

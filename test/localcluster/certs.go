@@ -18,10 +18,10 @@ import (
 
 // pki is the key material of one local cluster, written under dir.
 type pki struct {
-	CACert, CAKey         string
+	CACert, CAKey           string
 	ServingCert, ServingKey string
-	SAPub, SAKey          string
-	caPEM                 []byte
+	SAPub, SAKey            string
+	caPEM                   []byte
 }
 
 // writePKI creates a self-signed CA, a serving certificate for 127.0.0.1 and
