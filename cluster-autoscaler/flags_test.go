@@ -1,0 +1,242 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/pflag"
+
+	"k8s.io/autoscaler/cluster-autoscaler/config"
+)
+
+type upstreamFlag struct{ name, def string }
+
+// upstreamFlags reads testdata/upstream-flags.tsv, upstream's documented flags.
+func upstreamFlags(t *testing.T) []upstreamFlag {
+	t.Helper()
+	f, err := os.Open("testdata/upstream-flags.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []upstreamFlag
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		line := s.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, def, _ := strings.Cut(line, "\t")
+		out = append(out, upstreamFlag{strings.TrimPrefix(name, "--"), def})
+	}
+	if len(out) < 150 {
+		t.Fatalf("read only %d upstream flags", len(out))
+	}
+	return out
+}
+
+// TestEveryUpstreamFlagIsAccepted: every flag upstream documents exists here
+// with the same default.
+func TestEveryUpstreamFlagIsAccepted(t *testing.T) {
+	c := newCommandLine()
+	for _, uf := range upstreamFlags(t) {
+		f := c.fs.Lookup(uf.name)
+		if f == nil {
+			t.Errorf("--%s is not accepted", uf.name)
+			continue
+		}
+		if !sameDefault(uf.def, f.DefValue) {
+			t.Errorf("--%s default = %q, upstream documents %q", uf.name, f.DefValue, uf.def)
+		}
+	}
+}
+
+// sameDefault compares a documented default with pflag's DefValue.
+func sameDefault(doc, got string) bool {
+	doc = strings.Trim(doc, `"`)
+	switch {
+	case doc == "—": // no documented default
+		return true
+	case strings.HasPrefix(doc, "0 (="): // "0 (=unlimited)"
+		doc = "0"
+	case doc == "2" && (got == "INFO" || got == "0"): // --stderrthreshold: upstream's main sets INFO; its FAQ table still says 2
+		return true
+	}
+	if doc == got {
+		return true
+	}
+	if d1, err1 := time.ParseDuration(doc); err1 == nil {
+		d2, err2 := time.ParseDuration(got)
+		return err2 == nil && d1 == d2
+	}
+	if f1, err1 := strconv.ParseFloat(doc, 64); err1 == nil {
+		f2, err2 := strconv.ParseFloat(got, 64)
+		return err2 == nil && f1 == f2
+	}
+	// pflag prints string slices as [a,b]; the table lists them as a,b.
+	return "["+doc+"]" == got
+}
+
+// sampleValue returns a valid value for a flag, for parse tests.
+func sampleValue(f *pflag.Flag) string {
+	switch f.Name {
+	case "nodes":
+		return "1:10:ng-1"
+	case "node-group-auto-discovery":
+		return "asg:tag=k8s.io/cluster-autoscaler/enabled,k8s.io/cluster-autoscaler/mycluster"
+	case "gpu-total":
+		return "nvidia-tesla-k80:0:8"
+	case "expander":
+		return "priority,least-waste"
+	case "drain-priority-config":
+		return "10000:20,1000:100,0:60"
+	case "feature-gates":
+		return "SomeGate=true"
+	case "bypassed-scheduler-names", "allowed-scheduler-names":
+		return "my-scheduler"
+	case "log-backtrace-at":
+		return "main.go:10"
+	case "vmodule":
+		return "wire=4"
+	case "stderrthreshold":
+		return "WARNING"
+	}
+	switch f.Value.Type() {
+	case "bool":
+		return "true"
+	case "stringArray", "stringSlice", "string":
+		if f.DefValue != "" && f.DefValue != "[]" {
+			return strings.Trim(f.DefValue, "[]")
+		}
+		return "some-value"
+	}
+	return f.DefValue
+}
+
+// TestEveryUpstreamFlagParsesWithAValidValue passes each flag alone, the
+// way an upstream manifest would, and expects no error.
+func TestEveryUpstreamFlagParsesWithAValidValue(t *testing.T) {
+	for _, uf := range upstreamFlags(t) {
+		f := newCommandLine().fs.Lookup(uf.name)
+		if f == nil {
+			continue // reported by TestEveryUpstreamFlagIsAccepted
+		}
+		arg := "--" + uf.name + "=" + sampleValue(f)
+		if uf.name == "enable-dynamic-resource-allocation" {
+			arg = "--" + uf.name + "=true"
+		}
+		if err := newCommandLine().parse([]string{arg}); err != nil {
+			t.Errorf("%s: %v", arg, err)
+		}
+	}
+}
+
+func TestUpstreamManifestParses(t *testing.T) {
+	// Arguments of a typical upstream Deployment, including the spellings
+	// and repeats manifests use.
+	args := []string{
+		"--v=4", "--stderrthreshold=info", "--cloud-provider=aws", "--skip-nodes-with-local-storage=false",
+		"--expander=least-waste", "--node-group-auto-discovery=asg:tag=k8s.io/cluster-autoscaler/enabled,k8s.io/cluster-autoscaler/c1",
+		"--balance-similar-node-groups", "--balancing-ignore-label=topology.ebs.csi.aws.com/zone",
+		"--balancing-ignore-label=eks.amazonaws.com/nodegroup", "--scale-down-unneeded-time", "5m",
+		"--nodes=1:10:ng1", "--nodes=0:5:ng2", "--cores-total=0:640", "--memory-total=0:2560",
+		"--gpu-total=nvidia-a100:0:16", "--logtostderr=true", "--log_dir=/tmp", "--max-empty-bulk-delete=20",
+		"--leader-elect-resource-namespace=kube-system", "--aws-use-static-instance-list=true",
+	}
+	c := newCommandLine()
+	if err := c.parse(args); err != nil {
+		t.Fatal(err)
+	}
+	o := c.opts
+	if diff := cmp.Diff([]string{"1:10:ng1", "0:5:ng2"}, o.NodeGroups); diff != "" {
+		t.Errorf("--nodes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"topology.ebs.csi.aws.com/zone", "eks.amazonaws.com/nodegroup"}, o.BalancingIgnoreLabels); diff != "" {
+		t.Errorf("--balancing-ignore-label (-want +got):\n%s", diff)
+	}
+	if o.Cores != (config.Range{Min: 0, Max: 640}) || o.MemoryGiB != (config.Range{Min: 0, Max: 2560}) {
+		t.Errorf("cores %v memory %v", o.Cores, o.MemoryGiB)
+	}
+	if o.NodeGroupDefaults.ScaleDownUnneededTime != 5*time.Minute {
+		t.Errorf("--scale-down-unneeded-time = %v", o.NodeGroupDefaults.ScaleDownUnneededTime)
+	}
+	if o.MaxScaleDownParallelism != 20 {
+		t.Errorf("--max-empty-bulk-delete did not set max-scale-down-parallelism: %d", o.MaxScaleDownParallelism)
+	}
+	if o.SkipNodesWithLocalStorage || !o.BalanceSimilarNodeGroups {
+		t.Errorf("bools not applied: %+v", o)
+	}
+	_, others, removed := c.notices()
+	if diff := cmp.Diff([]string{"aws-use-static-instance-list"}, others); diff != "" {
+		t.Errorf("other-provider notices (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"max-empty-bulk-delete"}, removed); diff != "" {
+		t.Errorf("removed notices (-want +got):\n%s", diff)
+	}
+}
+
+func TestDefaultsParseAndValidate(t *testing.T) {
+	c := newCommandLine()
+	if err := c.parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(config.Defaults(), c.opts); diff != "" {
+		t.Errorf("options without flags differ from config.Defaults() (-want +got):\n%s", diff)
+	}
+}
+
+func TestInvalidFlagsNameTheFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--scale-down-utilization-threshold=2"}, "--scale-down-utilization-threshold"},
+		{[]string{"--nodes=a:b:c"}, "--nodes"},
+		{[]string{"--nodes=5:1:ng"}, "--nodes"},
+		{[]string{"--nodes=1:5"}, "--nodes"},
+		{[]string{"--cores-total=10"}, "cores-total"},
+		{[]string{"--memory-total=5:1"}, "memory-total"},
+		{[]string{"--gpu-total=a:1"}, "gpu-total"},
+		{[]string{"--scan-interval=-1s"}, "--scan-interval"},
+		{[]string{"--scan-interval=ten"}, "scan-interval"},
+		{[]string{"--expander=cheapest"}, "--expander"},
+		{[]string{"--expander=random,least-waste"}, "--expander"},
+		{[]string{"--expander=priority,priority"}, "--expander"},
+		{[]string{"--expander=grpc"}, "--grpc-expander"},
+		{[]string{"--max-total-unready-percentage=101"}, "--max-total-unready-percentage"},
+		{[]string{"--leader-elect-lease-duration=5s", "--leader-elect-renew-deadline=10s"}, "--leader-elect-lease-duration"},
+		{[]string{"--leader-elect-resource-lock=configmaps"}, "--leader-elect-resource-lock"},
+		{[]string{"--drain-priority-config=1:2", "--max-graceful-termination-sec=30"}, "--drain-priority-config"},
+		{[]string{"--drain-priority-config=x:2"}, "--drain-priority-config"},
+		{[]string{"--enable-dynamic-resource-allocation=false"}, "--enable-dynamic-resource-allocation"},
+		{[]string{"--allowed-scheduler-names=a", "--bypassed-scheduler-names=b"}, "--bypassed-scheduler-names"},
+		{[]string{"--balancing-label=a", "--balancing-ignore-label=b"}, "--balancing-label"},
+		{[]string{"--kube-client-qps=0"}, "--kube-client-qps"},
+		{[]string{"--namespace=Not_Valid"}, "--namespace"},
+		{[]string{"--logging-format=xml"}, "--logging-format"},
+		{[]string{"--no-such-flag"}, "no-such-flag"},
+		{[]string{"stray-argument"}, "unexpected arguments"},
+	} {
+		err := newCommandLine().parse(tc.args)
+		if err == nil {
+			t.Errorf("%v: no error", tc.args)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %q does not name %s", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestEveryFlagHasUsage(t *testing.T) {
+	newCommandLine().fs.VisitAll(func(f *pflag.Flag) {
+		if strings.TrimSpace(f.Usage) == "" {
+			t.Errorf("--%s has no help text", f.Name)
+		}
+	})
+}

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestRunExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		args       []string
+		code       int
+		out, errOut string
+	}{
+		{args: []string{"--version"}, code: 0, out: "cluster-autoscaler v"},
+		{args: []string{"--help"}, code: 0, errOut: "--scale-down-unneeded-time"},
+		{args: []string{"--scale-down-utilization-threshold=2"}, code: 2, errOut: "--scale-down-utilization-threshold: must be between 0 and 1"},
+		{args: []string{"--nodes=a:b:c"}, code: 2, errOut: "--nodes:"},
+		// No API server: a clear error and exit 1, not a crash.
+		{args: []string{"--kubeconfig=/nonexistent/kubeconfig", "--address=127.0.0.1:0"}, code: 1},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(tc.args, &stdout, &stderr)
+		if code != tc.code {
+			t.Errorf("%v: exit code %d, want %d; stderr:\n%s", tc.args, code, tc.code, stderr.String())
+		}
+		if !strings.Contains(stdout.String(), tc.out) {
+			t.Errorf("%v: stdout %q lacks %q", tc.args, stdout.String(), tc.out)
+		}
+		if !strings.Contains(stderr.String(), tc.errOut) {
+			t.Errorf("%v: stderr lacks %q:\n%s", tc.args, tc.errOut, stderr.String())
+		}
+	}
+}

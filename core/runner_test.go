@@ -1,0 +1,164 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"k8s.io/autoscaler/cluster-autoscaler/metrics"
+)
+
+// scriptedLoop returns the scripted results in order and records call times.
+type scriptedLoop struct {
+	mu      sync.Mutex
+	results []Result
+	errs    []error
+	calls   []time.Time
+	called  chan struct{}
+}
+
+func (l *scriptedLoop) RunOnce(_ context.Context, now time.Time) (Result, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i := len(l.calls)
+	l.calls = append(l.calls, now)
+	defer func() { l.called <- struct{}{} }()
+	var res Result
+	var err error
+	if i < len(l.results) {
+		res = l.results[i]
+	}
+	if i < len(l.errs) {
+		err = l.errs[i]
+	}
+	return res, err
+}
+
+func newTestRunner(loop Loop, c *clocktesting.FakeClock, frequent bool) (*Runner, *HealthCheck, *prometheus.Registry) {
+	reg := prometheus.NewRegistry()
+	h := NewHealthCheck(c, 10*time.Minute, 15*time.Minute, 20*time.Minute)
+	h.StartMonitoring()
+	return NewRunner(loop, 10*time.Second, h, metrics.New(reg), WithClock(c), WithFrequentLoops(frequent)), h, reg
+}
+
+func waitCall(t *testing.T, l *scriptedLoop) {
+	t.Helper()
+	select {
+	case <-l.called:
+	case <-time.After(5 * time.Second):
+		t.Fatal("loop not called")
+	}
+}
+
+func TestRunnerTiming(t *testing.T) {
+	c := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	loop := &scriptedLoop{results: []Result{{}, {Productive: true}, {}, {}}, called: make(chan struct{}, 10)}
+	r, _, _ := newTestRunner(loop, c, true)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- r.Run(ctx) }()
+
+	waitCall(t, loop) // loop 1 at once
+	// Loop 2 only when the scan interval has passed.
+	for !c.HasWaiters() {
+		time.Sleep(time.Millisecond)
+	}
+	c.Step(9 * time.Second)
+	select {
+	case <-loop.called:
+		t.Fatal("loop 2 ran before the scan interval")
+	case <-time.After(50 * time.Millisecond):
+	}
+	c.Step(time.Second)
+	waitCall(t, loop) // loop 2, productive
+	waitCall(t, loop) // loop 3 at once, without the clock moving
+	// Loop 4 on a trigger, before the interval.
+	for !c.HasWaiters() {
+		time.Sleep(time.Millisecond)
+	}
+	r.Trigger()
+	waitCall(t, loop)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	want := []time.Time{c.Now().Add(-10 * time.Second), c.Now(), c.Now(), c.Now()}
+	for i := range want {
+		if !loop.calls[i].Equal(want[i]) {
+			t.Errorf("call %d at %v, want %v", i+1, loop.calls[i], want[i])
+		}
+	}
+}
+
+func TestRunnerWithoutFrequentLoopsIgnoresTriggers(t *testing.T) {
+	c := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	loop := &scriptedLoop{results: []Result{{Productive: true}}, called: make(chan struct{}, 10)}
+	r, _, _ := newTestRunner(loop, c, false)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = r.Run(ctx) }()
+	waitCall(t, loop)
+	for !c.HasWaiters() {
+		time.Sleep(time.Millisecond)
+	}
+	r.Trigger()
+	select {
+	case <-loop.called:
+		t.Fatal("a productive loop or trigger started a loop before the scan interval with frequent loops off")
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+func TestRunnerCountsErrorsAndHealth(t *testing.T) {
+	c := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	boom := NewLoopError(metrics.CloudProviderError, errors.New("boom"))
+	transient := NewLoopError(metrics.TransientError, errors.New("conflict"))
+	loop := &scriptedLoop{errs: []error{boom, transient, errors.New("unclassified")}, called: make(chan struct{}, 10)}
+	r, h, reg := newTestRunner(loop, c, true)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = r.Run(ctx) }()
+	for i := 0; i < 3; i++ {
+		waitCall(t, loop)
+		for !c.HasWaiters() {
+			time.Sleep(time.Millisecond)
+		}
+		if i < 2 {
+			c.Step(10 * time.Second)
+		}
+	}
+	got := func(typ string) float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatalf("gathering: %v", err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "cluster_autoscaler_errors_total" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				if m.GetLabel()[0].GetValue() == typ {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+		return -1
+	}
+	for typ, want := range map[string]float64{"cloudProviderError": 1, "transientError": 0, "internalError": 1} {
+		if v := got(typ); v != want {
+			t.Errorf("errors_total{type=%q} = %v, want %v", typ, v, want)
+		}
+	}
+	// The transient error counted as success: 16 minutes later the check
+	// fails on max-failing-time measured from that loop, not from the start.
+	c.Step(14 * time.Minute)
+	h.UpdateLastActivity(c.Now())
+	if err := h.Check(); err != nil {
+		t.Errorf("unhealthy 14m after a transient error: %v", err)
+	}
+}
