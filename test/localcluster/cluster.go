@@ -65,6 +65,10 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 			return nil, fmt.Errorf("control-plane binary %s missing in %s (run hack/build-tools.sh): %w", b, cfg.BinDir, err)
 		}
 	}
+	// A new cluster starts empty: data of an earlier one in Dir is discarded.
+	if err := os.RemoveAll(filepath.Join(cfg.Dir, "etcd")); err != nil {
+		return nil, err
+	}
 	for _, sub := range []string{"pki", "etcd", "logs"} {
 		if err := os.MkdirAll(filepath.Join(cfg.Dir, sub), 0o755); err != nil {
 			return nil, err

@@ -1,0 +1,47 @@
+# The README's two commands: `make demo` and `make test`.
+SHELL := /usr/bin/env bash
+OUT   := _output
+BIN   := $(OUT)/bin
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.1.0-dev)
+LDFLAGS := -X main.version=$(VERSION)
+# Integration tests start a real control plane per package; give them time on 2 cores.
+TEST_TIMEOUT ?= 60m
+
+.PHONY: all build tools test unit integration lint demo local-up local-down clean
+
+all: build
+
+build: ## the cluster-autoscaler binary in _output/bin
+	go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/cluster-autoscaler ./cluster-autoscaler
+
+tools: ## the local control plane (etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kubectl, kwok)
+	hack/build-tools.sh
+
+test: tools ## unit and integration tests, as CI runs them
+	go test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+unit: ## unit tests only: the packages that do not start a control plane
+	go test -race -count=1 $$(go list ./... | grep -v /test/)
+
+integration: tools ## integration tests only, against the real local control plane
+	go test -race -count=1 -timeout $(TEST_TIMEOUT) ./test/...
+
+lint: ## gofmt, go vet and golangci-lint (built from the module proxy)
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
+	go vet ./...
+	cd hack/tools/lint && go build -o ../../../$(BIN)/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+	$(BIN)/golangci-lint run ./...
+
+demo: tools build ## local control plane + autoscaler + sample workload; Ctrl-C stops it
+	hack/demo.sh
+
+local-up: tools ## start the local control plane in _output/local
+	hack/local-up.sh
+
+local-down: ## stop the local control plane started by local-up
+	hack/local-down.sh
+
+clean:
+	-hack/local-down.sh
+	rm -rf $(OUT)

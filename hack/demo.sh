@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# make demo: starts the local control plane, the autoscaler against it with
+# --cloud-provider=kwok, applies a sample workload, and prints what happens
+# until Ctrl-C (or for DEMO_DURATION seconds). Everything listens on 127.0.0.1.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+
+export LOCAL_CLUSTER_DIR=${LOCAL_CLUSTER_DIR:-_output/local}
+address=${DEMO_ADDRESS:-127.0.0.1:8085}
+duration=${DEMO_DURATION:-0} # 0 = until Ctrl-C
+kubectl=_output/bin/kubectl
+export KUBECONFIG=$LOCAL_CLUSTER_DIR/kubeconfig
+ca_log=$LOCAL_CLUSTER_DIR/logs/cluster-autoscaler.log
+
+hack/local-up.sh
+echo "== applying the sample workload (hack/demo/workload.yaml)"
+$kubectl apply -f hack/demo/workload.yaml
+
+echo "== starting cluster-autoscaler (log: $ca_log)"
+_output/bin/cluster-autoscaler \
+  --kubeconfig="$KUBECONFIG" --cloud-provider=kwok --namespace=kube-system \
+  --address="$address" --scan-interval=5s --v=2 >"$ca_log" 2>&1 &
+ca_pid=$!
+
+cleanup() {
+  trap - INT TERM EXIT
+  echo
+  echo "== stopping cluster-autoscaler"
+  kill -TERM "$ca_pid" 2>/dev/null && wait "$ca_pid" 2>/dev/null || true
+  if [ "${DEMO_KEEP_CLUSTER:-0}" = 1 ]; then
+    echo "== the control plane keeps running (KUBECONFIG=$KUBECONFIG); stop it with hack/local-down.sh"
+  else
+    hack/local-down.sh
+  fi
+}
+trap cleanup INT TERM EXIT
+
+metric() { # prints the value of one series from /metrics, or "-"
+  curl -s "http://$address/metrics" | awk -v s="$1" 'index($0, s) == 1 { print $2; found=1; exit } END { if (!found) print "-" }'
+}
+
+for _ in $(seq 60); do # the autoscaler answers once its informers have synced
+  [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$address/health-check" || true)" = 200 ] && break
+  sleep 0.5
+done
+echo "== watching (Ctrl-C to stop)"
+start=$SECONDS
+while :; do
+  if ! kill -0 "$ca_pid" 2>/dev/null; then
+    echo "cluster-autoscaler exited; last lines of its log:"; tail -20 "$ca_log"; exit 1
+  fi
+  health=$(curl -s -o /dev/null -w '%{http_code}' "http://$address/health-check" || true)
+  nodes=$($kubectl get nodes --no-headers 2>/dev/null | wc -l)
+  running=$($kubectl get pods -n default -l app=demo-app --field-selector=status.phase=Running --no-headers 2>/dev/null | wc -l)
+  pending=$($kubectl get pods -n default -l app=demo-app --field-selector=status.phase=Pending --no-headers 2>/dev/null | wc -l)
+  printf '%s  health-check=%s  nodes=%s  demo-app running=%s pending=%s  last_activity{main}=%s  unschedulable_pods_count=%s\n' \
+    "$(date +%T)" "$health" "$nodes" "$running" "$pending" \
+    "$(metric 'cluster_autoscaler_last_activity{activity="main"}')" \
+    "$(metric 'cluster_autoscaler_unschedulable_pods_count{type="unschedulable"}')"
+  if [ "$duration" -gt 0 ] && [ $((SECONDS - start)) -ge "$duration" ]; then break; fi
+  sleep 5
+done
