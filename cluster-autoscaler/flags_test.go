@@ -23,7 +23,7 @@ func upstreamFlags(t *testing.T) []upstreamFlag {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	var out []upstreamFlag
 	s := bufio.NewScanner(f)
 	for s.Scan() {

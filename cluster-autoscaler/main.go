@@ -30,11 +30,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
-		fmt.Fprintf(stderr, "cluster-autoscaler: invalid flags:\n%v\n", err)
+		_, _ = fmt.Fprintf(stderr, "cluster-autoscaler: invalid flags:\n%v\n", err)
 		return 2
 	}
 	if cl.version {
-		fmt.Fprintf(stdout, "cluster-autoscaler %s\n", version)
+		_, _ = fmt.Fprintf(stdout, "cluster-autoscaler %s\n", version)
 		return 0
 	}
 	defer klog.Flush()

@@ -8,8 +8,8 @@ import (
 
 func TestRunExitCodes(t *testing.T) {
 	for _, tc := range []struct {
-		args       []string
-		code       int
+		args        []string
+		code        int
 		out, errOut string
 	}{
 		{args: []string{"--version"}, code: 0, out: "cluster-autoscaler v"},

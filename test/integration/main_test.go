@@ -23,7 +23,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	root, err := framework.RepoRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -75,15 +75,6 @@ func (p *autoscalerProcess) waitExit(timeout time.Duration) int {
 	return p.cmd.ProcessState.ExitCode()
 }
 
-func (p *autoscalerProcess) running() bool {
-	select {
-	case <-p.done:
-		return false
-	default:
-		return true
-	}
-}
-
 // get fetches path from the autoscaler's HTTP server.
 func (p *autoscalerProcess) get(ctx context.Context, path string) (int, string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.address+path, nil)
@@ -94,7 +85,7 @@ func (p *autoscalerProcess) get(ctx context.Context, path string) (int, string, 
 	if err != nil {
 		return 0, "", err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body), err
 }
@@ -105,7 +96,7 @@ func freeAddress(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return fmt.Sprintf("127.0.0.1:%d", l.Addr().(*net.TCPAddr).Port)
 }
 

@@ -282,7 +282,7 @@ func httpOK(ctx context.Context, url, token string) error {
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("%s answered %d", url, resp.StatusCode)
 	}

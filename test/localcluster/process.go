@@ -23,7 +23,7 @@ func startProcess(bin string, args []string, logPath string, detach bool) (*proc
 	if err != nil {
 		return nil, err
 	}
-	defer logFile.Close() // the child keeps its own descriptor
+	defer func() { _ = logFile.Close() }() // the child keeps its own descriptor
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if detach {
