@@ -1,0 +1,55 @@
+package cloudprovider
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"k8s.io/autoscaler/cluster-autoscaler/config"
+)
+
+func TestResourceLimiterFromOptions(t *testing.T) {
+	o := config.Defaults()
+	o.Cores = config.Range{Min: 2, Max: 64}
+	o.MemoryGiB = config.Range{Min: 0, Max: 256}
+	o.GPUTotal = []config.GPULimit{{Type: "nvidia-a100", Min: 0, Max: 8}}
+	l := ResourceLimiterFromOptions(o)
+	got := map[string][2]int64{}
+	for _, r := range l.GetResources() {
+		got[r] = [2]int64{l.GetMin(r), l.GetMax(r)}
+	}
+	want := map[string][2]int64{"cpu": {2, 64}, "memory": {0, 256 << 30}, "nvidia-a100": {0, 8}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if l.HasMaxLimitSet("tpu") {
+		t.Error("unset resource reported as limited")
+	}
+}
+
+func TestRegistry(t *testing.T) {
+	r := NewRegistry()
+	built := false
+	r.Register("b", func(context.Context, BuildOptions) (CloudProvider, error) { built = true; return nil, nil })
+	r.Register("a", func(context.Context, BuildOptions) (CloudProvider, error) { return nil, errors.New("no config") })
+	if diff := cmp.Diff([]string{"a", "b"}, r.Names()); diff != "" {
+		t.Errorf("names (-want +got):\n%s", diff)
+	}
+	if _, err := r.Build(context.Background(), "gce", BuildOptions{}); !errors.Is(err, ErrUnknownProvider) {
+		t.Errorf("unknown provider: %v", err)
+	}
+	if _, err := r.Build(context.Background(), "a", BuildOptions{}); err == nil {
+		t.Error("builder error swallowed")
+	}
+	if _, err := r.Build(context.Background(), "b", BuildOptions{}); err != nil || !built {
+		t.Errorf("build b: %v built=%v", err, built)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("duplicate registration did not panic")
+		}
+	}()
+	r.Register("a", nil)
+}

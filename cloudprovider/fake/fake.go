@@ -1,0 +1,396 @@
+package fake
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	apiv1 "k8s.io/api/core/v1"
+
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+	"k8s.io/autoscaler/cluster-autoscaler/config"
+)
+
+// Call is one recorded provider call.
+type Call struct {
+	Method string
+	Group  string
+	Delta  int
+	Nodes  []string
+}
+
+// Provider is the fake CloudProvider.
+type Provider struct {
+	mu      sync.Mutex
+	groups  []*NodeGroup
+	calls   []Call
+	errs    map[string]error // key: method or method/group
+	limiter *cloudprovider.ResourceLimiter
+	pricing cloudprovider.PricingModel
+}
+
+var _ cloudprovider.CloudProvider = (*Provider)(nil)
+
+// NewProvider returns a provider without node groups and without limits.
+func NewProvider() *Provider {
+	return &Provider{errs: map[string]error{}, limiter: cloudprovider.NewResourceLimiter(nil, nil)}
+}
+
+// AddNodeGroup adds a group with target size and no instances; template may be nil.
+func (p *Provider) AddNodeGroup(id string, min, max, target int, template *apiv1.Node) *NodeGroup {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	g := &NodeGroup{provider: p, id: id, min: min, max: max, target: target, template: template, exist: true}
+	p.groups = append(p.groups, g)
+	return g
+}
+
+// AddNode registers node as a running instance of group id; its providerID
+// is set to "fake://<node name>" when empty.
+func (p *Provider) AddNode(id string, node *apiv1.Node) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if node.Spec.ProviderID == "" {
+		node.Spec.ProviderID = "fake://" + node.Name
+	}
+	g := p.group(id)
+	g.instances = append(g.instances, cloudprovider.Instance{Id: node.Spec.ProviderID,
+		Status: &cloudprovider.InstanceStatus{State: cloudprovider.InstanceRunning}})
+}
+
+// SetInstanceStatus replaces the status of one instance, e.g. to inject a creation error.
+func (p *Provider) SetInstanceStatus(id, instanceID string, status *cloudprovider.InstanceStatus) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	g := p.group(id)
+	for i := range g.instances {
+		if g.instances[i].Id == instanceID {
+			g.instances[i].Status = status
+		}
+	}
+}
+
+// InjectError makes method fail with err, for every group or, when group is
+// not empty, for that group only. A nil err removes the injection.
+func (p *Provider) InjectError(method, group string, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	key := method
+	if group != "" {
+		key += "/" + group
+	}
+	if err == nil {
+		delete(p.errs, key)
+		return
+	}
+	p.errs[key] = err
+}
+
+// SetResourceLimiter replaces the cluster-wide limits.
+func (p *Provider) SetResourceLimiter(l *cloudprovider.ResourceLimiter) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.limiter = l
+}
+
+// SetPricing sets the pricing model; nil means ErrNotImplemented.
+func (p *Provider) SetPricing(m cloudprovider.PricingModel) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pricing = m
+}
+
+// Calls returns the calls recorded so far, in order.
+func (p *Provider) Calls() []Call {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.calls)
+}
+
+// record logs a call and returns the injected error for it, if any. Callers hold p.mu.
+func (p *Provider) record(c Call) error {
+	p.calls = append(p.calls, c)
+	if err, ok := p.errs[c.Method+"/"+c.Group]; ok {
+		return err
+	}
+	return p.errs[c.Method]
+}
+
+func (p *Provider) group(id string) *NodeGroup {
+	for _, g := range p.groups {
+		if g.id == id {
+			return g
+		}
+	}
+	panic(fmt.Sprintf("fake: no node group %q", id))
+}
+
+// Name implements cloudprovider.CloudProvider.
+func (p *Provider) Name() string { return "fake" }
+
+// NodeGroups implements cloudprovider.CloudProvider.
+func (p *Provider) NodeGroups(context.Context) ([]cloudprovider.NodeGroup, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.record(Call{Method: "NodeGroups"}); err != nil {
+		return nil, err
+	}
+	out := make([]cloudprovider.NodeGroup, len(p.groups))
+	for i, g := range p.groups {
+		out[i] = g
+	}
+	return out, nil
+}
+
+// NodeGroupForNode implements cloudprovider.CloudProvider by provider ID.
+func (p *Provider) NodeGroupForNode(_ context.Context, node *apiv1.Node) (cloudprovider.NodeGroup, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.record(Call{Method: "NodeGroupForNode", Nodes: []string{node.Name}}); err != nil {
+		return nil, err
+	}
+	for _, g := range p.groups {
+		if g.hasInstance(node.Spec.ProviderID) {
+			return g, nil
+		}
+	}
+	return nil, nil
+}
+
+// HasInstance implements cloudprovider.CloudProvider.
+func (p *Provider) HasInstance(_ context.Context, node *apiv1.Node) (bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, g := range p.groups {
+		if g.hasInstance(node.Spec.ProviderID) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Pricing implements cloudprovider.CloudProvider.
+func (p *Provider) Pricing(context.Context) (cloudprovider.PricingModel, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pricing == nil {
+		return nil, cloudprovider.ErrNotImplemented
+	}
+	return p.pricing, nil
+}
+
+// GetResourceLimiter implements cloudprovider.CloudProvider.
+func (p *Provider) GetResourceLimiter(context.Context) (*cloudprovider.ResourceLimiter, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.limiter, nil
+}
+
+// GPULabel implements cloudprovider.CloudProvider.
+func (p *Provider) GPULabel() string { return "fake.gpu/type" }
+
+// GetAvailableGPUTypes implements cloudprovider.CloudProvider.
+func (p *Provider) GetAvailableGPUTypes(context.Context) map[string]struct{} { return nil }
+
+// GetNodeGpuConfig implements cloudprovider.CloudProvider.
+func (p *Provider) GetNodeGpuConfig(_ context.Context, node *apiv1.Node) *cloudprovider.GpuConfig {
+	if t, ok := node.Labels[p.GPULabel()]; ok {
+		return &cloudprovider.GpuConfig{Label: p.GPULabel(), Type: t, ExtendedResourceName: "nvidia.com/gpu"}
+	}
+	return nil
+}
+
+// Refresh implements cloudprovider.CloudProvider.
+func (p *Provider) Refresh(context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.record(Call{Method: "Refresh"})
+}
+
+// Cleanup implements cloudprovider.CloudProvider.
+func (p *Provider) Cleanup(context.Context) error { return nil }
+
+// NodeGroup is a fake node group.
+type NodeGroup struct {
+	provider  *Provider
+	id        string
+	min, max  int
+	target    int
+	instances []cloudprovider.Instance
+	template  *apiv1.Node
+	options   *config.NodeGroupAutoscalingOptions
+	exist     bool
+	created   int
+}
+
+var _ cloudprovider.NodeGroup = (*NodeGroup)(nil)
+
+// SetOptions sets the per-group overrides GetOptions returns.
+func (g *NodeGroup) SetOptions(o *config.NodeGroupAutoscalingOptions) {
+	g.provider.mu.Lock()
+	defer g.provider.mu.Unlock()
+	g.options = o
+}
+
+func (g *NodeGroup) hasInstance(id string) bool {
+	return id != "" && slices.ContainsFunc(g.instances, func(i cloudprovider.Instance) bool { return i.Id == id })
+}
+
+// Id implements cloudprovider.NodeGroup.
+func (g *NodeGroup) Id() string { return g.id }
+
+// MinSize implements cloudprovider.NodeGroup.
+func (g *NodeGroup) MinSize() int { return g.min }
+
+// MaxSize implements cloudprovider.NodeGroup.
+func (g *NodeGroup) MaxSize() int { return g.max }
+
+// Debug implements cloudprovider.NodeGroup.
+func (g *NodeGroup) Debug() string { return fmt.Sprintf("%s (min %d, max %d)", g.id, g.min, g.max) }
+
+// Exist implements cloudprovider.NodeGroup.
+func (g *NodeGroup) Exist() bool { return g.exist }
+
+// Autoprovisioned implements cloudprovider.NodeGroup.
+func (g *NodeGroup) Autoprovisioned() bool { return false }
+
+// TargetSize implements cloudprovider.NodeGroup.
+func (g *NodeGroup) TargetSize(context.Context) (int, error) {
+	g.provider.mu.Lock()
+	defer g.provider.mu.Unlock()
+	if err := g.provider.record(Call{Method: "TargetSize", Group: g.id}); err != nil {
+		return 0, err
+	}
+	return g.target, nil
+}
+
+// IncreaseSize implements cloudprovider.NodeGroup: new instances are Creating
+// until the test registers them.
+func (g *NodeGroup) IncreaseSize(_ context.Context, delta int) error {
+	return g.increase("IncreaseSize", delta)
+}
+
+// AtomicIncreaseSize implements cloudprovider.NodeGroup like IncreaseSize;
+// inject ErrNotImplemented to test the fallback.
+func (g *NodeGroup) AtomicIncreaseSize(_ context.Context, delta int) error {
+	return g.increase("AtomicIncreaseSize", delta)
+}
+
+func (g *NodeGroup) increase(method string, delta int) error {
+	g.provider.mu.Lock()
+	defer g.provider.mu.Unlock()
+	if err := g.provider.record(Call{Method: method, Group: g.id, Delta: delta}); err != nil {
+		return err
+	}
+	if delta <= 0 {
+		return fmt.Errorf("size increase must be positive, got %d", delta)
+	}
+	if g.target+delta > g.max {
+		return fmt.Errorf("size increase too large: %d + %d exceeds max %d", g.target, delta, g.max)
+	}
+	g.target += delta
+	for i := 0; i < delta; i++ {
+		g.created++
+		g.instances = append(g.instances, cloudprovider.Instance{Id: fmt.Sprintf("fake://%s-new-%d", g.id, g.created),
+			Status: &cloudprovider.InstanceStatus{State: cloudprovider.InstanceCreating}})
+	}
+	return nil
+}
+
+// DeleteNodes implements cloudprovider.NodeGroup.
+func (g *NodeGroup) DeleteNodes(_ context.Context, nodes []*apiv1.Node) error {
+	return g.delete("DeleteNodes", nodes, true)
+}
+
+// ForceDeleteNodes implements cloudprovider.NodeGroup.
+func (g *NodeGroup) ForceDeleteNodes(_ context.Context, nodes []*apiv1.Node) error {
+	return g.delete("ForceDeleteNodes", nodes, false)
+}
+
+func (g *NodeGroup) delete(method string, nodes []*apiv1.Node, respectMin bool) error {
+	g.provider.mu.Lock()
+	defer g.provider.mu.Unlock()
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = n.Name
+	}
+	if err := g.provider.record(Call{Method: method, Group: g.id, Nodes: names}); err != nil {
+		return err
+	}
+	if respectMin && g.target-len(nodes) < g.min {
+		return fmt.Errorf("deleting %d nodes would take %s below its minimum %d", len(nodes), g.id, g.min)
+	}
+	for _, n := range nodes {
+		if !g.hasInstance(n.Spec.ProviderID) {
+			return fmt.Errorf("node %s (%s) does not belong to %s", n.Name, n.Spec.ProviderID, g.id)
+		}
+	}
+	for _, n := range nodes {
+		g.instances = slices.DeleteFunc(g.instances, func(i cloudprovider.Instance) bool { return i.Id == n.Spec.ProviderID })
+		g.target--
+	}
+	return nil
+}
+
+// DecreaseTargetSize implements cloudprovider.NodeGroup: it cancels only
+// instances that are still being created.
+func (g *NodeGroup) DecreaseTargetSize(_ context.Context, delta int) error {
+	g.provider.mu.Lock()
+	defer g.provider.mu.Unlock()
+	if err := g.provider.record(Call{Method: "DecreaseTargetSize", Group: g.id, Delta: delta}); err != nil {
+		return err
+	}
+	if delta >= 0 {
+		return fmt.Errorf("size decrease must be negative, got %d", delta)
+	}
+	creating := 0
+	for _, i := range g.instances {
+		if i.Status != nil && i.Status.State == cloudprovider.InstanceCreating {
+			creating++
+		}
+	}
+	if -delta > creating {
+		return fmt.Errorf("cannot decrease %s by %d: only %d instances are not yet created", g.id, -delta, creating)
+	}
+	removed := 0
+	for i := len(g.instances) - 1; i >= 0 && removed < -delta; i-- {
+		if s := g.instances[i].Status; s != nil && s.State == cloudprovider.InstanceCreating {
+			g.instances = slices.Delete(g.instances, i, i+1)
+			removed++
+		}
+	}
+	g.target += delta
+	return nil
+}
+
+// Nodes implements cloudprovider.NodeGroup.
+func (g *NodeGroup) Nodes(context.Context) ([]cloudprovider.Instance, error) {
+	g.provider.mu.Lock()
+	defer g.provider.mu.Unlock()
+	if err := g.provider.record(Call{Method: "Nodes", Group: g.id}); err != nil {
+		return nil, err
+	}
+	return slices.Clone(g.instances), nil
+}
+
+// TemplateNodeInfo implements cloudprovider.NodeGroup.
+func (g *NodeGroup) TemplateNodeInfo(context.Context) (*cloudprovider.NodeInfo, error) {
+	g.provider.mu.Lock()
+	defer g.provider.mu.Unlock()
+	if g.template == nil {
+		return nil, cloudprovider.ErrNotImplemented
+	}
+	return &cloudprovider.NodeInfo{Node: g.template.DeepCopy()}, nil
+}
+
+// GetOptions implements cloudprovider.NodeGroup.
+func (g *NodeGroup) GetOptions(context.Context, config.NodeGroupAutoscalingOptions) (*config.NodeGroupAutoscalingOptions, error) {
+	g.provider.mu.Lock()
+	defer g.provider.mu.Unlock()
+	if g.options == nil {
+		return nil, cloudprovider.ErrNotImplemented
+	}
+	o := *g.options
+	return &o, nil
+}
