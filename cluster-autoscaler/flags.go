@@ -127,7 +127,7 @@ func (c *commandLine) registerLoopAndCloud() {
 	fs.Var(rangeValue{&o.Cores}, "cores-total", "Minimum and maximum cores in the cluster, <min>:<max>.")
 	fs.Var(rangeValue{&o.MemoryGiB}, "memory-total", "Minimum and maximum memory in the cluster in GiB, <min>:<max>.")
 	fs.Var(gpuLimitsValue{&o.GPUTotal}, "gpu-total", "Minimum and maximum count of a GPU type, <gpu_type>:<min>:<max>; repeatable.")
-	c.mark(notImplemented, "cloud-provider", "cloud-config", "nodes", "node-group-auto-discovery", "max-nodes-total", "cores-total",
+	c.mark(notImplemented, "node-group-auto-discovery", "max-nodes-total", "cores-total",
 		"memory-total", "gpu-total")
 }
 

@@ -17,7 +17,9 @@ func TestRunExitCodes(t *testing.T) {
 		{args: []string{"--scale-down-utilization-threshold=2"}, code: 2, errOut: "--scale-down-utilization-threshold: must be between 0 and 1"},
 		{args: []string{"--nodes=a:b:c"}, code: 2, errOut: "--nodes:"},
 		// No API server: a clear error and exit 1, not a crash.
-		{args: []string{"--kubeconfig=/nonexistent/kubeconfig", "--address=127.0.0.1:0"}, code: 1},
+		{args: []string{"--cloud-provider=kwok", "--kubeconfig=/nonexistent/kubeconfig", "--address=127.0.0.1:0"}, code: 1},
+		// A provider this build does not ship: exit 1 before touching anything.
+		{args: []string{"--cloud-provider=aws", "--address=127.0.0.1:0"}, code: 1},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(tc.args, &stdout, &stderr)

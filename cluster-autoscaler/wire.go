@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -26,6 +27,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider/kwok"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/core"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
@@ -37,6 +40,11 @@ var errLostLease = errors.New("lost the leader-election lease")
 // start wires the autoscaler from opts and runs it until ctx ends.
 func start(ctx context.Context, opts config.Options) error {
 	logger := klog.FromContext(ctx)
+	providers := newProviderRegistry()
+	if !slices.Contains(providers.Names(), opts.CloudProvider) {
+		return fmt.Errorf("--cloud-provider %q: %w; this build has %v", opts.CloudProvider,
+			cloudprovider.ErrUnknownProvider, providers.Names())
+	}
 	restConfig, err := buildRESTConfig(opts)
 	if err != nil {
 		return err
@@ -44,9 +52,6 @@ func start(ctx context.Context, opts config.Options) error {
 	client, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
 		return fmt.Errorf("building the Kubernetes client: %w", err)
-	}
-	if err := checkCloudProvider(ctx, opts.CloudProvider); err != nil {
-		return err
 	}
 
 	registry := prometheus.NewRegistry()
@@ -77,7 +82,7 @@ func start(ctx context.Context, opts config.Options) error {
 		}
 	}()
 
-	act := func(ctx context.Context) error { return runAutoscaler(ctx, opts, client, m, health) }
+	act := func(ctx context.Context) error { return runAutoscaler(ctx, opts, client, providers, m, health) }
 	if !opts.LeaderElection.Enabled {
 		return act(runCtx)
 	}
@@ -102,13 +107,11 @@ func buildRESTConfig(opts config.Options) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// checkCloudProvider resolves --cloud-provider. No provider is built into
-// this version yet: the loop then observes and reports but does not scale,
-// and says so at start-up.
-func checkCloudProvider(ctx context.Context, name string) error {
-	klog.FromContext(ctx).Info("Warning: no cloud provider is available in this version; the loop observes and reports, it does not scale",
-		"cloudProvider", name)
-	return nil
+// newProviderRegistry lists the cloud providers this build ships.
+func newProviderRegistry() *cloudprovider.Registry {
+	r := cloudprovider.NewRegistry()
+	r.Register(kwok.Name, kwok.Build)
+	return r
 }
 
 func newMux(registry *prometheus.Registry, health http.Handler, profiling bool) *http.ServeMux {
@@ -197,15 +200,30 @@ func runWithLeaderElection(ctx context.Context, opts config.Options, client kube
 }
 
 // runAutoscaler starts the informers once and runs the loop until ctx ends.
-func runAutoscaler(ctx context.Context, opts config.Options, client kubernetes.Interface, m *metrics.Metrics,
-	health *core.HealthCheck) error {
+func runAutoscaler(ctx context.Context, opts config.Options, client kubernetes.Interface,
+	providers *cloudprovider.Registry, m *metrics.Metrics, health *core.HealthCheck) error {
 	logger := klog.FromContext(ctx)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	listers := core.Listers{
 		Nodes: factory.Core().V1().Nodes().Lister(),
 		Pods:  factory.Core().V1().Pods().Lister(),
 	}
-	autoscaler := core.NewAutoscaler(opts, listers, m)
+	provider, err := providers.Build(ctx, opts.CloudProvider, cloudprovider.BuildOptions{
+		Options: opts, KubeClient: client, InformerFactory: factory,
+		ResourceLimiter: cloudprovider.ResourceLimiterFromOptions(opts),
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// The lead context is over; give the provider a moment of its own.
+		cleanupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := provider.Cleanup(cleanupCtx); err != nil {
+			logger.Error(err, "Cloud provider cleanup failed")
+		}
+	}()
+	autoscaler := core.NewAutoscaler(opts, listers, provider, m)
 	runner := core.NewRunner(autoscaler, opts.ScanInterval, health, m, core.WithFrequentLoops(opts.FrequentLoopsEnabled))
 	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(unschedulablePodTrigger(runner)); err != nil {
 		return fmt.Errorf("watching pods: %w", err)

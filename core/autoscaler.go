@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
@@ -25,10 +26,17 @@ type Listers struct {
 
 // Autoscaler runs one loop at a time over an observation of the cluster.
 type Autoscaler struct {
-	opts    config.Options
-	listers Listers
-	metrics *metrics.Metrics
-	clock   clock.PassiveClock
+	opts     config.Options
+	listers  Listers
+	provider CloudProvider
+	metrics  *metrics.Metrics
+	clock    clock.PassiveClock
+}
+
+// CloudProvider is what the loop needs of the cloud so far.
+type CloudProvider interface {
+	Refresh(ctx context.Context) error
+	NodeGroups(ctx context.Context) ([]cloudprovider.NodeGroup, error)
 }
 
 // AutoscalerOption configures an Autoscaler.
@@ -40,8 +48,9 @@ func WithPassiveClock(c clock.PassiveClock) AutoscalerOption {
 }
 
 // NewAutoscaler builds the loop.
-func NewAutoscaler(opts config.Options, listers Listers, m *metrics.Metrics, options ...AutoscalerOption) *Autoscaler {
-	a := &Autoscaler{opts: opts, listers: listers, metrics: m, clock: clock.RealClock{}}
+func NewAutoscaler(opts config.Options, listers Listers, provider CloudProvider, m *metrics.Metrics,
+	options ...AutoscalerOption) *Autoscaler {
+	a := &Autoscaler{opts: opts, listers: listers, provider: provider, metrics: m, clock: clock.RealClock{}}
 	for _, o := range options {
 		o(a)
 	}
@@ -51,6 +60,7 @@ func NewAutoscaler(opts config.Options, listers Listers, m *metrics.Metrics, opt
 // Observation is the state one loop decides on; it is read once per loop.
 type Observation struct {
 	Now           time.Time
+	NodeGroups    []cloudprovider.NodeGroup
 	Nodes         []*apiv1.Node
 	ScheduledPods []*apiv1.Pod
 	PendingPods   []*apiv1.Pod
@@ -59,6 +69,9 @@ type Observation struct {
 // RunOnce runs the loop's steps in order. Scale-up, scale-down and cleanup
 // are added to this list by the packages that own them.
 func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (Result, error) {
+	if err := a.refreshCloud(ctx); err != nil {
+		return Result{}, err
+	}
 	obs, err := a.observe(ctx, now)
 	if err != nil {
 		return Result{}, err
@@ -67,7 +80,17 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (Result, error)
 	return Result{}, nil
 }
 
-// observe reads the cluster from the informer caches.
+// refreshCloud lets the provider update its view; it runs before any other provider call.
+func (a *Autoscaler) refreshCloud(ctx context.Context) error {
+	start := a.clock.Now()
+	defer func() { a.metrics.UpdateDuration(metrics.FunctionCloudProviderRefresh, a.clock.Since(start)) }()
+	if err := a.provider.Refresh(ctx); err != nil {
+		return NewLoopError(metrics.CloudProviderError, fmt.Errorf("refreshing the cloud provider: %w", err))
+	}
+	return nil
+}
+
+// observe reads the node groups from the provider and the cluster from the informer caches.
 func (a *Autoscaler) observe(ctx context.Context, now time.Time) (*Observation, error) {
 	start := a.clock.Now()
 	defer func() { a.metrics.UpdateDuration(metrics.FunctionUpdateClusterState, a.clock.Since(start)) }()
@@ -79,7 +102,11 @@ func (a *Autoscaler) observe(ctx context.Context, now time.Time) (*Observation, 
 	if err != nil {
 		return nil, NewLoopError(metrics.APICallError, fmt.Errorf("listing pods: %w", err))
 	}
-	obs := &Observation{Now: now, Nodes: nodes}
+	groups, err := a.provider.NodeGroups(ctx)
+	if err != nil {
+		return nil, NewLoopError(metrics.CloudProviderError, fmt.Errorf("listing node groups: %w", err))
+	}
+	obs := &Observation{Now: now, NodeGroups: groups, Nodes: nodes}
 	for _, p := range pods {
 		switch {
 		case p.Status.Phase == apiv1.PodSucceeded || p.Status.Phase == apiv1.PodFailed:
@@ -98,6 +125,7 @@ func (a *Autoscaler) observe(ctx context.Context, now time.Time) (*Observation, 
 func (a *Autoscaler) report(ctx context.Context, obs *Observation) {
 	counts := clusterstate.CountReadiness(obs.Nodes, obs.Now, a.opts.NodeGroupDefaults.MaxNodeStartupTime)
 	a.metrics.UpdateNodesCount(counts.Ready, counts.Unready, counts.NotStarted)
+	a.metrics.UpdateNodeGroupsCount(len(obs.NodeGroups))
 	unschedulable := 0
 	for _, p := range obs.PendingPods {
 		if IsUnschedulable(p) {
@@ -106,7 +134,7 @@ func (a *Autoscaler) report(ctx context.Context, obs *Observation) {
 	}
 	a.metrics.UpdateUnschedulablePodsCount(unschedulable)
 	a.metrics.UpdateLastActivity(metrics.ActivityAutoscaling, obs.Now)
-	klog.FromContext(ctx).V(2).Info("Loop summary", "ready", counts.Ready, "unready", counts.Unready,
+	klog.FromContext(ctx).V(2).Info("Loop summary", "nodeGroups", len(obs.NodeGroups), "ready", counts.Ready, "unready", counts.Unready,
 		"notStarted", counts.NotStarted, "unschedulablePods", unschedulable)
 }
 

@@ -19,9 +19,10 @@ const (
 
 // Function labels of function_duration_seconds.
 const (
-	FunctionMain               = "main"
-	FunctionUpdateClusterState = "updateClusterState"
-	FunctionLoopWait           = "loopWait"
+	FunctionMain                 = "main"
+	FunctionUpdateClusterState   = "updateClusterState"
+	FunctionLoopWait             = "loopWait"
+	FunctionCloudProviderRefresh = "cloudProviderRefresh"
 )
 
 // ErrorType labels errors_total; the values are upstream's.
@@ -53,6 +54,7 @@ type Metrics struct {
 	errorsTotal              *prometheus.CounterVec
 	nodesCount               *prometheus.GaugeVec
 	unschedulablePodsCount   *prometheus.GaugeVec
+	nodeGroupsCount          *prometheus.GaugeVec
 }
 
 // New creates the series and registers them on reg.
@@ -85,9 +87,13 @@ func New(reg prometheus.Registerer) *Metrics {
 			Namespace: namespace, Name: "unschedulable_pods_count",
 			Help: "Pending pods the scheduler could not place, by type.",
 		}, []string{"type"}),
+		nodeGroupsCount: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "node_groups_count",
+			Help: "Node groups the autoscaler manages, by type.",
+		}, []string{"node_group_type"}),
 	}
 	reg.MustRegister(m.lastActivity, m.functionDuration, m.functionDurationQuantile, m.errorsTotal,
-		m.nodesCount, m.unschedulablePodsCount)
+		m.nodesCount, m.unschedulablePodsCount, m.nodeGroupsCount)
 	for _, t := range []ErrorType{CloudProviderError, APICallError, InternalError, TransientError,
 		ConfigurationError, NodeGroupDoesNotExistError, UnexpectedScaleDownStateError} {
 		m.errorsTotal.WithLabelValues(string(t)).Add(0)
@@ -121,4 +127,10 @@ func (m *Metrics) UpdateNodesCount(ready, unready, notStarted int) {
 // UpdateUnschedulablePodsCount sets the number of scheduler-marked unschedulable pods.
 func (m *Metrics) UpdateUnschedulablePodsCount(unschedulable int) {
 	m.unschedulablePodsCount.WithLabelValues("unschedulable").Set(float64(unschedulable))
+}
+
+// UpdateNodeGroupsCount sets the number of node groups the autoscaler manages.
+func (m *Metrics) UpdateNodeGroupsCount(autoscaled int) {
+	m.nodeGroupsCount.WithLabelValues("autoscaled").Set(float64(autoscaled))
+	m.nodeGroupsCount.WithLabelValues("autoprovisioned").Set(0)
 }

@@ -28,8 +28,9 @@ import (
 // hack/local-up.sh).
 const ReuseEnv = "LOCAL_CLUSTER_KUBECONFIG"
 
-// testNamespaceLabel marks cluster-scoped objects (nodes) a test created.
-const testNamespaceLabel = "test.autoscaler/namespace"
+// TestNamespaceLabel marks cluster-scoped objects (nodes) a test created;
+// they are deleted with the test's namespace.
+const TestNamespaceLabel = "test.autoscaler/namespace"
 
 // kubeconfig of the package's control plane, set by Main.
 var kubeconfig string
@@ -113,7 +114,7 @@ func (e *Env) Context() context.Context { return e.T.Context() }
 func (e *Env) cleanup() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	sel := metav1.ListOptions{LabelSelector: testNamespaceLabel + "=" + e.Namespace}
+	sel := metav1.ListOptions{LabelSelector: TestNamespaceLabel + "=" + e.Namespace}
 	if err := e.Client.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil {
 		e.T.Logf("deleting the test's nodes: %v", err)
 	}
@@ -129,7 +130,7 @@ func (e *Env) CreateNode(node *apiv1.Node) *apiv1.Node {
 	if node.Labels == nil {
 		node.Labels = map[string]string{}
 	}
-	node.Labels[testNamespaceLabel] = e.Namespace
+	node.Labels[TestNamespaceLabel] = e.Namespace
 	created, err := e.Client.CoreV1().Nodes().Create(e.Context(), node, metav1.CreateOptions{})
 	if err != nil {
 		e.T.Fatalf("creating node %s: %v", node.Name, err)

@@ -17,6 +17,7 @@ func baseArgs(e *framework.Env) []string {
 		"--kubeconfig=" + e.Kubeconfig,
 		"--namespace=" + e.Namespace,
 		"--cloud-provider=kwok",
+		"--nodes=0:3:ng",
 		"--scan-interval=1s",
 		"--v=2",
 	}
@@ -155,5 +156,19 @@ func TestLostLeaseStopsTheLoop(t *testing.T) {
 	}
 	if got := *lease(t, e).Spec.HolderIdentity; got != intruder {
 		t.Errorf("lease holder = %s after the replica stopped, want %s", got, intruder)
+	}
+}
+
+// TestUnknownCloudProviderFailsAtStart: a provider this build does not ship
+// stops the process at start-up with a message naming the ones it has.
+func TestUnknownCloudProviderFailsAtStart(t *testing.T) {
+	e := framework.New(t)
+	args := append(baseArgs(e), "--cloud-provider=gce")
+	p := startAutoscaler(t, "autoscaler", args...)
+	if code := p.waitExit(20 * time.Second); code != 1 {
+		t.Fatalf("exit code = %d, want 1", code)
+	}
+	if !p.log.Contains(`--cloud-provider \"gce\": unknown cloud provider; this build has [kwok]`) {
+		t.Errorf("log does not explain the unknown provider:\n%s", p.log.String())
 	}
 }

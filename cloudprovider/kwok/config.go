@@ -1,0 +1,210 @@
+package kwok
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+
+	"k8s.io/autoscaler/cluster-autoscaler/config"
+)
+
+// Config is the provider's configuration, read from --cloud-config or the
+// ConfigMap kwok-provider-config (key "config") in --namespace.
+type Config struct {
+	NodeGroups []NodeGroupConfig `json:"nodeGroups"`
+	// CreateQPS bounds Node creations and deletions per second (default 200).
+	CreateQPS float64 `json:"createQPS,omitempty"`
+	// Workers is the number of concurrent Node writers (default 16).
+	Workers int `json:"workers,omitempty"`
+}
+
+// NodeGroupConfig is one simulated node group.
+type NodeGroupConfig struct {
+	Name         string         `json:"name"`
+	MinSize      int            `json:"minSize"`
+	MaxSize      int            `json:"maxSize"`
+	PricePerHour float64        `json:"pricePerHour,omitempty"`
+	Template     TemplateConfig `json:"template"`
+	Faults       FaultConfig    `json:"faults,omitempty"`
+	// Options override the autoscaler's per-node-group defaults.
+	Options *OptionsConfig `json:"options,omitempty"`
+}
+
+// TemplateConfig describes the nodes of a group.
+type TemplateConfig struct {
+	Labels      map[string]string  `json:"labels,omitempty"`
+	Annotations map[string]string  `json:"annotations,omitempty"`
+	Taints      []apiv1.Taint      `json:"taints,omitempty"`
+	Capacity    apiv1.ResourceList `json:"capacity"`
+	// Allocatable defaults to Capacity.
+	Allocatable apiv1.ResourceList `json:"allocatable,omitempty"`
+}
+
+// FaultConfig injects the failures real clouds have.
+type FaultConfig struct {
+	// RegistrationDelay is how long after creation an instance's Node appears.
+	RegistrationDelay Duration `json:"registrationDelay,omitempty"`
+	// CreationFailureRate is the share (0..1) of new instances that fail to
+	// be created (error class Other, code CREATION_FAILED).
+	CreationFailureRate float64 `json:"creationFailureRate,omitempty"`
+	// OutOfCapacityAfter, when positive, makes every instance beyond that
+	// many live instances of the group fail with an OutOfResources error
+	// (code STOCKOUT), as a zone out of capacity does.
+	OutOfCapacityAfter int `json:"outOfCapacityAfter,omitempty"`
+	// NeverRegisterRate is the share (0..1) of new instances that are created
+	// but whose Node never appears.
+	NeverRegisterRate float64 `json:"neverRegisterRate,omitempty"`
+}
+
+// OptionsConfig are per-group overrides of the autoscaler's defaults; unset
+// fields keep the default.
+type OptionsConfig struct {
+	ScaleDownUtilizationThreshold *float64  `json:"scaleDownUtilizationThreshold,omitempty"`
+	ScaleDownUnneededTime         *Duration `json:"scaleDownUnneededTime,omitempty"`
+	ScaleDownUnreadyTime          *Duration `json:"scaleDownUnreadyTime,omitempty"`
+	MaxNodeProvisionTime          *Duration `json:"maxNodeProvisionTime,omitempty"`
+	ZeroOrMaxNodeScaling          *bool     `json:"zeroOrMaxNodeScaling,omitempty"`
+}
+
+// Duration is a time.Duration written as "30s" in YAML.
+type Duration struct{ time.Duration }
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := yaml.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("durations are strings such as \"30s\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalJSON implements json.Marshaler.
+func (d Duration) MarshalJSON() ([]byte, error) { return []byte(`"` + d.String() + `"`), nil }
+
+// ParseConfig reads and validates a YAML config.
+func ParseConfig(data []byte) (*Config, error) {
+	var c Config
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		return nil, fmt.Errorf("parsing the kwok provider config: %w", err)
+	}
+	c.applyDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+func (c *Config) applyDefaults() {
+	if c.CreateQPS == 0 {
+		c.CreateQPS = 200
+	}
+	if c.Workers == 0 {
+		c.Workers = 16
+	}
+	for i := range c.NodeGroups {
+		t := &c.NodeGroups[i].Template
+		if t.Allocatable == nil {
+			t.Allocatable = t.Capacity.DeepCopy()
+		}
+	}
+}
+
+// Validate reports every problem of the config.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.CreateQPS < 0 {
+		add("createQPS must not be negative")
+	}
+	if c.Workers < 0 {
+		add("workers must not be negative")
+	}
+	seen := map[string]bool{}
+	for i, g := range c.NodeGroups {
+		where := fmt.Sprintf("nodeGroups[%d] (%s)", i, g.Name)
+		if msgs := validation.IsDNS1123Label(g.Name); len(msgs) > 0 {
+			add("%s: name: %v", where, msgs)
+		}
+		if seen[g.Name] {
+			add("%s: name appears twice", where)
+		}
+		seen[g.Name] = true
+		if g.MinSize < 0 || g.MaxSize < g.MinSize {
+			add("%s: want 0 <= minSize <= maxSize, got %d and %d", where, g.MinSize, g.MaxSize)
+		}
+		if g.PricePerHour < 0 {
+			add("%s: pricePerHour must not be negative", where)
+		}
+		for _, r := range []apiv1.ResourceName{apiv1.ResourceCPU, apiv1.ResourceMemory, apiv1.ResourcePods} {
+			q, ok := g.Template.Capacity[r]
+			if !ok || q.Sign() <= 0 {
+				add("%s: template.capacity.%s must be positive", where, r)
+			}
+		}
+		for r, q := range g.Template.Allocatable {
+			if c, ok := g.Template.Capacity[r]; ok && q.Cmp(c) > 0 {
+				add("%s: template.allocatable.%s exceeds capacity", where, r)
+			}
+		}
+		for _, t := range g.Template.Taints {
+			if t.Key == "" || (t.Effect != apiv1.TaintEffectNoSchedule && t.Effect != apiv1.TaintEffectPreferNoSchedule &&
+				t.Effect != apiv1.TaintEffectNoExecute) {
+				add("%s: taint %q needs a key and an effect NoSchedule, PreferNoSchedule or NoExecute", where, t.Key)
+			}
+		}
+		f := g.Faults
+		if f.RegistrationDelay.Duration < 0 {
+			add("%s: faults.registrationDelay must not be negative", where)
+		}
+		if f.CreationFailureRate < 0 || f.CreationFailureRate > 1 || f.NeverRegisterRate < 0 || f.NeverRegisterRate > 1 {
+			add("%s: fault rates must be between 0 and 1", where)
+		}
+		if f.OutOfCapacityAfter < 0 {
+			add("%s: faults.outOfCapacityAfter must not be negative", where)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// defaultTemplate is used for groups that only --nodes defines.
+func defaultTemplate() TemplateConfig {
+	rl := apiv1.ResourceList{
+		apiv1.ResourceCPU:    resource.MustParse("4"),
+		apiv1.ResourceMemory: resource.MustParse("16Gi"),
+		apiv1.ResourcePods:   resource.MustParse("110"),
+	}
+	return TemplateConfig{Capacity: rl, Allocatable: rl.DeepCopy()}
+}
+
+// MergeNodeSpecs applies --nodes values: an existing group takes the given
+// min and max; a new name becomes a group with a 4-CPU, 16Gi template.
+func (c *Config) MergeNodeSpecs(specs []string) error {
+	for _, s := range specs {
+		spec, err := config.ParseNodeGroupSpec(s)
+		if err != nil {
+			return fmt.Errorf("--nodes: %w", err)
+		}
+		found := false
+		for i := range c.NodeGroups {
+			if c.NodeGroups[i].Name == spec.Name {
+				c.NodeGroups[i].MinSize, c.NodeGroups[i].MaxSize = spec.Min, spec.Max
+				found = true
+			}
+		}
+		if !found {
+			c.NodeGroups = append(c.NodeGroups, NodeGroupConfig{Name: spec.Name, MinSize: spec.Min, MaxSize: spec.Max,
+				Template: defaultTemplate()})
+		}
+	}
+	return c.Validate()
+}

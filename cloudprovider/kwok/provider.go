@@ -1,0 +1,392 @@
+package kwok
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"math/big"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+	apiv1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+)
+
+// Name is the --cloud-provider value of this provider.
+const Name = "kwok"
+
+// ConfigMapName is the ConfigMap read when --cloud-config is empty.
+const ConfigMapName = "kwok-provider-config"
+
+// Provider is the kwok CloudProvider.
+type Provider struct {
+	client  kubernetes.Interface
+	store   *stateStore
+	clock   clock.PassiveClock
+	limiter *cloudprovider.ResourceLimiter
+	rate    *rate.Limiter
+	workers int
+	random  func() float64
+
+	mu        sync.Mutex
+	groups    map[string]*NodeGroup
+	order     []string
+	instances map[string]*instance // by name
+	queued    map[string]bool      // names handed to a worker
+	dirty     bool                 // pending instances changed since the last save
+
+	work chan string
+	wg   sync.WaitGroup
+}
+
+var _ cloudprovider.CloudProvider = (*Provider)(nil)
+
+// Build is the cloudprovider.Builder of the kwok provider.
+func Build(ctx context.Context, opts cloudprovider.BuildOptions) (cloudprovider.CloudProvider, error) {
+	cfg, err := loadConfig(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	p, err := New(ctx, cfg, opts.KubeClient, opts.Options.Namespace, opts.ResourceLimiter)
+	if err != nil {
+		return nil, err
+	}
+	if opts.InformerFactory != nil {
+		if err := p.Watch(opts.InformerFactory); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+func loadConfig(ctx context.Context, opts cloudprovider.BuildOptions) (*Config, error) {
+	var data []byte
+	if path := opts.Options.CloudConfig; path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("--cloud-config: %w", err)
+		}
+		data = b
+	} else {
+		cm, err := opts.KubeClient.CoreV1().ConfigMaps(opts.Options.Namespace).Get(ctx, ConfigMapName, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err) && len(opts.Options.NodeGroups) > 0:
+			data = []byte("nodeGroups: []")
+		case err != nil:
+			return nil, fmt.Errorf("reading ConfigMap %s/%s (or pass --cloud-config or --nodes): %w",
+				opts.Options.Namespace, ConfigMapName, err)
+		default:
+			data = []byte(cm.Data["config"])
+		}
+	}
+	cfg, err := ParseConfig(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.MergeNodeSpecs(opts.Options.NodeGroups); err != nil {
+		return nil, err
+	}
+	if len(cfg.NodeGroups) == 0 {
+		return nil, errors.New("the kwok provider config defines no node groups")
+	}
+	return cfg, nil
+}
+
+// New builds the provider, restores its instances from the cluster and
+// starts the workers that create Nodes; they stop when ctx ends.
+func New(ctx context.Context, cfg *Config, client kubernetes.Interface, namespace string,
+	limiter *cloudprovider.ResourceLimiter) (*Provider, error) {
+	if limiter == nil {
+		limiter = cloudprovider.NewResourceLimiter(nil, nil)
+	}
+	p := &Provider{
+		client: client, store: &stateStore{client: client, namespace: namespace}, clock: clock.RealClock{},
+		limiter: limiter, rate: rate.NewLimiter(rate.Limit(cfg.CreateQPS), max(1, int(cfg.CreateQPS))),
+		workers: cfg.Workers, random: randomFloat,
+		groups: map[string]*NodeGroup{}, instances: map[string]*instance{}, queued: map[string]bool{},
+		work: make(chan string, 4096),
+	}
+	for _, g := range cfg.NodeGroups {
+		p.groups[g.Name] = &NodeGroup{provider: p, cfg: g}
+		p.order = append(p.order, g.Name)
+	}
+	if err := p.restore(ctx); err != nil {
+		return nil, err
+	}
+	for i := 0; i < p.workers; i++ {
+		p.wg.Add(1)
+		go p.worker(ctx)
+	}
+	p.wg.Add(1)
+	go p.scheduler(ctx)
+	return p, nil
+}
+
+// restore rebuilds the instances: pending ones from the state ConfigMap,
+// registered ones from the Nodes that carry a group annotation.
+func (p *Provider) restore(ctx context.Context) error {
+	pending, err := p.store.load(ctx)
+	if err != nil {
+		return err
+	}
+	for _, in := range pending {
+		if _, ok := p.groups[in.Group]; ok {
+			p.instances[in.Name] = in
+		}
+	}
+	nodes, err := p.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing nodes to restore the kwok provider's instances: %w", err)
+	}
+	for i := range nodes.Items {
+		p.observeNode(&nodes.Items[i])
+	}
+	klog.FromContext(ctx).Info("Restored kwok provider state", "instances", len(p.instances), "pendingFromConfigMap", len(pending))
+	return nil
+}
+
+// Watch keeps the instances in step with Nodes deleted or added by others:
+// an instance whose Node is deleted is gone, as a VM whose node is removed.
+func (p *Provider) Watch(f informers.SharedInformerFactory) error {
+	_, err := f.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if n, ok := obj.(*apiv1.Node); ok {
+				p.mu.Lock()
+				p.observeNode(n)
+				p.mu.Unlock()
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if n, ok := obj.(*apiv1.Node); ok {
+				p.forgetNode(n)
+			}
+		},
+	})
+	return err
+}
+
+// observeNode records a Node of one of our groups as a registered instance.
+// Callers hold p.mu (or run before the provider is shared).
+func (p *Provider) observeNode(n *apiv1.Node) {
+	group := n.Annotations[NodeGroupAnnotation]
+	if _, ok := p.groups[group]; !ok || n.Spec.ProviderID != ProviderIDPrefix+n.Name {
+		return
+	}
+	in, ok := p.instances[n.Name]
+	if !ok {
+		in = &instance{Name: n.Name, Group: group, CreatedAt: n.CreationTimestamp.Time}
+		p.instances[n.Name] = in
+	}
+	if !in.registered {
+		in.registered = true
+		p.dirty = true
+	}
+}
+
+func (p *Provider) forgetNode(n *apiv1.Node) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if in, ok := p.instances[n.Name]; ok && in.registered {
+		delete(p.instances, n.Name)
+	}
+}
+
+// scheduler hands instances whose registration time has come to the workers,
+// and saves the pending instances when they changed.
+func (p *Provider) scheduler(ctx context.Context) {
+	defer p.wg.Done()
+	ticker := time.NewTicker(100 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			close(p.work)
+			return
+		case <-ticker.C:
+		}
+		now := p.clock.Now()
+		p.mu.Lock()
+		var due []string
+		for name, in := range p.instances {
+			if !in.registered && in.Error == nil && !in.RegisterAt.IsZero() && !now.Before(in.RegisterAt) && !p.queued[name] {
+				due = append(due, name)
+			}
+		}
+		sort.Strings(due)
+		for _, name := range due {
+			select {
+			case p.work <- name:
+				p.queued[name] = true
+			default: // the queue is full; the next tick retries
+			}
+		}
+		dirty := p.dirty
+		p.dirty = false
+		p.mu.Unlock()
+		if dirty {
+			if err := p.save(ctx); err != nil && ctx.Err() == nil {
+				klog.FromContext(ctx).Error(err, "Saving the kwok provider state; will retry")
+				p.mu.Lock()
+				p.dirty = true
+				p.mu.Unlock()
+			}
+		}
+	}
+}
+
+// worker creates the Nodes of due instances.
+func (p *Provider) worker(ctx context.Context) {
+	defer p.wg.Done()
+	for name := range p.work {
+		if err := p.rate.Wait(ctx); err != nil {
+			return
+		}
+		p.mu.Lock()
+		in, ok := p.instances[name]
+		var node *apiv1.Node
+		if ok {
+			node = p.groups[in.Group].newNode(name)
+		}
+		p.mu.Unlock()
+		if !ok {
+			continue // deleted while queued
+		}
+		_, err := p.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		p.mu.Lock()
+		delete(p.queued, name)
+		if in, ok := p.instances[name]; ok && (err == nil || apierrors.IsAlreadyExists(err)) {
+			in.registered = true
+			p.dirty = true
+		}
+		p.mu.Unlock()
+		if err != nil && !apierrors.IsAlreadyExists(err) && ctx.Err() == nil {
+			klog.FromContext(ctx).Error(err, "Creating kwok node; will retry", "node", name)
+		}
+	}
+}
+
+// save writes the instances that have no Node yet.
+func (p *Provider) save(ctx context.Context) error {
+	p.mu.Lock()
+	var pending []*instance
+	for _, in := range p.instances {
+		if !in.registered {
+			c := *in
+			pending = append(pending, &c)
+		}
+	}
+	p.mu.Unlock()
+	sort.Slice(pending, func(i, j int) bool { return pending[i].Name < pending[j].Name })
+	return p.store.save(ctx, pending)
+}
+
+// Name implements cloudprovider.CloudProvider.
+func (p *Provider) Name() string { return Name }
+
+// NodeGroups implements cloudprovider.CloudProvider.
+func (p *Provider) NodeGroups(context.Context) ([]cloudprovider.NodeGroup, error) {
+	out := make([]cloudprovider.NodeGroup, 0, len(p.order))
+	for _, name := range p.order {
+		out = append(out, p.groups[name])
+	}
+	return out, nil
+}
+
+// NodeGroupForNode implements cloudprovider.CloudProvider. It also answers
+// for placeholder nodes named by instance id.
+func (p *Provider) NodeGroupForNode(_ context.Context, node *apiv1.Node) (cloudprovider.NodeGroup, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if in := p.instanceOf(node); in != nil {
+		return p.groups[in.Group], nil
+	}
+	return nil, nil
+}
+
+// instanceOf finds the instance of a Node or placeholder node. Callers hold p.mu.
+func (p *Provider) instanceOf(node *apiv1.Node) *instance {
+	for _, id := range []string{node.Spec.ProviderID, node.Name} {
+		if len(id) > len(ProviderIDPrefix) && id[:len(ProviderIDPrefix)] == ProviderIDPrefix {
+			if in, ok := p.instances[id[len(ProviderIDPrefix):]]; ok {
+				return in
+			}
+		}
+	}
+	return nil
+}
+
+// HasInstance implements cloudprovider.CloudProvider.
+func (p *Provider) HasInstance(_ context.Context, node *apiv1.Node) (bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.instanceOf(node) != nil, nil
+}
+
+// Pricing implements cloudprovider.CloudProvider from the groups' prices.
+func (p *Provider) Pricing(context.Context) (cloudprovider.PricingModel, error) {
+	return pricing{p: p}, nil
+}
+
+// GetResourceLimiter implements cloudprovider.CloudProvider.
+func (p *Provider) GetResourceLimiter(context.Context) (*cloudprovider.ResourceLimiter, error) {
+	return p.limiter, nil
+}
+
+// GPULabel implements cloudprovider.CloudProvider.
+func (p *Provider) GPULabel() string { return "kwok.x-k8s.io/gpu" }
+
+// GetAvailableGPUTypes implements cloudprovider.CloudProvider.
+func (p *Provider) GetAvailableGPUTypes(context.Context) map[string]struct{} { return nil }
+
+// GetNodeGpuConfig implements cloudprovider.CloudProvider.
+func (p *Provider) GetNodeGpuConfig(_ context.Context, node *apiv1.Node) *cloudprovider.GpuConfig {
+	t, ok := node.Labels[p.GPULabel()]
+	if !ok {
+		return nil
+	}
+	return &cloudprovider.GpuConfig{Label: p.GPULabel(), Type: t, ExtendedResourceName: "nvidia.com/gpu"}
+}
+
+// Refresh implements cloudprovider.CloudProvider; the state is kept live by the informer.
+func (p *Provider) Refresh(context.Context) error { return nil }
+
+// Cleanup implements cloudprovider.CloudProvider: it saves the pending
+// instances. Nodes are left in place, so a restarted autoscaler finds them.
+func (p *Provider) Cleanup(ctx context.Context) error { return p.save(ctx) }
+
+// Stop waits for the workers, which end with the context given to New.
+func (p *Provider) Stop() { p.wg.Wait() }
+
+func randomFloat() float64 {
+	n, err := rand.Int(rand.Reader, big.NewInt(1<<53))
+	if err != nil {
+		return 0
+	}
+	return float64(n.Int64()) / (1 << 53)
+}
+
+func randomSuffix() string {
+	const letters = "bcdfghjklmnpqrstvwxz2456789"
+	b := make([]byte, 6)
+	for i := range b {
+		n, _ := rand.Int(rand.Reader, big.NewInt(int64(len(letters))))
+		b[i] = letters[n.Int64()]
+	}
+	return string(b)
+}
+
