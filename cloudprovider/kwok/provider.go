@@ -389,4 +389,3 @@ func randomSuffix() string {
 	}
 	return string(b)
 }
-
