@@ -14,6 +14,8 @@ export KUBECONFIG=$LOCAL_CLUSTER_DIR/kubeconfig
 ca_log=$LOCAL_CLUSTER_DIR/logs/cluster-autoscaler.log
 
 hack/local-up.sh
+echo "== configuring the kwok provider's node groups (hack/demo/kwok-provider-config.yaml)"
+$kubectl apply -f hack/demo/kwok-provider-config.yaml
 echo "== applying the sample workload (hack/demo/workload.yaml)"
 $kubectl apply -f hack/demo/workload.yaml
 
@@ -54,9 +56,9 @@ while :; do
   nodes=$($kubectl get nodes --no-headers 2>/dev/null | wc -l)
   running=$($kubectl get pods -n default -l app=demo-app --field-selector=status.phase=Running --no-headers 2>/dev/null | wc -l)
   pending=$($kubectl get pods -n default -l app=demo-app --field-selector=status.phase=Pending --no-headers 2>/dev/null | wc -l)
-  printf '%s  health-check=%s  nodes=%s  demo-app running=%s pending=%s  last_activity{main}=%s  unschedulable_pods_count=%s\n' \
-    "$(date +%T)" "$health" "$nodes" "$running" "$pending" \
-    "$(metric 'cluster_autoscaler_last_activity{activity="main"}')" \
+  printf '%s  health-check=%s  node_groups=%s  nodes=%s  demo-app running=%s pending=%s  last_activity{main}=%s  unschedulable_pods_count=%s\n' \
+    "$(date +%T)" "$health" "$(metric 'cluster_autoscaler_node_groups_count{node_group_type="autoscaled"}')" \
+    "$nodes" "$running" "$pending" "$(metric 'cluster_autoscaler_last_activity{activity="main"}')" \
     "$(metric 'cluster_autoscaler_unschedulable_pods_count{type="unschedulable"}')"
   if [ "$duration" -gt 0 ] && [ $((SECONDS - start)) -ge "$duration" ]; then break; fi
   sleep 5
