@@ -1,0 +1,229 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
+	schedscheme "k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
+	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
+)
+
+// initSchedulerMetrics creates the scheduler's metric objects, which the
+// framework dereferences, without registering them anywhere. The scheduler
+// keeps them in package variables, so this is the one piece of global state
+// this module touches; it is done once.
+var initSchedulerMetrics = sync.OnceFunc(schedmetrics.InitMetrics)
+
+// Handle runs the scheduler's PreFilter and Filter plugins against a Snapshot.
+type Handle struct {
+	fw       schedframework.Framework
+	snapshot *Snapshot
+}
+
+// Option configures a Handle.
+type Option func(*options)
+
+type options struct {
+	configFile  string
+	parallelism int
+	client      kubernetes.Interface
+}
+
+// WithSchedulerConfigFile uses the first profile of a KubeSchedulerConfiguration
+// file (--scheduler-config-file) instead of the default profile.
+func WithSchedulerConfigFile(path string) Option { return func(o *options) { o.configFile = path } }
+
+// WithParallelism sets how many nodes Filter checks at once (--predicate-parallelism).
+func WithParallelism(n int) Option { return func(o *options) { o.parallelism = n } }
+
+// WithClient lets plugins that want a client have one; they never write
+// through it during simulation.
+func WithClient(c kubernetes.Interface) Option { return func(o *options) { o.client = c } }
+
+// New builds the scheduler framework over snapshot. informerFactory feeds the
+// plugins' listers (PVs, PVCs, StorageClasses, CSINodes, ...); start it after
+// New so those informers run.
+func New(ctx context.Context, snapshot *Snapshot, informerFactory informers.SharedInformerFactory, opts ...Option) (*Handle, error) {
+	o := &options{parallelism: 4}
+	for _, f := range opts {
+		f(o)
+	}
+	initSchedulerMetrics()
+	profile, err := loadProfile(o.configFile)
+	if err != nil {
+		return nil, err
+	}
+	fwOpts := []frameworkruntime.Option{
+		frameworkruntime.WithInformerFactory(informerFactory),
+		frameworkruntime.WithSnapshotSharedLister(snapshot),
+		frameworkruntime.WithParallelism(o.parallelism),
+		frameworkruntime.WithLogger(klog.FromContext(ctx)),
+	}
+	if o.client != nil {
+		fwOpts = append(fwOpts, frameworkruntime.WithClientSet(o.client))
+	}
+	fw, err := frameworkruntime.NewFramework(ctx, plugins.NewInTreeRegistry(), profile, fwOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("building the scheduler framework: %w", err)
+	}
+	return &Handle{fw: fw, snapshot: snapshot}, nil
+}
+
+func loadProfile(path string) (*schedconfig.KubeSchedulerProfile, error) {
+	var cfg *schedconfig.KubeSchedulerConfiguration
+	if path == "" {
+		def, err := latest.Default()
+		if err != nil {
+			return nil, fmt.Errorf("building the default scheduler configuration: %w", err)
+		}
+		cfg = def
+	} else {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("--scheduler-config-file: %w", err)
+		}
+		obj, _, err := schedscheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
+		if err != nil {
+			return nil, fmt.Errorf("--scheduler-config-file %s: %w", path, err)
+		}
+		c, ok := obj.(*schedconfig.KubeSchedulerConfiguration)
+		if !ok {
+			return nil, fmt.Errorf("--scheduler-config-file %s: not a KubeSchedulerConfiguration but %T", path, obj)
+		}
+		cfg = c
+	}
+	if len(cfg.Profiles) == 0 {
+		return nil, fmt.Errorf("scheduler configuration has no profile")
+	}
+	profile := &cfg.Profiles[0]
+	// Simulating DRA needs a DRA manager that tracks claims allocated in the
+	// simulation; until there is one the plugin stays off and Prepare refuses
+	// pods with resource claims instead of pretending they fit.
+	// The profile is already defaulted, so the plugin is dropped from the
+	// enabled lists rather than added to a disabled one.
+	if pl := profile.Plugins; pl != nil {
+		for _, set := range []*schedconfig.PluginSet{&pl.MultiPoint, &pl.PreEnqueue, &pl.QueueSort, &pl.PreFilter,
+			&pl.Filter, &pl.PostFilter, &pl.PreScore, &pl.Score, &pl.Reserve, &pl.Permit, &pl.PreBind, &pl.Bind, &pl.PostBind} {
+			set.Enabled = slices.DeleteFunc(set.Enabled, func(p schedconfig.Plugin) bool { return p.Name == dynamicResourcesPlugin })
+		}
+	}
+	return profile, nil
+}
+
+const dynamicResourcesPlugin = "DynamicResources"
+
+// Snapshot returns the snapshot the handle simulates on.
+func (h *Handle) Snapshot() *Snapshot { return h.snapshot }
+
+// PodCheck is the scheduler's PreFilter result for one pod; reuse it to ask
+// about several nodes while the snapshot does not change.
+type PodCheck struct {
+	h       *Handle
+	pod     *apiv1.Pod
+	state   fwk.CycleState
+	allowed map[string]bool // nil: every node may be considered
+	err     error
+}
+
+// Prepare runs PreFilter for pod on the current snapshot.
+func (h *Handle) Prepare(ctx context.Context, pod *apiv1.Pod) *PodCheck {
+	if len(pod.Spec.ResourceClaims) > 0 {
+		return &PodCheck{h: h, pod: pod, err: &Unschedulable{Pod: pod, Plugin: dynamicResourcesPlugin,
+			Reasons: []string{"pods with resource claims (DRA) are not simulated yet"}}}
+	}
+	state := schedframework.NewCycleState()
+	res, status, _ := h.fw.RunPreFilterPlugins(ctx, state, pod)
+	c := &PodCheck{h: h, pod: pod, state: state}
+	if !status.IsSuccess() && !status.IsSkip() {
+		c.err = &Unschedulable{Pod: pod, Reasons: status.Reasons(), Plugin: status.Plugin()}
+		return c
+	}
+	if res != nil && !res.AllNodes() {
+		c.allowed = make(map[string]bool, len(res.NodeNames))
+		for n := range res.NodeNames {
+			c.allowed[n] = true
+		}
+	}
+	return c
+}
+
+// Err is the PreFilter failure, if any: the pod fits no node.
+func (c *PodCheck) Err() error { return c.err }
+
+// Fits runs Filter on one node; nil means the pod fits there.
+func (c *PodCheck) Fits(ctx context.Context, nodeName string) error {
+	if c.err != nil {
+		return c.err
+	}
+	if c.allowed != nil && !c.allowed[nodeName] {
+		return &Unschedulable{Pod: c.pod, Node: nodeName, Reasons: []string{"excluded by PreFilter"}}
+	}
+	ni, err := c.h.snapshot.NodeInfo(nodeName)
+	if err != nil {
+		return err
+	}
+	status := c.h.fw.RunFilterPlugins(ctx, c.state, c.pod, ni)
+	if !status.IsSuccess() {
+		return &Unschedulable{Pod: c.pod, Node: nodeName, Reasons: status.Reasons(), Plugin: status.Plugin()}
+	}
+	return nil
+}
+
+// CheckPod reports whether pod fits node: PreFilter then Filter.
+func (h *Handle) CheckPod(ctx context.Context, pod *apiv1.Pod, nodeName string) error {
+	return h.Prepare(ctx, pod).Fits(ctx, nodeName)
+}
+
+// FitAnywhere returns the first node, in snapshot order from start, where pod
+// fits and that accept does not reject (accept may be nil).
+func (h *Handle) FitAnywhere(ctx context.Context, pod *apiv1.Pod, accept func(node string) bool) (string, error) {
+	c := h.Prepare(ctx, pod)
+	if c.err != nil {
+		return "", c.err
+	}
+	var last error
+	for _, name := range h.snapshot.NodeNames() {
+		if accept != nil && !accept(name) {
+			continue
+		}
+		if err := c.Fits(ctx, name); err != nil {
+			last = err
+			continue
+		}
+		return name, nil
+	}
+	if last == nil {
+		last = &Unschedulable{Pod: pod, Reasons: []string{"no node to consider"}}
+	}
+	return "", last
+}
+
+// Unschedulable says why a pod does not fit.
+type Unschedulable struct {
+	Pod     *apiv1.Pod
+	Node    string // empty when PreFilter rejected the pod for every node
+	Plugin  string
+	Reasons []string
+}
+
+func (u *Unschedulable) Error() string {
+	where := "any node"
+	if u.Node != "" {
+		where = "node " + u.Node
+	}
+	return fmt.Sprintf("pod %s/%s does not fit %s: %s", u.Pod.Namespace, u.Pod.Name, where, strings.Join(u.Reasons, "; "))
+}

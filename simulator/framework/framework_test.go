@@ -1,0 +1,147 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func newHandle(t *testing.T, s *Snapshot) *Handle {
+	t.Helper()
+	ctx := t.Context()
+	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+	h, err := New(ctx, s, factory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	return h
+}
+
+// TestFilterPlugins asks the real default plugins about cases each of them owns.
+func TestFilterPlugins(t *testing.T) {
+	nodes := []*apiv1.Node{
+		makeNode("small", "2").label("pool", "a").obj(),
+		makeNode("tainted", "8").taint("dedicated").obj(),
+	}
+	pods := []*apiv1.Pod{
+		makePod("web-1", "1").on("small").label("app", "web").hostPort(8080).obj(),
+	}
+	h := newHandle(t, NewSnapshot(nodes, pods))
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		pod    *apiv1.Pod
+		node   string
+		reason string // empty: fits
+	}{
+		{name: "fits", pod: makePod("p", "1").obj(), node: "small"},
+		{name: "too big", pod: makePod("p", "2").obj(), node: "small", reason: "Insufficient cpu"},
+		{name: "selector", pod: makePod("p", "1").selector("pool", "b").obj(), node: "small", reason: "didn't match Pod's node affinity/selector"},
+		{name: "taint", pod: makePod("p", "1").obj(), node: "tainted", reason: "untolerated taint"},
+		{name: "toleration", pod: makePod("p", "1").tolerate("dedicated").obj(), node: "tainted"},
+		{name: "host port", pod: makePod("p", "100m").hostPort(8080).obj(), node: "small", reason: "free ports"},
+		{name: "anti-affinity", pod: makePod("p", "100m").antiAffinity("app", "web").obj(), node: "small", reason: "anti-affinity"},
+		{name: "anti-affinity elsewhere", pod: makePod("p", "100m").antiAffinity("app", "web").tolerate("dedicated").obj(), node: "tainted"},
+	} {
+		err := h.CheckPod(ctx, tc.pod, tc.node)
+		switch {
+		case tc.reason == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.reason != "" && (err == nil || !strings.Contains(err.Error(), tc.reason)):
+			t.Errorf("%s: error %v, want one mentioning %q", tc.name, err, tc.reason)
+		}
+		var u *Unschedulable
+		if err != nil && !errors.As(err, &u) {
+			t.Errorf("%s: %T is not *Unschedulable", tc.name, err)
+		}
+	}
+}
+
+// TestSimulatedPlacementUsesTheSnapshot: pods placed in a fork take room;
+// reverting gives it back.
+func TestSimulatedPlacementUsesTheSnapshot(t *testing.T) {
+	s := NewSnapshot([]*apiv1.Node{makeNode("n1", "4").obj(), makeNode("n2", "4").obj()}, nil)
+	h := newHandle(t, s)
+	ctx := context.Background()
+	s.Fork()
+	placed := map[string]int{}
+	for i := 0; i < 8; i++ {
+		p := makePod("p"+string(rune('a'+i)), "1").obj()
+		node, err := h.FitAnywhere(ctx, p, nil)
+		if err != nil {
+			t.Fatalf("pod %d: %v", i, err)
+		}
+		if err := s.AddPod(p, node); err != nil {
+			t.Fatal(err)
+		}
+		placed[node]++
+	}
+	if placed["n1"] != 4 || placed["n2"] != 4 {
+		t.Errorf("placement = %v, want 4 and 4", placed)
+	}
+	if _, err := h.FitAnywhere(ctx, makePod("ninth", "1").obj(), nil); err == nil {
+		t.Error("a ninth 1-CPU pod fits two 4-CPU nodes")
+	}
+	s.Revert()
+	if _, err := h.FitAnywhere(ctx, makePod("after", "4").obj(), nil); err != nil {
+		t.Errorf("after revert a 4-CPU pod does not fit: %v", err)
+	}
+	// A template node added in a fork hosts pods like a real one.
+	s.Fork()
+	if err := s.AddNode(makeNode("template-1", "16").obj()); err != nil {
+		t.Fatal(err)
+	}
+	node, err := h.FitAnywhere(ctx, makePod("big", "10").obj(), nil)
+	if err != nil || node != "template-1" {
+		t.Errorf("big pod placed on %q, %v; want template-1", node, err)
+	}
+	s.Revert()
+}
+
+func TestPodsWithResourceClaimsAreNotPretendedToFit(t *testing.T) {
+	h := newHandle(t, NewSnapshot([]*apiv1.Node{makeNode("n1", "4").obj()}, nil))
+	p := makePod("dra", "1").obj()
+	name := "gpu"
+	p.Spec.ResourceClaims = []apiv1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &name}}
+	if err := h.CheckPod(context.Background(), p, "n1"); err == nil || !strings.Contains(err.Error(), "not simulated") {
+		t.Errorf("pod with a resource claim: %v", err)
+	}
+}
+
+func TestSchedulerConfigFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "scheduler.yaml")
+	// A profile without the TaintToleration filter: tainted nodes accept every pod.
+	cfg := `apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  plugins:
+    multiPoint:
+      disabled:
+      - name: TaintToleration
+`
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := NewSnapshot([]*apiv1.Node{makeNode("tainted", "4").taint("dedicated").obj()}, nil)
+	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+	h, err := New(t.Context(), s, factory, WithSchedulerConfigFile(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.CheckPod(context.Background(), makePod("p", "1").obj(), "tainted"); err != nil {
+		t.Errorf("with TaintToleration disabled the pod should fit: %v", err)
+	}
+	if _, err := New(t.Context(), s, factory, WithSchedulerConfigFile(filepath.Join(t.TempDir(), "missing.yaml"))); err == nil {
+		t.Error("a missing config file was accepted")
+	}
+}

@@ -1,0 +1,329 @@
+package framework
+
+import (
+	"errors"
+	"fmt"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
+)
+
+// ErrNodeNotFound is returned for a node the snapshot does not hold.
+var ErrNodeNotFound = errors.New("node not found in snapshot")
+
+// Snapshot is an in-memory cluster that implements the scheduler's
+// SharedLister. Fork opens a what-if level; Revert undoes everything since
+// the matching Fork and Commit keeps it. Both cost O(changes): each change
+// records how to undo itself, and a node's NodeInfo is copied at most once
+// per level, the first time that level changes it.
+type Snapshot struct {
+	nodes map[string]*schedframework.NodeInfo
+	list  []fwk.NodeInfo // the same NodeInfos, in insertion order
+	index map[string]int // node name -> position in list
+
+	undo    []undoEntry
+	markers []int             // len(undo) at each open Fork
+	copied  []map[string]bool // per open level: nodes already copied in it
+	cache   *listCache        // affinity lists, rebuilt lazily after a change
+	logger  klog.Logger
+}
+
+type undoKind int
+
+const (
+	undoReplace undoKind = iota // restore the previous NodeInfo pointer
+	undoAdd                     // remove an added node
+	undoRemove                  // re-insert a removed node at its position
+)
+
+type undoEntry struct {
+	kind undoKind
+	name string
+	old  *schedframework.NodeInfo
+	pos  int
+}
+
+type listCache struct {
+	withAffinity, withRequiredAntiAffinity []fwk.NodeInfo
+}
+
+var _ fwk.SharedLister = (*Snapshot)(nil)
+
+// NewSnapshot builds a snapshot of nodes and the pods scheduled on them;
+// pods naming a node the snapshot does not hold are ignored.
+func NewSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod) *Snapshot {
+	s := &Snapshot{nodes: make(map[string]*schedframework.NodeInfo, len(nodes)), index: make(map[string]int, len(nodes)),
+		logger: klog.Background()}
+	byNode := make(map[string][]*apiv1.Pod, len(nodes))
+	for _, p := range pods {
+		if p.Spec.NodeName != "" {
+			byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
+		}
+	}
+	for _, n := range nodes {
+		ni := schedframework.NewNodeInfo(byNode[n.Name]...)
+		ni.SetNode(n)
+		s.insert(n.Name, ni, len(s.list))
+	}
+	return s
+}
+
+// Fork opens a what-if level.
+func (s *Snapshot) Fork() {
+	s.markers = append(s.markers, len(s.undo))
+	s.copied = append(s.copied, map[string]bool{})
+}
+
+// Revert undoes every change since the last Fork and closes that level.
+func (s *Snapshot) Revert() {
+	if len(s.markers) == 0 {
+		panic("snapshot: Revert without Fork")
+	}
+	mark := s.markers[len(s.markers)-1]
+	for i := len(s.undo) - 1; i >= mark; i-- {
+		e := s.undo[i]
+		switch e.kind {
+		case undoReplace:
+			s.nodes[e.name] = e.old
+			s.list[s.index[e.name]] = e.old
+		case undoAdd:
+			s.remove(e.name)
+		case undoRemove:
+			s.insert(e.name, e.old, e.pos)
+		}
+	}
+	s.undo = s.undo[:mark]
+	s.markers = s.markers[:len(s.markers)-1]
+	s.copied = s.copied[:len(s.copied)-1]
+	s.cache = nil
+}
+
+// Commit keeps the changes since the last Fork and closes that level; an
+// enclosing level can still revert them.
+func (s *Snapshot) Commit() {
+	if len(s.markers) == 0 {
+		panic("snapshot: Commit without Fork")
+	}
+	top := s.copied[len(s.copied)-1]
+	s.markers = s.markers[:len(s.markers)-1]
+	s.copied = s.copied[:len(s.copied)-1]
+	if len(s.markers) == 0 {
+		s.undo = s.undo[:0]
+		return
+	}
+	// Nodes copied in the closed level are private to the enclosing one too:
+	// its undo entries restore the pointers from before either level.
+	outer := s.copied[len(s.copied)-1]
+	for name := range top {
+		outer[name] = true
+	}
+}
+
+// Forked reports whether a what-if level is open.
+func (s *Snapshot) Forked() bool { return len(s.markers) > 0 }
+
+// writable returns the NodeInfo of name that the current level may change.
+func (s *Snapshot) writable(name string) (*schedframework.NodeInfo, error) {
+	ni, ok := s.nodes[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrNodeNotFound, name)
+	}
+	s.cache = nil
+	if len(s.markers) == 0 {
+		return ni, nil
+	}
+	level := s.copied[len(s.copied)-1]
+	if level[name] {
+		return ni, nil
+	}
+	clone := ni.SnapshotConcrete()
+	s.undo = append(s.undo, undoEntry{kind: undoReplace, name: name, old: ni})
+	s.nodes[name] = clone
+	s.list[s.index[name]] = clone
+	level[name] = true
+	return clone, nil
+}
+
+// AddNode adds node with pods already running on it (e.g. DaemonSet pods of a template).
+func (s *Snapshot) AddNode(node *apiv1.Node, pods ...*apiv1.Pod) error {
+	if _, dup := s.nodes[node.Name]; dup {
+		return fmt.Errorf("node %s already in snapshot", node.Name)
+	}
+	ni := schedframework.NewNodeInfo()
+	ni.SetNode(node)
+	for _, p := range pods {
+		p = withNodeName(p, node.Name)
+		ni.AddPod(p)
+	}
+	s.insert(node.Name, ni, len(s.list))
+	if len(s.markers) > 0 {
+		s.undo = append(s.undo, undoEntry{kind: undoAdd, name: node.Name})
+		s.copied[len(s.copied)-1][node.Name] = true
+	}
+	s.cache = nil
+	return nil
+}
+
+// RemoveNode removes a node and its pods.
+func (s *Snapshot) RemoveNode(name string) error {
+	ni, ok := s.nodes[name]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrNodeNotFound, name)
+	}
+	pos := s.index[name]
+	s.remove(name)
+	if len(s.markers) > 0 {
+		s.undo = append(s.undo, undoEntry{kind: undoRemove, name: name, old: ni, pos: pos})
+	}
+	s.cache = nil
+	return nil
+}
+
+// AddPod places pod on node (a simulated binding).
+func (s *Snapshot) AddPod(pod *apiv1.Pod, nodeName string) error {
+	ni, err := s.writable(nodeName)
+	if err != nil {
+		return err
+	}
+	ni.AddPod(withNodeName(pod, nodeName))
+	return nil
+}
+
+// RemovePod takes pod off node.
+func (s *Snapshot) RemovePod(pod *apiv1.Pod, nodeName string) error {
+	ni, err := s.writable(nodeName)
+	if err != nil {
+		return err
+	}
+	return ni.RemovePod(s.logger, withNodeName(pod, nodeName))
+}
+
+// NodeInfo returns the node and its pods as the scheduler sees them.
+func (s *Snapshot) NodeInfo(name string) (*schedframework.NodeInfo, error) {
+	ni, ok := s.nodes[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrNodeNotFound, name)
+	}
+	return ni, nil
+}
+
+// Pods returns the pods the snapshot places on node name.
+func (s *Snapshot) Pods(name string) ([]*apiv1.Pod, error) {
+	ni, err := s.NodeInfo(name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*apiv1.Pod, 0, len(ni.Pods))
+	for _, p := range ni.Pods {
+		out = append(out, p.GetPod())
+	}
+	return out, nil
+}
+
+// NodeNames lists the nodes in insertion order.
+func (s *Snapshot) NodeNames() []string {
+	out := make([]string, len(s.list))
+	for i, ni := range s.list {
+		out[i] = ni.Node().Name
+	}
+	return out
+}
+
+// Len is the number of nodes.
+func (s *Snapshot) Len() int { return len(s.list) }
+
+func (s *Snapshot) insert(name string, ni *schedframework.NodeInfo, pos int) {
+	s.list = append(s.list, nil)
+	copy(s.list[pos+1:], s.list[pos:])
+	s.list[pos] = ni
+	s.nodes[name] = ni
+	for i := pos; i < len(s.list); i++ {
+		s.index[s.list[i].Node().Name] = i
+	}
+}
+
+func (s *Snapshot) remove(name string) {
+	pos := s.index[name]
+	s.list = append(s.list[:pos], s.list[pos+1:]...)
+	delete(s.nodes, name)
+	delete(s.index, name)
+	for i := pos; i < len(s.list); i++ {
+		s.index[s.list[i].Node().Name] = i
+	}
+}
+
+// withNodeName returns pod bound to nodeName, copying it only when needed.
+func withNodeName(pod *apiv1.Pod, nodeName string) *apiv1.Pod {
+	if pod.Spec.NodeName == nodeName {
+		return pod
+	}
+	p := pod.DeepCopy()
+	p.Spec.NodeName = nodeName
+	return p
+}
+
+// NodeInfos implements fwk.SharedLister.
+func (s *Snapshot) NodeInfos() fwk.NodeInfoLister { return nodeInfoLister{s} }
+
+// StorageInfos implements fwk.SharedLister.
+func (s *Snapshot) StorageInfos() fwk.StorageInfoLister { return storageInfoLister{s} }
+
+// PodGroupStates implements fwk.SharedLister; pod groups (gang scheduling)
+// are not simulated.
+func (s *Snapshot) PodGroupStates() fwk.PodGroupStateLister { return podGroupStateLister{} }
+
+type nodeInfoLister struct{ s *Snapshot }
+
+func (l nodeInfoLister) List() ([]fwk.NodeInfo, error) { return l.s.list, nil }
+
+func (l nodeInfoLister) HavePodsWithAffinityList() ([]fwk.NodeInfo, error) {
+	return l.s.lists().withAffinity, nil
+}
+
+func (l nodeInfoLister) HavePodsWithRequiredAntiAffinityList() ([]fwk.NodeInfo, error) {
+	return l.s.lists().withRequiredAntiAffinity, nil
+}
+
+func (l nodeInfoLister) Get(name string) (fwk.NodeInfo, error) {
+	ni, ok := l.s.nodes[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrNodeNotFound, name)
+	}
+	return ni, nil
+}
+
+func (s *Snapshot) lists() *listCache {
+	if s.cache != nil {
+		return s.cache
+	}
+	c := &listCache{}
+	for _, ni := range s.list {
+		if len(ni.GetPodsWithAffinity()) > 0 {
+			c.withAffinity = append(c.withAffinity, ni)
+		}
+		if len(ni.GetPodsWithRequiredAntiAffinity()) > 0 {
+			c.withRequiredAntiAffinity = append(c.withRequiredAntiAffinity, ni)
+		}
+	}
+	s.cache = c
+	return c
+}
+
+type storageInfoLister struct{ s *Snapshot }
+
+func (l storageInfoLister) IsPVCUsedByPods(key string) bool {
+	for _, ni := range l.s.list {
+		if ni.GetPVCRefCounts()[key] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+type podGroupStateLister struct{}
+
+func (podGroupStateLister) Get(namespace, name string) (fwk.PodGroupState, error) {
+	return nil, fmt.Errorf("pod group %s/%s: pod groups are not simulated", namespace, name)
+}
