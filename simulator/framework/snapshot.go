@@ -254,14 +254,42 @@ func (s *Snapshot) remove(name string) {
 	}
 }
 
-// withNodeName returns pod bound to nodeName, copying it only when needed.
+// withNodeName returns pod bound to nodeName. The copy is shallow: the
+// snapshot never changes a pod, so maps and slices are shared.
 func withNodeName(pod *apiv1.Pod, nodeName string) *apiv1.Pod {
 	if pod.Spec.NodeName == nodeName {
 		return pod
 	}
-	p := pod.DeepCopy()
+	p := *pod
 	p.Spec.NodeName = nodeName
-	return p
+	return &p
+}
+
+// PodShape is the scheduler's view of a pod (requests, affinity terms),
+// computed once and shared by the equivalent pods of a group.
+type PodShape struct{ info *schedframework.PodInfo }
+
+// NewPodShape computes the shape of representative.
+func NewPodShape(representative *apiv1.Pod) (*PodShape, error) {
+	pi, err := schedframework.NewPodInfo(representative)
+	if err != nil {
+		return nil, fmt.Errorf("pod %s/%s: %w", representative.Namespace, representative.Name, err)
+	}
+	pi.CalculateResource() // cached in pi, and in every copy of it
+	return &PodShape{info: pi}, nil
+}
+
+// AddPodShaped places pod, whose shape is shape, on node: the same as AddPod
+// without recomputing what the group's pods share.
+func (s *Snapshot) AddPodShaped(shape *PodShape, pod *apiv1.Pod, nodeName string) error {
+	ni, err := s.writable(nodeName)
+	if err != nil {
+		return err
+	}
+	pi := *shape.info
+	pi.Pod = withNodeName(pod, nodeName)
+	ni.AddPodInfo(&pi)
+	return nil
 }
 
 // NodeInfos implements fwk.SharedLister.
@@ -326,4 +354,16 @@ type podGroupStateLister struct{}
 
 func (podGroupStateLister) Get(namespace, name string) (fwk.PodGroupState, error) {
 	return nil, fmt.Errorf("pod group %s/%s: pod groups are not simulated", namespace, name)
+}
+
+// Free returns what node name has left of its allocatable cpu (milli),
+// memory (bytes) and pod slots, given the pods the snapshot places there.
+func (s *Snapshot) Free(name string) (milliCPU, memory int64, pods int, err error) {
+	ni, ok := s.nodes[name]
+	if !ok {
+		return 0, 0, 0, fmt.Errorf("%w: %s", ErrNodeNotFound, name)
+	}
+	alloc, used := ni.GetAllocatable(), ni.GetRequested()
+	return alloc.GetMilliCPU() - used.GetMilliCPU(), alloc.GetMemory() - used.GetMemory(),
+		int(alloc.GetAllowedPodNumber()) - len(ni.GetPods()), nil
 }
