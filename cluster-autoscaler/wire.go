@@ -31,7 +31,11 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider/kwok"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/core"
+	"k8s.io/autoscaler/cluster-autoscaler/estimator"
+	"k8s.io/autoscaler/cluster-autoscaler/expander"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
+	"k8s.io/autoscaler/cluster-autoscaler/scaleup"
+	simframework "k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
 )
 
 // errLostLease ends the process when another replica took the lease.
@@ -223,20 +227,26 @@ func runAutoscaler(ctx context.Context, opts config.Options, client kubernetes.I
 			logger.Error(err, "Cloud provider cleanup failed")
 		}
 	}()
-	autoscaler := core.NewAutoscaler(opts, listers, provider, m)
+	orchestrator, nsFactory, err := buildScaleUp(ctx, opts, client, factory, provider, listers)
+	if err != nil {
+		return err
+	}
+	autoscaler := core.NewAutoscaler(opts, listers, provider, m, core.WithScaleUp(orchestrator))
 	runner := core.NewRunner(autoscaler, opts.ScanInterval, health, m, core.WithFrequentLoops(opts.FrequentLoopsEnabled))
 	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(unschedulablePodTrigger(runner)); err != nil {
 		return fmt.Errorf("watching pods: %w", err)
 	}
 
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			if ctx.Err() != nil {
-				return nil
+	for _, f := range []informers.SharedInformerFactory{factory, nsFactory} {
+		f.Start(ctx.Done())
+		defer f.Shutdown()
+		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("syncing the %v informer cache", typ)
 			}
-			return fmt.Errorf("syncing the %v informer cache", typ)
 		}
 	}
 	logger.Info("Informer caches synced; starting the loop", "scanInterval", opts.ScanInterval)
@@ -268,4 +278,30 @@ func recentlyUnschedulable(pod *apiv1.Pod, now time.Time) bool {
 		}
 	}
 	return false
+}
+
+// buildScaleUp wires the simulator, estimator, expander chain and
+// orchestrator. The returned namespaced factory feeds the priority expander's
+// ConfigMap lister and must be started with the cluster-wide one.
+func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.Interface, factory informers.SharedInformerFactory,
+	provider cloudprovider.CloudProvider, listers core.Listers) (*scaleup.Orchestrator, informers.SharedInformerFactory, error) {
+	simOpts := []simframework.Option{simframework.WithParallelism(opts.PredicateParallelism), simframework.WithClient(client)}
+	if opts.SchedulerConfigFile != "" {
+		simOpts = append(simOpts, simframework.WithSchedulerConfigFile(opts.SchedulerConfigFile))
+	}
+	sim, err := simframework.New(ctx, simframework.NewSnapshot(nil, nil), factory, simOpts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	nsFactory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(opts.Namespace))
+	chain, err := expander.NewChain(ctx, opts.Expanders, expander.Deps{
+		Provider:   provider,
+		ConfigMaps: nsFactory.Core().V1().ConfigMaps().Lister().ConfigMaps(opts.Namespace),
+		Namespace:  opts.Namespace,
+		Nodes:      listers.Nodes,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("--expander: %w", err)
+	}
+	return scaleup.New(provider, sim, estimator.New(sim), chain, opts), nsFactory, nil
 }

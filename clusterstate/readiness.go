@@ -16,13 +16,21 @@ const (
 	NotStarted
 )
 
-// NodeReadiness classifies node at now. A node that is not Ready counts as
-// not started while it is younger than maxStartup, and as unready afterwards.
+// startupTaints keep pods off a node whose Ready condition may already be
+// true: until the node lifecycle controller or the cloud controller lifts
+// them, the node cannot take pods and has not really started.
+var startupTaints = []string{
+	"node.kubernetes.io/not-ready",
+	"node.kubernetes.io/unreachable",
+	"node.cloudprovider.kubernetes.io/uninitialized",
+}
+
+// NodeReadiness classifies node at now. A node is Ready when its Ready
+// condition is true and no startup taint keeps pods off it; otherwise it
+// counts as not started while younger than maxStartup, and unready after.
 func NodeReadiness(node *apiv1.Node, now time.Time, maxStartup time.Duration) Readiness {
-	for _, c := range node.Status.Conditions {
-		if c.Type == apiv1.NodeReady && c.Status == apiv1.ConditionTrue {
-			return Ready
-		}
+	if readyCondition(node) && !hasStartupTaint(node) {
+		return Ready
 	}
 	if now.Sub(node.CreationTimestamp.Time) < maxStartup {
 		return NotStarted
@@ -49,4 +57,24 @@ func CountReadiness(nodes []*apiv1.Node, now time.Time, maxStartup time.Duration
 		}
 	}
 	return c
+}
+
+func readyCondition(node *apiv1.Node) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == apiv1.NodeReady {
+			return c.Status == apiv1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func hasStartupTaint(node *apiv1.Node) bool {
+	for _, t := range node.Spec.Taints {
+		for _, key := range startupTaints {
+			if t.Key == key {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
+	"k8s.io/autoscaler/cluster-autoscaler/scaleup"
 )
 
 // Listers are the informer-backed views the loop reads. Nothing in a loop
@@ -29,8 +30,14 @@ type Autoscaler struct {
 	opts     config.Options
 	listers  Listers
 	provider CloudProvider
+	scaleUp  ScaleUpper
 	metrics  *metrics.Metrics
 	clock    clock.PassiveClock
+}
+
+// ScaleUpper decides and executes scale-ups; *scaleup.Orchestrator implements it.
+type ScaleUpper interface {
+	Run(ctx context.Context, in scaleup.Input) (scaleup.Result, error)
 }
 
 // CloudProvider is what the loop needs of the cloud so far.
@@ -41,6 +48,9 @@ type CloudProvider interface {
 
 // AutoscalerOption configures an Autoscaler.
 type AutoscalerOption func(*Autoscaler)
+
+// WithScaleUp enables the scale-up step.
+func WithScaleUp(s ScaleUpper) AutoscalerOption { return func(a *Autoscaler) { a.scaleUp = s } }
 
 // WithPassiveClock replaces the real clock used to time the loop's steps.
 func WithPassiveClock(c clock.PassiveClock) AutoscalerOption {
@@ -76,8 +86,52 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (Result, error)
 	if err != nil {
 		return Result{}, err
 	}
+	res, err := a.runScaleUp(ctx, obs)
 	a.report(ctx, obs)
-	return Result{}, nil
+	return res, err
+}
+
+// runScaleUp adds nodes for the pods the scheduler marked unschedulable.
+func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, error) {
+	if a.scaleUp == nil {
+		return Result{}, nil
+	}
+	var unschedulable []*apiv1.Pod
+	for _, p := range obs.PendingPods {
+		if IsUnschedulable(p) {
+			unschedulable = append(unschedulable, p)
+		}
+	}
+	if len(unschedulable) == 0 {
+		return Result{}, nil
+	}
+	start := a.clock.Now()
+	defer func() { a.metrics.UpdateDuration(metrics.FunctionScaleUp, a.clock.Since(start)) }()
+	a.metrics.UpdateLastActivity(metrics.ActivityScaleUp, obs.Now)
+	res, err := a.scaleUp.Run(ctx, scaleup.Input{Now: obs.Now, Nodes: obs.Nodes, ScheduledPods: obs.ScheduledPods,
+		Pending: unschedulable})
+	if err != nil {
+		return Result{}, NewLoopError(metrics.CloudProviderError, fmt.Errorf("scale-up: %w", err))
+	}
+	added := 0
+	for _, inc := range res.Increases {
+		added += inc.To - inc.From
+	}
+	a.metrics.RegisterScaleUp(added)
+	for _, e := range res.Errors {
+		a.metrics.RegisterFailedScaleUp(metrics.CloudProviderError)
+		klog.FromContext(ctx).Error(e, "Scale-up failed")
+	}
+	logger := klog.FromContext(ctx)
+	if len(res.Remaining) > 0 {
+		for p, reason := range res.Remaining {
+			logger.V(4).Info("Pod did not trigger a scale-up", "pod", klog.KObj(p), "reason", reason)
+		}
+		logger.V(2).Info("Pods left pending", "count", len(res.Remaining))
+	}
+	logger.V(2).Info("Scale-up decision", "unschedulable", len(unschedulable), "fitExisting", res.FitExisting,
+		"increases", len(res.Increases), "nodesAdded", added)
+	return Result{Productive: added > 0}, nil
 }
 
 // refreshCloud lets the provider update its view; it runs before any other provider call.

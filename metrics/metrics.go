@@ -23,6 +23,7 @@ const (
 	FunctionUpdateClusterState   = "updateClusterState"
 	FunctionLoopWait             = "loopWait"
 	FunctionCloudProviderRefresh = "cloudProviderRefresh"
+	FunctionScaleUp              = "scaleUp"
 )
 
 // ErrorType labels errors_total; the values are upstream's.
@@ -55,6 +56,8 @@ type Metrics struct {
 	nodesCount               *prometheus.GaugeVec
 	unschedulablePodsCount   *prometheus.GaugeVec
 	nodeGroupsCount          *prometheus.GaugeVec
+	scaledUpNodes            *prometheus.CounterVec
+	failedScaleUps           *prometheus.CounterVec
 }
 
 // New creates the series and registers them on reg.
@@ -91,9 +94,20 @@ func New(reg prometheus.Registerer) *Metrics {
 			Namespace: namespace, Name: "node_groups_count",
 			Help: "Node groups the autoscaler manages, by type.",
 		}, []string{"node_group_type"}),
+		scaledUpNodes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "scaled_up_nodes_total",
+			Help: "Nodes added by scale-ups, counted when the target size is increased.",
+		}, []string{"gpu_resource_name", "gpu_name", "dra_drivers"}),
+		failedScaleUps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "failed_scale_ups_total",
+			Help: "Scale-ups that failed, by reason.",
+		}, []string{"reason", "gpu_resource_name", "gpu_name", "dra_drivers"}),
 	}
 	reg.MustRegister(m.lastActivity, m.functionDuration, m.functionDurationQuantile, m.errorsTotal,
-		m.nodesCount, m.unschedulablePodsCount, m.nodeGroupsCount)
+		m.nodesCount, m.unschedulablePodsCount, m.nodeGroupsCount, m.scaledUpNodes, m.failedScaleUps)
+	for _, r := range []ErrorType{CloudProviderError, APICallError, "timeout"} {
+		m.failedScaleUps.WithLabelValues(string(r), "", "", "").Add(0)
+	}
 	for _, t := range []ErrorType{CloudProviderError, APICallError, InternalError, TransientError,
 		ConfigurationError, NodeGroupDoesNotExistError, UnexpectedScaleDownStateError} {
 		m.errorsTotal.WithLabelValues(string(t)).Add(0)
@@ -133,4 +147,14 @@ func (m *Metrics) UpdateUnschedulablePodsCount(unschedulable int) {
 func (m *Metrics) UpdateNodeGroupsCount(autoscaled int) {
 	m.nodeGroupsCount.WithLabelValues("autoscaled").Set(float64(autoscaled))
 	m.nodeGroupsCount.WithLabelValues("autoprovisioned").Set(0)
+}
+
+// RegisterScaleUp counts nodes added to a node group without GPUs.
+func (m *Metrics) RegisterScaleUp(nodes int) {
+	m.scaledUpNodes.WithLabelValues("", "", "").Add(float64(nodes))
+}
+
+// RegisterFailedScaleUp counts a failed scale-up of reason t.
+func (m *Metrics) RegisterFailedScaleUp(t ErrorType) {
+	m.failedScaleUps.WithLabelValues(string(t), "", "", "").Inc()
 }

@@ -70,6 +70,13 @@ func NewSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod) *Snapshot {
 	return s
 }
 
+// Reset replaces the snapshot's content with nodes and their pods and drops
+// every open level. The scheduler framework keeps pointing at the same
+// Snapshot, so a loop resets it instead of building a new one.
+func (s *Snapshot) Reset(nodes []*apiv1.Node, pods []*apiv1.Pod) {
+	*s = *NewSnapshot(nodes, pods)
+}
+
 // Fork opens a what-if level.
 func (s *Snapshot) Fork() {
 	s.markers = append(s.markers, len(s.undo))

@@ -1,0 +1,7 @@
+// Package scaleup decides and executes scale-ups: it places pending pods on
+// existing and upcoming capacity first, estimates for every eligible node
+// group how many template nodes the rest need, lets the expander chain
+// choose, increases the chosen group, and repeats over further groups in the
+// same loop while pods remain. Decisions are made on the simulator's snapshot;
+// the only cloud calls are the reads of node group state and IncreaseSize.
+package scaleup

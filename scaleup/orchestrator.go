@@ -1,0 +1,302 @@
+package scaleup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
+	"k8s.io/autoscaler/cluster-autoscaler/config"
+	"k8s.io/autoscaler/cluster-autoscaler/estimator"
+	"k8s.io/autoscaler/cluster-autoscaler/expander"
+	"k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
+	"k8s.io/autoscaler/cluster-autoscaler/simulator/template"
+)
+
+// Input is what one scale-up decision looks at.
+type Input struct {
+	Now           time.Time
+	Nodes         []*apiv1.Node
+	ScheduledPods []*apiv1.Pod
+	// Pending are the pods the scheduler could not place.
+	Pending []*apiv1.Pod
+}
+
+// Increase is one node group's size increase.
+type Increase struct {
+	NodeGroup string
+	From, To  int
+	Pods      int
+}
+
+// Result says what the scale-up did and why pods were left.
+type Result struct {
+	Increases []Increase
+	// FitExisting counts pending pods that fit existing or upcoming nodes.
+	FitExisting int
+	// Remaining are pods no node group could help, with a reason each.
+	Remaining map[*apiv1.Pod]string
+	// Errors are failed increases; the loop goes on with other groups.
+	Errors []error
+}
+
+// Orchestrator runs scale-ups.
+type Orchestrator struct {
+	provider  cloudprovider.CloudProvider
+	sim       *framework.Handle
+	estimator *estimator.Estimator
+	chain     expander.Strategy
+	opts      config.Options
+}
+
+// New builds an orchestrator.
+func New(provider cloudprovider.CloudProvider, sim *framework.Handle, est *estimator.Estimator, chain expander.Strategy,
+	opts config.Options) *Orchestrator {
+	return &Orchestrator{provider: provider, sim: sim, estimator: est, chain: chain, opts: opts}
+}
+
+// groupState is one node group as this decision sees it.
+type groupState struct {
+	group    cloudprovider.NodeGroup
+	target   int
+	started  int // registered nodes that are ready, or old enough to count as unready
+	template *cloudprovider.NodeInfo
+	skip     string // why the group cannot be scaled up now
+}
+
+// Run makes one scale-up decision and executes it.
+func (o *Orchestrator) Run(ctx context.Context, in Input) (Result, error) {
+	logger := klog.FromContext(ctx)
+	res := Result{Remaining: map[*apiv1.Pod]string{}}
+	groups, excluded, err := o.observeGroups(ctx, in)
+	if err != nil {
+		return res, err
+	}
+	o.buildSnapshot(ctx, in, groups, excluded)
+
+	pending := o.dropExpendable(in.Pending)
+	remaining := o.fitExisting(ctx, pending)
+	res.FitExisting = len(pending) - len(remaining)
+	if len(remaining) == 0 {
+		return res, nil
+	}
+
+	totals := o.clusterTotals(in, groups, excluded)
+	podGroups := estimator.GroupPods(remaining)
+	for len(podGroups) > 0 {
+		options, infos, reasons := o.options(ctx, podGroups, groups, totals)
+		if len(options) == 0 {
+			for _, g := range podGroups {
+				for _, p := range g.Pods {
+					res.Remaining[p] = reasons
+				}
+			}
+			break
+		}
+		best := o.chain.BestOption(ctx, options, infos)
+		if best == nil {
+			for _, g := range podGroups {
+				for _, p := range g.Pods {
+					res.Remaining[p] = "expansion options filtered out"
+				}
+			}
+			break
+		}
+		gs := groups[best.NodeGroup.Id()]
+		if err := best.NodeGroup.IncreaseSize(ctx, best.NodeCount); err != nil {
+			res.Errors = append(res.Errors, fmt.Errorf("increasing node group %q by %d: %w", gs.group.Id(), best.NodeCount, err))
+			gs.skip = "scale-up execution failed"
+			continue
+		}
+		logger.Info("Scaled up node group", "nodeGroup", gs.group.Id(), "from", gs.target, "to", gs.target+best.NodeCount,
+			"max", gs.group.MaxSize(), "pods", len(best.Pods))
+		res.Increases = append(res.Increases, Increase{NodeGroup: gs.group.Id(), From: gs.target,
+			To: gs.target + best.NodeCount, Pods: len(best.Pods)})
+		gs.target += best.NodeCount
+		totals.add(best.NodeCount, gs.template)
+		podGroups = without(podGroups, best.Pods)
+	}
+	return res, nil
+}
+
+// observeGroups reads every node group's target and template and counts
+// its started nodes. Nodes of a group that have not started yet are
+// returned in excluded: the decision sees them as upcoming template nodes.
+func (o *Orchestrator) observeGroups(ctx context.Context, in Input) (map[string]*groupState, map[string]bool, error) {
+	ngs, err := o.provider.NodeGroups(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing node groups: %w", err)
+	}
+	groups := make(map[string]*groupState, len(ngs))
+	for _, ng := range ngs {
+		gs := &groupState{group: ng}
+		if gs.target, err = ng.TargetSize(ctx); err != nil {
+			return nil, nil, fmt.Errorf("reading the target size of %q: %w", ng.Id(), err)
+		}
+		switch tmpl, err := ng.TemplateNodeInfo(ctx); {
+		case errors.Is(err, cloudprovider.ErrNotImplemented):
+			gs.skip = "no template node"
+		case err != nil:
+			gs.skip = fmt.Sprintf("template node unavailable: %v", err)
+		default:
+			gs.template = tmpl
+		}
+		groups[ng.Id()] = gs
+	}
+	excluded := map[string]bool{}
+	for _, n := range in.Nodes {
+		ng, err := o.provider.NodeGroupForNode(ctx, n)
+		if err != nil || ng == nil || groups[ng.Id()] == nil {
+			continue
+		}
+		if clusterstate.NodeReadiness(n, in.Now, o.opts.NodeGroupDefaults.MaxNodeStartupTime) == clusterstate.NotStarted {
+			excluded[n.Name] = true
+			continue
+		}
+		groups[ng.Id()].started++
+	}
+	return groups, excluded, nil
+}
+
+// buildSnapshot loads real nodes (but the not yet started ones) and adds one
+// template clone per upcoming node of each group.
+func (o *Orchestrator) buildSnapshot(ctx context.Context, in Input, groups map[string]*groupState, excluded map[string]bool) {
+	nodes := make([]*apiv1.Node, 0, len(in.Nodes))
+	for _, n := range in.Nodes {
+		if !excluded[n.Name] {
+			nodes = append(nodes, n)
+		}
+	}
+	snap := o.sim.Snapshot()
+	snap.Reset(nodes, in.ScheduledPods)
+	for id, gs := range groups {
+		if gs.template == nil {
+			continue
+		}
+		klog.FromContext(ctx).V(4).Info("Node group", "nodeGroup", id, "target", gs.target, "started", gs.started,
+			"upcoming", max(0, gs.target-gs.started))
+		for i := 0; i < gs.target-gs.started; i++ {
+			node, pods := template.Clone(gs.template, "upcoming-"+id, i)
+			_ = snap.AddNode(node, pods...) // names are unique per group and index
+		}
+	}
+}
+
+// dropExpendable leaves out pods below --expendable-pods-priority-cutoff.
+func (o *Orchestrator) dropExpendable(pods []*apiv1.Pod) []*apiv1.Pod {
+	out := pods[:0:0]
+	for _, p := range pods {
+		if p.Spec.Priority != nil && int(*p.Spec.Priority) < o.opts.ExpendablePodsPriorityCutoff {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// fitExisting places on the snapshot the pending pods that fit existing or
+// upcoming nodes, and returns the others.
+func (o *Orchestrator) fitExisting(ctx context.Context, pending []*apiv1.Pod) []*apiv1.Pod {
+	snap := o.sim.Snapshot()
+	var rest []*apiv1.Pod
+	for _, g := range estimator.GroupPods(pending) {
+		for _, p := range g.Pods {
+			node, err := o.sim.FitAnywhere(ctx, p, nil)
+			if err != nil {
+				klog.FromContext(ctx).V(4).Info("Pending pod fits no existing or upcoming node", "pod", klog.KObj(p), "reason", err)
+				rest = append(rest, p)
+				continue
+			}
+			if err := snap.AddPod(p, node); err != nil {
+				rest = append(rest, p)
+			}
+		}
+	}
+	return rest
+}
+
+// options estimates every eligible group; reasons summarises why there are none.
+func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group, groups map[string]*groupState,
+	totals *totals) ([]expander.Option, map[string]*cloudprovider.NodeInfo, string) {
+	var options []expander.Option
+	infos := map[string]*cloudprovider.NodeInfo{}
+	reasons := map[string]int{}
+	for id, gs := range groups {
+		if gs.skip != "" {
+			reasons[gs.skip]++
+			continue
+		}
+		room := gs.group.MaxSize() - gs.target
+		if room <= 0 {
+			reasons["max node group size reached"]++
+			continue
+		}
+		limits := estimator.Limits{
+			MaxNodes:       min(room, o.opts.MaxNodesPerScaleUp, totals.nodeRoom(o.opts.MaxNodesTotal)),
+			MaxMilliCPU:    totals.cpuRoom(o.opts.Cores.Max),
+			MaxMemoryBytes: totals.memoryRoom(o.opts.MemoryGiB.Max),
+			Budget:         o.opts.MaxNodeGroupBinpackingDuration,
+		}
+		if limits.MaxNodes <= 0 || limits.MaxMilliCPU < 0 || limits.MaxMemoryBytes < 0 {
+			reasons["cluster limits reached"]++
+			continue
+		}
+		est, err := o.estimator.Estimate(ctx, podGroups, gs.template, id, limits)
+		if err != nil {
+			reasons[fmt.Sprintf("estimate failed: %v", err)]++
+			continue
+		}
+		if est.NodeCount == 0 {
+			reason := "it wouldn't fit if a new node is added"
+			if est.LimitedBy != estimator.LimitNone {
+				reason = fmt.Sprintf("limited by %s", est.LimitedBy)
+			}
+			reasons[reason]++
+			continue
+		}
+		options = append(options, expander.Option{NodeGroup: gs.group, NodeCount: est.NodeCount, Pods: est.Scheduled,
+			Debug: fmt.Sprintf("%s: %d nodes for %d pods", id, est.NodeCount, len(est.Scheduled))})
+		infos[id] = gs.template
+	}
+	return options, infos, summarise(reasons)
+}
+
+func summarise(reasons map[string]int) string {
+	if len(reasons) == 0 {
+		return "no node group"
+	}
+	out := ""
+	for r, n := range reasons {
+		if out != "" {
+			out += ", "
+		}
+		out += fmt.Sprintf("%d %s", n, r)
+	}
+	return out
+}
+
+// without removes the helped pods from the groups.
+func without(groups []*estimator.Group, helped []*apiv1.Pod) []*estimator.Group {
+	gone := make(map[*apiv1.Pod]bool, len(helped))
+	for _, p := range helped {
+		gone[p] = true
+	}
+	var out []*estimator.Group
+	for _, g := range groups {
+		var keep []*apiv1.Pod
+		for _, p := range g.Pods {
+			if !gone[p] {
+				keep = append(keep, p)
+			}
+		}
+		if len(keep) > 0 {
+			out = append(out, &estimator.Group{Pods: keep, Interacting: g.Interacting})
+		}
+	}
+	return out
+}
