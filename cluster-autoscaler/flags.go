@@ -127,8 +127,7 @@ func (c *commandLine) registerLoopAndCloud() {
 	fs.Var(rangeValue{&o.Cores}, "cores-total", "Minimum and maximum cores in the cluster, <min>:<max>.")
 	fs.Var(rangeValue{&o.MemoryGiB}, "memory-total", "Minimum and maximum memory in the cluster in GiB, <min>:<max>.")
 	fs.Var(gpuLimitsValue{&o.GPUTotal}, "gpu-total", "Minimum and maximum count of a GPU type, <gpu_type>:<min>:<max>; repeatable.")
-	c.mark(notImplemented, "node-group-auto-discovery", "max-nodes-total", "cores-total",
-		"memory-total", "gpu-total")
+	c.mark(notImplemented, "node-group-auto-discovery", "gpu-total")
 }
 
 func (c *commandLine) registerScaleUp() {
@@ -164,14 +163,14 @@ func (c *commandLine) registerScaleUp() {
 	fs.IntVar(&o.PredicateParallelism, "predicate-parallelism", o.PredicateParallelism, "Parallelism of scheduler Filter checks.")
 	fs.BoolVar(&o.ForceDeleteUnregisteredNodes, "force-delete-unregistered-nodes", o.ForceDeleteUnregisteredNodes, "Delete long-unregistered instances even below the node group's minimum.")
 	fs.BoolVar(&o.ForceDeleteFailedNodes, "force-delete-failed-nodes", o.ForceDeleteFailedNodes, "Delete instances that failed to be created even below the node group's minimum.")
-	c.mark(notImplemented, "expander", "grpc-expander-url", "grpc-expander-cert", "max-nodes-per-scaleup",
-		"max-nodegroup-binpacking-duration", "max-binpacking-time", "new-pod-scale-up-delay", "balance-similar-node-groups",
+	c.mark(notImplemented, "grpc-expander-url", "grpc-expander-cert",
+		"max-binpacking-time", "new-pod-scale-up-delay", "balance-similar-node-groups",
 		"balancing-label", "balancing-ignore-label", "max-allocatable-difference-ratio", "max-free-difference-ratio",
-		"memory-difference-ratio", "expendable-pods-priority-cutoff", "enforce-node-group-min-size", "scale-up-from-zero",
+		"memory-difference-ratio", "enforce-node-group-min-size", "scale-up-from-zero",
 		"initial-node-group-backoff-duration", "max-node-group-backoff-duration", "node-group-backoff-reset-timeout",
 		"ok-total-unready-count", "max-total-unready-percentage", "startup-taint", "startup-taint-prefix", "status-taint",
-		"ignore-taint", "allowed-scheduler-names", "bypassed-scheduler-names", "scheduler-config-file",
-		"predicate-parallelism", "force-delete-unregistered-nodes", "force-delete-failed-nodes")
+		"ignore-taint", "allowed-scheduler-names", "bypassed-scheduler-names",
+		"force-delete-unregistered-nodes", "force-delete-failed-nodes")
 
 	// Upstream's experimental scale-up knobs.
 	c.ignoredBool("parallel-scale-up", false, "Experimental upstream knob: parallel scale-up of node groups.")
@@ -209,7 +208,7 @@ func (c *commandLine) registerNodeGroupDefaults() {
 	fs.DurationVar(&d.MaxNodeStartupTime, "max-node-startup-time", d.MaxNodeStartupTime, "How long a registered node may take to become ready.")
 	fs.BoolVar(&d.IgnoreDaemonSetsUtilization, "ignore-daemonsets-utilization", d.IgnoreDaemonSetsUtilization, "Leave DaemonSet pods out of node utilisation.")
 	c.mark(notImplemented, "scale-down-utilization-threshold", "scale-down-gpu-utilization-threshold",
-		"scale-down-unneeded-time", "scale-down-unready-time", "max-node-provision-time", "max-node-startup-time",
+		"scale-down-unneeded-time", "scale-down-unready-time", "max-node-provision-time",
 		"ignore-daemonsets-utilization")
 }
 
