@@ -54,12 +54,13 @@ while :; do
   fi
   health=$(curl -s -o /dev/null -w '%{http_code}' "http://$address/health-check" || true)
   nodes=$($kubectl get nodes --no-headers 2>/dev/null | wc -l)
-  running=$($kubectl get pods -n default -l app=demo-app --field-selector=status.phase=Running --no-headers 2>/dev/null | wc -l)
-  pending=$($kubectl get pods -n default -l app=demo-app --field-selector=status.phase=Pending --no-headers 2>/dev/null | wc -l)
-  printf '%s  health-check=%s  node_groups=%s  nodes=%s  demo-app running=%s pending=%s  last_activity{main}=%s  unschedulable_pods_count=%s\n' \
+  running=$($kubectl get pods -n default --field-selector=status.phase=Running --no-headers 2>/dev/null | wc -l)
+  pending=$($kubectl get pods -n default --field-selector=status.phase=Pending --no-headers 2>/dev/null | wc -l)
+  printf '%s  health-check=%s  node_groups=%s  nodes=%s  pods running=%s pending=%s  last_activity{main}=%s  unschedulable_pods_count=%s  scaled_up_nodes_total=%s\n' \
     "$(date +%T)" "$health" "$(metric 'cluster_autoscaler_node_groups_count{node_group_type="autoscaled"}')" \
     "$nodes" "$running" "$pending" "$(metric 'cluster_autoscaler_last_activity{activity="main"}')" \
-    "$(metric 'cluster_autoscaler_unschedulable_pods_count{type="unschedulable"}')"
+    "$(metric 'cluster_autoscaler_unschedulable_pods_count{type="unschedulable"}')" \
+    "$(metric 'cluster_autoscaler_scaled_up_nodes_total{dra_drivers="",gpu_name="",gpu_resource_name=""}')"
   if [ "$duration" -gt 0 ] && [ $((SECONDS - start)) -ge "$duration" ]; then break; fi
   sleep 5
 done
