@@ -167,7 +167,6 @@ func (c *commandLine) registerScaleUp() {
 		"max-binpacking-time", "new-pod-scale-up-delay", "balance-similar-node-groups",
 		"balancing-label", "balancing-ignore-label", "max-allocatable-difference-ratio", "max-free-difference-ratio",
 		"memory-difference-ratio", "enforce-node-group-min-size", "scale-up-from-zero",
-		"initial-node-group-backoff-duration", "max-node-group-backoff-duration", "node-group-backoff-reset-timeout",
 		"ok-total-unready-count", "max-total-unready-percentage", "startup-taint", "startup-taint-prefix", "status-taint",
 		"ignore-taint", "allowed-scheduler-names", "bypassed-scheduler-names",
 		"force-delete-unregistered-nodes", "force-delete-failed-nodes")

@@ -118,6 +118,9 @@ func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, 
 		added += inc.To - inc.From
 	}
 	a.metrics.RegisterScaleUp(added)
+	for range res.NewFailures {
+		a.metrics.RegisterFailedScaleUp(metrics.CloudProviderError)
+	}
 	for _, e := range res.Errors {
 		a.metrics.RegisterFailedScaleUp(metrics.CloudProviderError)
 		klog.FromContext(ctx).Error(e, "Scale-up failed")

@@ -43,21 +43,29 @@ type Result struct {
 	Remaining map[*apiv1.Pod]string
 	// Errors are failed increases; the loop goes on with other groups.
 	Errors []error
+	// NewFailures counts node groups backed off in this loop because new
+	// instances failed to be created.
+	NewFailures int
 }
 
-// Orchestrator runs scale-ups.
+// Orchestrator runs scale-ups. It is used by one loop at a time.
 type Orchestrator struct {
 	provider  cloudprovider.CloudProvider
 	sim       *framework.Handle
 	estimator *estimator.Estimator
 	chain     expander.Strategy
 	opts      config.Options
+	backoff   *clusterstate.Backoff
+	// seenErrors are the failed instances already counted as a failure.
+	seenErrors map[string]bool
 }
 
 // New builds an orchestrator.
 func New(provider cloudprovider.CloudProvider, sim *framework.Handle, est *estimator.Estimator, chain expander.Strategy,
 	opts config.Options) *Orchestrator {
-	return &Orchestrator{provider: provider, sim: sim, estimator: est, chain: chain, opts: opts}
+	return &Orchestrator{provider: provider, sim: sim, estimator: est, chain: chain, opts: opts,
+		backoff:    clusterstate.NewBackoff(opts.InitialNodeGroupBackoff, opts.MaxNodeGroupBackoff, opts.NodeGroupBackoffResetTimeout),
+		seenErrors: map[string]bool{}}
 }
 
 // groupState is one node group as this decision sees it.
@@ -65,6 +73,7 @@ type groupState struct {
 	group    cloudprovider.NodeGroup
 	target   int
 	started  int // registered nodes that are ready, or old enough to count as unready
+	failed   int // instances whose creation failed: never capacity
 	template *cloudprovider.NodeInfo
 	skip     string // why the group cannot be scaled up now
 }
@@ -77,6 +86,7 @@ func (o *Orchestrator) Run(ctx context.Context, in Input) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	res.NewFailures = o.registerFailures(ctx, in.Now, groups)
 	o.buildSnapshot(ctx, in, groups, excluded)
 
 	pending := o.dropExpendable(in.Pending)
@@ -163,6 +173,50 @@ func (o *Orchestrator) observeGroups(ctx context.Context, in Input) (map[string]
 	return groups, excluded, nil
 }
 
+// upcoming is how many of the group's nodes are still to come.
+func (gs *groupState) upcoming() int { return max(0, gs.target-gs.started-gs.failed) }
+
+// registerFailures backs off every group with instances that failed to be
+// created since the last loop, at once: an out-of-capacity group is left for
+// the next one in seconds, not after --max-node-provision-time. It returns
+// the number of groups newly backed off.
+func (o *Orchestrator) registerFailures(ctx context.Context, now time.Time, groups map[string]*groupState) int {
+	logger := klog.FromContext(ctx)
+	seen := map[string]bool{}
+	newFailures := 0
+	for id, gs := range groups {
+		instances, err := gs.group.Nodes(ctx)
+		if err != nil {
+			logger.Error(err, "Listing instances of node group", "nodeGroup", id)
+			continue
+		}
+		var reason *cloudprovider.InstanceErrorInfo
+		for _, in := range instances {
+			if in.Status == nil || in.Status.ErrorInfo == nil {
+				continue
+			}
+			gs.failed++
+			seen[in.Id] = true
+			if !o.seenErrors[in.Id] {
+				reason = in.Status.ErrorInfo
+			}
+		}
+		if reason != nil {
+			until := o.backoff.RegisterFailure(id, clusterstate.BackoffReason{ErrorCode: reason.ErrorCode,
+				ErrorMessage: reason.ErrorMessage}, now)
+			logger.Info("Node group backed off after failed instance creations", "nodeGroup", id,
+				"errorClass", reason.ErrorClass.String(), "errorCode", reason.ErrorCode, "until", until)
+			newFailures++
+		}
+		if off, why := o.backoff.BackedOff(id, now); off && gs.skip == "" {
+			gs.skip = "in backoff after failed scale-up"
+			logger.V(4).Info("Node group in back-off", "nodeGroup", id, "errorCode", why.ErrorCode)
+		}
+	}
+	o.seenErrors = seen // forget instances that are gone
+	return newFailures
+}
+
 // buildSnapshot loads real nodes (but the not yet started ones) and adds one
 // template clone per upcoming node of each group.
 func (o *Orchestrator) buildSnapshot(ctx context.Context, in Input, groups map[string]*groupState, excluded map[string]bool) {
@@ -179,8 +233,8 @@ func (o *Orchestrator) buildSnapshot(ctx context.Context, in Input, groups map[s
 			continue
 		}
 		klog.FromContext(ctx).V(4).Info("Node group", "nodeGroup", id, "target", gs.target, "started", gs.started,
-			"upcoming", max(0, gs.target-gs.started))
-		for i := 0; i < gs.target-gs.started; i++ {
+			"failed", gs.failed, "upcoming", gs.upcoming())
+		for i := 0; i < gs.upcoming(); i++ {
 			node, pods := template.Clone(gs.template, "upcoming-"+id, i)
 			_ = snap.AddNode(node, pods...) // names are unique per group and index
 		}

@@ -23,8 +23,8 @@ func (o *Orchestrator) clusterTotals(in Input, groups map[string]*groupState, ex
 		t.addNode(n)
 	}
 	for _, gs := range groups {
-		if gs.template != nil && gs.target > gs.started {
-			t.add(gs.target-gs.started, gs.template)
+		if gs.template != nil && gs.upcoming() > 0 {
+			t.add(gs.upcoming(), gs.template)
 		}
 	}
 	return t

@@ -1,0 +1,70 @@
+package clusterstate
+
+import (
+	"sync"
+	"time"
+)
+
+// Backoff keeps node groups whose scale-ups failed out of scale-up for a
+// while: the first failure backs a group off for initial, each failure after
+// that back-off expired doubles it up to max, and a group without failures
+// for reset starts again from initial. Failures during a back-off do not
+// extend it. Time is passed in; Backoff never reads a clock.
+type Backoff struct {
+	initial, max, reset time.Duration
+
+	mu     sync.Mutex
+	groups map[string]*backoffEntry
+}
+
+type backoffEntry struct {
+	duration    time.Duration
+	until       time.Time
+	lastFailure time.Time
+	reason      BackoffReason
+}
+
+// BackoffReason says why a group is backed off.
+type BackoffReason struct {
+	ErrorCode    string
+	ErrorMessage string
+}
+
+// NewBackoff builds a Backoff from --initial-node-group-backoff-duration,
+// --max-node-group-backoff-duration and --node-group-backoff-reset-timeout.
+func NewBackoff(initial, max, reset time.Duration) *Backoff {
+	return &Backoff{initial: initial, max: max, reset: reset, groups: map[string]*backoffEntry{}}
+}
+
+// RegisterFailure records a failed scale-up of group at now and returns
+// until when the group is backed off.
+func (b *Backoff) RegisterFailure(group string, reason BackoffReason, now time.Time) time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.groups[group]
+	switch {
+	case !ok || now.Sub(e.lastFailure) > b.reset:
+		e = &backoffEntry{duration: b.initial}
+		b.groups[group] = e
+	case now.Before(e.until):
+		e.lastFailure = now
+		return e.until // already backed off: not extended
+	default:
+		e.duration = min(2*e.duration, b.max)
+	}
+	e.until = now.Add(e.duration)
+	e.lastFailure = now
+	e.reason = reason
+	return e.until
+}
+
+// BackedOff reports whether group is backed off at now, and why.
+func (b *Backoff) BackedOff(group string, now time.Time) (bool, BackoffReason) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.groups[group]
+	if !ok || !now.Before(e.until) {
+		return false, BackoffReason{}
+	}
+	return true, e.reason
+}
