@@ -19,11 +19,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -231,7 +234,11 @@ func runAutoscaler(ctx context.Context, opts config.Options, client kubernetes.I
 	if err != nil {
 		return err
 	}
-	autoscaler := core.NewAutoscaler(opts, listers, provider, m, core.WithScaleUp(orchestrator))
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(clientgoscheme.Scheme, apiv1.EventSource{Component: "cluster-autoscaler"})
+	autoscaler := core.NewAutoscaler(opts, listers, provider, m, core.WithScaleUp(orchestrator), core.WithEventRecorder(recorder))
 	runner := core.NewRunner(autoscaler, opts.ScanInterval, health, m, core.WithFrequentLoops(opts.FrequentLoopsEnabled))
 	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(unschedulablePodTrigger(runner)); err != nil {
 		return fmt.Errorf("watching pods: %w", err)

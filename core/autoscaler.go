@@ -16,6 +16,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 	"k8s.io/autoscaler/cluster-autoscaler/scaleup"
+	"k8s.io/client-go/tools/record"
 )
 
 // Listers are the informer-backed views the loop reads. Nothing in a loop
@@ -31,6 +32,7 @@ type Autoscaler struct {
 	listers  Listers
 	provider CloudProvider
 	scaleUp  ScaleUpper
+	recorder record.EventRecorder
 	metrics  *metrics.Metrics
 	clock    clock.PassiveClock
 }
@@ -51,6 +53,11 @@ type AutoscalerOption func(*Autoscaler)
 
 // WithScaleUp enables the scale-up step.
 func WithScaleUp(s ScaleUpper) AutoscalerOption { return func(a *Autoscaler) { a.scaleUp = s } }
+
+// WithEventRecorder records events on pods (TriggeredScaleUp, NotTriggerScaleUp).
+func WithEventRecorder(r record.EventRecorder) AutoscalerOption {
+	return func(a *Autoscaler) { a.recorder = r }
+}
 
 // WithPassiveClock replaces the real clock used to time the loop's steps.
 func WithPassiveClock(c clock.PassiveClock) AutoscalerOption {
@@ -132,6 +139,7 @@ func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, 
 		}
 		logger.V(2).Info("Pods left pending", "count", len(res.Remaining))
 	}
+	a.recordScaleUpEvents(res)
 	logger.V(2).Info("Scale-up decision", "unschedulable", len(unschedulable), "fitExisting", res.FitExisting,
 		"increases", len(res.Increases), "nodesAdded", added)
 	return Result{Productive: added > 0}, nil

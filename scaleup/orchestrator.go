@@ -31,7 +31,8 @@ type Input struct {
 type Increase struct {
 	NodeGroup string
 	From, To  int
-	Pods      int
+	Max       int
+	Pods      []*apiv1.Pod
 }
 
 // Result says what the scale-up did and why pods were left.
@@ -126,7 +127,7 @@ func (o *Orchestrator) Run(ctx context.Context, in Input) (Result, error) {
 		logger.Info("Scaled up node group", "nodeGroup", gs.group.Id(), "from", gs.target, "to", gs.target+best.NodeCount,
 			"max", gs.group.MaxSize(), "pods", len(best.Pods))
 		res.Increases = append(res.Increases, Increase{NodeGroup: gs.group.Id(), From: gs.target,
-			To: gs.target + best.NodeCount, Pods: len(best.Pods)})
+			To: gs.target + best.NodeCount, Max: gs.group.MaxSize(), Pods: best.Pods})
 		gs.target += best.NodeCount
 		totals.add(best.NodeCount, gs.template)
 		podGroups = without(podGroups, best.Pods)

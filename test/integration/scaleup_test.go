@@ -103,6 +103,23 @@ func dumpPods(e *framework.Env) {
 	})
 }
 
+// podEvent waits for an event of reason on a pod of the test whose message contains text.
+func podEvent(e *framework.Env, reason, text string) {
+	e.T.Helper()
+	e.Eventually(20*time.Second, "event "+reason+" mentioning "+text, func(ctx context.Context) (bool, error) {
+		events, err := e.Client.CoreV1().Events(e.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range events.Items {
+			if ev.Reason == reason && ev.InvolvedObject.Kind == "Pod" && strings.Contains(ev.Message, text) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
 func allRunning(ctx context.Context, e *framework.Env, want int) (bool, error) {
 	pods, err := e.Client.CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -143,6 +160,7 @@ func TestScaleUpChoosesGroupsAndPodsRun(t *testing.T) {
 	if !p.log.Contains(`"Scaled up node group"`) {
 		t.Error("no scale-up logged")
 	}
+	podEvent(e, "TriggeredScaleUp", fmt.Sprintf("pod triggered scale-up: [{%s 0->3 (max: 10)}]", small))
 	_, body, _ := p.get(e.Context(), "/metrics")
 	if want := "cluster_autoscaler_scaled_up_nodes_total{dra_drivers=\"\",gpu_name=\"\",gpu_resource_name=\"\"} 5"; !strings.Contains(body, want) {
 		t.Errorf("/metrics lacks %q", want)
@@ -184,4 +202,5 @@ func TestScaleUpRespectsMaxNodesTotal(t *testing.T) {
 	if got := nodesPerPool(e)[small]; got != 2 {
 		t.Errorf("%d nodes in %s, want 2 (max-nodes-total)", got, small)
 	}
+	podEvent(e, "NotTriggerScaleUp", "cluster limits reached")
 }

@@ -1,0 +1,52 @@
+package core
+
+import (
+	"fmt"
+	"strings"
+
+	apiv1 "k8s.io/api/core/v1"
+
+	"k8s.io/autoscaler/cluster-autoscaler/scaleup"
+)
+
+// Event reasons on pods, as upstream's.
+const (
+	EventTriggeredScaleUp  = "TriggeredScaleUp"
+	EventNotTriggerScaleUp = "NotTriggerScaleUp"
+)
+
+// maxPodEventsPerLoop bounds the events of one kind a loop records, so that
+// a backlog of thousands of pods does not flood the API server; the loop's
+// log line has the totals.
+const maxPodEventsPerLoop = 100
+
+// recordScaleUpEvents tells the pods what the scale-up did for them:
+// TriggeredScaleUp on pods a scale-up serves, and, when no group was scaled
+// up in this loop, NotTriggerScaleUp with the reasons on the pods left.
+func (a *Autoscaler) recordScaleUpEvents(res scaleup.Result) {
+	if a.recorder == nil {
+		return
+	}
+	sent := 0
+	for _, inc := range res.Increases {
+		msg := fmt.Sprintf("pod triggered scale-up: [{%s %d->%d (max: %d)}]", inc.NodeGroup, inc.From, inc.To, inc.Max)
+		for _, p := range inc.Pods {
+			if sent == maxPodEventsPerLoop {
+				return
+			}
+			a.recorder.Event(p, apiv1.EventTypeNormal, EventTriggeredScaleUp, msg)
+			sent++
+		}
+	}
+	if len(res.Increases) > 0 {
+		return
+	}
+	for p, reason := range res.Remaining {
+		if sent == maxPodEventsPerLoop {
+			return
+		}
+		a.recorder.Event(p, apiv1.EventTypeNormal, EventNotTriggerScaleUp,
+			"pod didn't trigger scale-up: "+strings.TrimSpace(reason))
+		sent++
+	}
+}
