@@ -144,6 +144,25 @@ func (r *run) canAddNode() Limit {
 	return LimitNone
 }
 
+// nextNode adds a template node unless a limit forbids it; ok is false,
+// and the limit recorded, when one does.
+func (r *run) nextNode() (name string, ok bool, err error) {
+	if limit := r.canAddNode(); limit != LimitNone {
+		r.res.LimitedBy = limit
+		return "", false, nil
+	}
+	name, err = r.addNode()
+	return name, err == nil, err
+}
+
+// dropLastNode takes the node just added, still empty, back out so that it is
+// neither counted nor offered to later pods.
+func (r *run) dropLastNode() error {
+	last := r.nodes[len(r.nodes)-1]
+	r.nodes = r.nodes[:len(r.nodes)-1]
+	return r.e.sim.Snapshot().RemoveNode(last)
+}
+
 // addNode adds one template clone to the snapshot.
 func (r *run) addNode() (string, error) {
 	node, pods := template.Clone(r.info, r.groupID, len(r.nodes))
@@ -209,12 +228,8 @@ func (r *run) placeGroup(g *Group) error {
 		}
 	}
 	// One fresh node, filled by simulation: perNode pods fit on it.
-	if limit := r.canAddNode(); limit != LimitNone {
-		r.res.LimitedBy = limit
-		return nil
-	}
-	first, err := r.addNode()
-	if err != nil {
+	first, ok, err := r.nextNode()
+	if !ok {
 		return err
 	}
 	perNode := 0
@@ -231,18 +246,12 @@ func (r *run) placeGroup(g *Group) error {
 	}
 	if perNode == 0 {
 		r.unschedulable(pending, reason)
-		// Take the empty node back out so it is neither counted nor offered again.
-		r.nodes = r.nodes[:len(r.nodes)-1]
-		return r.e.sim.Snapshot().RemoveNode(first)
+		return r.dropLastNode()
 	}
 	// The rest, in whole nodes of perNode pods each.
 	for len(pending) > 0 {
-		if limit := r.canAddNode(); limit != LimitNone {
-			r.res.LimitedBy = limit
-			return nil
-		}
-		node, err := r.addNode()
-		if err != nil {
+		node, ok, err := r.nextNode()
+		if !ok {
 			return err
 		}
 		n := min(perNode, len(pending))
@@ -300,23 +309,17 @@ func (r *run) placeOneByOne(g *Group) error {
 		if placed {
 			continue
 		}
-		if limit := r.canAddNode(); limit != LimitNone {
-			r.res.LimitedBy = limit
-			return nil
-		}
-		node, err := r.addNode()
-		if err != nil {
+		node, ok, err := r.nextNode()
+		if !ok {
 			return err
 		}
 		// The node is new: PreFilter results may depend on the node set.
 		check = r.e.sim.Prepare(r.ctx, p)
 		if err := check.Fits(r.ctx, node); err != nil {
 			r.unschedulable(g.Pods[i:i+1], err)
-			// Take the empty node back out so it is not counted or reused.
-			if rmErr := r.e.sim.Snapshot().RemoveNode(node); rmErr != nil {
-				return rmErr
+			if err := r.dropLastNode(); err != nil {
+				return err
 			}
-			r.nodes = r.nodes[:len(r.nodes)-1]
 			continue
 		}
 		if err := r.place(p, node); err != nil {
