@@ -1,0 +1,160 @@
+package scaleup
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+	fakeprovider "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
+	"k8s.io/autoscaler/cluster-autoscaler/config"
+	"k8s.io/autoscaler/cluster-autoscaler/estimator"
+	"k8s.io/autoscaler/cluster-autoscaler/expander"
+	"k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
+)
+
+func templateNode(name, cpu string) *apiv1.Node {
+	rl := apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse(cpu), apiv1.ResourceMemory: resource.MustParse("16Gi"),
+		apiv1.ResourcePods: resource.MustParse("110")}
+	return &apiv1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"group": name}},
+		Status: apiv1.NodeStatus{Capacity: rl, Allocatable: rl,
+			Conditions: []apiv1.NodeCondition{{Type: apiv1.NodeReady, Status: apiv1.ConditionTrue}}}}
+}
+
+func pendingPods(n int, cpu string) []*apiv1.Pod {
+	yes := true
+	out := make([]*apiv1.Pod, n)
+	for i := range out {
+		out[i] = &apiv1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("p-%d", i), UID: types.UID(fmt.Sprintf("p-%d", i)),
+				OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "rs", UID: "rs", Controller: &yes}}},
+			Spec: apiv1.PodSpec{Containers: []apiv1.Container{{Name: "c", Resources: apiv1.ResourceRequirements{
+				Requests: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse(cpu)}}}}},
+		}
+	}
+	return out
+}
+
+func newOrchestrator(t *testing.T, provider *fakeprovider.Provider, mutate func(*config.Options)) *Orchestrator {
+	t.Helper()
+	ctx := context.Background()
+	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+	sim, err := framework.New(ctx, framework.NewSnapshot(nil, nil), factory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	chain, err := expander.NewChain(ctx, []string{config.LeastWasteExpander}, expander.Deps{Random: func(int) int { return 0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := config.Defaults()
+	if mutate != nil {
+		mutate(&opts)
+	}
+	return New(provider, sim, estimator.New(sim), chain, opts)
+}
+
+func increases(res Result) map[string]int {
+	out := map[string]int{}
+	for _, inc := range res.Increases {
+		out[inc.NodeGroup] += inc.To - inc.From
+	}
+	return out
+}
+
+func TestScaleUpDecisions(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	provider := fakeprovider.NewProvider()
+	provider.AddNodeGroup("small", 0, 10, 0, templateNode("small", "4"))
+	provider.AddNodeGroup("large", 0, 10, 0, templateNode("large", "16"))
+	o := newOrchestrator(t, provider, nil)
+	pods := pendingPods(10, "1")
+
+	res, err := o.Run(ctx, Input{Now: now, Pending: pods})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := increases(res); got["small"] != 3 || got["large"] != 0 {
+		t.Fatalf("first loop increases = %v, want small +3", got)
+	}
+
+	// The nodes have not registered: they are upcoming, the same pods fit them.
+	res, err = o.Run(ctx, Input{Now: now.Add(10 * time.Second), Pending: pods})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Increases) != 0 || res.FitExisting != 10 {
+		t.Fatalf("second loop: increases %v, fitExisting %d; want none and 10", increases(res), res.FitExisting)
+	}
+
+	// One new instance fails out of capacity: the group is backed off at once
+	// and the pods it was for go to the other group.
+	ng, _ := provider.NodeGroups(ctx)
+	small, _ := ng[0].Nodes(ctx)
+	provider.SetInstanceStatus("small", small[0].Id, &cloudprovider.InstanceStatus{State: cloudprovider.InstanceCreating,
+		ErrorInfo: &cloudprovider.InstanceErrorInfo{ErrorClass: cloudprovider.OutOfResourcesErrorClass, ErrorCode: "STOCKOUT"}})
+	res, err = o.Run(ctx, Input{Now: now.Add(20 * time.Second), Pending: pods})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.NewFailures != 1 {
+		t.Errorf("new failures = %d, want 1", res.NewFailures)
+	}
+	if got := increases(res); got["small"] != 0 || got["large"] != 1 {
+		t.Errorf("after the failure increases = %v, want large +1 for the pods the failed node was for", got)
+	}
+	// The failure is counted once, not every loop.
+	res, _ = o.Run(ctx, Input{Now: now.Add(30 * time.Second), Pending: pods})
+	if res.NewFailures != 0 || len(res.Increases) != 0 {
+		t.Errorf("a later loop: new failures %d, increases %v; want none", res.NewFailures, increases(res))
+	}
+}
+
+func TestScaleUpLimits(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		mutate func(*config.Options)
+		want   int
+		reason string
+	}{
+		{name: "max nodes total", mutate: func(o *config.Options) { o.MaxNodesTotal = 2 }, want: 2, reason: "cluster limits reached"},
+		{name: "cores total", mutate: func(o *config.Options) { o.Cores.Max = 4 }, want: 1, reason: "cluster limits reached"},
+		{name: "max nodes per scale-up", mutate: func(o *config.Options) { o.MaxNodesPerScaleUp = 1 }, want: 3},
+		{name: "group max", mutate: nil, want: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			provider := fakeprovider.NewProvider()
+			max := 10
+			if tc.mutate == nil {
+				max = 2
+			}
+			provider.AddNodeGroup("small", 0, max, 0, templateNode("small", "4"))
+			o := newOrchestrator(t, provider, tc.mutate)
+			res, err := o.Run(ctx, Input{Now: time.Now(), Pending: pendingPods(12, "1")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := increases(res)["small"]; got != tc.want {
+				t.Errorf("small +%d, want +%d", got, tc.want)
+			}
+			for _, reason := range res.Remaining {
+				if tc.reason != "" && !strings.Contains(reason, tc.reason) {
+					t.Errorf("remaining pod reason %q, want one mentioning %q", reason, tc.reason)
+				}
+			}
+		})
+	}
+}
