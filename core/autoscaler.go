@@ -103,11 +103,26 @@ func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, 
 	if a.scaleUp == nil {
 		return Result{}, nil
 	}
+	logger := klog.FromContext(ctx)
 	var unschedulable []*apiv1.Pod
+	tooNew := 0
 	for _, p := range obs.PendingPods {
-		if IsUnschedulable(p) {
-			unschedulable = append(unschedulable, p)
+		if !IsUnschedulable(p) {
+			continue
 		}
+		old, err := oldEnoughForScaleUp(p, obs.Now, a.opts.NewPodScaleUpDelay)
+		if err != nil {
+			logger.Error(err, "Ignoring the pod's scale-up delay annotation", "pod", klog.KObj(p))
+		}
+		if !old {
+			tooNew++
+			continue
+		}
+		unschedulable = append(unschedulable, p)
+	}
+	if tooNew > 0 {
+		logger.V(2).Info("Unschedulable pods too new to trigger a scale-up", "count", tooNew,
+			"newPodScaleUpDelay", a.opts.NewPodScaleUpDelay)
 	}
 	if len(unschedulable) == 0 {
 		return Result{}, nil
@@ -132,7 +147,6 @@ func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, 
 		a.metrics.RegisterFailedScaleUp(metrics.CloudProviderError)
 		klog.FromContext(ctx).Error(e, "Scale-up failed")
 	}
-	logger := klog.FromContext(ctx)
 	if len(res.Remaining) > 0 {
 		for p, reason := range res.Remaining {
 			logger.V(4).Info("Pod did not trigger a scale-up", "pod", klog.KObj(p), "reason", reason)
