@@ -7,7 +7,6 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
-	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -205,7 +204,7 @@ func (r *run) placeGroup(g *Group) error {
 		r.unschedulable(g.Pods, err)
 		return nil
 	}
-	req := requestOf(g.Representative())
+	req := framework.RequestOf(g.Representative())
 	shape, err := framework.NewPodShape(g.Representative())
 	if err != nil {
 		return err
@@ -268,19 +267,9 @@ func (r *run) placeGroup(g *Group) error {
 	return nil
 }
 
-// request is what a pod asks of a node, for the cheap pre-check.
-type request struct{ milliCPU, memory int64 }
-
-func requestOf(p *apiv1.Pod) request {
-	rl := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
-	return request{milliCPU: rl.Cpu().MilliValue(), memory: rl.Memory().Value()}
-}
-
-// roomFor is a cheap test that lets a full node be skipped without running
-// the Filter plugins; a true answer still needs them.
-func (r *run) roomFor(node string, req request) bool {
-	cpu, mem, pods, err := r.e.sim.Snapshot().Free(node)
-	return err == nil && pods > 0 && cpu >= req.milliCPU && mem >= req.memory
+// roomFor is the snapshot's cheap pre-check, before the Filter plugins.
+func (r *run) roomFor(node string, req framework.Request) bool {
+	return r.e.sim.Snapshot().HasRoom(node, req)
 }
 
 // placeOneByOne places pods that constrain each other, each after asking the
@@ -296,7 +285,7 @@ func (r *run) placeOneByOne(g *Group) error {
 			continue
 		}
 		placed := false
-		req := requestOf(p)
+		req := framework.RequestOf(p)
 		for _, node := range r.nodes {
 			if r.roomFor(node, req) && check.Fits(r.ctx, node) == nil {
 				if err := r.place(p, node); err != nil {

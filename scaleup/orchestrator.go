@@ -255,22 +255,50 @@ func (o *Orchestrator) dropExpendable(pods []*apiv1.Pod) []*apiv1.Pod {
 }
 
 // fitExisting places on the snapshot the pending pods that fit existing or
-// upcoming nodes, and returns the others.
+// upcoming nodes, and returns the others. Pods of a group that do not
+// interact are placed in one pass over the nodes: a node that rejects one of
+// them rejects its twins too, so it is not asked again for that group.
 func (o *Orchestrator) fitExisting(ctx context.Context, pending []*apiv1.Pod) []*apiv1.Pod {
+	logger := klog.FromContext(ctx)
 	snap := o.sim.Snapshot()
+	nodes := snap.NodeNames()
 	var rest []*apiv1.Pod
 	for _, g := range estimator.GroupPods(pending) {
-		for _, p := range g.Pods {
-			node, err := o.sim.FitAnywhere(ctx, p, nil)
-			if err != nil {
-				klog.FromContext(ctx).V(4).Info("Pending pod fits no existing or upcoming node", "pod", klog.KObj(p), "reason", err)
-				rest = append(rest, p)
-				continue
+		if g.Interacting {
+			for _, p := range g.Pods {
+				node, err := o.sim.FitAnywhere(ctx, p, nil)
+				if err == nil {
+					err = snap.AddPod(p, node)
+				}
+				if err != nil {
+					rest = append(rest, p)
+				}
 			}
-			if err := snap.AddPod(p, node); err != nil {
-				rest = append(rest, p)
+			continue
+		}
+		check := o.sim.Prepare(ctx, g.Representative())
+		if err := check.Err(); err != nil {
+			logger.V(4).Info("Pending pods fit no node", "pod", klog.KObj(g.Representative()), "count", len(g.Pods), "reason", err)
+			rest = append(rest, g.Pods...)
+			continue
+		}
+		req := framework.RequestOf(g.Representative())
+		pods := g.Pods
+		for _, node := range nodes {
+			for len(pods) > 0 && snap.HasRoom(node, req) && check.Fits(ctx, node) == nil {
+				if err := snap.AddPod(pods[0], node); err != nil {
+					break
+				}
+				pods = pods[1:]
+			}
+			if len(pods) == 0 {
+				break
 			}
 		}
+		if len(pods) > 0 {
+			logger.V(4).Info("Pending pods fit no existing or upcoming node", "pod", klog.KObj(g.Representative()), "count", len(pods))
+		}
+		rest = append(rest, pods...)
 	}
 	return rest
 }

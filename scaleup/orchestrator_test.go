@@ -44,7 +44,7 @@ func pendingPods(n int, cpu string) []*apiv1.Pod {
 	return out
 }
 
-func newOrchestrator(t *testing.T, provider *fakeprovider.Provider, mutate func(*config.Options)) *Orchestrator {
+func newOrchestrator(t testing.TB, provider *fakeprovider.Provider, mutate func(*config.Options)) *Orchestrator {
 	t.Helper()
 	ctx := context.Background()
 	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	apiv1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
@@ -373,4 +374,21 @@ func (s *Snapshot) Free(name string) (milliCPU, memory int64, pods int, err erro
 	alloc, used := ni.GetAllocatable(), ni.GetRequested()
 	return alloc.GetMilliCPU() - used.GetMilliCPU(), alloc.GetMemory() - used.GetMemory(),
 		int(alloc.GetAllowedPodNumber()) - len(ni.GetPods()), nil
+}
+
+// Request is what a pod asks of a node, for HasRoom.
+type Request struct{ MilliCPU, Memory int64 }
+
+// RequestOf returns the cpu and memory pod requests (init containers,
+// sidecars and overhead included).
+func RequestOf(pod *apiv1.Pod) Request {
+	rl := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	return Request{MilliCPU: rl.Cpu().MilliValue(), Memory: rl.Memory().Value()}
+}
+
+// HasRoom is a cheap test that lets a node too full for r be skipped without
+// running the Filter plugins; a true answer still needs them.
+func (s *Snapshot) HasRoom(name string, r Request) bool {
+	cpu, mem, pods, err := s.Free(name)
+	return err == nil && pods > 0 && cpu >= r.MilliCPU && mem >= r.Memory
 }
