@@ -230,14 +230,14 @@ func runAutoscaler(ctx context.Context, opts config.Options, client kubernetes.I
 			logger.Error(err, "Cloud provider cleanup failed")
 		}
 	}()
-	orchestrator, nsFactory, err := buildScaleUp(ctx, opts, client, factory, provider, listers)
-	if err != nil {
-		return err
-	}
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(clientgoscheme.Scheme, apiv1.EventSource{Component: "cluster-autoscaler"})
+	orchestrator, nsFactory, err := buildScaleUp(ctx, opts, client, factory, provider, listers, recorder)
+	if err != nil {
+		return err
+	}
 	autoscaler := core.NewAutoscaler(opts, listers, provider, m, core.WithScaleUp(orchestrator), core.WithEventRecorder(recorder))
 	runner := core.NewRunner(autoscaler, opts.ScanInterval, health, m, core.WithFrequentLoops(opts.FrequentLoopsEnabled))
 	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(unschedulablePodTrigger(runner)); err != nil {
@@ -291,7 +291,7 @@ func recentlyUnschedulable(pod *apiv1.Pod, now time.Time) bool {
 // orchestrator. The returned namespaced factory feeds the priority expander's
 // ConfigMap lister and must be started with the cluster-wide one.
 func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.Interface, factory informers.SharedInformerFactory,
-	provider cloudprovider.CloudProvider, listers core.Listers) (*scaleup.Orchestrator, informers.SharedInformerFactory, error) {
+	provider cloudprovider.CloudProvider, listers core.Listers, recorder record.EventRecorder) (*scaleup.Orchestrator, informers.SharedInformerFactory, error) {
 	simOpts := []simframework.Option{simframework.WithParallelism(opts.PredicateParallelism), simframework.WithClient(client)}
 	if opts.SchedulerConfigFile != "" {
 		simOpts = append(simOpts, simframework.WithSchedulerConfigFile(opts.SchedulerConfigFile))
@@ -304,6 +304,7 @@ func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.In
 	chain, err := expander.NewChain(ctx, opts.Expanders, expander.Deps{
 		Provider:   provider,
 		ConfigMaps: nsFactory.Core().V1().ConfigMaps().Lister().ConfigMaps(opts.Namespace),
+		Recorder:   recorder,
 		Namespace:  opts.Namespace,
 		Nodes:      listers.Nodes,
 	})
