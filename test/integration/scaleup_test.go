@@ -204,3 +204,77 @@ func TestScaleUpRespectsMaxNodesTotal(t *testing.T) {
 	}
 	podEvent(e, "NotTriggerScaleUp", "cluster limits reached")
 }
+
+// TestScaleUpHonoursTaintsAndAffinity: pods that tolerate a tainted group and
+// require it by node affinity get that group; pods without the toleration
+// never get it, even though it would be the larger, emptier choice.
+func TestScaleUpHonoursTaintsAndAffinity(t *testing.T) {
+	e := framework.New(t)
+	dedicated, plain := framework.UniqueName("dedicated"), framework.UniqueName("plain")
+	cfg := fmt.Sprintf(`
+nodeGroups:
+- name: %[1]s
+  maxSize: 10
+  template:
+    labels: {%[3]s: %[4]s, pool: %[1]s}
+    taints: [{key: dedicated, value: batch, effect: NoSchedule}]
+    capacity: {cpu: "16", memory: 64Gi, pods: "110"}
+  faults: {registrationDelay: 1s}
+- name: %[2]s
+  maxSize: 10
+  template:
+    labels: {%[3]s: %[4]s, pool: %[2]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  faults: {registrationDelay: 1s}
+`, dedicated, plain, framework.TestNamespaceLabel, e.Namespace)
+	path := filepath.Join(t.TempDir(), "kwok.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dumpPods(e)
+	for i := 0; i < 4; i++ {
+		pod := framework.MakePod(e.Namespace, fmt.Sprintf("batch-%d", i)).Req("4", "1Gi").Obj()
+		pod.Spec.Tolerations = []apiv1.Toleration{{Key: "dedicated", Operator: apiv1.TolerationOpEqual, Value: "batch",
+			Effect: apiv1.TaintEffectNoSchedule}}
+		pod.Spec.Affinity = &apiv1.Affinity{NodeAffinity: &apiv1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &apiv1.NodeSelector{NodeSelectorTerms: []apiv1.NodeSelectorTerm{{
+				MatchExpressions: []apiv1.NodeSelectorRequirement{{Key: "pool", Operator: apiv1.NodeSelectorOpIn, Values: []string{dedicated}}},
+			}}}}}
+		if _, err := e.Client.CoreV1().Pods(e.Namespace).Create(e.Context(), pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Only plain nodes can take these: they do not tolerate the taint.
+	createPods(e, "web", 6, "1", nil)
+	startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--expander=least-waste")...)
+	e.Eventually(60*time.Second, "all 10 pods Running", func(ctx context.Context) (bool, error) {
+		return allRunning(ctx, e, 10)
+	})
+	if got := nodesPerPool(e); got[dedicated] != 1 || got[plain] != 2 {
+		t.Errorf("nodes per group = %v, want %s:1 (4 x 4 CPU) and %s:2 (6 x 1 CPU)", got, dedicated, plain)
+	}
+}
+
+// TestScaleUpRespectsCoresTotal: --cores-total caps the cores the scale-up may add.
+func TestScaleUpRespectsCoresTotal(t *testing.T) {
+	e := framework.New(t)
+	path, small, _ := scaleUpConfig(e)
+	createPods(e, "web", 10, "1", map[string]string{"pool": small}) // would need 3 nodes of 4 CPU
+	clusterNodes, err := e.Client.CoreV1().Nodes().List(e.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cores int64
+	for _, n := range clusterNodes.Items {
+		cores += n.Status.Capacity.Cpu().Value()
+	}
+	startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, fmt.Sprintf("--cores-total=0:%d", cores+8))...)
+	e.Eventually(60*time.Second, "8 pods Running on 2 nodes", func(ctx context.Context) (bool, error) {
+		return allRunning(ctx, e, 8)
+	})
+	time.Sleep(3 * time.Second)
+	if got := nodesPerPool(e)[small]; got != 2 {
+		t.Errorf("%d nodes in %s, want 2 (cores-total leaves room for 8 cores)", got, small)
+	}
+	podEvent(e, "NotTriggerScaleUp", "cluster limits reached")
+}
