@@ -205,6 +205,7 @@ func (a *Autoscaler) report(ctx context.Context, obs *Observation) {
 	counts := clusterstate.CountReadiness(obs.Nodes, obs.Now, a.opts.NodeGroupDefaults.MaxNodeStartupTime)
 	a.metrics.UpdateNodesCount(counts.Ready, counts.Unready, counts.NotStarted)
 	a.metrics.UpdateNodeGroupsCount(len(obs.NodeGroups))
+	a.reportClusterSize(obs)
 	unschedulable := 0
 	for _, p := range obs.PendingPods {
 		if IsUnschedulable(p) {
@@ -228,4 +229,23 @@ func IsUnschedulable(pod *apiv1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// reportClusterSize exports the node limit and the cluster's cores and memory
+// against --cores-total and --memory-total.
+func (a *Autoscaler) reportClusterSize(obs *Observation) {
+	maxNodes := 0
+	for _, g := range obs.NodeGroups {
+		maxNodes += g.MaxSize()
+	}
+	if a.opts.MaxNodesTotal > 0 {
+		maxNodes = min(maxNodes, a.opts.MaxNodesTotal)
+	}
+	var cores, memory float64
+	for _, n := range obs.Nodes {
+		cores += n.Status.Capacity.Cpu().AsApproximateFloat64()
+		memory += n.Status.Capacity.Memory().AsApproximateFloat64()
+	}
+	a.metrics.UpdateClusterSize(maxNodes, cores, memory, a.opts.Cores.Min, a.opts.Cores.Max,
+		a.opts.MemoryGiB.Min<<30, a.opts.MemoryGiB.Max<<30)
 }

@@ -58,6 +58,11 @@ type Metrics struct {
 	nodeGroupsCount          *prometheus.GaugeVec
 	scaledUpNodes            *prometheus.CounterVec
 	failedScaleUps           *prometheus.CounterVec
+	maxNodesCount            prometheus.Gauge
+	cpuCurrentCores          prometheus.Gauge
+	memoryCurrentBytes       prometheus.Gauge
+	cpuLimitsCores           *prometheus.GaugeVec
+	memoryLimitsBytes        *prometheus.GaugeVec
 }
 
 // New creates the series and registers them on reg.
@@ -102,9 +107,30 @@ func New(reg prometheus.Registerer) *Metrics {
 			Namespace: namespace, Name: "failed_scale_ups_total",
 			Help: "Scale-ups that failed, by reason.",
 		}, []string{"reason", "gpu_resource_name", "gpu_name", "dra_drivers"}),
+		maxNodesCount: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "max_nodes_count",
+			Help: "Most nodes the autoscaler may run: --max-nodes-total when set, capped by the node groups' max sizes.",
+		}),
+		cpuCurrentCores: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "cluster_cpu_current_cores",
+			Help: "CPU cores of the cluster's nodes.",
+		}),
+		memoryCurrentBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "cluster_memory_current_bytes",
+			Help: "Memory of the cluster's nodes, in bytes.",
+		}),
+		cpuLimitsCores: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "cpu_limits_cores",
+			Help: "The --cores-total limits, by direction.",
+		}, []string{"direction"}),
+		memoryLimitsBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "memory_limits_bytes",
+			Help: "The --memory-total limits in bytes, by direction.",
+		}, []string{"direction"}),
 	}
 	reg.MustRegister(m.lastActivity, m.functionDuration, m.functionDurationQuantile, m.errorsTotal,
-		m.nodesCount, m.unschedulablePodsCount, m.nodeGroupsCount, m.scaledUpNodes, m.failedScaleUps)
+		m.nodesCount, m.unschedulablePodsCount, m.nodeGroupsCount, m.scaledUpNodes, m.failedScaleUps,
+		m.maxNodesCount, m.cpuCurrentCores, m.memoryCurrentBytes, m.cpuLimitsCores, m.memoryLimitsBytes)
 	for _, r := range []ErrorType{CloudProviderError, APICallError, "timeout"} {
 		m.failedScaleUps.WithLabelValues(string(r), "", "", "").Add(0)
 	}
@@ -157,4 +183,17 @@ func (m *Metrics) RegisterScaleUp(nodes int) {
 // RegisterFailedScaleUp counts a failed scale-up of reason t.
 func (m *Metrics) RegisterFailedScaleUp(t ErrorType) {
 	m.failedScaleUps.WithLabelValues(string(t), "", "", "").Inc()
+}
+
+// UpdateClusterSize sets the node limit, the cluster's current cores and
+// memory, and the cores and memory limits.
+func (m *Metrics) UpdateClusterSize(maxNodes int, cores float64, memoryBytes float64,
+	minCores, maxCores, minMemoryBytes, maxMemoryBytes int64) {
+	m.maxNodesCount.Set(float64(maxNodes))
+	m.cpuCurrentCores.Set(cores)
+	m.memoryCurrentBytes.Set(memoryBytes)
+	m.cpuLimitsCores.WithLabelValues("minimum").Set(float64(minCores))
+	m.cpuLimitsCores.WithLabelValues("maximum").Set(float64(maxCores))
+	m.memoryLimitsBytes.WithLabelValues("minimum").Set(float64(minMemoryBytes))
+	m.memoryLimitsBytes.WithLabelValues("maximum").Set(float64(maxMemoryBytes))
 }

@@ -46,6 +46,10 @@ func TestAutoscalerServesHealthAndMetrics(t *testing.T) {
 		`cluster_autoscaler_errors_total{type="cloudProviderError"} 0`,
 		`cluster_autoscaler_function_duration_seconds_bucket{function="main"`,
 		`cluster_autoscaler_nodes_count{state="ready"}`,
+		"cluster_autoscaler_max_nodes_count 3", // --nodes=0:3:ng
+		`cluster_autoscaler_cpu_limits_cores{direction="maximum"} 320000`,
+		`cluster_autoscaler_memory_limits_bytes{direction="maximum"} 6.8719476736e+15`,
+		"cluster_autoscaler_cluster_cpu_current_cores ",
 		`go_goroutines`,
 	} {
 		if !strings.Contains(body, want) {
