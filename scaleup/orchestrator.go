@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
@@ -353,14 +355,14 @@ func summarise(reasons map[string]int) string {
 	if len(reasons) == 0 {
 		return "no node group"
 	}
-	out := ""
+	// Sorted, so the same situation gives the same event message every loop
+	// and client-go can fold the repeats.
+	parts := make([]string, 0, len(reasons))
 	for r, n := range reasons {
-		if out != "" {
-			out += ", "
-		}
-		out += fmt.Sprintf("%d %s", n, r)
+		parts = append(parts, fmt.Sprintf("%d %s", n, r))
 	}
-	return out
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
 }
 
 // without removes the helped pods from the groups.

@@ -3,8 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -37,10 +35,7 @@ nodeGroups:
     capacity: {cpu: "4", memory: 16Gi, pods: "110"}
   faults: {registrationDelay: 1s}
 `, preferred, fallback, framework.TestNamespaceLabel, e.Namespace)
-	path := filepath.Join(t.TempDir(), "kwok.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := writeKwokConfig(e, cfg)
 	priorities := &apiv1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "cluster-autoscaler-priority-expander", Namespace: e.Namespace},
 		Data:       map[string]string{"priorities": fmt.Sprintf("20:\n  - ^%s$\n10:\n  - .*\n", preferred)},

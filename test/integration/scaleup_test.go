@@ -37,11 +37,30 @@ nodeGroups:
     capacity: {cpu: "16", memory: 64Gi, pods: "110"}
   faults: {registrationDelay: 1s}
 `, small, large, framework.TestNamespaceLabel, e.Namespace)
-	path = filepath.Join(e.T.TempDir(), "kwok.yaml")
+	return writeKwokConfig(e, cfg), small, large
+}
+
+// writeKwokConfig writes a kwok provider config for --cloud-config and returns its path.
+func writeKwokConfig(e *framework.Env, cfg string) string {
+	e.T.Helper()
+	path := filepath.Join(e.T.TempDir(), "kwok.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		e.T.Fatal(err)
 	}
-	return path, small, large
+	return path
+}
+
+// clusterCapacity counts the nodes already in the cluster and their cores.
+func clusterCapacity(e *framework.Env) (nodes int, cores int64) {
+	e.T.Helper()
+	list, err := e.Client.CoreV1().Nodes().List(e.Context(), metav1.ListOptions{})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	for _, n := range list.Items {
+		cores += n.Status.Capacity.Cpu().Value()
+	}
+	return len(list.Items), cores
 }
 
 // scaleUpArgs are the autoscaler's arguments for a config-only kwok provider.
@@ -189,11 +208,8 @@ func TestScaleUpRespectsMaxNodesTotal(t *testing.T) {
 	e := framework.New(t)
 	path, small, _ := scaleUpConfig(e)
 	createPods(e, "web", 10, "1", map[string]string{"pool": small}) // would need 3 nodes
-	clusterNodes, err := e.Client.CoreV1().Nodes().List(e.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	maxTotal := len(clusterNodes.Items) + 2
+	existing, _ := clusterCapacity(e)
+	maxTotal := existing + 2
 	startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, fmt.Sprintf("--max-nodes-total=%d", maxTotal))...)
 	e.Eventually(60*time.Second, "8 pods Running on 2 nodes", func(ctx context.Context) (bool, error) {
 		return allRunning(ctx, e, 8)
@@ -227,10 +243,7 @@ nodeGroups:
     capacity: {cpu: "4", memory: 16Gi, pods: "110"}
   faults: {registrationDelay: 1s}
 `, dedicated, plain, framework.TestNamespaceLabel, e.Namespace)
-	path := filepath.Join(t.TempDir(), "kwok.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := writeKwokConfig(e, cfg)
 	dumpPods(e)
 	for i := 0; i < 4; i++ {
 		pod := framework.MakePod(e.Namespace, fmt.Sprintf("batch-%d", i)).Req("4", "1Gi").Obj()
@@ -260,14 +273,7 @@ func TestScaleUpRespectsCoresTotal(t *testing.T) {
 	e := framework.New(t)
 	path, small, _ := scaleUpConfig(e)
 	createPods(e, "web", 10, "1", map[string]string{"pool": small}) // would need 3 nodes of 4 CPU
-	clusterNodes, err := e.Client.CoreV1().Nodes().List(e.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cores int64
-	for _, n := range clusterNodes.Items {
-		cores += n.Status.Capacity.Cpu().Value()
-	}
+	_, cores := clusterCapacity(e)
 	startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, fmt.Sprintf("--cores-total=0:%d", cores+8))...)
 	e.Eventually(60*time.Second, "8 pods Running on 2 nodes", func(ctx context.Context) (bool, error) {
 		return allRunning(ctx, e, 8)
