@@ -167,7 +167,7 @@ func (c *commandLine) registerScaleUp() {
 		"max-binpacking-time", "balance-similar-node-groups",
 		"balancing-label", "balancing-ignore-label", "max-allocatable-difference-ratio", "max-free-difference-ratio",
 		"memory-difference-ratio", "enforce-node-group-min-size", "scale-up-from-zero",
-		"ok-total-unready-count", "max-total-unready-percentage", "startup-taint", "startup-taint-prefix", "status-taint",
+		"startup-taint", "startup-taint-prefix", "status-taint",
 		"ignore-taint", "allowed-scheduler-names", "bypassed-scheduler-names",
 		"force-delete-unregistered-nodes", "force-delete-failed-nodes")
 
@@ -207,7 +207,7 @@ func (c *commandLine) registerNodeGroupDefaults() {
 	fs.DurationVar(&d.MaxNodeStartupTime, "max-node-startup-time", d.MaxNodeStartupTime, "How long a registered node may take to become ready.")
 	fs.BoolVar(&d.IgnoreDaemonSetsUtilization, "ignore-daemonsets-utilization", d.IgnoreDaemonSetsUtilization, "Leave DaemonSet pods out of node utilisation.")
 	c.mark(notImplemented, "scale-down-utilization-threshold", "scale-down-gpu-utilization-threshold",
-		"scale-down-unneeded-time", "scale-down-unready-time", "max-node-provision-time",
+		"scale-down-unneeded-time", "scale-down-unready-time",
 		"ignore-daemonsets-utilization")
 }
 
@@ -277,7 +277,7 @@ func (c *commandLine) registerStatusAndProvReq() {
 	fs.IntVar(&o.CheckCapacityMaxBatchSize, "check-capacity-provisioning-request-max-batch-size", o.CheckCapacityMaxBatchSize, "Most check-capacity requests in one batch.")
 	fs.StringVar(&o.CheckCapacityProcessorInstance, "check-capacity-processor-instance", o.CheckCapacityProcessorInstance, "Handle only check-capacity requests whose processorInstance parameter equals this.")
 	fs.BoolVar(&o.EnableDynamicResourceAllocation, "enable-dynamic-resource-allocation", o.EnableDynamicResourceAllocation, "Handle DRA objects; locked to true.")
-	c.mark(notImplemented, "write-status-configmap", "status-config-map-name", "emit-per-nodegroup-metrics",
+	c.mark(notImplemented, "emit-per-nodegroup-metrics",
 		"record-duplicated-events", "enable-provisioning-requests", "provisioning-request-initial-backoff-time",
 		"provisioning-request-max-backoff-time", "provisioning-request-max-backoff-cache-size",
 		"check-capacity-batch-processing", "check-capacity-provisioning-request-batch-timebox",

@@ -32,6 +32,7 @@ import (
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider/kwok"
+	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/core"
 	"k8s.io/autoscaler/cluster-autoscaler/estimator"
@@ -234,11 +235,30 @@ func runAutoscaler(ctx context.Context, opts config.Options, client kubernetes.I
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(clientgoscheme.Scheme, apiv1.EventSource{Component: "cluster-autoscaler"})
-	orchestrator, nsFactory, err := buildScaleUp(ctx, opts, client, factory, provider, listers, recorder)
+	state := clusterstate.NewRegistry(opts)
+	orchestrator, nsFactory, err := buildScaleUp(ctx, opts, client, factory, provider, listers, recorder, state)
 	if err != nil {
 		return err
 	}
-	autoscaler := core.NewAutoscaler(opts, listers, provider, m, core.WithScaleUp(orchestrator), core.WithEventRecorder(recorder))
+	loopOpts := []core.AutoscalerOption{core.WithScaleUp(orchestrator), core.WithEventRecorder(recorder),
+		core.WithClusterState(state)}
+	if opts.WriteStatusConfigMap {
+		status := &clusterstate.StatusWriter{Client: client, Namespace: opts.Namespace, Name: opts.StatusConfigMapName}
+		if err := status.WriteInitializing(ctx, time.Now()); err != nil {
+			logger.Error(err, "Writing the initial status ConfigMap")
+		}
+		defer func() {
+			// Like upstream, a clean exit removes the status: a stale one
+			// would claim an autoscaler that no longer runs.
+			delCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := status.Delete(delCtx); err != nil {
+				logger.Error(err, "Deleting the status ConfigMap")
+			}
+		}()
+		loopOpts = append(loopOpts, core.WithStatusWriter(status))
+	}
+	autoscaler := core.NewAutoscaler(opts, listers, provider, m, loopOpts...)
 	runner := core.NewRunner(autoscaler, opts.ScanInterval, health, m, core.WithFrequentLoops(opts.FrequentLoopsEnabled))
 	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(unschedulablePodTrigger(runner)); err != nil {
 		return fmt.Errorf("watching pods: %w", err)
@@ -291,7 +311,8 @@ func recentlyUnschedulable(pod *apiv1.Pod, now time.Time) bool {
 // orchestrator. The returned namespaced factory feeds the priority expander's
 // ConfigMap lister and must be started with the cluster-wide one.
 func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.Interface, factory informers.SharedInformerFactory,
-	provider cloudprovider.CloudProvider, listers core.Listers, recorder record.EventRecorder) (*scaleup.Orchestrator, informers.SharedInformerFactory, error) {
+	provider cloudprovider.CloudProvider, listers core.Listers, recorder record.EventRecorder,
+	state *clusterstate.Registry) (*scaleup.Orchestrator, informers.SharedInformerFactory, error) {
 	simOpts := []simframework.Option{simframework.WithParallelism(opts.PredicateParallelism), simframework.WithClient(client)}
 	if opts.SchedulerConfigFile != "" {
 		simOpts = append(simOpts, simframework.WithSchedulerConfigFile(opts.SchedulerConfigFile))
@@ -311,5 +332,5 @@ func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.In
 	if err != nil {
 		return nil, nil, fmt.Errorf("--expander: %w", err)
 	}
-	return scaleup.New(provider, sim, estimator.New(sim), chain, opts), nsFactory, nil
+	return scaleup.New(provider, sim, estimator.New(sim), chain, opts, state), nsFactory, nil
 }

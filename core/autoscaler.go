@@ -30,7 +30,9 @@ type Listers struct {
 type Autoscaler struct {
 	opts     config.Options
 	listers  Listers
-	provider CloudProvider
+	provider cloudprovider.CloudProvider
+	state    *clusterstate.Registry
+	status   *clusterstate.StatusWriter
 	scaleUp  ScaleUpper
 	recorder record.EventRecorder
 	metrics  *metrics.Metrics
@@ -40,12 +42,6 @@ type Autoscaler struct {
 // ScaleUpper decides and executes scale-ups; *scaleup.Orchestrator implements it.
 type ScaleUpper interface {
 	Run(ctx context.Context, in scaleup.Input) (scaleup.Result, error)
-}
-
-// CloudProvider is what the loop needs of the cloud so far.
-type CloudProvider interface {
-	Refresh(ctx context.Context) error
-	NodeGroups(ctx context.Context) ([]cloudprovider.NodeGroup, error)
 }
 
 // AutoscalerOption configures an Autoscaler.
@@ -59,17 +55,31 @@ func WithEventRecorder(r record.EventRecorder) AutoscalerOption {
 	return func(a *Autoscaler) { a.recorder = r }
 }
 
+// WithClusterState shares the registry of node group state with the
+// scale-up orchestrator; without it the loop keeps its own.
+func WithClusterState(r *clusterstate.Registry) AutoscalerOption {
+	return func(a *Autoscaler) { a.state = r }
+}
+
+// WithStatusWriter writes the status ConfigMap at the end of every loop.
+func WithStatusWriter(w *clusterstate.StatusWriter) AutoscalerOption {
+	return func(a *Autoscaler) { a.status = w }
+}
+
 // WithPassiveClock replaces the real clock used to time the loop's steps.
 func WithPassiveClock(c clock.PassiveClock) AutoscalerOption {
 	return func(a *Autoscaler) { a.clock = c }
 }
 
 // NewAutoscaler builds the loop.
-func NewAutoscaler(opts config.Options, listers Listers, provider CloudProvider, m *metrics.Metrics,
+func NewAutoscaler(opts config.Options, listers Listers, provider cloudprovider.CloudProvider, m *metrics.Metrics,
 	options ...AutoscalerOption) *Autoscaler {
 	a := &Autoscaler{opts: opts, listers: listers, provider: provider, metrics: m, clock: clock.RealClock{}}
 	for _, o := range options {
 		o(a)
+	}
+	if a.state == nil {
+		a.state = clusterstate.NewRegistry(opts)
 	}
 	return a
 }
@@ -93,9 +103,68 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (Result, error)
 	if err != nil {
 		return Result{}, err
 	}
-	res, err := a.runScaleUp(ctx, obs)
-	a.report(ctx, obs)
-	return res, err
+	if err := a.updateClusterState(ctx, obs); err != nil {
+		return Result{}, err
+	}
+	defer a.writeStatus(ctx, obs.Now)
+	defer a.report(ctx, obs)
+	if !a.state.ClusterHealthy() {
+		c := a.state.ClusterCounts()
+		klog.FromContext(ctx).Info("Cluster is unhealthy: too many unready nodes; not scaling", "unready", c.Unready,
+			"longUnregistered", c.LongUnregistered, "registered", c.Registered(),
+			"okTotalUnreadyCount", a.opts.OkTotalUnreadyCount, "maxTotalUnreadyPercentage", a.opts.MaxTotalUnreadyPercentage)
+		a.clusterEvent(apiv1.EventTypeWarning, "ClusterUnhealthy", "Cluster is unhealthy")
+		return Result{}, nil
+	}
+	return a.runScaleUp(ctx, obs)
+}
+
+// updateClusterState feeds the loop's observation to the registry and
+// accounts for the node groups it backed off.
+func (a *Autoscaler) updateClusterState(ctx context.Context, obs *Observation) error {
+	start := a.clock.Now()
+	defer func() { a.metrics.UpdateDuration(metrics.FunctionUpdateClusterState, a.clock.Since(start)) }()
+	if err := a.state.Update(ctx, a.provider, obs.Nodes, obs.Now); err != nil {
+		return NewLoopError(metrics.CloudProviderError, fmt.Errorf("updating the cluster state: %w", err))
+	}
+	for _, f := range a.state.Failures() {
+		if f.Reason.ErrorCode == clusterstate.TimeoutErrorCode {
+			a.metrics.RegisterFailedScaleUp(metrics.TimeoutError)
+			a.clusterEvent(apiv1.EventTypeWarning, "ScaleUpTimedOut", "Nodes added to group %s failed to register within %v",
+				f.NodeGroup, a.provisionTime(f.NodeGroup))
+			continue
+		}
+		a.metrics.RegisterFailedScaleUp(metrics.CloudProviderError)
+		a.clusterEvent(apiv1.EventTypeWarning, "ScaleUpFailed", "Failed adding nodes to group %s due to %s: %s",
+			f.NodeGroup, f.Reason.ErrorCode, f.Reason.ErrorMessage)
+	}
+	a.metrics.UpdateClusterSafeToAutoscale(a.state.ClusterHealthy())
+	return nil
+}
+
+func (a *Autoscaler) provisionTime(group string) time.Duration {
+	if gs := a.state.Group(group); gs != nil {
+		return gs.Options.MaxNodeProvisionTime
+	}
+	return a.opts.NodeGroupDefaults.MaxNodeProvisionTime
+}
+
+// writeStatus writes the status ConfigMap, whatever the loop's outcome.
+func (a *Autoscaler) writeStatus(ctx context.Context, now time.Time) {
+	if a.status == nil {
+		return
+	}
+	if err := a.status.Write(ctx, a.state.Status(now, nil)); err != nil {
+		klog.FromContext(ctx).Error(err, "Writing the status ConfigMap")
+	}
+}
+
+// clusterEvent records a cluster-level event on the status ConfigMap.
+func (a *Autoscaler) clusterEvent(eventType, reason, format string, args ...any) {
+	if a.recorder == nil || a.status == nil {
+		return
+	}
+	a.recorder.Eventf(a.status.Reference(), eventType, reason, format, args...)
 }
 
 // runScaleUp adds nodes for the pods the scheduler marked unschedulable.
@@ -140,9 +209,6 @@ func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, 
 		added += inc.To - inc.From
 	}
 	a.metrics.RegisterScaleUp(added)
-	for range res.NewFailures {
-		a.metrics.RegisterFailedScaleUp(metrics.CloudProviderError)
-	}
 	for _, e := range res.Errors {
 		a.metrics.RegisterFailedScaleUp(metrics.CloudProviderError)
 		klog.FromContext(ctx).Error(e, "Scale-up failed")
@@ -171,8 +237,6 @@ func (a *Autoscaler) refreshCloud(ctx context.Context) error {
 
 // observe reads the node groups from the provider and the cluster from the informer caches.
 func (a *Autoscaler) observe(ctx context.Context, now time.Time) (*Observation, error) {
-	start := a.clock.Now()
-	defer func() { a.metrics.UpdateDuration(metrics.FunctionUpdateClusterState, a.clock.Since(start)) }()
 	nodes, err := a.listers.Nodes.List(labels.Everything())
 	if err != nil {
 		return nil, NewLoopError(metrics.APICallError, fmt.Errorf("listing nodes: %w", err))
@@ -202,8 +266,8 @@ func (a *Autoscaler) observe(ctx context.Context, now time.Time) (*Observation, 
 
 // report exports what the loop observed.
 func (a *Autoscaler) report(ctx context.Context, obs *Observation) {
-	counts := clusterstate.CountReadiness(obs.Nodes, obs.Now, a.opts.NodeGroupDefaults.MaxNodeStartupTime)
-	a.metrics.UpdateNodesCount(counts.Ready, counts.Unready, counts.NotStarted)
+	counts := a.state.ClusterCounts()
+	a.metrics.UpdateNodesCount(counts.Ready, counts.Unready, counts.NotStarted, counts.Unregistered, counts.LongUnregistered)
 	a.metrics.UpdateNodeGroupsCount(len(obs.NodeGroups))
 	a.reportClusterSize(obs)
 	unschedulable := 0
@@ -215,7 +279,8 @@ func (a *Autoscaler) report(ctx context.Context, obs *Observation) {
 	a.metrics.UpdateUnschedulablePodsCount(unschedulable)
 	a.metrics.UpdateLastActivity(metrics.ActivityAutoscaling, obs.Now)
 	klog.FromContext(ctx).V(2).Info("Loop summary", "nodeGroups", len(obs.NodeGroups), "ready", counts.Ready, "unready", counts.Unready,
-		"notStarted", counts.NotStarted, "unschedulablePods", unschedulable)
+		"notStarted", counts.NotStarted, "unregistered", counts.Unregistered, "longUnregistered", counts.LongUnregistered,
+		"unschedulablePods", unschedulable)
 }
 
 // IsUnschedulable reports whether the scheduler has marked pod unschedulable.

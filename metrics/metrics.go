@@ -45,7 +45,15 @@ const (
 	NodeStateReady      = "ready"
 	NodeStateUnready    = "unready"
 	NodeStateNotStarted = "notStarted"
+	// Instances without a Node, and those without one for longer than the
+	// provision time.
+	NodeStateUnregistered     = "unregistered"
+	NodeStateLongUnregistered = "longUnregistered"
 )
+
+// TimeoutError is the failed_scale_ups_total reason of a scale-up whose
+// nodes did not register within --max-node-provision-time.
+const TimeoutError ErrorType = "timeout"
 
 // Metrics holds every series. Build it once with New and pass it where needed.
 type Metrics struct {
@@ -63,6 +71,7 @@ type Metrics struct {
 	memoryCurrentBytes       prometheus.Gauge
 	cpuLimitsCores           *prometheus.GaugeVec
 	memoryLimitsBytes        *prometheus.GaugeVec
+	clusterSafeToAutoscale   prometheus.Gauge
 }
 
 // New creates the series and registers them on reg.
@@ -127,11 +136,15 @@ func New(reg prometheus.Registerer) *Metrics {
 			Namespace: namespace, Name: "memory_limits_bytes",
 			Help: "The --memory-total limits in bytes, by direction.",
 		}, []string{"direction"}),
+		clusterSafeToAutoscale: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "cluster_safe_to_autoscale",
+			Help: "1 when few enough nodes are unready for the autoscaler to act (--ok-total-unready-count, --max-total-unready-percentage), else 0.",
+		}),
 	}
-	reg.MustRegister(m.lastActivity, m.functionDuration, m.functionDurationQuantile, m.errorsTotal,
+	reg.MustRegister(m.clusterSafeToAutoscale, m.lastActivity, m.functionDuration, m.functionDurationQuantile, m.errorsTotal,
 		m.nodesCount, m.unschedulablePodsCount, m.nodeGroupsCount, m.scaledUpNodes, m.failedScaleUps,
 		m.maxNodesCount, m.cpuCurrentCores, m.memoryCurrentBytes, m.cpuLimitsCores, m.memoryLimitsBytes)
-	for _, r := range []ErrorType{CloudProviderError, APICallError, "timeout"} {
+	for _, r := range []ErrorType{CloudProviderError, APICallError, TimeoutError} {
 		m.failedScaleUps.WithLabelValues(string(r), "", "", "").Add(0)
 	}
 	for _, t := range []ErrorType{CloudProviderError, APICallError, InternalError, TransientError,
@@ -158,10 +171,12 @@ func (m *Metrics) RegisterError(t ErrorType) {
 }
 
 // UpdateNodesCount sets the node counts by state.
-func (m *Metrics) UpdateNodesCount(ready, unready, notStarted int) {
+func (m *Metrics) UpdateNodesCount(ready, unready, notStarted, unregistered, longUnregistered int) {
 	m.nodesCount.WithLabelValues(NodeStateReady).Set(float64(ready))
 	m.nodesCount.WithLabelValues(NodeStateUnready).Set(float64(unready))
 	m.nodesCount.WithLabelValues(NodeStateNotStarted).Set(float64(notStarted))
+	m.nodesCount.WithLabelValues(NodeStateUnregistered).Set(float64(unregistered))
+	m.nodesCount.WithLabelValues(NodeStateLongUnregistered).Set(float64(longUnregistered))
 }
 
 // UpdateUnschedulablePodsCount sets the number of scheduler-marked unschedulable pods.
@@ -196,4 +211,13 @@ func (m *Metrics) UpdateClusterSize(maxNodes int, cores float64, memoryBytes flo
 	m.cpuLimitsCores.WithLabelValues("maximum").Set(float64(maxCores))
 	m.memoryLimitsBytes.WithLabelValues("minimum").Set(float64(minMemoryBytes))
 	m.memoryLimitsBytes.WithLabelValues("maximum").Set(float64(maxMemoryBytes))
+}
+
+// UpdateClusterSafeToAutoscale sets cluster_safe_to_autoscale.
+func (m *Metrics) UpdateClusterSafeToAutoscale(safe bool) {
+	v := 0.0
+	if safe {
+		v = 1
+	}
+	m.clusterSafeToAutoscale.Set(v)
 }

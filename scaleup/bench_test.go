@@ -65,7 +65,7 @@ func BenchmarkScaleUpDecision5000Nodes(b *testing.B) {
 		provider.AddNodeGroup("new", 0, 2000, 0, newTemplate)
 		o := newOrchestrator(b, provider, nil)
 		b.StartTimer()
-		res, err := o.Run(ctx, Input{Now: time.Now(), Nodes: nodeList, ScheduledPods: scheduled, Pending: pending})
+		res, err := runLoop(ctx, o, Input{Now: time.Now(), Nodes: nodeList, ScheduledPods: scheduled, Pending: pending})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -46,9 +46,6 @@ type Result struct {
 	Remaining map[*apiv1.Pod]string
 	// Errors are failed increases; the loop goes on with other groups.
 	Errors []error
-	// NewFailures counts node groups backed off in this loop because new
-	// instances failed to be created.
-	NewFailures int
 }
 
 // Orchestrator runs scale-ups. It is used by one loop at a time.
@@ -58,25 +55,21 @@ type Orchestrator struct {
 	estimator *estimator.Estimator
 	chain     expander.Strategy
 	opts      config.Options
-	backoff   *clusterstate.Backoff
-	// seenErrors are the failed instances already counted as a failure.
-	seenErrors map[string]bool
+	state     *clusterstate.Registry
 }
 
-// New builds an orchestrator.
+// New builds an orchestrator. state must have been updated in the same loop
+// before Run.
 func New(provider cloudprovider.CloudProvider, sim *framework.Handle, est *estimator.Estimator, chain expander.Strategy,
-	opts config.Options) *Orchestrator {
-	return &Orchestrator{provider: provider, sim: sim, estimator: est, chain: chain, opts: opts,
-		backoff:    clusterstate.NewBackoff(opts.InitialNodeGroupBackoff, opts.MaxNodeGroupBackoff, opts.NodeGroupBackoffResetTimeout),
-		seenErrors: map[string]bool{}}
+	opts config.Options, state *clusterstate.Registry) *Orchestrator {
+	return &Orchestrator{provider: provider, sim: sim, estimator: est, chain: chain, opts: opts, state: state}
 }
 
 // groupState is one node group as this decision sees it.
 type groupState struct {
 	group    cloudprovider.NodeGroup
+	counts   clusterstate.NodeCounts
 	target   int
-	started  int // registered nodes that are ready, or old enough to count as unready
-	failed   int // instances whose creation failed: never capacity
 	template *cloudprovider.NodeInfo
 	skip     string // why the group cannot be scaled up now
 }
@@ -85,11 +78,7 @@ type groupState struct {
 func (o *Orchestrator) Run(ctx context.Context, in Input) (Result, error) {
 	logger := klog.FromContext(ctx)
 	res := Result{Remaining: map[*apiv1.Pod]string{}}
-	groups, excluded, err := o.observeGroups(ctx, in)
-	if err != nil {
-		return res, err
-	}
-	res.NewFailures = o.registerFailures(ctx, in.Now, groups)
+	groups, excluded := o.observeGroups(ctx)
 	o.buildSnapshot(ctx, in, groups, excluded)
 
 	pending := o.dropExpendable(in.Pending)
@@ -123,9 +112,12 @@ func (o *Orchestrator) Run(ctx context.Context, in Input) (Result, error) {
 		gs := groups[best.NodeGroup.Id()]
 		if err := best.NodeGroup.IncreaseSize(ctx, best.NodeCount); err != nil {
 			res.Errors = append(res.Errors, fmt.Errorf("increasing node group %q by %d: %w", gs.group.Id(), best.NodeCount, err))
+			o.state.RegisterFailedScaleUp(ctx, gs.group.Id(), clusterstate.BackoffReason{ErrorCode: "cloudProviderError",
+				ErrorMessage: err.Error()}, in.Now)
 			gs.skip = "scale-up execution failed"
 			continue
 		}
+		o.state.RegisterScaleUp(gs.group.Id(), best.NodeCount, in.Now)
 		logger.Info("Scaled up node group", "nodeGroup", gs.group.Id(), "from", gs.target, "to", gs.target+best.NodeCount,
 			"max", gs.group.MaxSize(), "pods", len(best.Pods))
 		res.Increases = append(res.Increases, Increase{NodeGroup: gs.group.Id(), From: gs.target,
@@ -137,20 +129,16 @@ func (o *Orchestrator) Run(ctx context.Context, in Input) (Result, error) {
 	return res, nil
 }
 
-// observeGroups reads every node group's target and template and counts
-// its started nodes. Nodes of a group that have not started yet are
-// returned in excluded: the decision sees them as upcoming template nodes.
-func (o *Orchestrator) observeGroups(ctx context.Context, in Input) (map[string]*groupState, map[string]bool, error) {
-	ngs, err := o.provider.NodeGroups(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("listing node groups: %w", err)
-	}
-	groups := make(map[string]*groupState, len(ngs))
-	for _, ng := range ngs {
-		gs := &groupState{group: ng}
-		if gs.target, err = ng.TargetSize(ctx); err != nil {
-			return nil, nil, fmt.Errorf("reading the target size of %q: %w", ng.Id(), err)
-		}
+// observeGroups takes every node group's state from the registry and reads
+// its template. Nodes of a group that have not started yet are returned in
+// excluded: the decision sees them as upcoming template nodes.
+func (o *Orchestrator) observeGroups(ctx context.Context) (map[string]*groupState, map[string]bool) {
+	states := o.state.Groups()
+	groups := make(map[string]*groupState, len(states))
+	excluded := map[string]bool{}
+	for _, st := range states {
+		ng := st.NodeGroup
+		gs := &groupState{group: ng, counts: st.Counts, target: st.Target}
 		switch tmpl, err := ng.TemplateNodeInfo(ctx); {
 		case errors.Is(err, cloudprovider.ErrNotImplemented):
 			gs.skip = "no template node"
@@ -159,65 +147,27 @@ func (o *Orchestrator) observeGroups(ctx context.Context, in Input) (map[string]
 		default:
 			gs.template = tmpl
 		}
+		switch {
+		case st.BackedOff:
+			gs.skip = "in backoff after failed scale-up"
+			klog.FromContext(ctx).V(4).Info("Node group in back-off", "nodeGroup", ng.Id(), "errorCode", st.BackoffReason.ErrorCode)
+		case !st.Healthy:
+			gs.skip = "not ready for scale-up"
+		}
+		for _, n := range st.NotStartedNodes {
+			excluded[n] = true
+		}
 		groups[ng.Id()] = gs
 	}
-	excluded := map[string]bool{}
-	for _, n := range in.Nodes {
-		ng, err := o.provider.NodeGroupForNode(ctx, n)
-		if err != nil || ng == nil || groups[ng.Id()] == nil {
-			continue
-		}
-		if clusterstate.NodeReadiness(n, in.Now, o.opts.NodeGroupDefaults.MaxNodeStartupTime) == clusterstate.NotStarted {
-			excluded[n.Name] = true
-			continue
-		}
-		groups[ng.Id()].started++
-	}
-	return groups, excluded, nil
+	return groups, excluded
 }
 
-// upcoming is how many of the group's nodes are still to come.
-func (gs *groupState) upcoming() int { return max(0, gs.target-gs.started-gs.failed) }
-
-// registerFailures backs off every group with instances that failed to be
-// created since the last loop, at once: an out-of-capacity group is left for
-// the next one in seconds, not after --max-node-provision-time. It returns
-// the number of groups newly backed off.
-func (o *Orchestrator) registerFailures(ctx context.Context, now time.Time, groups map[string]*groupState) int {
-	logger := klog.FromContext(ctx)
-	seen := map[string]bool{}
-	newFailures := 0
-	for id, gs := range groups {
-		instances, err := gs.group.Nodes(ctx)
-		if err != nil {
-			logger.Error(err, "Listing instances of node group", "nodeGroup", id)
-			continue
-		}
-		var reason *cloudprovider.InstanceErrorInfo
-		for _, in := range instances {
-			if in.Status == nil || in.Status.ErrorInfo == nil {
-				continue
-			}
-			gs.failed++
-			seen[in.Id] = true
-			if !o.seenErrors[in.Id] {
-				reason = in.Status.ErrorInfo
-			}
-		}
-		if reason != nil {
-			until := o.backoff.RegisterFailure(id, clusterstate.BackoffReason{ErrorCode: reason.ErrorCode,
-				ErrorMessage: reason.ErrorMessage}, now)
-			logger.Info("Node group backed off after failed instance creations", "nodeGroup", id,
-				"errorClass", reason.ErrorClass.String(), "errorCode", reason.ErrorCode, "until", until)
-			newFailures++
-		}
-		if off, why := o.backoff.BackedOff(id, now); off && gs.skip == "" {
-			gs.skip = "in backoff after failed scale-up"
-			logger.V(4).Info("Node group in back-off", "nodeGroup", id, "errorCode", why.ErrorCode)
-		}
-	}
-	o.seenErrors = seen // forget instances that are gone
-	return newFailures
+// upcoming is how many of the group's nodes are still to come: not yet
+// registered or registered but not started. Long unregistered and failed
+// instances are not capacity.
+func (gs *groupState) upcoming() int {
+	c := gs.counts
+	return max(0, gs.target-c.Ready-c.Unready-c.LongUnregistered-c.Failed)
 }
 
 // buildSnapshot loads real nodes (but the not yet started ones) and adds one
@@ -235,8 +185,8 @@ func (o *Orchestrator) buildSnapshot(ctx context.Context, in Input, groups map[s
 		if gs.template == nil {
 			continue
 		}
-		klog.FromContext(ctx).V(4).Info("Node group", "nodeGroup", id, "target", gs.target, "started", gs.started,
-			"failed", gs.failed, "upcoming", gs.upcoming())
+		klog.FromContext(ctx).V(4).Info("Node group", "nodeGroup", id, "target", gs.target, "counts", gs.counts,
+			"upcoming", gs.upcoming())
 		for i := 0; i < gs.upcoming(); i++ {
 			node, pods := template.Clone(gs.template, "upcoming-"+id, i)
 			_ = snap.AddNode(node, pods...) // names are unique per group and index

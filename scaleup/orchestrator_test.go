@@ -16,6 +16,7 @@ import (
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	fakeprovider "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
+	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/estimator"
 	"k8s.io/autoscaler/cluster-autoscaler/expander"
@@ -62,7 +63,15 @@ func newOrchestrator(t testing.TB, provider *fakeprovider.Provider, mutate func(
 	if mutate != nil {
 		mutate(&opts)
 	}
-	return New(provider, sim, estimator.New(sim), chain, opts)
+	return New(provider, sim, estimator.New(sim), chain, opts, clusterstate.NewRegistry(opts))
+}
+
+// runLoop updates the cluster state as the loop does, then decides.
+func runLoop(ctx context.Context, o *Orchestrator, in Input) (Result, error) {
+	if err := o.state.Update(ctx, o.provider, in.Nodes, in.Now); err != nil {
+		return Result{}, err
+	}
+	return o.Run(ctx, in)
 }
 
 func increases(res Result) map[string]int {
@@ -82,7 +91,7 @@ func TestScaleUpDecisions(t *testing.T) {
 	o := newOrchestrator(t, provider, nil)
 	pods := pendingPods(10, "1")
 
-	res, err := o.Run(ctx, Input{Now: now, Pending: pods})
+	res, err := runLoop(ctx, o, Input{Now: now, Pending: pods})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +100,7 @@ func TestScaleUpDecisions(t *testing.T) {
 	}
 
 	// The nodes have not registered: they are upcoming, the same pods fit them.
-	res, err = o.Run(ctx, Input{Now: now.Add(10 * time.Second), Pending: pods})
+	res, err = runLoop(ctx, o, Input{Now: now.Add(10 * time.Second), Pending: pods})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,20 +114,20 @@ func TestScaleUpDecisions(t *testing.T) {
 	small, _ := ng[0].Nodes(ctx)
 	provider.SetInstanceStatus("small", small[0].Id, &cloudprovider.InstanceStatus{State: cloudprovider.InstanceCreating,
 		ErrorInfo: &cloudprovider.InstanceErrorInfo{ErrorClass: cloudprovider.OutOfResourcesErrorClass, ErrorCode: "STOCKOUT"}})
-	res, err = o.Run(ctx, Input{Now: now.Add(20 * time.Second), Pending: pods})
+	res, err = runLoop(ctx, o, Input{Now: now.Add(20 * time.Second), Pending: pods})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.NewFailures != 1 {
-		t.Errorf("new failures = %d, want 1", res.NewFailures)
+	if f := o.state.Failures(); len(f) != 1 || f[0].NodeGroup != "small" || f[0].Reason.ErrorCode != "STOCKOUT" {
+		t.Errorf("failures = %+v, want small backed off for STOCKOUT", f)
 	}
 	if got := increases(res); got["small"] != 0 || got["large"] != 1 {
 		t.Errorf("after the failure increases = %v, want large +1 for the pods the failed node was for", got)
 	}
 	// The failure is counted once, not every loop.
-	res, _ = o.Run(ctx, Input{Now: now.Add(30 * time.Second), Pending: pods})
-	if res.NewFailures != 0 || len(res.Increases) != 0 {
-		t.Errorf("a later loop: new failures %d, increases %v; want none", res.NewFailures, increases(res))
+	res, _ = runLoop(ctx, o, Input{Now: now.Add(30 * time.Second), Pending: pods})
+	if f := o.state.Failures(); len(f) != 0 || len(res.Increases) != 0 {
+		t.Errorf("a later loop: new failures %+v, increases %v; want none", f, increases(res))
 	}
 }
 
@@ -143,7 +152,7 @@ func TestScaleUpLimits(t *testing.T) {
 			}
 			provider.AddNodeGroup("small", 0, max, 0, templateNode("small", "4"))
 			o := newOrchestrator(t, provider, tc.mutate)
-			res, err := o.Run(ctx, Input{Now: time.Now(), Pending: pendingPods(12, "1")})
+			res, err := runLoop(ctx, o, Input{Now: time.Now(), Pending: pendingPods(12, "1")})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,374 @@
+package clusterstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+	"k8s.io/autoscaler/cluster-autoscaler/config"
+)
+
+// TimeoutErrorCode is the back-off reason of a scale-up whose nodes did not
+// register within the provision time (upstream's code, also the
+// failed_scale_ups_total reason).
+const TimeoutErrorCode = "timeout"
+
+// NodeCounts are a group's (or the cluster's) nodes and instances by state.
+type NodeCounts struct {
+	// Registered nodes by readiness.
+	Ready, Unready, NotStarted int
+	// BeingDeleted are registered nodes the autoscaler is deleting.
+	BeingDeleted int
+	// Unregistered instances have no Node yet, LongUnregistered have had none
+	// for longer than the provision time.
+	Unregistered, LongUnregistered int
+	// Failed instances carry a creation error.
+	Failed int
+}
+
+// Registered is the number of registered nodes.
+func (c NodeCounts) Registered() int { return c.Ready + c.Unready + c.NotStarted }
+
+func (c *NodeCounts) add(o NodeCounts) {
+	c.Ready += o.Ready
+	c.Unready += o.Unready
+	c.NotStarted += o.NotStarted
+	c.BeingDeleted += o.BeingDeleted
+	c.Unregistered += o.Unregistered
+	c.LongUnregistered += o.LongUnregistered
+	c.Failed += o.Failed
+}
+
+// GroupState is one node group as the last Update saw it.
+type GroupState struct {
+	NodeGroup cloudprovider.NodeGroup
+	Target    int
+	Counts    NodeCounts
+	// Options are the group's effective per-group options.
+	Options config.NodeGroupAutoscalingOptions
+	// Healthy is false when too many of its nodes are unready or never
+	// registered; an unhealthy group is not scaled up.
+	Healthy bool
+	// NotStartedNodes are the names of its registered nodes that have not
+	// started: a simulation sees them as upcoming nodes.
+	NotStartedNodes []string
+	// Instances are the group's instances as the provider listed them.
+	Instances []cloudprovider.Instance
+	// ScaleUp is the in-flight scale-up request, if any.
+	ScaleUp *ScaleUpRequest
+	// BackedOff and BackoffReason say whether the group is backed off.
+	BackedOff     bool
+	BackoffReason BackoffReason
+}
+
+// ScaleUpRequest is a scale-up of a group that is not fulfilled yet.
+type ScaleUpRequest struct {
+	Increase        int
+	Time            time.Time
+	ExpectedAddTime time.Time
+}
+
+// Failure is a node group backed off by the last Update.
+type Failure struct {
+	NodeGroup string
+	Reason    BackoffReason
+	// Class is the provider's error class ("timeout" for timeouts).
+	Class string
+	Until time.Time
+}
+
+// Registry tracks node groups between loops: readiness of their nodes,
+// instances that never registered, in-flight scale-ups and their timeouts,
+// back-off, and the health of groups and cluster. Update runs once per
+// loop; the other methods read what it found and may be called from other
+// goroutines (the status writer, metrics).
+type Registry struct {
+	opts    config.Options
+	backoff *Backoff
+
+	mu sync.Mutex
+	// firstSeen is when each instance without a Node was first seen.
+	firstSeen map[string]time.Time
+	// seenErrors are failed instances already counted as a failure.
+	seenErrors map[string]bool
+	scaleUps   map[string]*ScaleUpRequest
+	groups     map[string]*GroupState
+	cluster    NodeCounts
+	healthy    bool
+	failures   []Failure
+	updated    time.Time
+	// transitions remember when each reported status last changed.
+	transitions map[string]transition
+}
+
+type transition struct {
+	value string
+	since time.Time
+}
+
+// NewRegistry builds an empty registry. Until the first Update the cluster
+// counts as healthy.
+func NewRegistry(opts config.Options) *Registry {
+	return &Registry{opts: opts,
+		backoff:   NewBackoff(opts.InitialNodeGroupBackoff, opts.MaxNodeGroupBackoff, opts.NodeGroupBackoffResetTimeout),
+		firstSeen: map[string]time.Time{}, seenErrors: map[string]bool{}, scaleUps: map[string]*ScaleUpRequest{},
+		groups: map[string]*GroupState{}, healthy: true, transitions: map[string]transition{}}
+}
+
+// Update observes the provider's node groups and the cluster's nodes at now.
+func (r *Registry) Update(ctx context.Context, provider cloudprovider.CloudProvider, nodes []*apiv1.Node, now time.Time) error {
+	logger := klog.FromContext(ctx)
+	ngs, err := provider.NodeGroups(ctx)
+	if err != nil {
+		return fmt.Errorf("listing node groups: %w", err)
+	}
+	groups := make(map[string]*GroupState, len(ngs))
+	for _, ng := range ngs {
+		gs := &GroupState{NodeGroup: ng, Options: r.opts.NodeGroupDefaults}
+		if gs.Target, err = ng.TargetSize(ctx); err != nil {
+			return fmt.Errorf("reading the target size of %q: %w", ng.Id(), err)
+		}
+		switch o, err := ng.GetOptions(ctx, r.opts.NodeGroupDefaults); {
+		case err == nil && o != nil:
+			gs.Options = *o
+		case err != nil && !errors.Is(err, cloudprovider.ErrNotImplemented):
+			logger.Error(err, "Reading node group options; using the defaults", "nodeGroup", ng.Id())
+		}
+		if gs.Instances, err = ng.Nodes(ctx); err != nil {
+			return fmt.Errorf("listing the instances of %q: %w", ng.Id(), err)
+		}
+		groups[ng.Id()] = gs
+	}
+
+	var cluster NodeCounts
+	registered := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		if n.Spec.ProviderID != "" {
+			registered[n.Spec.ProviderID] = true
+		}
+		ng, err := provider.NodeGroupForNode(ctx, n)
+		if err != nil {
+			logger.V(4).Info("Node's group unknown", "node", n.Name, "err", err)
+		}
+		var gs *GroupState
+		if ng != nil {
+			gs = groups[ng.Id()]
+		}
+		startup := r.opts.NodeGroupDefaults.MaxNodeStartupTime
+		if gs != nil {
+			startup = gs.Options.MaxNodeStartupTime
+		}
+		var c NodeCounts
+		switch NodeReadiness(n, now, startup) {
+		case Ready:
+			c.Ready++
+		case Unready:
+			c.Unready++
+		case NotStarted:
+			c.NotStarted++
+			if gs != nil {
+				gs.NotStartedNodes = append(gs.NotStartedNodes, n.Name)
+			}
+		}
+		if isBeingDeleted(n) {
+			c.BeingDeleted++
+		}
+		cluster.add(c)
+		if gs != nil {
+			gs.Counts.add(c)
+		}
+	}
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failures = nil
+	firstSeen := map[string]time.Time{}
+	seenErrors := map[string]bool{}
+	for id, gs := range groups {
+		var failure *cloudprovider.InstanceErrorInfo
+		for _, in := range gs.Instances {
+			switch {
+			case registered[in.Id]:
+			case in.Status != nil && in.Status.ErrorInfo != nil:
+				gs.Counts.Failed++
+				seenErrors[in.Id] = true
+				if !r.seenErrors[in.Id] {
+					failure = in.Status.ErrorInfo
+				}
+			case in.Status != nil && in.Status.State == cloudprovider.InstanceDeleting:
+			default:
+				seen, ok := r.firstSeen[in.Id]
+				if !ok {
+					seen = now
+				}
+				firstSeen[in.Id] = seen
+				if now.Sub(seen) > gs.Options.MaxNodeProvisionTime {
+					gs.Counts.LongUnregistered++
+				} else {
+					gs.Counts.Unregistered++
+				}
+			}
+		}
+		cluster.Unregistered += gs.Counts.Unregistered
+		cluster.LongUnregistered += gs.Counts.LongUnregistered
+		cluster.Failed += gs.Counts.Failed
+		if failure != nil {
+			r.fail(ctx, id, BackoffReason{ErrorCode: failure.ErrorCode, ErrorMessage: failure.ErrorMessage},
+				failure.ErrorClass.String(), now)
+		}
+		r.trackScaleUp(ctx, gs, now)
+		gs.Healthy = r.acceptable(gs.Counts.Unready+gs.Counts.LongUnregistered, gs.Counts.Registered()+gs.Counts.LongUnregistered)
+		gs.BackedOff, gs.BackoffReason = r.backoff.BackedOff(id, now)
+	}
+	r.firstSeen, r.seenErrors = firstSeen, seenErrors
+	for id := range r.scaleUps {
+		if groups[id] == nil {
+			delete(r.scaleUps, id) // the group is gone
+		}
+	}
+	r.groups, r.cluster, r.updated = groups, cluster, now
+	r.healthy = r.acceptable(cluster.Unready+cluster.LongUnregistered, cluster.Registered()+cluster.LongUnregistered)
+	return nil
+}
+
+// trackScaleUp ends the group's scale-up request once its nodes are all
+// registered, and times it out (back-off, reason "timeout") when they are
+// not registered by the expected time.
+func (r *Registry) trackScaleUp(ctx context.Context, gs *GroupState, now time.Time) {
+	id := gs.NodeGroup.Id()
+	req := r.scaleUps[id]
+	if req == nil {
+		return
+	}
+	switch {
+	case gs.Counts.Registered()+gs.Counts.Failed >= gs.Target:
+		delete(r.scaleUps, id)
+	case now.After(req.ExpectedAddTime):
+		delete(r.scaleUps, id)
+		klog.FromContext(ctx).Info("Nodes of a scale-up did not register in time", "nodeGroup", id,
+			"increase", req.Increase, "maxNodeProvisionTime", gs.Options.MaxNodeProvisionTime)
+		r.fail(ctx, id, BackoffReason{ErrorCode: TimeoutErrorCode, ErrorMessage: fmt.Sprintf(
+			"nodes added to group %s failed to register within %v", id, gs.Options.MaxNodeProvisionTime)}, "Other", now)
+	default:
+		gs.ScaleUp = req
+	}
+}
+
+func (r *Registry) fail(ctx context.Context, id string, reason BackoffReason, class string, now time.Time) {
+	until := r.backoff.RegisterFailure(id, reason, now)
+	r.failures = append(r.failures, Failure{NodeGroup: id, Reason: reason, Class: class, Until: until})
+	klog.FromContext(ctx).Info("Node group backed off", "nodeGroup", id, "errorClass", class,
+		"errorCode", reason.ErrorCode, "until", until)
+}
+
+// acceptable applies --ok-total-unready-count and
+// --max-total-unready-percentage: unready is too many only when it exceeds
+// both the count and the percentage of total.
+func (r *Registry) acceptable(unready, total int) bool {
+	return unready <= r.opts.OkTotalUnreadyCount ||
+		float64(unready) <= r.opts.MaxTotalUnreadyPercentage/100*float64(total)
+}
+
+// RegisterScaleUp records an increase of a group's target at now; it is
+// expected to register within the group's provision time.
+func (r *Registry) RegisterScaleUp(id string, delta int, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	provision := r.opts.NodeGroupDefaults.MaxNodeProvisionTime
+	if gs := r.groups[id]; gs != nil {
+		provision = gs.Options.MaxNodeProvisionTime
+		gs.Target += delta
+	}
+	req := r.scaleUps[id]
+	if req == nil {
+		req = &ScaleUpRequest{}
+		r.scaleUps[id] = req
+	}
+	req.Increase += delta
+	req.Time = now
+	req.ExpectedAddTime = now.Add(provision)
+	if gs := r.groups[id]; gs != nil {
+		gs.ScaleUp = req
+	}
+}
+
+// RegisterFailedScaleUp backs a group off after a failed increase.
+func (r *Registry) RegisterFailedScaleUp(ctx context.Context, id string, reason BackoffReason, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fail(ctx, id, reason, "Other", now)
+	if gs := r.groups[id]; gs != nil {
+		gs.BackedOff, gs.BackoffReason = r.backoff.BackedOff(id, now)
+	}
+}
+
+// Groups returns the groups of the last Update, sorted by id.
+func (r *Registry) Groups() []*GroupState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sortedGroups()
+}
+
+// sortedGroups is Groups for a caller holding r.mu.
+func (r *Registry) sortedGroups() []*GroupState {
+	out := make([]*GroupState, 0, len(r.groups))
+	for _, g := range r.groups {
+		out = append(out, g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].NodeGroup.Id() < out[j].NodeGroup.Id() })
+	return out
+}
+
+// Group returns one group of the last Update, or nil.
+func (r *Registry) Group(id string) *GroupState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.groups[id]
+}
+
+// ClusterCounts are the totals over all nodes and instances.
+func (r *Registry) ClusterCounts() NodeCounts {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cluster
+}
+
+// ClusterHealthy reports whether the cluster is healthy enough to autoscale.
+func (r *Registry) ClusterHealthy() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.healthy
+}
+
+// Failures are the groups the last Update backed off.
+func (r *Registry) Failures() []Failure {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Failure(nil), r.failures...)
+}
+
+// ScaleUpInProgress reports whether any group has an unfulfilled scale-up.
+func (r *Registry) ScaleUpInProgress() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.scaleUps) > 0
+}
+
+func isBeingDeleted(n *apiv1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == ToBeDeletedTaint {
+			return true
+		}
+	}
+	return false
+}
+
+// ToBeDeletedTaint marks a node the autoscaler is deleting.
+const ToBeDeletedTaint = "ToBeDeletedByClusterAutoscaler"
