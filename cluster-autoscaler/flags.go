@@ -164,9 +164,7 @@ func (c *commandLine) registerScaleUp() {
 	fs.BoolVar(&o.ForceDeleteUnregisteredNodes, "force-delete-unregistered-nodes", o.ForceDeleteUnregisteredNodes, "Delete long-unregistered instances even below the node group's minimum.")
 	fs.BoolVar(&o.ForceDeleteFailedNodes, "force-delete-failed-nodes", o.ForceDeleteFailedNodes, "Delete instances that failed to be created even below the node group's minimum.")
 	c.mark(notImplemented, "grpc-expander-url", "grpc-expander-cert",
-		"max-binpacking-time", "balance-similar-node-groups",
-		"balancing-label", "balancing-ignore-label", "max-allocatable-difference-ratio", "max-free-difference-ratio",
-		"memory-difference-ratio", "enforce-node-group-min-size", "scale-up-from-zero",
+		"max-binpacking-time", "enforce-node-group-min-size", "scale-up-from-zero",
 		"startup-taint", "startup-taint-prefix", "status-taint",
 		"ignore-taint", "allowed-scheduler-names", "bypassed-scheduler-names",
 		"force-delete-unregistered-nodes", "force-delete-failed-nodes")

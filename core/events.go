@@ -28,8 +28,17 @@ func (a *Autoscaler) recordScaleUpEvents(res scaleup.Result) {
 		return
 	}
 	sent := 0
-	for _, inc := range res.Increases {
-		msg := fmt.Sprintf("pod triggered scale-up: [{%s %d->%d (max: %d)}]", inc.NodeGroup, inc.From, inc.To, inc.Max)
+	for i, inc := range res.Increases {
+		if i > 0 && res.Increases[i-1].Decision == inc.Decision {
+			continue // the same pods, already told about every group
+		}
+		var parts []string
+		for _, other := range res.Increases[i:] {
+			if other.Decision == inc.Decision {
+				parts = append(parts, fmt.Sprintf("{%s %d->%d (max: %d)}", other.NodeGroup, other.From, other.To, other.Max))
+			}
+		}
+		msg := "pod triggered scale-up: [" + strings.Join(parts, " ") + "]"
 		for _, p := range inc.Pods {
 			if sent == maxPodEventsPerLoop {
 				return

@@ -34,7 +34,10 @@ type Increase struct {
 	NodeGroup string
 	From, To  int
 	Max       int
-	Pods      []*apiv1.Pod
+	// Pods are the pods the decision is for; increases of one balanced
+	// decision share them and the same Decision number.
+	Pods     []*apiv1.Pod
+	Decision int
 }
 
 // Result says what the scale-up did and why pods were left.
@@ -89,6 +92,7 @@ func (o *Orchestrator) Run(ctx context.Context, in Input) (Result, error) {
 	}
 
 	totals := o.clusterTotals(in, groups, excluded)
+	decision := 0
 	podGroups := estimator.GroupPods(remaining)
 	for len(podGroups) > 0 {
 		options, infos, reasons := o.options(ctx, podGroups, groups, totals)
@@ -109,22 +113,29 @@ func (o *Orchestrator) Run(ctx context.Context, in Input) (Result, error) {
 			}
 			break
 		}
-		gs := groups[best.NodeGroup.Id()]
-		if err := best.NodeGroup.IncreaseSize(ctx, best.NodeCount); err != nil {
-			res.Errors = append(res.Errors, fmt.Errorf("increasing node group %q by %d: %w", gs.group.Id(), best.NodeCount, err))
-			o.state.RegisterFailedScaleUp(ctx, gs.group.Id(), clusterstate.BackoffReason{ErrorCode: "cloudProviderError",
-				ErrorMessage: err.Error()}, in.Now)
-			gs.skip = "scale-up execution failed"
-			continue
+		decision++
+		done := 0
+		for _, sh := range o.balance(best, options, groups) {
+			gs := sh.gs
+			if err := gs.group.IncreaseSize(ctx, sh.delta); err != nil {
+				res.Errors = append(res.Errors, fmt.Errorf("increasing node group %q by %d: %w", gs.group.Id(), sh.delta, err))
+				o.state.RegisterFailedScaleUp(ctx, gs.group.Id(), clusterstate.BackoffReason{ErrorCode: "cloudProviderError",
+					ErrorMessage: err.Error()}, in.Now)
+				gs.skip = "scale-up execution failed"
+				continue
+			}
+			o.state.RegisterScaleUp(gs.group.Id(), sh.delta, in.Now)
+			logger.Info("Scaled up node group", "nodeGroup", gs.group.Id(), "from", gs.target, "to", gs.target+sh.delta,
+				"max", gs.group.MaxSize(), "pods", len(best.Pods))
+			res.Increases = append(res.Increases, Increase{NodeGroup: gs.group.Id(), From: gs.target,
+				To: gs.target + sh.delta, Max: gs.group.MaxSize(), Pods: best.Pods, Decision: decision})
+			gs.target += sh.delta
+			totals.add(sh.delta, gs.template)
+			done++
 		}
-		o.state.RegisterScaleUp(gs.group.Id(), best.NodeCount, in.Now)
-		logger.Info("Scaled up node group", "nodeGroup", gs.group.Id(), "from", gs.target, "to", gs.target+best.NodeCount,
-			"max", gs.group.MaxSize(), "pods", len(best.Pods))
-		res.Increases = append(res.Increases, Increase{NodeGroup: gs.group.Id(), From: gs.target,
-			To: gs.target + best.NodeCount, Max: gs.group.MaxSize(), Pods: best.Pods})
-		gs.target += best.NodeCount
-		totals.add(best.NodeCount, gs.template)
-		podGroups = without(podGroups, best.Pods)
+		if done > 0 {
+			podGroups = without(podGroups, best.Pods)
+		}
 	}
 	return res, nil
 }
