@@ -332,5 +332,6 @@ func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.In
 	if err != nil {
 		return nil, nil, fmt.Errorf("--expander: %w", err)
 	}
-	return scaleup.New(provider, sim, estimator.New(sim), chain, opts, state), nsFactory, nil
+	return scaleup.New(provider, sim, estimator.New(sim), chain, opts, state,
+		scaleup.WithDaemonSets(factory.Apps().V1().DaemonSets().Lister())), nsFactory, nil
 }

@@ -59,6 +59,8 @@ type GroupState struct {
 	// NotStartedNodes are the names of its registered nodes that have not
 	// started: a simulation sees them as upcoming nodes.
 	NotStartedNodes []string
+	// Nodes are the group's registered nodes.
+	Nodes []*apiv1.Node
 	// Instances are the group's instances as the provider listed them.
 	Instances []cloudprovider.Instance
 	// ScaleUp is the in-flight scale-up request, if any.
@@ -183,6 +185,7 @@ func (r *Registry) Update(ctx context.Context, provider cloudprovider.CloudProvi
 		cluster.add(c)
 		if gs != nil {
 			gs.Counts.add(c)
+			gs.Nodes = append(gs.Nodes, n)
 		}
 	}
 

@@ -6,8 +6,11 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
@@ -116,5 +119,37 @@ func TestBalancedScaleUp(t *testing.T) {
 	}
 	if len(decisions) != 1 {
 		t.Errorf("decisions %v, want one balanced decision", decisions)
+	}
+}
+
+type daemonSets []*appsv1.DaemonSet
+
+func (d daemonSets) List(labels.Selector) ([]*appsv1.DaemonSet, error) { return d, nil }
+
+// A group without TemplateNodeInfo is scaled from a copy of its ready node,
+// and DaemonSet pods take their share of every template.
+func TestTemplateFromRealNodeWithDaemonSets(t *testing.T) {
+	ctx := context.Background()
+	provider := fakeprovider.NewProvider()
+	provider.AddNodeGroup("no-template", 0, 10, 1, nil)
+	real := zonal("real-0", "z1", "4")
+	provider.AddNode("no-template", real)
+	full := pendingPods(1, "4")[0]
+	full.Name, full.UID, full.Spec.NodeName = "full", "full", real.Name
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "agent", UID: "agent"},
+		Spec: appsv1.DaemonSetSpec{Template: apiv1.PodTemplateSpec{Spec: apiv1.PodSpec{Containers: []apiv1.Container{{
+			Name: "c", Resources: apiv1.ResourceRequirements{Requests: apiv1.ResourceList{
+				apiv1.ResourceCPU: resource.MustParse("1")}}}}}}}}
+	o := newOrchestrator(t, provider, nil)
+	WithDaemonSets(daemonSets{ds})(o)
+	// Eight one-CPU pods: three fit beside the agent on each new 4-CPU node
+	// (two nodes would do without it).
+	res, err := runLoop(ctx, o, Input{Now: time.Now(), Nodes: []*apiv1.Node{real}, ScheduledPods: []*apiv1.Pod{full},
+		Pending: pendingPods(8, "1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := increases(res)["no-template"]; got != 3 {
+		t.Errorf("no-template +%d, want +3 (remaining: %v)", got, res.Remaining)
 	}
 }

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
@@ -53,19 +55,43 @@ type Result struct {
 
 // Orchestrator runs scale-ups. It is used by one loop at a time.
 type Orchestrator struct {
-	provider  cloudprovider.CloudProvider
-	sim       *framework.Handle
-	estimator *estimator.Estimator
-	chain     expander.Strategy
-	opts      config.Options
-	state     *clusterstate.Registry
+	provider   cloudprovider.CloudProvider
+	sim        *framework.Handle
+	estimator  *estimator.Estimator
+	chain      expander.Strategy
+	opts       config.Options
+	state      *clusterstate.Registry
+	daemonSets DaemonSetLister
+	sanitizer  template.Sanitizer
+	// fromNodes are templates made from real nodes, kept for when a group
+	// that has no TemplateNodeInfo has no usable node left.
+	fromNodes map[string]*cloudprovider.NodeInfo
 }
+
+// DaemonSetLister lists the DaemonSets whose pods templates carry.
+type DaemonSetLister interface {
+	List(selector labels.Selector) ([]*appsv1.DaemonSet, error)
+}
+
+// Option configures an Orchestrator.
+type Option func(*Orchestrator)
+
+// WithDaemonSets puts on every template the pods of the DaemonSets that
+// would run on it.
+func WithDaemonSets(l DaemonSetLister) Option { return func(o *Orchestrator) { o.daemonSets = l } }
 
 // New builds an orchestrator. state must have been updated in the same loop
 // before Run.
 func New(provider cloudprovider.CloudProvider, sim *framework.Handle, est *estimator.Estimator, chain expander.Strategy,
-	opts config.Options, state *clusterstate.Registry) *Orchestrator {
-	return &Orchestrator{provider: provider, sim: sim, estimator: est, chain: chain, opts: opts, state: state}
+	opts config.Options, state *clusterstate.Registry, options ...Option) *Orchestrator {
+	o := &Orchestrator{provider: provider, sim: sim, estimator: est, chain: chain, opts: opts, state: state,
+		sanitizer: template.Sanitizer{DropTaints: append(append(append([]string(nil), opts.StartupTaints...),
+			opts.StatusTaints...), opts.IgnoreTaints...), DropTaintPrefixes: opts.StartupTaintPrefixes},
+		fromNodes: map[string]*cloudprovider.NodeInfo{}}
+	for _, opt := range options {
+		opt(o)
+	}
+	return o
 }
 
 // groupState is one node group as this decision sees it.
@@ -81,7 +107,7 @@ type groupState struct {
 func (o *Orchestrator) Run(ctx context.Context, in Input) (Result, error) {
 	logger := klog.FromContext(ctx)
 	res := Result{Remaining: map[*apiv1.Pod]string{}}
-	groups, excluded := o.observeGroups(ctx)
+	groups, excluded := o.observeGroups(ctx, in)
 	o.buildSnapshot(ctx, in, groups, excluded)
 
 	pending := o.dropExpendable(in.Pending)
@@ -143,20 +169,34 @@ func (o *Orchestrator) Run(ctx context.Context, in Input) (Result, error) {
 // observeGroups takes every node group's state from the registry and reads
 // its template. Nodes of a group that have not started yet are returned in
 // excluded: the decision sees them as upcoming template nodes.
-func (o *Orchestrator) observeGroups(ctx context.Context) (map[string]*groupState, map[string]bool) {
+func (o *Orchestrator) observeGroups(ctx context.Context, in Input) (map[string]*groupState, map[string]bool) {
 	states := o.state.Groups()
 	groups := make(map[string]*groupState, len(states))
 	excluded := map[string]bool{}
+	var daemonSets []*appsv1.DaemonSet
+	if o.daemonSets != nil {
+		var err error
+		if daemonSets, err = o.daemonSets.List(labels.Everything()); err != nil {
+			klog.FromContext(ctx).Error(err, "Listing DaemonSets; templates carry no DaemonSet pods this loop")
+		}
+	}
+	var podsByNode map[string][]*apiv1.Pod
 	for _, st := range states {
 		ng := st.NodeGroup
 		gs := &groupState{group: ng, counts: st.Counts, target: st.Target}
 		switch tmpl, err := ng.TemplateNodeInfo(ctx); {
 		case errors.Is(err, cloudprovider.ErrNotImplemented):
-			gs.skip = "no template node"
+			if podsByNode == nil {
+				podsByNode = byNode(in.ScheduledPods)
+			}
+			gs.template = o.templateFromNodes(st, in.Now, podsByNode, daemonSets)
+			if gs.template == nil {
+				gs.skip = "no template node"
+			}
 		case err != nil:
 			gs.skip = fmt.Sprintf("template node unavailable: %v", err)
 		default:
-			gs.template = tmpl
+			gs.template = template.AddDaemonSetPods(tmpl, daemonSets)
 		}
 		switch {
 		case st.BackedOff:
@@ -171,6 +211,33 @@ func (o *Orchestrator) observeGroups(ctx context.Context) (map[string]*groupStat
 		groups[ng.Id()] = gs
 	}
 	return groups, excluded
+}
+
+// templateFromNodes makes the group's template from its first ready node
+// (by name), or returns the last one made when it has none now.
+func (o *Orchestrator) templateFromNodes(st *clusterstate.GroupState, now time.Time, podsByNode map[string][]*apiv1.Pod,
+	daemonSets []*appsv1.DaemonSet) *cloudprovider.NodeInfo {
+	id := st.NodeGroup.Id()
+	nodes := append([]*apiv1.Node(nil), st.Nodes...)
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	for _, n := range nodes {
+		if n.Spec.Unschedulable || n.DeletionTimestamp != nil ||
+			clusterstate.NodeReadiness(n, now, st.Options.MaxNodeStartupTime) != clusterstate.Ready {
+			continue
+		}
+		info := o.sanitizer.FromNode(id, n, podsByNode[n.Name], daemonSets)
+		o.fromNodes[id] = info
+		return info
+	}
+	return o.fromNodes[id]
+}
+
+func byNode(pods []*apiv1.Pod) map[string][]*apiv1.Pod {
+	out := map[string][]*apiv1.Pod{}
+	for _, p := range pods {
+		out[p.Spec.NodeName] = append(out[p.Spec.NodeName], p)
+	}
+	return out
 }
 
 // upcoming is how many of the group's nodes are still to come: not yet
