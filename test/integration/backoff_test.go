@@ -36,10 +36,7 @@ nodeGroups:
   faults: {registrationDelay: 1s}
 `, preferred, fallback, framework.TestNamespaceLabel, e.Namespace)
 	path := writeKwokConfig(e, cfg)
-	priorities := &apiv1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "cluster-autoscaler-priority-expander", Namespace: e.Namespace},
-		Data:       map[string]string{"priorities": fmt.Sprintf("20:\n  - ^%s$\n10:\n  - .*\n", preferred)},
-	}
+	priorities := priorityConfigMap(e, fmt.Sprintf("20:\n  - ^%s$\n10:\n  - .*\n", preferred))
 	if _, err := e.Client.CoreV1().ConfigMaps(e.Namespace).Create(e.Context(), priorities, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -54,11 +51,19 @@ nodeGroups:
 	if got[preferred] != 1 || got[fallback] < 1 {
 		t.Errorf("nodes per group = %v, want 1 in %s (its capacity) and the rest in %s", got, preferred, fallback)
 	}
-	if !p.log.Contains("Node group backed off after failed instance creations") || !p.log.Contains(`errorCode="STOCKOUT"`) {
+	if !p.log.Contains(`"Node group backed off"`) || !p.log.Contains(`errorCode="STOCKOUT"`) {
 		t.Error("the back-off is not logged with its error code")
 	}
 	_, body, _ := p.get(e.Context(), "/metrics")
 	if !strings.Contains(body, `cluster_autoscaler_failed_scale_ups_total{dra_drivers="",gpu_name="",gpu_resource_name="",reason="cloudProviderError"} 1`) {
 		t.Errorf("failed_scale_ups_total does not count the out-of-capacity failure")
+	}
+}
+
+// priorityConfigMap is the priority expander's ConfigMap with the given priorities.
+func priorityConfigMap(e *framework.Env, priorities string) *apiv1.ConfigMap {
+	return &apiv1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster-autoscaler-priority-expander", Namespace: e.Namespace},
+		Data:       map[string]string{"priorities": priorities},
 	}
 }

@@ -91,7 +91,9 @@ func kwokArgs(cfg Config, ports map[string]int, kubeconfig string) []string {
 	return []string{
 		"--kubeconfig=" + kubeconfig,
 		"--config=" + strings.Join(paths, ","),
-		"--manage-all-nodes=true",
+		// Only nodes annotated as fake get a simulated kubelet, so a test can
+		// make a node that never becomes Ready by leaving the annotation off.
+		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 		fmt.Sprintf("--node-lease-duration-seconds=%d", cfg.NodeLeaseSeconds),
 		fmt.Sprintf("--server-address=127.0.0.1:%d", ports["kwok"]),
 		"--node-ip=127.0.0.1",
