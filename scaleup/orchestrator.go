@@ -103,22 +103,43 @@ type groupState struct {
 	skip     string // why the group cannot be scaled up now
 }
 
-// Run makes one scale-up decision and executes it.
+// Run makes one scale-up decision for in.Pending and executes it.
 func (o *Orchestrator) Run(ctx context.Context, in Input) (Result, error) {
-	logger := klog.FromContext(ctx)
-	res := Result{Remaining: map[*apiv1.Pod]string{}}
+	return o.Begin(ctx, in).ScaleUp(ctx, in.Pending), nil
+}
+
+// Session is one loop's scale-up work on one snapshot of the cluster with
+// its upcoming nodes. Work done through it in order shares the capacity:
+// what one step places, the next does not see as free.
+type Session struct {
+	o        *Orchestrator
+	in       Input
+	groups   map[string]*groupState
+	excluded map[string]bool
+	totals   *totals
+	decision int
+}
+
+// Begin observes the node groups and loads the snapshot for one loop.
+func (o *Orchestrator) Begin(ctx context.Context, in Input) *Session {
 	groups, excluded := o.observeGroups(ctx, in)
 	o.buildSnapshot(ctx, in, groups, excluded)
+	return &Session{o: o, in: in, groups: groups, excluded: excluded, totals: o.clusterTotals(in, groups, excluded)}
+}
 
-	pending := o.dropExpendable(in.Pending)
-	remaining := o.fitExisting(ctx, pending)
+// ScaleUp places the pending pods that fit existing or upcoming nodes and
+// scales node groups up for the others, choosing with the expander.
+func (s *Session) ScaleUp(ctx context.Context, pendingPods []*apiv1.Pod) Result {
+	o, groups, totals := s.o, s.groups, s.totals
+	logger := klog.FromContext(ctx)
+	res := Result{Remaining: map[*apiv1.Pod]string{}}
+	pending := o.dropExpendable(pendingPods)
+	remaining := o.fitExisting(ctx, pending, false)
 	res.FitExisting = len(pending) - len(remaining)
 	if len(remaining) == 0 {
-		return res, nil
+		return res
 	}
 
-	totals := o.clusterTotals(in, groups, excluded)
-	decision := 0
 	podGroups := estimator.GroupPods(remaining)
 	for len(podGroups) > 0 {
 		options, infos, reasons := o.options(ctx, podGroups, groups, totals)
@@ -139,22 +160,22 @@ func (o *Orchestrator) Run(ctx context.Context, in Input) (Result, error) {
 			}
 			break
 		}
-		decision++
+		s.decision++
 		done := 0
 		for _, sh := range o.balance(best, options, groups) {
 			gs := sh.gs
 			if err := gs.group.IncreaseSize(ctx, sh.delta); err != nil {
 				res.Errors = append(res.Errors, fmt.Errorf("increasing node group %q by %d: %w", gs.group.Id(), sh.delta, err))
 				o.state.RegisterFailedScaleUp(ctx, gs.group.Id(), clusterstate.BackoffReason{ErrorCode: "cloudProviderError",
-					ErrorMessage: err.Error()}, in.Now)
+					ErrorMessage: err.Error()}, s.in.Now)
 				gs.skip = "scale-up execution failed"
 				continue
 			}
-			o.state.RegisterScaleUp(gs.group.Id(), sh.delta, in.Now)
+			o.state.RegisterScaleUp(gs.group.Id(), sh.delta, s.in.Now)
 			logger.Info("Scaled up node group", "nodeGroup", gs.group.Id(), "from", gs.target, "to", gs.target+sh.delta,
 				"max", gs.group.MaxSize(), "pods", len(best.Pods))
 			res.Increases = append(res.Increases, Increase{NodeGroup: gs.group.Id(), From: gs.target,
-				To: gs.target + sh.delta, Max: gs.group.MaxSize(), Pods: best.Pods, Decision: decision})
+				To: gs.target + sh.delta, Max: gs.group.MaxSize(), Pods: best.Pods, Decision: s.decision})
 			gs.target += sh.delta
 			totals.add(sh.delta, gs.template)
 			done++
@@ -163,7 +184,27 @@ func (o *Orchestrator) Run(ctx context.Context, in Input) (Result, error) {
 			podGroups = without(podGroups, best.Pods)
 		}
 	}
-	return res, nil
+	return res
+}
+
+// Place puts on the snapshot the pods that fit existing or upcoming nodes
+// (only registered ones when realOnly), one by one, and returns the others.
+// Nothing is scaled. Use it to hold capacity already promised to someone.
+func (s *Session) Place(ctx context.Context, pods []*apiv1.Pod, realOnly bool) []*apiv1.Pod {
+	return s.o.fitExisting(ctx, pods, realOnly)
+}
+
+// FitAll places all pods on existing or upcoming nodes (only registered ones
+// when realOnly) or none of them, and reports which.
+func (s *Session) FitAll(ctx context.Context, pods []*apiv1.Pod, realOnly bool) bool {
+	snap := s.o.sim.Snapshot()
+	snap.Fork()
+	if rest := s.o.fitExisting(ctx, pods, realOnly); len(rest) > 0 {
+		snap.Revert()
+		return false
+	}
+	snap.Commit()
+	return true
 }
 
 // observeGroups takes every node group's state from the registry and reads
@@ -266,11 +307,17 @@ func (o *Orchestrator) buildSnapshot(ctx context.Context, in Input, groups map[s
 		klog.FromContext(ctx).V(4).Info("Node group", "nodeGroup", id, "target", gs.target, "counts", gs.counts,
 			"upcoming", gs.upcoming())
 		for i := 0; i < gs.upcoming(); i++ {
-			node, pods := template.Clone(gs.template, "upcoming-"+id, i)
+			node, pods := template.Clone(gs.template, upcomingGroupPrefix+id, i)
 			_ = snap.AddNode(node, pods...) // names are unique per group and index
 		}
 	}
 }
+
+// Upcoming nodes are named template-upcoming-<group>-<i> in the snapshot.
+const (
+	upcomingGroupPrefix = "upcoming-"
+	upcomingPrefix      = "template-" + upcomingGroupPrefix
+)
 
 // dropExpendable leaves out pods below --expendable-pods-priority-cutoff.
 func (o *Orchestrator) dropExpendable(pods []*apiv1.Pod) []*apiv1.Pod {
@@ -288,15 +335,26 @@ func (o *Orchestrator) dropExpendable(pods []*apiv1.Pod) []*apiv1.Pod {
 // upcoming nodes, and returns the others. Pods of a group that do not
 // interact are placed in one pass over the nodes: a node that rejects one of
 // them rejects its twins too, so it is not asked again for that group.
-func (o *Orchestrator) fitExisting(ctx context.Context, pending []*apiv1.Pod) []*apiv1.Pod {
+func (o *Orchestrator) fitExisting(ctx context.Context, pending []*apiv1.Pod, realOnly bool) []*apiv1.Pod {
 	logger := klog.FromContext(ctx)
 	snap := o.sim.Snapshot()
 	nodes := snap.NodeNames()
+	var accept func(string) bool
+	if realOnly {
+		accept = func(n string) bool { return !strings.HasPrefix(n, upcomingPrefix) }
+		real := nodes[:0:0]
+		for _, n := range nodes {
+			if !strings.HasPrefix(n, upcomingPrefix) {
+				real = append(real, n)
+			}
+		}
+		nodes = real
+	}
 	var rest []*apiv1.Pod
 	for _, g := range estimator.GroupPods(pending) {
 		if g.Interacting {
 			for _, p := range g.Pods {
-				node, err := o.sim.FitAnywhere(ctx, p, nil)
+				node, err := o.sim.FitAnywhere(ctx, p, accept)
 				if err == nil {
 					err = snap.AddPod(p, node)
 				}

@@ -55,13 +55,13 @@ func newOrchestrator(t testing.TB, provider *fakeprovider.Provider, mutate func(
 	}
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
-	chain, err := expander.NewChain(ctx, []string{config.LeastWasteExpander}, expander.Deps{Random: func(int) int { return 0 }})
-	if err != nil {
-		t.Fatal(err)
-	}
 	opts := config.Defaults()
 	if mutate != nil {
 		mutate(&opts)
+	}
+	chain, err := expander.NewChain(ctx, opts.Expanders, expander.Deps{Random: func(int) int { return 0 }})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return New(provider, sim, estimator.New(sim), chain, opts, clusterstate.NewRegistry(opts))
 }
