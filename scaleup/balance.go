@@ -1,6 +1,7 @@
 package scaleup
 
 import (
+	"context"
 	"sort"
 
 	apiv1 "k8s.io/api/core/v1"
@@ -8,6 +9,7 @@ import (
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
+	"k8s.io/autoscaler/cluster-autoscaler/estimator"
 	"k8s.io/autoscaler/cluster-autoscaler/expander"
 	"k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
 	"k8s.io/autoscaler/cluster-autoscaler/simulator/template"
@@ -171,12 +173,15 @@ type share struct {
 	delta int
 }
 
-// balance spreads total new nodes over the chosen group and the options of
+// balance spreads the chosen option over the chosen group and the options of
 // groups similar to it, so that their sizes stay as even as their max sizes
 // allow: each node goes to the group that is smallest at that point (ties
-// by id). Without balancing, or without similar groups, the chosen group
-// takes all.
-func (o *Orchestrator) balance(best *expander.Option, options []expander.Option, groups map[string]*groupState) []share {
+// by id). The pods are estimated again against the room of all those groups
+// together, so that a small group chosen first does not cap the scale-up.
+// It returns the shares and the pods they serve. Without balancing, or
+// without similar groups, the chosen group takes the option as it is.
+func (o *Orchestrator) balance(ctx context.Context, best *expander.Option, options []expander.Option,
+	groups map[string]*groupState, podGroups []*estimator.Group, t *totals) ([]share, []*apiv1.Pod) {
 	chosen := groups[best.NodeGroup.Id()]
 	members := []*groupState{chosen}
 	if o.opts.BalanceSimilarNodeGroups {
@@ -192,11 +197,26 @@ func (o *Orchestrator) balance(best *expander.Option, options []expander.Option,
 		}
 	}
 	if len(members) == 1 {
-		return []share{{gs: chosen, delta: best.NodeCount}}
+		return []share{{gs: chosen, delta: best.NodeCount}}, best.Pods
+	}
+	count, pods := best.NodeCount, best.Pods
+	room := 0
+	for _, gs := range members {
+		room += max(0, gs.group.MaxSize()-gs.target)
+	}
+	limits := estimator.Limits{
+		MaxNodes:       min(room, o.opts.MaxNodesPerScaleUp, t.nodeRoom(o.opts.MaxNodesTotal)),
+		MaxMilliCPU:    t.cpuRoom(o.opts.Cores.Max),
+		MaxMemoryBytes: t.memoryRoom(o.opts.MemoryGiB.Max),
+		Budget:         o.opts.MaxNodeGroupBinpackingDuration,
+	}
+	if est, err := o.estimator.Estimate(ctx, podGroups, chosen.template, chosen.group.Id(), limits); err == nil &&
+		est.NodeCount > 0 && len(est.Scheduled) >= len(pods) {
+		count, pods = est.NodeCount, est.Scheduled
 	}
 	sort.Slice(members, func(i, j int) bool { return members[i].group.Id() < members[j].group.Id() })
 	deltas := make([]int, len(members))
-	for n := 0; n < best.NodeCount; n++ {
+	for n := 0; n < count; n++ {
 		pick := -1
 		for i, gs := range members {
 			size := gs.target + deltas[i]
@@ -218,5 +238,5 @@ func (o *Orchestrator) balance(best *expander.Option, options []expander.Option,
 			out = append(out, share{gs: gs, delta: deltas[i]})
 		}
 	}
-	return out
+	return out, pods
 }

@@ -162,7 +162,8 @@ func (s *Session) ScaleUp(ctx context.Context, pendingPods []*apiv1.Pod) Result 
 		}
 		s.decision++
 		done := 0
-		for _, sh := range o.balance(best, options, groups) {
+		shares, served := o.balance(ctx, best, options, groups, podGroups, totals)
+		for _, sh := range shares {
 			gs := sh.gs
 			if err := gs.group.IncreaseSize(ctx, sh.delta); err != nil {
 				res.Errors = append(res.Errors, fmt.Errorf("increasing node group %q by %d: %w", gs.group.Id(), sh.delta, err))
@@ -173,15 +174,15 @@ func (s *Session) ScaleUp(ctx context.Context, pendingPods []*apiv1.Pod) Result 
 			}
 			o.state.RegisterScaleUp(gs.group.Id(), sh.delta, s.in.Now)
 			logger.Info("Scaled up node group", "nodeGroup", gs.group.Id(), "from", gs.target, "to", gs.target+sh.delta,
-				"max", gs.group.MaxSize(), "pods", len(best.Pods))
+				"max", gs.group.MaxSize(), "pods", len(served))
 			res.Increases = append(res.Increases, Increase{NodeGroup: gs.group.Id(), From: gs.target,
-				To: gs.target + sh.delta, Max: gs.group.MaxSize(), Pods: best.Pods, Decision: s.decision})
+				To: gs.target + sh.delta, Max: gs.group.MaxSize(), Pods: served, Decision: s.decision})
 			gs.target += sh.delta
 			totals.add(sh.delta, gs.template)
 			done++
 		}
 		if done > 0 {
-			podGroups = without(podGroups, best.Pods)
+			podGroups = without(podGroups, served)
 		}
 	}
 	return res
