@@ -21,10 +21,10 @@ test: tools ## unit and integration tests, as CI runs them
 	go test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 unit: ## unit tests only: the packages that do not start a control plane
-	go test -race -count=1 $$(go list ./... | grep -v /test/)
+	go test -race -count=1 $$(go list ./... | grep -v -e /test/ -e /provreq/client)
 
 integration: tools ## integration tests only, against the real local control plane
-	go test -race -count=1 -timeout $(TEST_TIMEOUT) ./test/...
+	go test -race -count=1 -timeout $(TEST_TIMEOUT) ./test/... ./provreq/client/...
 
 lint: ## gofmt, go vet and golangci-lint (built from the module proxy)
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

@@ -1,0 +1,99 @@
+package provreq
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "k8s.io/autoscaler/cluster-autoscaler/provreq/apis/autoscaling.x-k8s.io/v1"
+)
+
+func TestParseValidUntilSeconds(t *testing.T) {
+	tests := []struct {
+		name    string
+		params  map[string]v1.Parameter
+		want    time.Duration
+		wantSet bool
+		wantErr bool
+	}{
+		{name: "nil params"},
+		{name: "absent", params: map[string]v1.Parameter{ParamNoRetry: "true"}},
+		{name: "one minute", params: map[string]v1.Parameter{ParamValidUntilSeconds: "60"}, want: time.Minute, wantSet: true},
+		{name: "leading zeros", params: map[string]v1.Parameter{ParamValidUntilSeconds: "0030"}, want: 30 * time.Second, wantSet: true},
+		{name: "largest", params: map[string]v1.Parameter{ParamValidUntilSeconds: "9223372036"}, want: 9223372036 * time.Second, wantSet: true},
+		{name: "too large for a duration", params: map[string]v1.Parameter{ParamValidUntilSeconds: "9223372037"}, wantSet: true, wantErr: true},
+		{name: "overflows int64", params: map[string]v1.Parameter{ParamValidUntilSeconds: "99999999999999999999"}, wantSet: true, wantErr: true},
+		{name: "zero", params: map[string]v1.Parameter{ParamValidUntilSeconds: "0"}, wantSet: true, wantErr: true},
+		{name: "negative", params: map[string]v1.Parameter{ParamValidUntilSeconds: "-5"}, wantSet: true, wantErr: true},
+		{name: "plus sign", params: map[string]v1.Parameter{ParamValidUntilSeconds: "+5"}, wantSet: true, wantErr: true},
+		{name: "empty", params: map[string]v1.Parameter{ParamValidUntilSeconds: ""}, wantSet: true, wantErr: true},
+		{name: "with unit", params: map[string]v1.Parameter{ParamValidUntilSeconds: "60s"}, wantSet: true, wantErr: true},
+		{name: "fraction", params: map[string]v1.Parameter{ParamValidUntilSeconds: "1.5"}, wantSet: true, wantErr: true},
+		{name: "spaces", params: map[string]v1.Parameter{ParamValidUntilSeconds: " 60"}, wantSet: true, wantErr: true},
+		{name: "other case key is not ours", params: map[string]v1.Parameter{"validUntilSeconds": "60"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, set, err := ParseValidUntilSeconds(tc.params)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, wantErr %v", err, tc.wantErr)
+			}
+			if got != tc.want || set != tc.wantSet {
+				t.Errorf("ParseValidUntilSeconds = %v, %v; want %v, %v", got, set, tc.want, tc.wantSet)
+			}
+		})
+	}
+}
+
+func TestValidUntil(t *testing.T) {
+	created := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	pr := &v1.ProvisioningRequest{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(created)}}
+	if _, set, err := ValidUntil(pr); set || err != nil {
+		t.Errorf("no parameter: set=%v err=%v", set, err)
+	}
+	pr.Spec.Parameters = map[string]v1.Parameter{ParamValidUntilSeconds: "90"}
+	deadline, set, err := ValidUntil(pr)
+	if err != nil || !set || !deadline.Equal(created.Add(90*time.Second)) {
+		t.Errorf("ValidUntil = %v, %v, %v", deadline, set, err)
+	}
+	pr.Spec.Parameters[ParamValidUntilSeconds] = "soon"
+	if _, set, err := ValidUntil(pr); !set || err == nil {
+		t.Errorf("bad value: set=%v err=%v, want set and an error", set, err)
+	}
+}
+
+func TestParseNoRetry(t *testing.T) {
+	tests := []struct {
+		value   v1.Parameter
+		absent  bool
+		want    bool
+		wantErr bool
+	}{
+		{absent: true},
+		{value: "true", want: true},
+		{value: "false"},
+		{value: "True", want: true},
+		{value: "yes", wantErr: true},
+		{value: "", wantErr: true},
+	}
+	for _, tc := range tests {
+		params := map[string]v1.Parameter{ParamNoRetry: tc.value}
+		if tc.absent {
+			params = nil
+		}
+		got, err := ParseNoRetry(params)
+		if got != tc.want || (err != nil) != tc.wantErr {
+			t.Errorf("ParseNoRetry(%q, absent=%v) = %v, %v; want %v, err %v", tc.value, tc.absent, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
+
+func TestProcessorInstance(t *testing.T) {
+	if got := ProcessorInstance(nil); got != "" {
+		t.Errorf("ProcessorInstance(nil) = %q", got)
+	}
+	if got := ProcessorInstance(map[string]v1.Parameter{ParamProcessorInstance: "checker"}); got != "checker" {
+		t.Errorf("ProcessorInstance = %q", got)
+	}
+}
