@@ -88,9 +88,9 @@ type run struct {
 	deadline time.Time
 	nodeCPU  int64
 	nodeMem  int64
-	nodes    []string // added template nodes, in order
-	hasPods  map[string]bool
-	shape    *framework.PodShape // of the group being placed, when its pods are alike
+	classes  []nodeClass // the added nodes, in the order pods are offered to them
+	total    int         // nodes the classes stand for: the nodes added
+	clones   int         // template clones made, for unique names
 	res      Estimate
 }
 
@@ -101,8 +101,12 @@ func (e *Estimator) Estimate(ctx context.Context, groups []*Group, info *cloudpr
 	snap := e.sim.Snapshot()
 	snap.Fork()
 	defer snap.Revert()
-	r := &run{e: e, ctx: ctx, info: info, groupID: groupID, limits: limits, hasPods: map[string]bool{},
-		res: Estimate{Unschedulable: map[*apiv1.Pod]error{}}}
+	pods := 0
+	for _, g := range groups {
+		pods += len(g.Pods)
+	}
+	r := &run{e: e, ctx: ctx, info: info, groupID: groupID, limits: limits,
+		res: Estimate{Scheduled: make([]*apiv1.Pod, 0, pods), Unschedulable: map[*apiv1.Pod]error{}}}
 	if limits.Budget > 0 {
 		r.deadline = e.clock.Now().Add(limits.Budget)
 	}
@@ -123,68 +127,82 @@ func (e *Estimator) Estimate(ctx context.Context, groups []*Group, info *cloudpr
 			return Estimate{}, err
 		}
 	}
-	r.res.NodeCount = len(r.hasPods)
+	r.res.NodeCount = r.total
 	klog.FromContext(ctx).V(4).Info("Estimated node group", "nodeGroup", groupID, "nodes", r.res.NodeCount,
-		"scheduled", len(r.res.Scheduled), "unschedulable", len(r.res.Unschedulable), "limitedBy", r.res.LimitedBy)
+		"nodeClasses", len(r.classes), "scheduled", len(r.res.Scheduled), "unschedulable", len(r.res.Unschedulable),
+		"limitedBy", r.res.LimitedBy)
 	return r.res, nil
 }
 
-// canAddNode checks the limits for one more node and names the one hit.
-func (r *run) canAddNode() Limit {
-	n := int64(len(r.nodes) + 1)
+// limitAt names the limit, if any, that forbids adding one more node to n.
+func (r *run) limitAt(n int) Limit {
+	next := int64(n + 1)
 	switch {
-	case len(r.nodes) >= r.limits.MaxNodes:
+	case n >= r.limits.MaxNodes:
 		return LimitMaxNodes
-	case r.limits.MaxMilliCPU > 0 && n*r.nodeCPU > r.limits.MaxMilliCPU:
+	case r.limits.MaxMilliCPU > 0 && next*r.nodeCPU > r.limits.MaxMilliCPU:
 		return LimitCPU
-	case r.limits.MaxMemoryBytes > 0 && n*r.nodeMem > r.limits.MaxMemoryBytes:
+	case r.limits.MaxMemoryBytes > 0 && next*r.nodeMem > r.limits.MaxMemoryBytes:
 		return LimitMemory
 	}
 	return LimitNone
 }
 
-// nextNode adds a template node unless a limit forbids it; ok is false,
-// and the limit recorded, when one does.
-func (r *run) nextNode() (name string, ok bool, err error) {
-	if limit := r.canAddNode(); limit != LimitNone {
-		r.res.LimitedBy = limit
-		return "", false, nil
+// room is how many nodes the limits still let the estimate add: the largest
+// k such that limitAt allows each of them in turn.
+func (r *run) room() int {
+	most := int64(r.limits.MaxNodes)
+	if r.limits.MaxMilliCPU > 0 && r.nodeCPU > 0 {
+		most = min(most, r.limits.MaxMilliCPU/r.nodeCPU)
 	}
-	name, err = r.addNode()
-	return name, err == nil, err
+	if r.limits.MaxMemoryBytes > 0 && r.nodeMem > 0 {
+		most = min(most, r.limits.MaxMemoryBytes/r.nodeMem)
+	}
+	return int(max(most-int64(r.total), 0))
 }
 
-// dropLastNode takes the node just added, still empty, back out so that it is
-// neither counted nor offered to later pods.
-func (r *run) dropLastNode() error {
-	last := r.nodes[len(r.nodes)-1]
-	r.nodes = r.nodes[:len(r.nodes)-1]
-	return r.e.sim.Snapshot().RemoveNode(last)
-}
-
-// addNode adds one template clone to the snapshot.
-func (r *run) addNode() (string, error) {
-	node, pods := template.Clone(r.info, r.groupID, len(r.nodes))
+// clone adds one template clone to the snapshot, standing for no node yet.
+func (r *run) clone() (string, error) {
+	node, pods := template.Clone(r.info, r.groupID, r.clones)
 	if err := r.e.sim.Snapshot().AddNode(node, pods...); err != nil {
 		return "", fmt.Errorf("adding template node: %w", err)
 	}
-	r.nodes = append(r.nodes, node.Name)
+	r.clones++
 	return node.Name, nil
 }
 
-func (r *run) place(p *apiv1.Pod, node string) error {
-	var err error
-	if r.shape != nil {
-		err = r.e.sim.Snapshot().AddPodShaped(r.shape, p, node)
-	} else {
-		err = r.e.sim.Snapshot().AddPod(p, node)
+// twin adds a copy of the snapshot node src, under a new template name.
+func (r *run) twin(src string) (string, error) {
+	node, _ := template.Clone(r.info, r.groupID, r.clones)
+	if err := r.e.sim.Snapshot().CopyNode(src, node); err != nil {
+		return "", fmt.Errorf("copying template node: %w", err)
 	}
-	if err != nil {
-		return err
+	r.clones++
+	return node.Name, nil
+}
+
+// nextNode adds a single template node unless a limit forbids it; ok is
+// false, and the limit recorded, when one does.
+func (r *run) nextNode() (name string, ok bool, err error) {
+	if limit := r.limitAt(r.total); limit != LimitNone {
+		r.res.LimitedBy = limit
+		return "", false, nil
 	}
-	r.hasPods[node] = true
-	r.res.Scheduled = append(r.res.Scheduled, p)
-	return nil
+	if name, err = r.clone(); err != nil {
+		return "", false, err
+	}
+	r.classes = append(r.classes, nodeClass{node: name, count: 1})
+	r.total++
+	return name, true, nil
+}
+
+// dropLastNode takes the node just added by nextNode, still empty, back out
+// so that it is neither counted nor offered to later pods.
+func (r *run) dropLastNode() error {
+	last := r.classes[len(r.classes)-1]
+	r.classes = r.classes[:len(r.classes)-1]
+	r.total -= last.count
+	return r.e.sim.Snapshot().RemoveNode(last.node)
 }
 
 func (r *run) checkBudget() error {
@@ -194,87 +212,20 @@ func (r *run) checkBudget() error {
 	return r.ctx.Err()
 }
 
-// placeGroup places a group whose pods do not interact: fill the room left
-// on nodes already added, learn how many pods fit one fresh node, then add
-// whole nodes of that many pods without asking the plugins again, since every
-// fresh clone and every member of the group are alike.
-func (r *run) placeGroup(g *Group) error {
-	check := r.e.sim.Prepare(r.ctx, g.Representative())
-	if err := check.Err(); err != nil {
-		r.unschedulable(g.Pods, err)
-		return nil
-	}
-	req := framework.RequestOf(g.Representative())
-	shape, err := framework.NewPodShape(g.Representative())
-	if err != nil {
-		return err
-	}
-	r.shape = shape
-	defer func() { r.shape = nil }()
-	pending := g.Pods
-	for _, node := range r.nodes {
-		for len(pending) > 0 && r.roomFor(node, req) && check.Fits(r.ctx, node) == nil {
-			if err := r.place(pending[0], node); err != nil {
-				return err
-			}
-			pending = pending[1:]
-		}
-		if len(pending) == 0 {
-			return nil
-		}
-		if err := r.checkBudget(); err != nil {
-			return err
-		}
-	}
-	// One fresh node, filled by simulation: perNode pods fit on it.
-	first, ok, err := r.nextNode()
-	if !ok {
-		return err
-	}
-	perNode := 0
-	var reason error
-	for len(pending) > 0 {
-		if reason = check.Fits(r.ctx, first); reason != nil {
-			break
-		}
-		if err := r.place(pending[0], first); err != nil {
-			return err
-		}
-		pending = pending[1:]
-		perNode++
-	}
-	if perNode == 0 {
-		r.unschedulable(pending, reason)
-		return r.dropLastNode()
-	}
-	// The rest, in whole nodes of perNode pods each.
-	for len(pending) > 0 {
-		node, ok, err := r.nextNode()
-		if !ok {
-			return err
-		}
-		n := min(perNode, len(pending))
-		for _, p := range pending[:n] {
-			if err := r.place(p, node); err != nil {
-				return err
-			}
-		}
-		pending = pending[n:]
-		if err := r.checkBudget(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // roomFor is the snapshot's cheap pre-check, before the Filter plugins.
 func (r *run) roomFor(node string, req framework.Request) bool {
 	return r.e.sim.Snapshot().HasRoom(node, req)
 }
 
 // placeOneByOne places pods that constrain each other, each after asking the
-// plugins about every added node, adding a node when none fits.
+// plugins about every added node, adding a node when none fits. The pods
+// must see every node as it is, so node classes are first expanded into
+// single nodes.
 func (r *run) placeOneByOne(g *Group) error {
+	if err := r.materialise(); err != nil {
+		return err
+	}
+	snap := r.e.sim.Snapshot()
 	for i, p := range g.Pods {
 		if err := r.checkBudget(); err != nil {
 			return err
@@ -286,9 +237,9 @@ func (r *run) placeOneByOne(g *Group) error {
 		}
 		placed := false
 		req := framework.RequestOf(p)
-		for _, node := range r.nodes {
-			if r.roomFor(node, req) && check.Fits(r.ctx, node) == nil {
-				if err := r.place(p, node); err != nil {
+		for _, c := range r.classes {
+			if r.roomFor(c.node, req) && check.Fits(r.ctx, c.node) == nil {
+				if err := snap.AddPod(p, c.node); err != nil {
 					return err
 				}
 				placed = true
@@ -296,6 +247,7 @@ func (r *run) placeOneByOne(g *Group) error {
 			}
 		}
 		if placed {
+			r.res.Scheduled = append(r.res.Scheduled, p)
 			continue
 		}
 		node, ok, err := r.nextNode()
@@ -311,9 +263,10 @@ func (r *run) placeOneByOne(g *Group) error {
 			}
 			continue
 		}
-		if err := r.place(p, node); err != nil {
+		if err := snap.AddPod(p, node); err != nil {
 			return err
 		}
+		r.res.Scheduled = append(r.res.Scheduled, p)
 	}
 	return nil
 }

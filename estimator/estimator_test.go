@@ -2,6 +2,7 @@ package estimator
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -129,6 +130,23 @@ func TestEstimateStopsAtItsBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if est.LimitedBy != LimitTime || est.NodeCount == 0 || est.NodeCount >= 50 {
+		t.Errorf("limitedBy %q after %d nodes; want time, and some but not all nodes", est.LimitedBy, est.NodeCount)
+	}
+}
+
+func TestEstimateOfWholeGroupsStopsAtItsBudget(t *testing.T) {
+	var ps []*apiv1.Pod
+	for g := range 20 {
+		ps = append(ps, pods(fmt.Sprintf("g%d", g), 10, "1")...)
+	}
+	clk := steppingClock{clocktesting.NewFakePassiveClock(time.Now()), time.Second}
+	est, err := New(newSim(t), WithClock(clk)).Estimate(context.Background(), GroupPods(ps), templateInfo("4"), "ng",
+		Limits{MaxNodes: 1000, Budget: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without a budget the 200 one-cpu pods need 50 nodes.
 	if est.LimitedBy != LimitTime || est.NodeCount == 0 || est.NodeCount >= 50 {
 		t.Errorf("limitedBy %q after %d nodes; want time, and some but not all nodes", est.LimitedBy, est.NodeCount)
 	}

@@ -183,6 +183,44 @@ func (c *PodCheck) Fits(ctx context.Context, nodeName string) error {
 	return nil
 }
 
+// FitCount counts how many of pods, offered one after another, node nodeName
+// accepts: each must pass the Filter plugins (asked about the pod the check
+// was prepared for) on the node as the previous ones left it. It stops at the
+// first refusal and returns its reason; the reason is nil when every pod
+// fits. The pods must be equivalent to the prepared pod, and shape must be
+// theirs. When room is not nil, each pod must first pass the HasRoom
+// pre-check for room. The pods are placed on a private copy of the node: the
+// snapshot does not change.
+func (c *PodCheck) FitCount(ctx context.Context, shape *PodShape, pods []*apiv1.Pod, nodeName string, room *Request) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	if c.allowed != nil && !c.allowed[nodeName] {
+		return 0, &Unschedulable{Pod: c.pod, Node: nodeName, Reasons: []string{"excluded by PreFilter"}}
+	}
+	ni, err := c.h.snapshot.NodeInfo(nodeName)
+	if err != nil {
+		return 0, err
+	}
+	trial := ni // copied before the first pod is added
+	for i, p := range pods {
+		if room != nil && !hasRoom(trial, *room) {
+			return i, &Unschedulable{Pod: c.pod, Node: nodeName, Reasons: []string{"not enough cpu, memory or pod slots left"}}
+		}
+		if status := c.h.fw.RunFilterPlugins(ctx, c.state, c.pod, trial); !status.IsSuccess() {
+			return i, &Unschedulable{Pod: c.pod, Node: nodeName, Reasons: status.Reasons(), Plugin: status.Plugin()}
+		}
+		if i == len(pods)-1 {
+			break
+		}
+		if trial == ni {
+			trial = ni.SnapshotConcrete()
+		}
+		trial.AddPodInfo(shape.bind(p, nodeName))
+	}
+	return len(pods), nil
+}
+
 // CheckPod reports whether pod fits node: PreFilter then Filter.
 func (h *Handle) CheckPod(ctx context.Context, pod *apiv1.Pod, nodeName string) error {
 	return h.Prepare(ctx, pod).Fits(ctx, nodeName)

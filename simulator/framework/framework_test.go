@@ -145,3 +145,37 @@ profiles:
 		t.Error("a missing config file was accepted")
 	}
 }
+
+func TestFitCount(t *testing.T) {
+	s := NewSnapshot([]*apiv1.Node{makeNode("n1", "4").obj(), makeNode("tainted", "4").taint("dedicated").obj()},
+		[]*apiv1.Pod{makePod("used", "1").on("n1").obj()})
+	h := newHandle(t, s)
+	ctx := context.Background()
+	var pods []*apiv1.Pod
+	for i := range 5 {
+		pods = append(pods, makePod("p"+string(rune('a'+i)), "1").obj())
+	}
+	shape, err := NewPodShape(pods[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := h.Prepare(ctx, pods[0])
+	n, reason := check.FitCount(ctx, shape, pods, "n1", nil)
+	if n != 3 || reason == nil || !strings.Contains(reason.Error(), "Insufficient cpu") {
+		t.Errorf("FitCount = %d, %v; want 3 and insufficient cpu", n, reason)
+	}
+	req := RequestOf(pods[0])
+	if n, reason := check.FitCount(ctx, shape, pods, "n1", &req); n != 3 || reason == nil {
+		t.Errorf("FitCount with the room check = %d, %v; want 3 and a reason", n, reason)
+	}
+	if n, reason := check.FitCount(ctx, shape, pods[:2], "n1", nil); n != 2 || reason != nil {
+		t.Errorf("FitCount of two = %d, %v; want 2, nil", n, reason)
+	}
+	if n, reason := check.FitCount(ctx, shape, pods, "tainted", nil); n != 0 || reason == nil ||
+		!strings.Contains(reason.Error(), "untolerated taint") {
+		t.Errorf("FitCount on the tainted node = %d, %v", n, reason)
+	}
+	if cpu, _, _, _ := s.Free("n1"); cpu != 3000 {
+		t.Errorf("FitCount changed the snapshot: free cpu %d, want 3000", cpu)
+	}
+}

@@ -165,13 +165,46 @@ func (s *Snapshot) AddNode(node *apiv1.Node, pods ...*apiv1.Pod) error {
 		p = withNodeName(p, node.Name)
 		ni.AddPod(p)
 	}
-	s.insert(node.Name, ni, len(s.list))
+	s.add(node.Name, ni)
+	return nil
+}
+
+// CopyNode adds node running copies of the pods node src runs, bound to
+// node: a twin of src for the Filter plugins. The copies keep the pods'
+// identities (they are shallow copies that differ in Spec.NodeName), so a
+// pod of a twin is not a distinct API object; simulations use twins to stand
+// for nodes running other, equivalent pods.
+func (s *Snapshot) CopyNode(src string, node *apiv1.Node) error {
+	from, ok := s.nodes[src]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrNodeNotFound, src)
+	}
+	if _, dup := s.nodes[node.Name]; dup {
+		return fmt.Errorf("node %s already in snapshot", node.Name)
+	}
+	ni := schedframework.NewNodeInfo()
+	ni.SetNode(node)
+	for _, pi := range from.Pods {
+		if c, ok := pi.(*schedframework.PodInfo); ok {
+			cp := *c // keeps the cached resources
+			cp.Pod = withNodeName(c.Pod, node.Name)
+			ni.AddPodInfo(&cp)
+			continue
+		}
+		ni.AddPod(withNodeName(pi.GetPod(), node.Name))
+	}
+	s.add(node.Name, ni)
+	return nil
+}
+
+// add appends a new node's NodeInfo, recording how to undo it.
+func (s *Snapshot) add(name string, ni *schedframework.NodeInfo) {
+	s.insert(name, ni, len(s.list))
 	if len(s.markers) > 0 {
-		s.undo = append(s.undo, undoEntry{kind: undoAdd, name: node.Name})
-		s.copied[len(s.copied)-1][node.Name] = true
+		s.undo = append(s.undo, undoEntry{kind: undoAdd, name: name})
+		s.copied[len(s.copied)-1][name] = true
 	}
 	s.cache = nil
-	return nil
 }
 
 // RemoveNode removes a node and its pods.
@@ -287,6 +320,13 @@ func NewPodShape(representative *apiv1.Pod) (*PodShape, error) {
 	return &PodShape{info: pi}, nil
 }
 
+// bind returns the PodInfo of pod, one of the pods shape stands for, bound to nodeName.
+func (sh *PodShape) bind(pod *apiv1.Pod, nodeName string) *schedframework.PodInfo {
+	pi := *sh.info
+	pi.Pod = withNodeName(pod, nodeName)
+	return &pi
+}
+
 // AddPodShaped places pod, whose shape is shape, on node: the same as AddPod
 // without recomputing what the group's pods share.
 func (s *Snapshot) AddPodShaped(shape *PodShape, pod *apiv1.Pod, nodeName string) error {
@@ -294,9 +334,19 @@ func (s *Snapshot) AddPodShaped(shape *PodShape, pod *apiv1.Pod, nodeName string
 	if err != nil {
 		return err
 	}
-	pi := *shape.info
-	pi.Pod = withNodeName(pod, nodeName)
-	ni.AddPodInfo(&pi)
+	ni.AddPodInfo(shape.bind(pod, nodeName))
+	return nil
+}
+
+// AddPodsShaped places pods, all of shape, on node.
+func (s *Snapshot) AddPodsShaped(shape *PodShape, pods []*apiv1.Pod, nodeName string) error {
+	ni, err := s.writable(nodeName)
+	if err != nil {
+		return err
+	}
+	for _, p := range pods {
+		ni.AddPodInfo(shape.bind(p, nodeName))
+	}
 	return nil
 }
 
@@ -371,9 +421,14 @@ func (s *Snapshot) Free(name string) (milliCPU, memory int64, pods int, err erro
 	if !ok {
 		return 0, 0, 0, fmt.Errorf("%w: %s", ErrNodeNotFound, name)
 	}
+	milliCPU, memory, pods = free(ni)
+	return milliCPU, memory, pods, nil
+}
+
+func free(ni *schedframework.NodeInfo) (milliCPU, memory int64, pods int) {
 	alloc, used := ni.GetAllocatable(), ni.GetRequested()
 	return alloc.GetMilliCPU() - used.GetMilliCPU(), alloc.GetMemory() - used.GetMemory(),
-		int(alloc.GetAllowedPodNumber()) - len(ni.GetPods()), nil
+		int(alloc.GetAllowedPodNumber()) - len(ni.GetPods())
 }
 
 // Request is what a pod asks of a node, for HasRoom.
@@ -389,6 +444,11 @@ func RequestOf(pod *apiv1.Pod) Request {
 // HasRoom is a cheap test that lets a node too full for r be skipped without
 // running the Filter plugins; a true answer still needs them.
 func (s *Snapshot) HasRoom(name string, r Request) bool {
-	cpu, mem, pods, err := s.Free(name)
-	return err == nil && pods > 0 && cpu >= r.MilliCPU && mem >= r.Memory
+	ni, ok := s.nodes[name]
+	return ok && hasRoom(ni, r)
+}
+
+func hasRoom(ni *schedframework.NodeInfo, r Request) bool {
+	cpu, mem, pods := free(ni)
+	return pods > 0 && cpu >= r.MilliCPU && mem >= r.Memory
 }

@@ -104,3 +104,64 @@ func TestSnapshotListerMatchesState(t *testing.T) {
 		t.Error("missing node found")
 	}
 }
+
+func TestSnapshotCopyNode(t *testing.T) {
+	s := NewSnapshot([]*apiv1.Node{makeNode("n1", "4").obj()},
+		[]*apiv1.Pod{makePod("a", "1").on("n1").obj(), makePod("anti", "1").on("n1").antiAffinity("app", "x").obj()})
+	s.Fork()
+	if err := s.CopyNode("n1", makeNode("twin", "4").obj()); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"a", "anti"}, podNames(t, s, "twin")); diff != "" {
+		t.Errorf("twin pods (-want +got):\n%s", diff)
+	}
+	pods, _ := s.Pods("twin")
+	for _, p := range pods {
+		if p.Spec.NodeName != "twin" {
+			t.Errorf("pod %s bound to %q on the twin", p.Name, p.Spec.NodeName)
+		}
+	}
+	if cpu, _, n, _ := s.Free("twin"); cpu != 2000 || n != 108 {
+		t.Errorf("twin free cpu %d, pod slots %d; want 2000, 108", cpu, n)
+	}
+	anti, _ := s.NodeInfos().HavePodsWithRequiredAntiAffinityList()
+	if len(anti) != 2 {
+		t.Errorf("%d nodes with anti-affinity pods, want 2", len(anti))
+	}
+	// The twin is independent of its source.
+	if err := s.AddPod(makePod("b", "1").obj(), "twin"); err != nil {
+		t.Fatal(err)
+	}
+	if got := podNames(t, s, "n1"); len(got) != 2 {
+		t.Errorf("source pods after adding to the twin: %v", got)
+	}
+	if err := s.CopyNode("gone", makeNode("x", "4").obj()); err == nil {
+		t.Error("copied a node the snapshot does not hold")
+	}
+	if err := s.CopyNode("n1", makeNode("twin", "4").obj()); err == nil {
+		t.Error("copied onto an existing name")
+	}
+	s.Revert()
+	if diff := cmp.Diff([]string{"n1"}, s.NodeNames()); diff != "" {
+		t.Errorf("after revert (-want +got):\n%s", diff)
+	}
+}
+
+func TestSnapshotAddPodsShaped(t *testing.T) {
+	s := NewSnapshot([]*apiv1.Node{makeNode("n1", "4").obj()}, nil)
+	shape, err := NewPodShape(makePod("rep", "1").obj())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Fork()
+	if err := s.AddPodsShaped(shape, []*apiv1.Pod{makePod("a", "1").obj(), makePod("b", "1").obj()}, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if cpu, _, _, _ := s.Free("n1"); cpu != 2000 {
+		t.Errorf("free cpu %d after two 1-cpu pods, want 2000", cpu)
+	}
+	s.Revert()
+	if cpu, _, _, _ := s.Free("n1"); cpu != 4000 {
+		t.Errorf("free cpu %d after revert, want 4000", cpu)
+	}
+}
