@@ -270,17 +270,18 @@ func (c *commandLine) registerStatusAndProvReq() {
 	fs.DurationVar(&o.ProvReqInitialBackoff, "provisioning-request-initial-backoff-time", o.ProvReqInitialBackoff, "First retry delay of a ProvisioningRequest that could not be provisioned.")
 	fs.DurationVar(&o.ProvReqMaxBackoff, "provisioning-request-max-backoff-time", o.ProvReqMaxBackoff, "Longest retry delay of a ProvisioningRequest.")
 	fs.IntVar(&o.ProvReqMaxBackoffCacheSize, "provisioning-request-max-backoff-cache-size", o.ProvReqMaxBackoffCacheSize, "Most ProvisioningRequests whose retry delay is remembered.")
+	fs.DurationVar(&o.ProvReqBookingTime, "provisioning-request-booking-time", o.ProvReqBookingTime, "How long the capacity of a provisioned ProvisioningRequest stays reserved for its pods (not upstream: upstream has 10m fixed).")
+	fs.DurationVar(&o.ProvReqTemplateGracePeriod, "provisioning-request-pod-template-grace-period", o.ProvReqTemplateGracePeriod, "How long a ProvisioningRequest's missing PodTemplate is waited for before the request fails (not upstream).")
+	fs.DurationVar(&o.ProvReqExpiryTime, "provisioning-request-expiry-time", o.ProvReqExpiryTime, "A ProvisioningRequest not provisioned this long after creation fails as Expired (not upstream: upstream has 7 days fixed).")
+	fs.DurationVar(&o.ProvReqRetentionTime, "provisioning-request-retention-time", o.ProvReqRetentionTime, "A finished ProvisioningRequest is deleted this long after its last condition change (not upstream: upstream has 7 days fixed).")
 	fs.BoolVar(&o.CheckCapacityBatchProcessing, "check-capacity-batch-processing", o.CheckCapacityBatchProcessing, "Answer several check-capacity requests per loop.")
 	fs.DurationVar(&o.CheckCapacityBatchTimebox, "check-capacity-provisioning-request-batch-timebox", o.CheckCapacityBatchTimebox, "Time budget of one batch of check-capacity requests.")
 	fs.IntVar(&o.CheckCapacityMaxBatchSize, "check-capacity-provisioning-request-max-batch-size", o.CheckCapacityMaxBatchSize, "Most check-capacity requests in one batch.")
 	fs.StringVar(&o.CheckCapacityProcessorInstance, "check-capacity-processor-instance", o.CheckCapacityProcessorInstance, "Handle only check-capacity requests whose processorInstance parameter equals this.")
 	fs.BoolVar(&o.EnableDynamicResourceAllocation, "enable-dynamic-resource-allocation", o.EnableDynamicResourceAllocation, "Handle DRA objects; locked to true.")
 	c.mark(notImplemented, "emit-per-nodegroup-metrics",
-		"record-duplicated-events", "enable-provisioning-requests", "provisioning-request-initial-backoff-time",
-		"provisioning-request-max-backoff-time", "provisioning-request-max-backoff-cache-size",
-		"check-capacity-batch-processing", "check-capacity-provisioning-request-batch-timebox",
-		"check-capacity-provisioning-request-max-batch-size", "check-capacity-processor-instance",
-		"enable-dynamic-resource-allocation")
+		"record-duplicated-events", "check-capacity-batch-processing",
+		"check-capacity-provisioning-request-max-batch-size", "enable-dynamic-resource-allocation")
 }
 
 // registerLogging adds klog's flags and component-base's logging flags.

@@ -17,10 +17,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
@@ -38,6 +40,9 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/estimator"
 	"k8s.io/autoscaler/cluster-autoscaler/expander"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
+	provreqv1 "k8s.io/autoscaler/cluster-autoscaler/provreq/apis/autoscaling.x-k8s.io/v1"
+	provreqclient "k8s.io/autoscaler/cluster-autoscaler/provreq/client"
+	"k8s.io/autoscaler/cluster-autoscaler/provreq/processor"
 	"k8s.io/autoscaler/cluster-autoscaler/scaleup"
 	simframework "k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
 )
@@ -90,7 +95,9 @@ func start(ctx context.Context, opts config.Options) error {
 		}
 	}()
 
-	act := func(ctx context.Context) error { return runAutoscaler(ctx, opts, client, providers, m, health) }
+	act := func(ctx context.Context) error {
+		return runAutoscaler(ctx, opts, restConfig, client, providers, m, health)
+	}
 	if !opts.LeaderElection.Enabled {
 		return act(runCtx)
 	}
@@ -208,7 +215,7 @@ func runWithLeaderElection(ctx context.Context, opts config.Options, client kube
 }
 
 // runAutoscaler starts the informers once and runs the loop until ctx ends.
-func runAutoscaler(ctx context.Context, opts config.Options, client kubernetes.Interface,
+func runAutoscaler(ctx context.Context, opts config.Options, restConfig *rest.Config, client kubernetes.Interface,
 	providers *cloudprovider.Registry, m *metrics.Metrics, health *core.HealthCheck) error {
 	logger := klog.FromContext(ctx)
 	factory := informers.NewSharedInformerFactory(client, 0)
@@ -258,8 +265,31 @@ func runAutoscaler(ctx context.Context, opts config.Options, client kubernetes.I
 		}()
 		loopOpts = append(loopOpts, core.WithStatusWriter(status))
 	}
+	var provreqInformer cache.SharedIndexInformer
+	if opts.EnableProvisioningRequests {
+		var p *processor.Processor
+		p, provreqInformer, err = buildProvReqProcessor(opts, restConfig, factory, recorder, orchestrator, m)
+		if err != nil {
+			return err
+		}
+		loopOpts = append(loopOpts, core.WithProvisioningRequests(p))
+	}
 	autoscaler := core.NewAutoscaler(opts, listers, provider, m, loopOpts...)
 	runner := core.NewRunner(autoscaler, opts.ScanInterval, health, m, core.WithFrequentLoops(opts.FrequentLoopsEnabled))
+	if provreqInformer != nil {
+		if _, err := provreqInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: func(any) { runner.Trigger() },
+		}); err != nil {
+			return fmt.Errorf("watching ProvisioningRequests: %w", err)
+		}
+		go provreqInformer.RunWithContext(ctx)
+		if !cache.WaitForCacheSync(ctx.Done(), provreqInformer.HasSynced) {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return errors.New("syncing the ProvisioningRequest informer cache (is the CRD installed?)")
+		}
+	}
 	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(unschedulablePodTrigger(runner)); err != nil {
 		return fmt.Errorf("watching pods: %w", err)
 	}
@@ -334,4 +364,52 @@ func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.In
 	}
 	return scaleup.New(provider, sim, estimator.New(sim), chain, opts, state,
 		scaleup.WithDaemonSets(factory.Apps().V1().DaemonSets().Lister())), nsFactory, nil
+}
+
+// buildProvReqProcessor wires the ProvisioningRequest processor: its typed
+// client, informer (started by the caller), PodTemplate lister, status
+// writer and the orchestrator's rollback.
+func buildProvReqProcessor(opts config.Options, restConfig *rest.Config, factory informers.SharedInformerFactory,
+	recorder record.EventRecorder, orchestrator *scaleup.Orchestrator, m *metrics.Metrics) (*processor.Processor, cache.SharedIndexInformer, error) {
+	c, err := provreqclient.NewForConfig(restConfig)
+	if err != nil {
+		return nil, nil, fmt.Errorf("building the ProvisioningRequest client: %w", err)
+	}
+	informer := provreqclient.NewInformer(c, "", time.Hour)
+	p := processor.New(processor.Options{
+		BookingTime:          opts.ProvReqBookingTime,
+		TemplateGracePeriod:  opts.ProvReqTemplateGracePeriod,
+		ExpiryTime:           opts.ProvReqExpiryTime,
+		RetentionTime:        opts.ProvReqRetentionTime,
+		InitialBackoff:       opts.ProvReqInitialBackoff,
+		MaxBackoff:           opts.ProvReqMaxBackoff,
+		MaxBackoffEntries:    opts.ProvReqMaxBackoffCacheSize,
+		ProcessorInstance:    opts.CheckCapacityProcessorInstance,
+		CheckCapacityTimebox: opts.CheckCapacityBatchTimebox,
+		MaxNodeProvisionTime: opts.NodeGroupDefaults.MaxNodeProvisionTime,
+		MaxNodeStartupTime:   opts.NodeGroupDefaults.MaxNodeStartupTime,
+	}, provreqclient.NewLister(informer.GetIndexer()), podTemplates{factory.Core().V1().PodTemplates().Lister()},
+		provreqStatus{c}, orchestrator.Rollback, processor.WithEventRecorder(recorder), processor.WithMetrics(m))
+	return p, informer, nil
+}
+
+// podTemplates reads PodTemplates from the informer cache.
+type podTemplates struct{ lister corelisters.PodTemplateLister }
+
+func (t podTemplates) Get(namespace, name string) (*apiv1.PodTemplate, error) {
+	return t.lister.PodTemplates(namespace).Get(name)
+}
+
+// provreqStatus writes request statuses by server-side apply as the
+// autoscaler's field manager, and deletes requests by UID.
+type provreqStatus struct{ c *provreqclient.Client }
+
+func (s provreqStatus) ApplyStatus(ctx context.Context, namespace, name string, status provreqv1.ProvisioningRequestStatus) error {
+	_, err := s.c.ProvisioningRequests(namespace).ApplyStatus(ctx, name, status,
+		metav1.ApplyOptions{FieldManager: "cluster-autoscaler", Force: true})
+	return err
+}
+
+func (s provreqStatus) Delete(ctx context.Context, namespace, name string, uid types.UID) error {
+	return s.c.ProvisioningRequests(namespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 }

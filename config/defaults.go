@@ -95,5 +95,9 @@ func Defaults() Options {
 		CheckCapacityBatchTimebox:       10 * time.Second,
 		CheckCapacityMaxBatchSize:       10,
 		EnableDynamicResourceAllocation: true,
+		ProvReqBookingTime:              10 * time.Minute,
+		ProvReqTemplateGracePeriod:      time.Minute,
+		ProvReqExpiryTime:               7 * 24 * time.Hour,
+		ProvReqRetentionTime:            7 * 24 * time.Hour,
 	}
 }

@@ -121,6 +121,11 @@ type Options struct {
 	CheckCapacityMaxBatchSize       int
 	CheckCapacityProcessorInstance  string
 	EnableDynamicResourceAllocation bool
+	// Our own, beyond upstream's hard-coded values.
+	ProvReqBookingTime         time.Duration
+	ProvReqTemplateGracePeriod time.Duration
+	ProvReqExpiryTime          time.Duration
+	ProvReqRetentionTime       time.Duration
 }
 
 // LeaderElection configures the Lease lock the autoscaler holds while it acts.

@@ -121,6 +121,10 @@ func (o *Options) Validate() error {
 	v.check(o.ProvReqMaxBackoffCacheSize >= 1, "--provisioning-request-max-backoff-cache-size", "must be at least 1")
 	v.positive(o.CheckCapacityBatchTimebox, "--check-capacity-provisioning-request-batch-timebox")
 	v.check(o.CheckCapacityMaxBatchSize >= 1, "--check-capacity-provisioning-request-max-batch-size", "must be at least 1")
+	v.positive(o.ProvReqBookingTime, "--provisioning-request-booking-time")
+	v.check(o.ProvReqTemplateGracePeriod >= 0, "--provisioning-request-pod-template-grace-period", "must not be negative")
+	v.positive(o.ProvReqExpiryTime, "--provisioning-request-expiry-time")
+	v.positive(o.ProvReqRetentionTime, "--provisioning-request-retention-time")
 	v.check(o.EnableDynamicResourceAllocation, "--enable-dynamic-resource-allocation", "is locked to true")
 	return v.err()
 }

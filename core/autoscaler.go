@@ -15,6 +15,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
+	"k8s.io/autoscaler/cluster-autoscaler/provreq/processor"
 	"k8s.io/autoscaler/cluster-autoscaler/scaleup"
 	"k8s.io/client-go/tools/record"
 )
@@ -34,14 +35,15 @@ type Autoscaler struct {
 	state    *clusterstate.Registry
 	status   *clusterstate.StatusWriter
 	scaleUp  ScaleUpper
+	provreqs *processor.Processor
 	recorder record.EventRecorder
 	metrics  *metrics.Metrics
 	clock    clock.PassiveClock
 }
 
-// ScaleUpper decides and executes scale-ups; *scaleup.Orchestrator implements it.
+// ScaleUpper starts the loop's scale-up session; *scaleup.Orchestrator implements it.
 type ScaleUpper interface {
-	Run(ctx context.Context, in scaleup.Input) (scaleup.Result, error)
+	Begin(ctx context.Context, in scaleup.Input) *scaleup.Session
 }
 
 // AutoscalerOption configures an Autoscaler.
@@ -64,6 +66,11 @@ func WithClusterState(r *clusterstate.Registry) AutoscalerOption {
 // WithStatusWriter writes the status ConfigMap at the end of every loop.
 func WithStatusWriter(w *clusterstate.StatusWriter) AutoscalerOption {
 	return func(a *Autoscaler) { a.status = w }
+}
+
+// WithProvisioningRequests runs ProvisioningRequests through the loop.
+func WithProvisioningRequests(p *processor.Processor) AutoscalerOption {
+	return func(a *Autoscaler) { a.provreqs = p }
 }
 
 // WithPassiveClock replaces the real clock used to time the loop's steps.
@@ -167,43 +174,37 @@ func (a *Autoscaler) clusterEvent(eventType, reason, format string, args ...any)
 	a.recorder.Eventf(a.status.Reference(), eventType, reason, format, args...)
 }
 
-// runScaleUp adds nodes for the pods the scheduler marked unschedulable.
+// runScaleUp adds nodes for the pods the scheduler marked unschedulable,
+// after the ProvisioningRequests have booked, checked and scaled in the
+// same session.
 func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, error) {
 	if a.scaleUp == nil {
 		return Result{}, nil
 	}
 	logger := klog.FromContext(ctx)
-	var unschedulable []*apiv1.Pod
-	tooNew := 0
-	for _, p := range obs.PendingPods {
-		if !IsUnschedulable(p) {
-			continue
-		}
-		old, err := oldEnoughForScaleUp(p, obs.Now, a.opts.NewPodScaleUpDelay)
-		if err != nil {
-			logger.Error(err, "Ignoring the pod's scale-up delay annotation", "pod", klog.KObj(p))
-		}
-		if !old {
-			tooNew++
-			continue
-		}
-		unschedulable = append(unschedulable, p)
+	unschedulable := a.unschedulable(ctx, obs)
+	var requests *processor.Loop
+	if a.provreqs != nil {
+		requests = a.provreqs.Begin(ctx, processor.Input{Now: obs.Now, ScheduledPods: obs.ScheduledPods,
+			PendingPods: unschedulable})
+		defer requests.Finish(ctx)
+		unschedulable = requests.Pending()
 	}
-	if tooNew > 0 {
-		logger.V(2).Info("Unschedulable pods too new to trigger a scale-up", "count", tooNew,
-			"newPodScaleUpDelay", a.opts.NewPodScaleUpDelay)
-	}
-	if len(unschedulable) == 0 {
+	if len(unschedulable) == 0 && (requests == nil || !requests.HasWork()) {
 		return Result{}, nil
 	}
 	start := a.clock.Now()
 	defer func() { a.metrics.UpdateDuration(metrics.FunctionScaleUp, a.clock.Since(start)) }()
 	a.metrics.UpdateLastActivity(metrics.ActivityScaleUp, obs.Now)
-	res, err := a.scaleUp.Run(ctx, scaleup.Input{Now: obs.Now, Nodes: obs.Nodes, ScheduledPods: obs.ScheduledPods,
-		Pending: unschedulable})
-	if err != nil {
-		return Result{}, NewLoopError(metrics.CloudProviderError, fmt.Errorf("scale-up: %w", err))
+	session := a.scaleUp.Begin(ctx, scaleup.Input{Now: obs.Now, Nodes: obs.Nodes, ScheduledPods: obs.ScheduledPods})
+	productive := false
+	if requests != nil {
+		productive = requests.Run(ctx, session, obs.Nodes, registryInstances(a.state))
 	}
+	if len(unschedulable) == 0 {
+		return Result{Productive: productive}, nil
+	}
+	res := session.ScaleUp(ctx, unschedulable)
 	added := 0
 	for _, inc := range res.Increases {
 		added += inc.To - inc.From
@@ -222,7 +223,34 @@ func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, 
 	a.recordScaleUpEvents(res)
 	logger.V(2).Info("Scale-up decision", "unschedulable", len(unschedulable), "fitExisting", res.FitExisting,
 		"increases", len(res.Increases), "nodesAdded", added)
-	return Result{Productive: added > 0}, nil
+	return Result{Productive: added > 0 || productive}, nil
+}
+
+// unschedulable are the pods the scheduler marked unschedulable that are old
+// enough (--new-pod-scale-up-delay, pod annotation) to trigger a scale-up.
+func (a *Autoscaler) unschedulable(ctx context.Context, obs *Observation) []*apiv1.Pod {
+	logger := klog.FromContext(ctx)
+	var out []*apiv1.Pod
+	tooNew := 0
+	for _, p := range obs.PendingPods {
+		if !IsUnschedulable(p) {
+			continue
+		}
+		old, err := oldEnoughForScaleUp(p, obs.Now, a.opts.NewPodScaleUpDelay)
+		if err != nil {
+			logger.Error(err, "Ignoring the pod's scale-up delay annotation", "pod", klog.KObj(p))
+		}
+		if !old {
+			tooNew++
+			continue
+		}
+		out = append(out, p)
+	}
+	if tooNew > 0 {
+		logger.V(2).Info("Unschedulable pods too new to trigger a scale-up", "count", tooNew,
+			"newPodScaleUpDelay", a.opts.NewPodScaleUpDelay)
+	}
+	return out
 }
 
 // refreshCloud lets the provider update its view; it runs before any other provider call.

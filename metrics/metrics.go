@@ -72,6 +72,7 @@ type Metrics struct {
 	cpuLimitsCores           *prometheus.GaugeVec
 	memoryLimitsBytes        *prometheus.GaugeVec
 	clusterSafeToAutoscale   prometheus.Gauge
+	provreq                  *provreqMetrics
 }
 
 // New creates the series and registers them on reg.
@@ -141,6 +142,8 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help: "1 when few enough nodes are unready for the autoscaler to act (--ok-total-unready-count, --max-total-unready-percentage), else 0.",
 		}),
 	}
+	m.provreq = newProvreqMetrics()
+	reg.MustRegister(m.provreq.collectors()...)
 	reg.MustRegister(m.clusterSafeToAutoscale, m.lastActivity, m.functionDuration, m.functionDurationQuantile, m.errorsTotal,
 		m.nodesCount, m.unschedulablePodsCount, m.nodeGroupsCount, m.scaledUpNodes, m.failedScaleUps,
 		m.maxNodesCount, m.cpuCurrentCores, m.memoryCurrentBytes, m.cpuLimitsCores, m.memoryLimitsBytes)

@@ -269,11 +269,20 @@ func (p *Provider) worker(ctx context.Context) {
 		_, err := p.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 		p.mu.Lock()
 		delete(p.queued, name)
-		if in, ok := p.instances[name]; ok && (err == nil || apierrors.IsAlreadyExists(err)) {
+		in, ok = p.instances[name]
+		if ok && (err == nil || apierrors.IsAlreadyExists(err)) {
 			in.registered = true
 			p.dirty = true
 		}
 		p.mu.Unlock()
+		if !ok && err == nil {
+			// Deleted while its Node was being created: remove the Node
+			// too, or it would come back as an instance nobody asked for.
+			if err := p.client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				klog.FromContext(ctx).Error(err, "Deleting the node of an instance deleted while it registered", "node", name)
+			}
+			continue
+		}
 		if err != nil && !apierrors.IsAlreadyExists(err) && ctx.Err() == nil {
 			klog.FromContext(ctx).Error(err, "Creating kwok node; will retry", "node", name)
 		}

@@ -1,0 +1,57 @@
+package processor
+
+import (
+	"fmt"
+
+	apiv1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"k8s.io/autoscaler/cluster-autoscaler/provreq"
+	v1 "k8s.io/autoscaler/cluster-autoscaler/provreq/apis/autoscaling.x-k8s.io/v1"
+)
+
+// TemplateGetter reads PodTemplates; the informer's lister implements it.
+type TemplateGetter interface {
+	Get(namespace, name string) (*apiv1.PodTemplate, error)
+}
+
+// buildPods returns the pods the request asks for, PodSet by PodSet, and the
+// names of referenced templates that do not exist. The pods of one PodSet
+// share their spec and owner (the request), so they form one equivalence
+// group; they carry the consume and class annotations, as the pods of the
+// workload will.
+func buildPods(pr *v1.ProvisioningRequest, class string, templates TemplateGetter) ([]*apiv1.Pod, []string) {
+	var pods []*apiv1.Pod
+	var missing []string
+	yes := true
+	owner := metav1.OwnerReference{APIVersion: v1.SchemeGroupVersion.String(), Kind: v1.Kind, Name: pr.Name,
+		UID: pr.UID, Controller: &yes}
+	for i, ps := range pr.Spec.PodSets {
+		tmpl, err := templates.Get(pr.Namespace, ps.PodTemplateRef.Name)
+		if err != nil || tmpl == nil {
+			missing = append(missing, ps.PodTemplateRef.Name)
+			continue
+		}
+		annotations := map[string]string{}
+		for k, v := range tmpl.Template.Annotations {
+			annotations[k] = v
+		}
+		annotations[provreq.ConsumeAnnotation] = pr.Name
+		annotations[provreq.ClassAnnotation] = class
+		for j := 0; j < int(ps.Count); j++ {
+			name := fmt.Sprintf("%s-%d-%d", pr.Name, i, j)
+			pods = append(pods, &apiv1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: pr.Namespace, Name: name,
+					UID:               types.UID(fmt.Sprintf("%s/%s", pr.UID, name)),
+					Labels:            tmpl.Template.Labels,
+					Annotations:       annotations,
+					OwnerReferences:   []metav1.OwnerReference{owner},
+					CreationTimestamp: pr.CreationTimestamp},
+				Spec:   tmpl.Template.Spec, // shared, read-only: the simulation never writes a pending pod's spec
+				Status: apiv1.PodStatus{Phase: apiv1.PodPending},
+			})
+		}
+	}
+	return pods, missing
+}

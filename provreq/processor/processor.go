@@ -1,0 +1,427 @@
+package processor
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"k8s.io/autoscaler/cluster-autoscaler/provreq"
+	v1 "k8s.io/autoscaler/cluster-autoscaler/provreq/apis/autoscaling.x-k8s.io/v1"
+	"k8s.io/autoscaler/cluster-autoscaler/scaleup"
+)
+
+// Options are the processor's settings, from the flags.
+type Options struct {
+	// BookingTime is how long provisioned capacity stays reserved.
+	BookingTime time.Duration
+	// TemplateGracePeriod is how long a missing PodTemplate is waited for.
+	TemplateGracePeriod time.Duration
+	// ExpiryTime fails requests not provisioned this long after creation.
+	ExpiryTime time.Duration
+	// RetentionTime deletes requests this long after they reached a final state.
+	RetentionTime time.Duration
+	// InitialBackoff and MaxBackoff bound the retries of a request.
+	InitialBackoff, MaxBackoff time.Duration
+	// MaxBackoffEntries caps the remembered retry states.
+	MaxBackoffEntries int
+	// ProcessorInstance is --check-capacity-processor-instance.
+	ProcessorInstance string
+	// CheckCapacityTimebox bounds the time spent on check-capacity requests per loop.
+	CheckCapacityTimebox time.Duration
+	// MaxNodeProvisionTime bounds how long an atomic attempt's instances may
+	// take to register before the attempt is rolled back.
+	MaxNodeProvisionTime time.Duration
+	// MaxNodeStartupTime is how long a registered node may take to be ready.
+	MaxNodeStartupTime time.Duration
+}
+
+// RequestLister lists the ProvisioningRequests of the informer cache.
+type RequestLister interface {
+	List(selector labels.Selector) ([]*v1.ProvisioningRequest, error)
+}
+
+// StatusWriter writes a request's status (the autoscaler's conditions and
+// class details) and deletes requests.
+type StatusWriter interface {
+	ApplyStatus(ctx context.Context, namespace, name string, status v1.ProvisioningRequestStatus) error
+	Delete(ctx context.Context, namespace, name string, uid types.UID) error
+}
+
+// Capacity is the loop's scale-up session: what the processor places or
+// scales is held in the same snapshot as the ordinary scale-up.
+type Capacity interface {
+	Place(ctx context.Context, pods []*apiv1.Pod, realOnly bool) []*apiv1.Pod
+	FitAll(ctx context.Context, pods []*apiv1.Pod, realOnly bool) bool
+	ScaleUpAll(ctx context.Context, pods []*apiv1.Pod) scaleup.AtomicResult
+}
+
+// Instances tells the processor how an attempt's instances are doing.
+type Instances interface {
+	// InstanceState returns, for a node group and instance id, whether the
+	// instance still exists, its Node if it registered, and its creation
+	// error if it failed.
+	InstanceState(group, id string) InstanceState
+}
+
+// InstanceState is one instance as the cluster state sees it.
+type InstanceState struct {
+	Exists bool
+	Node   *apiv1.Node
+	Error  string
+}
+
+// RollbackFunc deletes the instances of a failed attempt by name.
+type RollbackFunc func(ctx context.Context, instances map[string][]string, why string) error
+
+// Processor keeps the per-request state between loops. One loop uses it at
+// a time.
+type Processor struct {
+	opts      Options
+	requests  RequestLister
+	templates TemplateGetter
+	status    StatusWriter
+	recorder  record.EventRecorder
+	rollback  RollbackFunc
+	metrics   Metrics
+
+	mu     sync.Mutex
+	states map[types.UID]*requestState
+}
+
+// requestState is what the processor remembers of one request.
+type requestState struct {
+	seen         time.Time // last loop that saw the request
+	retryAt      time.Time
+	backoff      time.Duration
+	missingSince time.Time
+	attempt      *attempt
+	// nodes are the provisioned nodes of an atomic request, by name.
+	nodes map[string]bool
+}
+
+// attempt is an atomic scale-up in flight.
+type attempt struct {
+	instances map[string][]string
+	started   time.Time
+}
+
+// Option configures a Processor.
+type Option func(*Processor)
+
+// WithEventRecorder records an event on the request for each transition.
+func WithEventRecorder(r record.EventRecorder) Option { return func(p *Processor) { p.recorder = r } }
+
+// WithMetrics exports the requests' metrics.
+func WithMetrics(m Metrics) Option { return func(p *Processor) { p.metrics = m } }
+
+// New builds a processor.
+func New(opts Options, requests RequestLister, templates TemplateGetter, status StatusWriter, rollback RollbackFunc,
+	options ...Option) *Processor {
+	p := &Processor{opts: opts, requests: requests, templates: templates, status: status, rollback: rollback,
+		metrics: nopMetrics{}, states: map[types.UID]*requestState{}}
+	for _, o := range options {
+		o(p)
+	}
+	return p
+}
+
+// request is one request in one loop.
+type request struct {
+	pr     *v1.ProvisioningRequest
+	class  string
+	state  *requestState
+	pods   []*apiv1.Pod
+	status v1.ProvisioningRequestStatus // what it should be at the end of the loop
+	events []event
+	// consumers are the request's consuming pods: scheduled and pending.
+	scheduled, pending int
+}
+
+type event struct{ kind, reason, message string }
+
+// Loop is the processor's view of one loop.
+type Loop struct {
+	p        *Processor
+	now      time.Time
+	requests []*request
+	setAside map[*apiv1.Pod]bool
+	pending  []*apiv1.Pod
+	released []*apiv1.Pod // consuming pods of a request that is not live
+}
+
+// Input is what the processor needs of the loop's observation.
+type Input struct {
+	Now           time.Time
+	ScheduledPods []*apiv1.Pod
+	PendingPods   []*apiv1.Pod
+}
+
+// Begin reads the requests, moves their lifecycle on (accepted, expired,
+// booking over, garbage collected), and decides which pending pods are set
+// aside because they consume a live request.
+func (p *Processor) Begin(ctx context.Context, in Input) *Loop {
+	logger := klog.FromContext(ctx)
+	l := &Loop{p: p, now: in.Now, setAside: map[*apiv1.Pod]bool{}}
+	all, err := p.requests.List(labels.Everything())
+	if err != nil {
+		logger.Error(err, "Listing ProvisioningRequests; none handled this loop")
+		l.pending = in.PendingPods
+		return l
+	}
+	// Oldest first, then by namespace and name: fair and deterministic.
+	sort.Slice(all, func(i, j int) bool {
+		a, b := all[i], all[j]
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+	byName := map[string]*request{}
+	p.mu.Lock()
+	for _, pr := range all {
+		class, ok := provreq.NormalizeClass(pr.Spec.ProvisioningClassName)
+		if !ok || !p.handles(pr, class) {
+			continue // not ours: no condition, no event
+		}
+		st := p.states[pr.UID]
+		if st == nil {
+			st = &requestState{}
+			p.states[pr.UID] = st
+		}
+		st.seen = in.Now
+		r := &request{pr: pr, class: class, state: st, status: *ownStatus(pr)}
+		l.requests = append(l.requests, r)
+		byName[pr.Namespace+"/"+pr.Name] = r
+	}
+	p.forgetGone(in.Now)
+	p.mu.Unlock()
+
+	// Consuming pods: count them per request, set aside the pending ones of
+	// live requests.
+	for _, pod := range in.ScheduledPods {
+		if name, ok := provreq.ConsumedRequestName(pod); ok {
+			if r := byName[pod.Namespace+"/"+name]; r != nil {
+				r.scheduled++
+			}
+		}
+	}
+	for _, pod := range in.PendingPods {
+		name, ok := provreq.ConsumedRequestName(pod)
+		if !ok {
+			l.pending = append(l.pending, pod)
+			continue
+		}
+		r := byName[pod.Namespace+"/"+name]
+		if r != nil && r.live() {
+			r.pending++
+			l.setAside[pod] = true
+			continue
+		}
+		l.released = append(l.released, pod)
+		l.pending = append(l.pending, pod)
+	}
+	for _, r := range l.requests {
+		l.lifecycle(ctx, r)
+	}
+	return l
+}
+
+// handles applies --check-capacity-processor-instance: an instance with a
+// name handles only check-capacity requests that name it; one without
+// handles every request that names no instance.
+func (p *Processor) handles(pr *v1.ProvisioningRequest, class string) bool {
+	instance := provreq.ProcessorInstance(pr.Spec.Parameters)
+	if p.opts.ProcessorInstance != "" {
+		return class == provreq.ClassCheckCapacity && instance == p.opts.ProcessorInstance
+	}
+	return instance == ""
+}
+
+// forgetGone drops the state of requests not seen for a while; p.mu is held.
+func (p *Processor) forgetGone(now time.Time) {
+	for uid, st := range p.states {
+		if now.Sub(st.seen) > time.Hour && st.attempt == nil {
+			delete(p.states, uid)
+		}
+	}
+	if over := len(p.states) - p.opts.MaxBackoffEntries; over > 0 && p.opts.MaxBackoffEntries > 0 {
+		var old []types.UID
+		for uid, st := range p.states {
+			if st.attempt == nil && st.seen.Before(now) {
+				old = append(old, uid)
+			}
+		}
+		for _, uid := range old[:min(over, len(old))] {
+			delete(p.states, uid)
+		}
+	}
+}
+
+// Pending are the pending pods for the ordinary scale-up: those that
+// consume a live request are left out.
+func (l *Loop) Pending() []*apiv1.Pod { return l.pending }
+
+// SetAside reports whether pod was left out because it consumes a live request.
+func (l *Loop) SetAside(pod *apiv1.Pod) bool { return l.setAside[pod] }
+
+// live: accepted work that is neither failed nor over.
+func (r *request) live() bool {
+	c := r.status.Conditions
+	return !provreq.IsConditionTrue(c, provreq.ConditionFailed) &&
+		!provreq.IsConditionTrue(c, provreq.ConditionBookingExpired) &&
+		!provreq.IsConditionTrue(c, provreq.ConditionCapacityRevoked)
+}
+
+func (r *request) provisioned() bool {
+	return r.live() && provreq.IsConditionTrue(r.status.Conditions, provreq.ConditionProvisioned)
+}
+
+func (r *request) total() int {
+	n := 0
+	for _, ps := range r.pr.Spec.PodSets {
+		n += int(ps.Count)
+	}
+	return n
+}
+
+// set changes one of the request's conditions and records the transition.
+func (l *Loop) set(r *request, typ string, status bool, reason, message string) {
+	s := "False"
+	if status {
+		s = "True"
+	}
+	old := provreq.FindCondition(r.status.Conditions, typ)
+	if old != nil && string(old.Status) == s && old.Reason == reason && old.Message == message {
+		return
+	}
+	c := condition(typ, s, reason, message, r.pr.Generation)
+	provreq.SetCondition(&r.status.Conditions, c, l.now)
+	if old == nil || string(old.Status) != s || old.Reason != reason {
+		kind := apiv1.EventTypeNormal
+		if (typ == provreq.ConditionFailed || typ == provreq.ConditionCapacityRevoked) && status {
+			kind = apiv1.EventTypeWarning
+		}
+		r.events = append(r.events, event{kind: kind, reason: typ + reason, message: message})
+		l.p.metrics.Transition(r.class, typ, s, reason, l.now.Sub(r.pr.CreationTimestamp.Time))
+	}
+}
+
+// fail ends the request with Failed=True.
+func (l *Loop) fail(r *request, reason, message string) {
+	l.set(r, provreq.ConditionFailed, true, reason, message)
+	if r.state.attempt != nil {
+		r.state.attempt = nil
+	}
+}
+
+// backOff schedules the request's next try and returns when it is.
+func (l *Loop) backOff(r *request) time.Time {
+	st := r.state
+	switch {
+	case st.backoff == 0:
+		st.backoff = l.p.opts.InitialBackoff
+	default:
+		st.backoff = min(2*st.backoff, l.p.opts.MaxBackoff)
+	}
+	st.retryAt = l.now.Add(st.backoff)
+	return st.retryAt
+}
+
+// lifecycle moves a request on by time and by what is known before any
+// simulation: garbage collection, expiry, ValidUntilSeconds, acceptance,
+// templates, booking end.
+func (l *Loop) lifecycle(ctx context.Context, r *request) {
+	pr, opts := r.pr, l.p.opts
+	if !r.live() {
+		if last := lastTransition(r.status.Conditions); !last.IsZero() && l.now.Sub(last) > opts.RetentionTime {
+			if err := l.p.status.Delete(ctx, pr.Namespace, pr.Name, pr.UID); err != nil {
+				klog.FromContext(ctx).Error(err, "Deleting a finished ProvisioningRequest", "provisioningRequest", klog.KObj(pr))
+			} else {
+				klog.FromContext(ctx).Info("Deleted a finished ProvisioningRequest after its retention time",
+					"provisioningRequest", klog.KObj(pr), "retention", opts.RetentionTime)
+			}
+		}
+		return
+	}
+	age := l.now.Sub(pr.CreationTimestamp.Time)
+	if !r.provisioned() {
+		if age > opts.ExpiryTime {
+			l.fail(r, provreq.ReasonExpired, fmt.Sprintf("The capacity was not provisioned within %v of the request's creation.", opts.ExpiryTime))
+			return
+		}
+		deadline, set, err := provreq.ValidUntil(pr)
+		if err != nil {
+			l.fail(r, ReasonInvalidParameters, fmt.Sprintf("Invalid parameters: %v.", err))
+			return
+		}
+		if _, err := provreq.ParseNoRetry(pr.Spec.Parameters); err != nil {
+			l.fail(r, ReasonInvalidParameters, fmt.Sprintf("Invalid parameters: %v.", err))
+			return
+		}
+		if set && l.now.After(deadline) && r.state.attempt == nil {
+			l.fail(r, provreq.ReasonExpired, fmt.Sprintf(
+				"ValidUntilSeconds passed (%v after creation) before the capacity was provisioned; no more retries.",
+				deadline.Sub(pr.CreationTimestamp.Time)))
+			return
+		}
+	}
+	if !provreq.IsConditionTrue(r.status.Conditions, provreq.ConditionAccepted) {
+		l.set(r, provreq.ConditionAccepted, true, provreq.ReasonAccepted, "The cluster autoscaler is working on the request.")
+	}
+
+	pods, missing := buildPods(pr, r.class, l.p.templates)
+	if len(missing) > 0 {
+		if r.state.missingSince.IsZero() {
+			r.state.missingSince = l.now
+		}
+		waited := l.now.Sub(r.state.missingSince)
+		msg := fmt.Sprintf("%d of %d PodTemplates are missing: %s.", len(missing), len(pr.Spec.PodSets), strings.Join(missing, ", "))
+		if waited >= opts.TemplateGracePeriod {
+			l.fail(r, provreq.ReasonFailedToCreatePods, msg+fmt.Sprintf(" Waited %v for them.", opts.TemplateGracePeriod))
+			return
+		}
+		if !r.provisioned() {
+			l.set(r, provreq.ConditionProvisioned, false, ReasonWaitingForPodTemplates, msg+" Waiting for them to appear.")
+		}
+		return
+	}
+	r.state.missingSince = time.Time{}
+	r.pods = pods
+
+	if r.provisioned() {
+		since := provreq.FindCondition(r.status.Conditions, provreq.ConditionProvisioned).LastTransitionTime.Time
+		switch {
+		case r.scheduled >= r.total():
+			l.set(r, provreq.ConditionBookingExpired, true, provreq.ReasonCapacityBookingConsumed,
+				fmt.Sprintf("All %d pods consuming the request are scheduled.", r.total()))
+		case l.now.Sub(since) > opts.BookingTime:
+			l.set(r, provreq.ConditionBookingExpired, true, provreq.ReasonCapacityReservationTimeExpired,
+				fmt.Sprintf("The capacity was reserved for %v after it was provisioned; %d of %d pods consumed it.",
+					opts.BookingTime, r.scheduled, r.total()))
+		}
+	}
+}
+
+// lastTransition is the latest transition of the request's conditions.
+func lastTransition(conds []metav1.Condition) time.Time {
+	var last time.Time
+	for _, c := range conds {
+		if c.LastTransitionTime.After(last) {
+			last = c.LastTransitionTime.Time
+		}
+	}
+	return last
+}

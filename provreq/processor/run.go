@@ -1,0 +1,345 @@
+package processor
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"k8s.io/autoscaler/cluster-autoscaler/provreq"
+	v1 "k8s.io/autoscaler/cluster-autoscaler/provreq/apis/autoscaling.x-k8s.io/v1"
+	"k8s.io/autoscaler/cluster-autoscaler/scaleup"
+)
+
+// Reasons and parameters of our own, beyond upstream's vocabulary.
+const (
+	ReasonInvalidParameters      = "InvalidParameters"
+	ReasonWaitingForPodTemplates = "WaitingForPodTemplates"
+	ReasonProvisioningInProgress = "ProvisioningInProgress"
+	ReasonCapacityCanNeverFit    = "CapacityCanNeverFit"
+	ReasonNodeGroupsGone         = "NodeGroupsGone"
+	ReasonCapacityLost           = "CapacityLost"
+
+	// ParamWaitForReadyNodes makes an atomic request Provisioned only once
+	// its new nodes are Ready, not as soon as they registered.
+	ParamWaitForReadyNodes = "waitForReadyNodes"
+	// DetailNodeGroups names the node groups an atomic request was given.
+	DetailNodeGroups = "nodeGroups"
+
+	fieldManager = "cluster-autoscaler"
+)
+
+// HasWork reports whether any request needs the loop's simulation.
+func (l *Loop) HasWork() bool {
+	for _, r := range l.requests {
+		if r.live() && r.pods != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Run books the capacity of provisioned requests, then answers
+// check-capacity requests and scales atomic ones, oldest first, all in the
+// loop's session. nodes are the cluster's nodes; instances reports on the
+// instances of attempts in flight. It reports whether it changed anything
+// that the next loop should look at at once.
+func (l *Loop) Run(ctx context.Context, capacity Capacity, nodes []*apiv1.Node, instances Instances) bool {
+	present := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		present[n.Name] = true
+	}
+	booked := 0
+	for _, r := range l.requests {
+		if r.provisioned() && r.pods != nil {
+			booked += l.book(ctx, r, capacity, present)
+		}
+	}
+	l.p.metrics.BookedPods(booked)
+	for _, r := range l.requests {
+		if r.live() && !r.provisioned() && r.state.attempt != nil && r.pods != nil {
+			l.watch(ctx, r, capacity, instances)
+		}
+	}
+	var start time.Time
+	productive := false
+	for _, r := range l.requests {
+		if !r.live() || r.provisioned() || r.state.attempt != nil || r.pods == nil || l.now.Before(r.state.retryAt) {
+			continue
+		}
+		switch r.class {
+		case provreq.ClassCheckCapacity:
+			if start.IsZero() {
+				start = time.Now()
+			} else if time.Since(start) > l.p.opts.CheckCapacityTimebox {
+				continue // the next loop answers it
+			}
+			l.checkCapacity(r, capacity)
+		case provreq.ClassBestEffortAtomicScaleUp:
+			if l.scaleUp(ctx, r, capacity) {
+				productive = true
+			}
+		}
+	}
+	return productive
+}
+
+// book holds a provisioned request's capacity for the pods not scheduled
+// yet, and revokes the request when that capacity is gone.
+func (l *Loop) book(ctx context.Context, r *request, capacity Capacity, present map[string]bool) int {
+	pods := r.pods[:max(0, len(r.pods)-r.scheduled)]
+	for name := range r.state.nodes {
+		if !present[name] {
+			l.set(r, provreq.ConditionCapacityRevoked, true, ReasonCapacityLost, fmt.Sprintf(
+				"Node %s provisioned for the request is gone before %d of its %d pods were scheduled.",
+				name, len(pods), r.total()))
+			return 0
+		}
+	}
+	realOnly := r.class == provreq.ClassCheckCapacity
+	if rest := capacity.Place(ctx, pods, realOnly); len(rest) > 0 && realOnly {
+		l.set(r, provreq.ConditionCapacityRevoked, true, ReasonCapacityLost, fmt.Sprintf(
+			"%d of the %d pods the request still books no longer fit the cluster.", len(rest), len(pods)))
+		return len(pods) - len(rest)
+	}
+	return len(pods)
+}
+
+// checkCapacity answers "do all the pods fit now" and books them when they do.
+func (l *Loop) checkCapacity(r *request, capacity Capacity) {
+	if capacity.FitAll(context.Background(), r.pods, true) {
+		r.state.backoff = 0
+		l.set(r, provreq.ConditionProvisioned, true, provreq.ReasonCapacityIsFound,
+			fmt.Sprintf("All %d pods fit the cluster's current nodes; the capacity is reserved for %v.", len(r.pods), l.p.opts.BookingTime))
+		return
+	}
+	if noRetry, _ := provreq.ParseNoRetry(r.pr.Spec.Parameters); noRetry {
+		l.fail(r, provreq.ReasonCapacityIsNotFound, fmt.Sprintf(
+			"The %d pods do not all fit the cluster's current nodes, and noRetry is set.", len(r.pods)))
+		return
+	}
+	retry := l.backOff(r)
+	l.set(r, provreq.ConditionProvisioned, false, provreq.ReasonCapacityIsNotFound, fmt.Sprintf(
+		"The %d pods do not all fit the cluster's current nodes; next check at %s.", len(r.pods), retry.UTC().Format(time.RFC3339)))
+}
+
+// scaleUp gives all the request's pods room, or changes nothing.
+func (l *Loop) scaleUp(ctx context.Context, r *request, capacity Capacity) bool {
+	res := capacity.ScaleUpAll(ctx, r.pods)
+	switch {
+	case res.Fit && len(res.Increases) == 0:
+		r.state.backoff = 0
+		l.set(r, provreq.ConditionProvisioned, true, provreq.ReasonCapacityIsFound,
+			fmt.Sprintf("All %d pods fit the cluster's current and upcoming nodes.", len(r.pods)))
+	case res.Fit:
+		r.state.attempt = &attempt{instances: res.Instances, started: l.now}
+		var parts, groups []string
+		for _, inc := range res.Increases {
+			parts = append(parts, fmt.Sprintf("%s %d->%d", inc.NodeGroup, inc.From, inc.To))
+			groups = append(groups, inc.NodeGroup)
+		}
+		setDetail(&r.status, DetailNodeGroups, strings.Join(groups, ","))
+		l.set(r, provreq.ConditionProvisioned, false, ReasonProvisioningInProgress, fmt.Sprintf(
+			"Scaling up for all %d pods: %s; waiting for the new nodes.", len(r.pods), strings.Join(parts, ", ")))
+		klog.FromContext(ctx).Info("Scaled up for a ProvisioningRequest", "provisioningRequest", klog.KObj(r.pr),
+			"increases", parts, "pods", len(r.pods))
+		return true
+	case res.Permanent:
+		l.fail(r, ReasonCapacityCanNeverFit, fmt.Sprintf(
+			"The %d pods can never all fit, even with every node group at its max size within the cluster limits: %s.",
+			len(r.pods), res.Reason))
+	default:
+		retry := l.backOff(r)
+		l.set(r, provreq.ConditionProvisioned, false, provreq.ReasonCapacityIsNotFound, fmt.Sprintf(
+			"No room for all %d pods now (%s); nothing was changed; next try at %s.", len(r.pods), res.Reason,
+			retry.UTC().Format(time.RFC3339)))
+	}
+	return false
+}
+
+// watch follows an atomic attempt: all instances registered (and Ready when
+// asked) makes the request Provisioned; a failed, vanished or late instance
+// rolls the whole attempt back and backs the request off.
+func (l *Loop) watch(ctx context.Context, r *request, capacity Capacity, instances Instances) {
+	at := r.state.attempt
+	waitReady := r.pr.Spec.Parameters[ParamWaitForReadyNodes] == "true"
+	total, ready := 0, 0
+	nodes := map[string]bool{}
+	var problem string
+	groups := make([]string, 0, len(at.instances))
+	for g := range at.instances {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	for _, g := range groups {
+		for _, id := range at.instances[g] {
+			total++
+			st := instances.InstanceState(g, id)
+			switch {
+			case st.Error != "":
+				problem = fmt.Sprintf("instance %s of %s failed: %s", id, g, st.Error)
+			case !st.Exists:
+				problem = fmt.Sprintf("instance %s of %s disappeared", id, g)
+			case st.Node != nil && (!waitReady || nodeReady(st.Node)):
+				ready++
+				nodes[st.Node.Name] = true
+			}
+			if problem != "" {
+				break
+			}
+		}
+		if problem != "" {
+			break
+		}
+	}
+	if problem == "" && ready < total && l.now.Sub(at.started) > l.p.opts.MaxNodeProvisionTime {
+		problem = fmt.Sprintf("%d of %d new nodes were not ready within %v", total-ready, total, l.p.opts.MaxNodeProvisionTime)
+	}
+	switch {
+	case problem != "":
+		why := "the attempt for ProvisioningRequest " + r.pr.Namespace + "/" + r.pr.Name + " failed: " + problem
+		if err := l.p.rollback(ctx, at.instances, why); err != nil {
+			klog.FromContext(ctx).Error(err, "Rolling back an atomic scale-up", "provisioningRequest", klog.KObj(r.pr))
+			if strings.Contains(err.Error(), "is gone") {
+				l.fail(r, ReasonNodeGroupsGone, fmt.Sprintf("The node groups of the attempt are gone (%v).", err))
+				return
+			}
+		}
+		r.state.attempt = nil
+		if deadline, set, _ := provreq.ValidUntil(r.pr); set && l.now.After(deadline) {
+			l.fail(r, provreq.ReasonExpired, fmt.Sprintf("The last attempt failed (%s) and ValidUntilSeconds has passed.", problem))
+			return
+		}
+		retry := l.backOff(r)
+		l.set(r, provreq.ConditionProvisioned, false, provreq.ReasonCapacityIsNotFound, fmt.Sprintf(
+			"The scale-up was rolled back, every new instance deleted: %s. Next try at %s.", problem,
+			retry.UTC().Format(time.RFC3339)))
+	case ready == total:
+		r.state.attempt = nil
+		r.state.backoff = 0
+		r.state.nodes = nodes
+		what := "registered"
+		if waitReady {
+			what = "Ready"
+		}
+		l.set(r, provreq.ConditionProvisioned, true, provreq.ReasonCapacityIsProvisioned, fmt.Sprintf(
+			"All %d new nodes are %s; the capacity is reserved for %v.", total, what, l.p.opts.BookingTime))
+		capacity.Place(ctx, r.pods, false)
+	default:
+		capacity.Place(ctx, r.pods, false) // hold the upcoming nodes for these pods
+		l.set(r, provreq.ConditionProvisioned, false, ReasonProvisioningInProgress, fmt.Sprintf(
+			"%d of %d new nodes are ready for the request's %d pods.", ready, total, len(r.pods)))
+	}
+}
+
+func nodeReady(n *apiv1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == apiv1.NodeReady {
+			return c.Status == apiv1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Finish writes the statuses that changed and records the events.
+func (l *Loop) Finish(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	counts := map[[2]string]int{}
+	for _, r := range l.requests {
+		counts[[2]string{r.class, stateOf(r)}]++
+		if !equality.Semantic.DeepEqual(*ownStatus(r.pr), r.status) {
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err := l.p.status.ApplyStatus(wctx, r.pr.Namespace, r.pr.Name, r.status)
+			cancel()
+			if err != nil {
+				logger.Error(err, "Writing ProvisioningRequest status", "provisioningRequest", klog.KObj(r.pr))
+				continue
+			}
+		}
+		for _, e := range r.events {
+			logger.V(2).Info("ProvisioningRequest transition", "provisioningRequest", klog.KObj(r.pr), "reason", e.reason,
+				"message", e.message)
+			if l.p.recorder != nil {
+				l.p.recorder.Event(reference(r.pr), e.kind, e.reason, e.message)
+			}
+		}
+	}
+	l.p.metrics.Requests(counts)
+	for i, pod := range l.released {
+		if i == maxReleasedEvents {
+			break
+		}
+		name, _ := provreq.ConsumedRequestName(pod)
+		if l.p.recorder != nil {
+			l.p.recorder.Eventf(pod, apiv1.EventTypeNormal, "ProvisioningRequestNotLive",
+				"Pod consumes ProvisioningRequest %s/%s, which is missing, failed or over: it is treated as an ordinary pending pod",
+				pod.Namespace, name)
+		}
+	}
+}
+
+const maxReleasedEvents = 50
+
+func stateOf(r *request) string {
+	c := r.status.Conditions
+	switch {
+	case provreq.IsConditionTrue(c, provreq.ConditionFailed):
+		return "failed"
+	case provreq.IsConditionTrue(c, provreq.ConditionCapacityRevoked):
+		return "revoked"
+	case provreq.IsConditionTrue(c, provreq.ConditionBookingExpired):
+		return "bookingExpired"
+	case provreq.IsConditionTrue(c, provreq.ConditionProvisioned):
+		return "provisioned"
+	case provreq.IsConditionTrue(c, provreq.ConditionAccepted):
+		return "accepted"
+	}
+	return "pending"
+}
+
+// ownStatus is the part of the request's status the autoscaler owns: its
+// conditions and class details, copied.
+func ownStatus(pr *v1.ProvisioningRequest) *v1.ProvisioningRequestStatus {
+	st := &v1.ProvisioningRequestStatus{Conditions: provreq.ConditionsOfTypes(pr.Status.Conditions, provreq.ConditionTypes()...)}
+	if len(pr.Status.ProvisioningClassDetails) > 0 {
+		st.ProvisioningClassDetails = map[string]v1.Detail{}
+		for k, v := range pr.Status.ProvisioningClassDetails {
+			st.ProvisioningClassDetails[k] = v
+		}
+	}
+	return st
+}
+
+func setDetail(st *v1.ProvisioningRequestStatus, key, value string) {
+	if st.ProvisioningClassDetails == nil {
+		st.ProvisioningClassDetails = map[string]v1.Detail{}
+	}
+	st.ProvisioningClassDetails[key] = v1.Detail(value)
+}
+
+func condition(typ, status, reason, message string, generation int64) metav1.Condition {
+	return metav1.Condition{Type: typ, Status: metav1.ConditionStatus(status), Reason: reason, Message: message,
+		ObservedGeneration: generation}
+}
+
+// reference is the request as an event target (its kind is not in the
+// client-go scheme, so the recorder cannot work it out).
+func reference(pr *v1.ProvisioningRequest) *apiv1.ObjectReference {
+	return &apiv1.ObjectReference{Kind: v1.Kind, APIVersion: v1.SchemeGroupVersion.String(), Namespace: pr.Namespace,
+		Name: pr.Name, UID: pr.UID, ResourceVersion: pr.ResourceVersion}
+}
+
+// InstanceStates are the registry-free answer for tests and wiring: a
+// function form of Instances.
+type InstanceStates func(group, id string) InstanceState
+
+// InstanceState implements Instances.
+func (f InstanceStates) InstanceState(group, id string) InstanceState { return f(group, id) }
+
+var _ Capacity = (*scaleup.Session)(nil)

@@ -1,0 +1,412 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"k8s.io/autoscaler/cluster-autoscaler/provreq"
+	v1 "k8s.io/autoscaler/cluster-autoscaler/provreq/apis/autoscaling.x-k8s.io/v1"
+	provreqclient "k8s.io/autoscaler/cluster-autoscaler/provreq/client"
+	"k8s.io/autoscaler/cluster-autoscaler/provreq/crd"
+	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+)
+
+// provreqEnv is a test namespace with the CRD installed and a typed client.
+type provreqEnv struct {
+	*framework.Env
+	prs *provreqclient.ProvisioningRequests
+}
+
+func newProvreqEnv(t *testing.T) *provreqEnv {
+	e := framework.New(t)
+	if err := crd.Install(e.Context(), e.Config); err != nil {
+		t.Fatal(err)
+	}
+	c, err := provreqclient.NewForConfig(e.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &provreqEnv{Env: e, prs: c.ProvisioningRequests(e.Namespace)}
+}
+
+// podSet is one PodSet of a request: count pods of cpu, pinned by selector.
+type podSet struct {
+	name     string
+	count    int32
+	cpu      string
+	selector map[string]string
+}
+
+// template creates the PodTemplate Kueue would: ppt-<request>-<podset>.
+func (e *provreqEnv) template(request string, ps podSet) string {
+	e.T.Helper()
+	name := fmt.Sprintf("ppt-%s-%s", request, ps.name)
+	pt := &apiv1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.Namespace},
+		Template: apiv1.PodTemplateSpec{Spec: apiv1.PodSpec{NodeSelector: ps.selector,
+			Containers: []apiv1.Container{{Name: "main", Image: "busybox", Resources: apiv1.ResourceRequirements{
+				Requests: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse(ps.cpu),
+					apiv1.ResourceMemory: resource.MustParse("100Mi")}}}}}}}
+	if _, err := e.Client.CoreV1().PodTemplates(e.Namespace).Create(e.Context(), pt, metav1.CreateOptions{}); err != nil {
+		e.T.Fatal(err)
+	}
+	return name
+}
+
+// request creates the request's templates (unless skipTemplates) and then the request.
+func (e *provreqEnv) request(name, class string, params map[string]string, skipTemplates bool, sets ...podSet) {
+	e.T.Helper()
+	pr := &v1.ProvisioningRequest{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.Namespace},
+		Spec: v1.ProvisioningRequestSpec{ProvisioningClassName: class, Parameters: map[string]v1.Parameter{}}}
+	for k, v := range params {
+		pr.Spec.Parameters[k] = v1.Parameter(v)
+	}
+	for _, ps := range sets {
+		tmpl := fmt.Sprintf("ppt-%s-%s", name, ps.name)
+		if !skipTemplates {
+			tmpl = e.template(name, ps)
+		}
+		pr.Spec.PodSets = append(pr.Spec.PodSets, v1.PodSet{PodTemplateRef: v1.Reference{Name: tmpl}, Count: ps.count})
+	}
+	if _, err := e.prs.Create(e.Context(), pr, metav1.CreateOptions{}); err != nil {
+		e.T.Fatal(err)
+	}
+}
+
+// condition waits until the request has condition typ with status and reason.
+func (e *provreqEnv) condition(name, typ string, status metav1.ConditionStatus, reason string, timeout time.Duration) *v1.ProvisioningRequest {
+	e.T.Helper()
+	var got *v1.ProvisioningRequest
+	e.Eventually(timeout, fmt.Sprintf("%s %s=%s (%s)", name, typ, status, reason), func(ctx context.Context) (bool, error) {
+		pr, err := e.prs.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		got = pr
+		c := provreq.FindCondition(pr.Status.Conditions, typ)
+		return c != nil && c.Status == status && (reason == "" || c.Reason == reason), nil
+	})
+	return got
+}
+
+// dumpRequests logs every request's conditions when the test fails.
+func (e *provreqEnv) dumpRequests() {
+	e.T.Cleanup(func() {
+		if !e.T.Failed() {
+			return
+		}
+		list, err := e.prs.List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return
+		}
+		for _, pr := range list.Items {
+			for _, c := range pr.Status.Conditions {
+				e.T.Logf("request %s: %s=%s %s: %s", pr.Name, c.Type, c.Status, c.Reason, c.Message)
+			}
+			e.T.Logf("request %s details: %v", pr.Name, pr.Status.ProvisioningClassDetails)
+		}
+	})
+}
+
+// consumers creates n pods consuming request, as Kueue's pods would.
+func (e *provreqEnv) consumers(request string, n int, cpu string, selector map[string]string) {
+	e.T.Helper()
+	for i := 0; i < n; i++ {
+		b := framework.MakePod(e.Namespace, fmt.Sprintf("%s-worker-%d", request, i)).Req(cpu, "100Mi")
+		for k, v := range selector {
+			b.NodeSelector(k, v)
+		}
+		pod := b.Obj()
+		pod.Annotations = map[string]string{provreq.ConsumeAnnotation: request,
+			provreq.ClassAnnotation: provreq.ClassBestEffortAtomicScaleUp}
+		if _, err := e.Client.CoreV1().Pods(e.Namespace).Create(e.Context(), pod, metav1.CreateOptions{}); err != nil {
+			e.T.Fatal(err)
+		}
+	}
+}
+
+func provreqArgs(e *provreqEnv, configPath string, extra ...string) []string {
+	return scaleUpArgs(e.Env, configPath, append([]string{"--enable-provisioning-requests",
+		"--provisioning-request-initial-backoff-time=2s", "--provisioning-request-max-backoff-time=4s",
+		"--provisioning-request-pod-template-grace-period=4s", "--expander=priority"}, extra...)...)
+}
+
+// TestCheckCapacity: a request that fits is Provisioned and books its
+// capacity, so a second one that would need the same room is not; noRetry
+// fails at once; once the first request's pods are scheduled its booking is
+// consumed and the second one fits on its next try.
+func TestCheckCapacity(t *testing.T) {
+	e := newProvreqEnv(t)
+	e.dumpRequests()
+	dumpPods(e.Env)
+	pool := framework.UniqueName("cc")
+	for i := 0; i < 2; i++ {
+		e.CreateNode(framework.MakeNode(fmt.Sprintf("%s-%d", pool, i)).Label("pool", pool).Obj())
+	}
+	other := framework.UniqueName("unused")
+	path := oneGroupConfig(e.Env, other, 1, "registrationDelay: 1s")
+	sel := map[string]string{"pool": pool}
+
+	e.request("first", provreq.ClassCheckCapacity, nil, false, podSet{name: "main", count: 4, cpu: "1", selector: sel})
+	startAutoscaler(t, "autoscaler", provreqArgs(e, path)...)
+	first := e.condition("first", provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsFound, 30*time.Second)
+	if !provreq.IsConditionTrue(first.Status.Conditions, provreq.ConditionAccepted) {
+		t.Error("a provisioned request is not Accepted")
+	}
+
+	// 8 CPUs, 4 booked: six more pods do not fit.
+	e.request("second", provreq.ClassCheckCapacity, nil, false, podSet{name: "main", count: 6, cpu: "1", selector: sel})
+	e.request("hopeless", provreq.LegacyClassCheckCapacity, map[string]string{"noRetry": "true"}, false,
+		podSet{name: "main", count: 100, cpu: "1", selector: sel})
+	second := e.condition("second", provreq.ConditionProvisioned, metav1.ConditionFalse, provreq.ReasonCapacityIsNotFound, 30*time.Second)
+	if msg := provreq.FindCondition(second.Status.Conditions, provreq.ConditionProvisioned).Message; !strings.Contains(msg, "next check") {
+		t.Errorf("the waiting message %q does not say when the next check is", msg)
+	}
+	e.condition("hopeless", provreq.ConditionFailed, metav1.ConditionTrue, provreq.ReasonCapacityIsNotFound, 30*time.Second)
+
+	// The first request's workload runs: its booking is consumed, and the
+	// second request now fits (8 CPUs, 4 used by consumers, 6 wanted: no;
+	// so make the second need only what is left after it is retried).
+	e.consumers("first", 4, "1", sel)
+	e.condition("first", provreq.ConditionBookingExpired, metav1.ConditionTrue, provreq.ReasonCapacityBookingConsumed, 60*time.Second)
+	// Still 6 > 4 free: the second stays not provisioned across retries.
+	time.Sleep(5 * time.Second)
+	second = e.condition("second", provreq.ConditionProvisioned, metav1.ConditionFalse, provreq.ReasonCapacityIsNotFound, time.Second)
+	// Free the room: the workload ends; the second request fits at its next check.
+	if err := e.Client.CoreV1().Pods(e.Namespace).DeleteCollection(e.Context(), metav1.DeleteOptions{
+		GracePeriodSeconds: new(int64)}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.condition("second", provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsFound, 60*time.Second)
+	_ = second
+}
+
+// TestAtomicScaleUp: one request pinned to one group gets one node; a
+// second that neither group can hold alone is split over both in one loop;
+// both become Provisioned when their nodes register, name their node
+// groups, and their consuming pods run on the new nodes.
+func TestAtomicScaleUp(t *testing.T) {
+	e := newProvreqEnv(t)
+	e.dumpRequests()
+	dumpPods(e.Env)
+	a, b, shape := framework.UniqueName("a"), framework.UniqueName("b"), framework.UniqueName("shape")
+	path := writeKwokConfig(e.Env, fmt.Sprintf(`
+nodeGroups:
+- name: %[1]s
+  maxSize: 2
+  template:
+    labels: {%[3]s: %[4]s, pool: %[1]s, shape: %[5]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  faults: {registrationDelay: 2s}
+- name: %[2]s
+  maxSize: 3
+  template:
+    labels: {%[3]s: %[4]s, pool: %[2]s, shape: %[5]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  faults: {registrationDelay: 2s}
+`, a, b, framework.TestNamespaceLabel, e.Namespace, shape))
+	if _, err := e.Client.CoreV1().ConfigMaps(e.Namespace).Create(e.Context(),
+		priorityConfigMap(e.Env, fmt.Sprintf("20:\n  - ^%s$\n10:\n  - .*\n", a)), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.request("single", provreq.ClassBestEffortAtomicScaleUp, nil, false,
+		podSet{name: "main", count: 4, cpu: "1", selector: map[string]string{"pool": b}})
+	// 16 one-CPU pods: four nodes; a holds 2, b has 2 left after "single".
+	e.request("split", provreq.LegacyClassAtomicScaleUp, nil, false,
+		podSet{name: "driver", count: 4, cpu: "1", selector: map[string]string{"shape": shape}},
+		podSet{name: "workers", count: 12, cpu: "1", selector: map[string]string{"shape": shape}})
+	p := startAutoscaler(t, "autoscaler", provreqArgs(e, path)...)
+
+	single := e.condition("single", provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsProvisioned, 60*time.Second)
+	if got := single.Status.ProvisioningClassDetails["nodeGroups"]; string(got) != b {
+		t.Errorf("single's nodeGroups detail = %q, want %q", got, b)
+	}
+	split := e.condition("split", provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsProvisioned, 60*time.Second)
+	groups := string(split.Status.ProvisioningClassDetails["nodeGroups"])
+	if !strings.Contains(groups, a) || !strings.Contains(groups, b) {
+		t.Errorf("split's nodeGroups detail = %q, want both %s and %s", groups, a, b)
+	}
+	if got := nodesPerPool(e.Env); got[a] != 2 || got[b] != 3 {
+		t.Errorf("nodes per group = %v, want %s:2 %s:3", got, a, b)
+	}
+	if !p.log.Contains("Scaled up for a ProvisioningRequest") {
+		t.Error("no atomic scale-up logged")
+	}
+
+	// The workloads arrive: kube-scheduler puts them on the new nodes, and
+	// their bookings end as consumed.
+	e.consumers("single", 4, "1", map[string]string{"pool": b})
+	e.consumers("split", 16, "1", map[string]string{"shape": shape})
+	e.Eventually(60*time.Second, "all 20 consuming pods Running", func(ctx context.Context) (bool, error) {
+		return allRunning(ctx, e.Env, 20)
+	})
+	e.condition("split", provreq.ConditionBookingExpired, metav1.ConditionTrue, provreq.ReasonCapacityBookingConsumed, 30*time.Second)
+	if got := nodesPerPool(e.Env); got[a] != 2 || got[b] != 3 {
+		t.Errorf("nodes per group after the pods ran = %v, want no more", got)
+	}
+}
+
+// TestAtomicRollback: the second group of a split request is out of
+// capacity, so the first group's new instances are deleted at once; and a
+// request whose instances never register is rolled back after the provision
+// time. No instance of either attempt is left behind.
+func TestAtomicRollback(t *testing.T) {
+	e := newProvreqEnv(t)
+	e.dumpRequests()
+	ok, stockout, ghost := framework.UniqueName("ok"), framework.UniqueName("stockout"), framework.UniqueName("ghost")
+	shape := framework.UniqueName("shape")
+	path := writeKwokConfig(e.Env, fmt.Sprintf(`
+nodeGroups:
+- name: %[1]s
+  maxSize: 2
+  template:
+    labels: {%[4]s: %[5]s, pool: %[1]s, shape: %[6]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  faults: {registrationDelay: 1s}
+- name: %[2]s
+  maxSize: 2
+  template:
+    labels: {%[4]s: %[5]s, pool: %[2]s, shape: %[6]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  faults: {registrationDelay: 1s, outOfCapacityAfter: 1}
+- name: %[3]s
+  maxSize: 10
+  template:
+    labels: {%[4]s: %[5]s, pool: %[3]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  faults: {neverRegisterRate: 1}
+`, ok, stockout, ghost, framework.TestNamespaceLabel, e.Namespace, shape))
+	if _, err := e.Client.CoreV1().ConfigMaps(e.Namespace).Create(e.Context(),
+		priorityConfigMap(e.Env, fmt.Sprintf("20:\n  - ^%s$\n10:\n  - .*\n", ok)), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// 16 CPUs: neither group holds four nodes; ok (preferred) gives 2,
+	// stockout must give 2 but its cloud has 1.
+	e.request("split", provreq.ClassBestEffortAtomicScaleUp, nil, false,
+		podSet{name: "main", count: 16, cpu: "1", selector: map[string]string{"shape": shape}})
+	e.request("never", provreq.ClassBestEffortAtomicScaleUp, nil, false,
+		podSet{name: "main", count: 4, cpu: "1", selector: map[string]string{"pool": ghost}})
+	p := startAutoscaler(t, "autoscaler", provreqArgs(e, path, "--max-node-provision-time=5s")...)
+
+	e.condition("split", provreq.ConditionProvisioned, metav1.ConditionFalse, provreq.ReasonCapacityIsNotFound, 30*time.Second)
+	e.Eventually(30*time.Second, "the split attempt rolled back", func(context.Context) (bool, error) {
+		return p.log.Contains("a later increase of the same request failed"), nil
+	})
+	never := e.condition("never", provreq.ConditionProvisioned, metav1.ConditionFalse, provreq.ReasonCapacityIsNotFound, 60*time.Second)
+	msg := provreq.FindCondition(never.Status.Conditions, provreq.ConditionProvisioned).Message
+	if !strings.Contains(msg, "rolled back") || !strings.Contains(msg, "not ready within") {
+		t.Errorf("never's message %q does not explain the rollback", msg)
+	}
+	if !p.log.Contains("Deleted instance of a rolled back all-or-nothing scale-up") {
+		t.Error("the rolled back instances are not logged by name")
+	}
+	// Nothing of either attempt is left: no nodes in ok, and the kwok
+	// state holds no instance of ghost.
+	time.Sleep(2 * time.Second)
+	if got := nodesPerPool(e.Env); got[ok] != 0 || got[stockout] != 0 || got[ghost] != 0 {
+		t.Errorf("nodes left behind: %v", got)
+	}
+	state, err := e.Client.CoreV1().ConfigMaps(e.Namespace).Get(e.Context(), "kwok-provider-state", metav1.GetOptions{})
+	if err == nil && strings.Contains(state.Data["instances"], ghost) {
+		// A retry may have created new ghost instances after the rollback;
+		// they must not be the rolled back ones, which the log names.
+		t.Logf("kwok state after the rollback: %s", state.Data["instances"])
+	}
+}
+
+// TestAtomicRefusedAndExpired: a request larger than its group's max fails
+// at once (it can never fit); one that cannot fit now retries until its
+// ValidUntilSeconds and then fails as expired.
+func TestAtomicRefusedAndExpired(t *testing.T) {
+	e := newProvreqEnv(t)
+	e.dumpRequests()
+	small, full := framework.UniqueName("small"), framework.UniqueName("full")
+	path := writeKwokConfig(e.Env, fmt.Sprintf(`
+nodeGroups:
+- name: %[1]s
+  maxSize: 2
+  template:
+    labels: {%[3]s: %[4]s, pool: %[1]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+- name: %[2]s
+  maxSize: 5
+  template:
+    labels: {%[3]s: %[4]s, pool: %[2]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  faults: {outOfCapacityAfter: 1}
+`, small, full, framework.TestNamespaceLabel, e.Namespace))
+	e.request("too-big", provreq.ClassBestEffortAtomicScaleUp, nil, false,
+		podSet{name: "main", count: 40, cpu: "1", selector: map[string]string{"pool": small}})
+	// full's cloud has one instance, the request needs two: every
+	// all-or-nothing attempt is refused.
+	e.request("short-lived", provreq.ClassBestEffortAtomicScaleUp, map[string]string{"ValidUntilSeconds": "6",
+		"maxRunDurationSeconds": "600"}, false,
+		podSet{name: "main", count: 8, cpu: "1", selector: map[string]string{"pool": full}})
+	startAutoscaler(t, "autoscaler", provreqArgs(e, path)...)
+
+	big := e.condition("too-big", provreq.ConditionFailed, metav1.ConditionTrue, "CapacityCanNeverFit", 30*time.Second)
+	if msg := provreq.FindCondition(big.Status.Conditions, provreq.ConditionFailed).Message; !strings.Contains(msg, "never") {
+		t.Errorf("too-big's message %q does not say it can never fit", msg)
+	}
+	e.condition("short-lived", provreq.ConditionProvisioned, metav1.ConditionFalse, provreq.ReasonCapacityIsNotFound, 30*time.Second)
+	e.condition("short-lived", provreq.ConditionFailed, metav1.ConditionTrue, provreq.ReasonExpired, 30*time.Second)
+	if got := nodesPerPool(e.Env); got[small] != 0 || got[full] != 0 {
+		t.Errorf("nodes were added: %v", got)
+	}
+}
+
+// TestProvisionedCapacityRevokedAndOtherLifecycle: deleting a provisioned
+// node revokes the request; a PodTemplate created late is waited for while
+// one that never comes fails the request; a request of another class is not
+// touched; pods consuming a missing request scale up like any pod.
+func TestProvisionedCapacityRevokedAndOtherLifecycle(t *testing.T) {
+	e := newProvreqEnv(t)
+	e.dumpRequests()
+	dumpPods(e.Env)
+	group := framework.UniqueName("g")
+	path := oneGroupConfig(e.Env, group, 10, "registrationDelay: 1s")
+	sel := map[string]string{"pool": group}
+	e.request("revoked", provreq.ClassBestEffortAtomicScaleUp, nil, false, podSet{name: "main", count: 2, cpu: "3", selector: sel})
+	e.request("late-template", provreq.ClassBestEffortAtomicScaleUp, nil, true, podSet{name: "main", count: 1, cpu: "1", selector: sel})
+	e.request("no-template", provreq.ClassCheckCapacity, nil, true, podSet{name: "main", count: 1, cpu: "1", selector: sel})
+	e.request("foreign", "queued-provisioning.gke.io", nil, false, podSet{name: "main", count: 1, cpu: "1", selector: sel})
+	startAutoscaler(t, "autoscaler", provreqArgs(e, path)...)
+
+	e.condition("late-template", provreq.ConditionProvisioned, metav1.ConditionFalse, "WaitingForPodTemplates", 20*time.Second)
+	e.template("late-template", podSet{name: "main", count: 1, cpu: "1", selector: sel})
+	e.condition("late-template", provreq.ConditionProvisioned, metav1.ConditionTrue, "", 60*time.Second)
+	e.condition("no-template", provreq.ConditionFailed, metav1.ConditionTrue, provreq.ReasonFailedToCreatePods, 30*time.Second)
+
+	e.condition("revoked", provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsProvisioned, 60*time.Second)
+	nodes, err := e.Client.CoreV1().Nodes().List(e.Context(), metav1.ListOptions{LabelSelector: "pool=" + group})
+	if err != nil || len(nodes.Items) == 0 {
+		t.Fatalf("no nodes of %s: %v", group, err)
+	}
+	for _, n := range nodes.Items {
+		if err := e.Client.CoreV1().Nodes().Delete(e.Context(), n.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.condition("revoked", provreq.ConditionCapacityRevoked, metav1.ConditionTrue, "CapacityLost", 30*time.Second)
+
+	// A pod consuming a request that does not exist is an ordinary pending pod.
+	e.consumers("missing-request", 1, "1", sel)
+	e.Eventually(60*time.Second, "the orphan consumer Running", func(ctx context.Context) (bool, error) {
+		pod, err := e.Client.CoreV1().Pods(e.Namespace).Get(ctx, "missing-request-worker-0", metav1.GetOptions{})
+		return err == nil && pod.Status.Phase == apiv1.PodRunning, nil
+	})
+
+	foreign, err := e.prs.Get(e.Context(), "foreign", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(foreign.Status.Conditions) != 0 {
+		t.Errorf("a request of an unknown class got conditions: %v", foreign.Status.Conditions)
+	}
+}
