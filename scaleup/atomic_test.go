@@ -149,3 +149,29 @@ func TestScaleUpAllRollsBackWhenALaterIncreaseFails(t *testing.T) {
 		t.Errorf("IncreaseSize calls %+v, want the fallback on a", c)
 	}
 }
+
+// A request for 2,000 nodes is not cut to --max-nodes-per-scaleup (1000 by
+// default): it goes out whole in one AtomicIncreaseSize, or not at all.
+func TestScaleUpAllIgnoresMaxNodesPerScaleUp(t *testing.T) {
+	provider := fakeprovider.NewProvider()
+	provider.AddNodeGroup("big", 0, 3000, 0, templateNode("big", "4"))
+	o := newOrchestrator(t, provider, nil)
+	if o.opts.MaxNodesPerScaleUp != 1000 {
+		t.Fatalf("default --max-nodes-per-scaleup = %d, want 1000", o.opts.MaxNodesPerScaleUp)
+	}
+	res := beginLoop(t, o, nil).ScaleUpAll(context.Background(), pendingPods(8000, "1"))
+	if !res.Fit {
+		t.Fatalf("result %+v, want a fit", res.Reason)
+	}
+	if c := calls(provider, "AtomicIncreaseSize"); len(c) != 1 || c[0].Delta != 2000 {
+		t.Errorf("AtomicIncreaseSize calls %+v, want one of 2000", c)
+	}
+	// The same request against a group whose max is 1,999 can never fit.
+	provider = fakeprovider.NewProvider()
+	provider.AddNodeGroup("big", 0, 1999, 0, templateNode("big", "4"))
+	o = newOrchestrator(t, provider, nil)
+	res = beginLoop(t, o, nil).ScaleUpAll(context.Background(), pendingPods(8000, "1"))
+	if res.Fit || !res.Permanent || len(calls(provider, "AtomicIncreaseSize")) != 0 {
+		t.Errorf("result fit=%v permanent=%v reason=%q; want a permanent refusal and no call", res.Fit, res.Permanent, res.Reason)
+	}
+}
