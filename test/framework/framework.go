@@ -76,7 +76,7 @@ func Main(m *testing.M) int {
 
 // Env is one test's view of the cluster.
 type Env struct {
-	T          *testing.T
+	T          testing.TB
 	Config     *rest.Config
 	Client     kubernetes.Interface
 	Kubeconfig string
@@ -85,7 +85,7 @@ type Env struct {
 
 // New returns a client and a fresh namespace that is deleted, with the nodes
 // the test created, when the test ends.
-func New(t *testing.T) *Env {
+func New(t testing.TB) *Env {
 	t.Helper()
 	if kubeconfig == "" {
 		t.Fatal("framework.Main was not called from TestMain")
@@ -154,7 +154,7 @@ func UniqueName(prefix string) string {
 	return prefix + "-" + hex.EncodeToString(b)
 }
 
-func namespaceName(t *testing.T) string {
+func namespaceName(t testing.TB) string {
 	name := strings.ToLower(t.Name())
 	var b strings.Builder
 	for _, r := range name {

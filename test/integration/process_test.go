@@ -17,7 +17,7 @@ import (
 
 // autoscalerProcess is one running cluster-autoscaler binary.
 type autoscalerProcess struct {
-	t       *testing.T
+	t       testing.TB
 	name    string
 	cmd     *exec.Cmd
 	address string
@@ -28,7 +28,7 @@ type autoscalerProcess struct {
 
 // startAutoscaler runs the binary with a free loopback --address plus args,
 // and kills it when the test ends if it is still running.
-func startAutoscaler(t *testing.T, name string, args ...string) *autoscalerProcess {
+func startAutoscaler(t testing.TB, name string, args ...string) *autoscalerProcess {
 	t.Helper()
 	addr := freeAddress(t)
 	p := &autoscalerProcess{t: t, name: name, address: addr, log: &syncBuffer{}, done: make(chan struct{})}
@@ -90,7 +90,7 @@ func (p *autoscalerProcess) get(ctx context.Context, path string) (int, string, 
 	return resp.StatusCode, string(body), err
 }
 
-func freeAddress(t *testing.T) string {
+func freeAddress(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -24,7 +24,7 @@ type provreqEnv struct {
 	prs *provreqclient.ProvisioningRequests
 }
 
-func newProvreqEnv(t *testing.T) *provreqEnv {
+func newProvreqEnv(t testing.TB) *provreqEnv {
 	e := framework.New(t)
 	if err := crd.Install(e.Context(), e.Config); err != nil {
 		t.Fatal(err)
