@@ -238,8 +238,14 @@ func runAutoscaler(ctx context.Context, opts config.Options, restConfig *rest.Co
 			logger.Error(err, "Cloud provider cleanup failed")
 		}
 	}()
+	// Events get a client of their own, so that a burst of them does not
+	// hold up status writes and cloud actions behind one rate limiter.
+	eventsClient, err := kubernetes.NewForConfig(rest.CopyConfig(restConfig))
+	if err != nil {
+		return fmt.Errorf("building the events client: %w", err)
+	}
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventsClient.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(clientgoscheme.Scheme, apiv1.EventSource{Component: "cluster-autoscaler"})
 	state := clusterstate.NewRegistry(opts)
