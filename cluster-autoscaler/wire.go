@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	apiv1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
@@ -274,7 +275,7 @@ func runAutoscaler(ctx context.Context, opts config.Options, restConfig *rest.Co
 	var provreqInformer cache.SharedIndexInformer
 	if opts.EnableProvisioningRequests {
 		var p *processor.Processor
-		p, provreqInformer, err = buildProvReqProcessor(opts, restConfig, factory, recorder, orchestrator, m)
+		p, provreqInformer, err = buildProvReqProcessor(ctx, opts, restConfig, factory, recorder, orchestrator, m)
 		if err != nil {
 			return err
 		}
@@ -375,11 +376,21 @@ func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.In
 // buildProvReqProcessor wires the ProvisioningRequest processor: its typed
 // client, informer (started by the caller), PodTemplate lister, status
 // writer and the orchestrator's rollback.
-func buildProvReqProcessor(opts config.Options, restConfig *rest.Config, factory informers.SharedInformerFactory,
+func buildProvReqProcessor(ctx context.Context, opts config.Options, restConfig *rest.Config, factory informers.SharedInformerFactory,
 	recorder record.EventRecorder, orchestrator *scaleup.Orchestrator, m *metrics.Metrics) (*processor.Processor, cache.SharedIndexInformer, error) {
 	c, err := provreqclient.NewForConfig(restConfig)
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the ProvisioningRequest client: %w", err)
+	}
+	// Fail at start-up, with a clear message, when the CRD is not served:
+	// the informer would otherwise retry forever and the loop never start.
+	listCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := c.ProvisioningRequests("").List(listCtx, metav1.ListOptions{Limit: 1}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil, fmt.Errorf("--enable-provisioning-requests: the ProvisioningRequest CRD (provisioningrequests.autoscaling.x-k8s.io, v1) is not installed: %w", err)
+		}
+		return nil, nil, fmt.Errorf("--enable-provisioning-requests: listing ProvisioningRequests: %w", err)
 	}
 	informer := provreqclient.NewInformer(c, "", time.Hour)
 	p := processor.New(processor.Options{
