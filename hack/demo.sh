@@ -18,11 +18,15 @@ echo "== configuring the kwok provider's node groups (hack/demo/kwok-provider-co
 $kubectl apply -f hack/demo/kwok-provider-config.yaml
 echo "== applying the sample workload (hack/demo/workload.yaml)"
 $kubectl apply -f hack/demo/workload.yaml
+echo "== installing the ProvisioningRequest CRD and a request with its workload (hack/demo/provisioning-request.yaml)"
+$kubectl apply --server-side -f provreq/crd/autoscaling.x-k8s.io_provisioningrequests.yaml
+$kubectl wait --for condition=established --timeout=60s crd/provisioningrequests.autoscaling.x-k8s.io
+$kubectl apply -f hack/demo/provisioning-request.yaml
 
 echo "== starting cluster-autoscaler (log: $ca_log)"
 _output/bin/cluster-autoscaler \
   --kubeconfig="$KUBECONFIG" --cloud-provider=kwok --namespace=kube-system \
-  --address="$address" --scan-interval=5s --v=2 >"$ca_log" 2>&1 &
+  --address="$address" --scan-interval=5s --v=2 --enable-provisioning-requests >"$ca_log" 2>&1 &
 ca_pid=$!
 
 cleanup() {
@@ -61,6 +65,9 @@ while :; do
     "$nodes" "$running" "$pending" "$(metric 'cluster_autoscaler_last_activity{activity="main"}')" \
     "$(metric 'cluster_autoscaler_unschedulable_pods_count{type="unschedulable"}')" \
     "$(metric 'cluster_autoscaler_scaled_up_nodes_total{dra_drivers="",gpu_name="",gpu_resource_name=""}')"
+  printf '          provisioningrequest/demo-training: %s\n' \
+    "$($kubectl get provisioningrequests demo-training -n default \
+      -o jsonpath='{range .status.conditions[*]}{.type}={.status}({.reason}) {end}' 2>/dev/null || true)"
   if [ "$duration" -gt 0 ] && [ $((SECONDS - start)) -ge "$duration" ]; then break; fi
   sleep 5
 done
