@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the local control-plane binaries (etcd, kube-apiserver, kube-scheduler,
-# kube-controller-manager, kubectl, kwok) from the Go module proxy into
-# _output/bin. A binary is rebuilt only when the module that pins it changed, so
-# a warm run costs a few seconds. Cold, on 2 cores, expect about 17 minutes.
+# kube-controller-manager, kubectl, kwok), and helm for test/chart, from the Go
+# module proxy into _output/bin. A binary is rebuilt only when the module that
+# pins it changed, so a warm run costs a few seconds. Cold, on 2 cores, expect
+# about 20 minutes.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -43,6 +44,7 @@ build kube "$kube_ldflags" \
   k8s.io/kubernetes/cmd/kube-scheduler \
   k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kubectl
+build helm "-s -w -X helm.sh/helm/v4/internal/version.version=v4.3.1" helm.sh/helm/v4/cmd/helm
 
 # kwok has no built-in stages: take the ones its module ships (read from the
 # module cache, not committed here) and keep them beside the binaries.

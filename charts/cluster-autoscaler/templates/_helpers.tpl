@@ -1,0 +1,125 @@
+{{/*
+Short name: <cloudProvider>-cluster-autoscaler unless nameOverride is set.
+*/}}
+{{- define "cluster-autoscaler.name" -}}
+{{- default (printf "%s-%s" .Values.cloudProvider .Chart.Name) .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+Full name of the chart's objects: <release>-<name>, or fullnameOverride.
+*/}}
+{{- define "cluster-autoscaler.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := include "cluster-autoscaler.name" . -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "cluster-autoscaler.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+Labels that select the autoscaler's pods.
+*/}}
+{{- define "cluster-autoscaler.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "cluster-autoscaler.name" . | quote }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
+{{- end -}}
+
+{{/*
+Labels of every object.
+*/}}
+{{- define "cluster-autoscaler.labels" -}}
+{{ include "cluster-autoscaler.selectorLabels" . }}
+app.kubernetes.io/managed-by: {{ .Release.Service | quote }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+helm.sh/chart: {{ include "cluster-autoscaler.chart" . | quote }}
+{{- with .Values.additionalLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{- define "cluster-autoscaler.serviceAccountName" -}}
+{{- default (include "cluster-autoscaler.fullname" .) .Values.rbac.serviceAccount.name -}}
+{{- end -}}
+
+{{/*
+The value of one flag from extraArgs (the key exactly as given), or the second argument.
+Usage: include "cluster-autoscaler.flag" (list . "status-config-map-name" "cluster-autoscaler-status")
+*/}}
+{{- define "cluster-autoscaler.flag" -}}
+{{- $root := index . 0 -}}
+{{- $value := index ($root.Values.extraArgs | default dict) (index . 1) -}}
+{{- if kindIs "invalid" $value -}}{{ index . 2 }}{{- else -}}{{ $value }}{{- end -}}
+{{- end -}}
+
+{{/*
+Port of /metrics and /health-check: the port of extraArgs.address, 8085 by default.
+*/}}
+{{- define "cluster-autoscaler.port" -}}
+{{- $address := include "cluster-autoscaler.flag" (list . "address" ":8085") -}}
+{{- regexFind "[0-9]+$" $address | default "8085" -}}
+{{- end -}}
+
+{{- define "cluster-autoscaler.statusConfigMapName" -}}
+{{- include "cluster-autoscaler.flag" (list . "status-config-map-name" "cluster-autoscaler-status") -}}
+{{- end -}}
+
+{{- define "cluster-autoscaler.leaseName" -}}
+{{- include "cluster-autoscaler.flag" (list . "leader-elect-resource-name" "cluster-autoscaler") -}}
+{{- end -}}
+
+{{/*
+"true" when the expander chain names the priority expander.
+*/}}
+{{- define "cluster-autoscaler.priorityExpander" -}}
+{{- $expanders := splitList "," (include "cluster-autoscaler.flag" (list . "expander" "")) -}}
+{{- if has "priority" $expanders -}}true{{- end -}}
+{{- end -}}
+
+{{/*
+One command-line argument for flag name and value: --name=value, or --name alone for a null
+value. Whole-number floats (how Helm reads every YAML number) are printed as integers, so that
+1000000 does not become 1e+06.
+*/}}
+{{- define "cluster-autoscaler.arg" -}}
+{{- $name := index . 0 -}}
+{{- $value := index . 1 -}}
+{{- if kindIs "invalid" $value -}}
+--{{ $name }}
+{{- else if and (kindIs "float64" $value) (eq $value (floor $value)) -}}
+--{{ $name }}={{ int64 $value }}
+{{- else -}}
+--{{ $name }}={{ $value }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The container's arguments, one per line, as a YAML list.
+*/}}
+{{- define "cluster-autoscaler.args" -}}
+- {{ printf "--cloud-provider=%s" .Values.cloudProvider | quote }}
+- {{ printf "--namespace=%s" .Release.Namespace | quote }}
+{{- with .Values.cloudConfigPath }}
+- {{ printf "--cloud-config=%s" . | quote }}
+{{- end }}
+{{- range .Values.autoscalingGroups }}
+{{- if or (kindIs "invalid" .minSize) (kindIs "invalid" .maxSize) (not .name) }}
+{{- fail "each autoscalingGroups entry needs name, minSize and maxSize" }}
+{{- end }}
+- {{ printf "--nodes=%d:%d:%s" (int64 .minSize) (int64 .maxSize) .name | quote }}
+{{- end }}
+{{- range $key, $value := .Values.extraArgs }}
+- {{ include "cluster-autoscaler.arg" (list (regexReplaceAll "_.*$" $key "") $value) | quote }}
+{{- end }}
+{{- range .Values.customArgs }}
+- {{ . | quote }}
+{{- end }}
+{{- end -}}
