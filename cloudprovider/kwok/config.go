@@ -43,6 +43,11 @@ type TemplateConfig struct {
 	Capacity    apiv1.ResourceList `json:"capacity"`
 	// Allocatable defaults to Capacity.
 	Allocatable apiv1.ResourceList `json:"allocatable,omitempty"`
+	// FromNodes makes TemplateNodeInfo report ErrNotImplemented, as cloud
+	// providers without templates do: the autoscaler then builds the group's
+	// template from one of its nodes. The fields above still shape the
+	// nodes the group creates.
+	FromNodes bool `json:"fromNodes,omitempty"`
 }
 
 // FaultConfig injects the failures real clouds have.

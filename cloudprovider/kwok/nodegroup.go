@@ -257,6 +257,9 @@ func (g *NodeGroup) Nodes(context.Context) ([]cloudprovider.Instance, error) {
 
 // TemplateNodeInfo implements cloudprovider.NodeGroup.
 func (g *NodeGroup) TemplateNodeInfo(context.Context) (*cloudprovider.NodeInfo, error) {
+	if g.cfg.Template.FromNodes {
+		return nil, cloudprovider.ErrNotImplemented
+	}
 	node := g.newNode("template-node-for-" + g.cfg.Name)
 	node.Status.Conditions = []apiv1.NodeCondition{{Type: apiv1.NodeReady, Status: apiv1.ConditionTrue}}
 	return &cloudprovider.NodeInfo{Node: node}, nil
