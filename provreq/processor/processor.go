@@ -330,10 +330,9 @@ func (l *Loop) fail(r *request, reason, message string) {
 // backOff schedules the request's next try and returns when it is.
 func (l *Loop) backOff(r *request) time.Time {
 	st := r.state
-	switch {
-	case st.backoff == 0:
+	if st.backoff == 0 {
 		st.backoff = l.p.opts.InitialBackoff
-	default:
+	} else {
 		st.backoff = min(2*st.backoff, l.p.opts.MaxBackoff)
 	}
 	st.retryAt = l.now.Add(st.backoff)

@@ -31,8 +31,6 @@ const (
 	ParamWaitForReadyNodes = "waitForReadyNodes"
 	// DetailNodeGroups names the node groups an atomic request was given.
 	DetailNodeGroups = "nodeGroups"
-
-	fieldManager = "cluster-autoscaler"
 )
 
 // HasWork reports whether any request needs the loop's simulation.
