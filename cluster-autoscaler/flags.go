@@ -163,11 +163,14 @@ func (c *commandLine) registerScaleUp() {
 	fs.IntVar(&o.PredicateParallelism, "predicate-parallelism", o.PredicateParallelism, "Parallelism of scheduler Filter checks.")
 	fs.BoolVar(&o.ForceDeleteUnregisteredNodes, "force-delete-unregistered-nodes", o.ForceDeleteUnregisteredNodes, "Delete long-unregistered instances even below the node group's minimum.")
 	fs.BoolVar(&o.ForceDeleteFailedNodes, "force-delete-failed-nodes", o.ForceDeleteFailedNodes, "Delete instances that failed to be created even below the node group's minimum.")
+	fs.BoolVar(&o.DryRunDeletions, "dry-run-deletions", o.DryRunDeletions, "Log the broken instances that would be deleted and the target sizes that would be fixed, and change nothing (not upstream).")
+	fs.Float64Var(&o.UnregisteredBreakerRatio, "unregistered-nodes-breaker-ratio", o.UnregisteredBreakerRatio, "When more than this share of a node group's (or the cluster's) instances is unregistered past the provision time, delete none of them: a provider ID mismatch is likelier (not upstream).")
+	fs.IntVar(&o.UnregisteredBreakerMinimum, "unregistered-nodes-breaker-minimum", o.UnregisteredBreakerMinimum, "The breaker applies only when more than this many instances are unregistered (not upstream).")
+	fs.IntVar(&o.MaxBrokenNodeDeletionsPerLoop, "max-broken-node-deletions-per-loop", o.MaxBrokenNodeDeletionsPerLoop, "Most unregistered and failed instances deleted in one loop (not upstream).")
 	c.mark(notImplemented, "grpc-expander-url", "grpc-expander-cert",
 		"max-binpacking-time", "enforce-node-group-min-size", "scale-up-from-zero",
 		"startup-taint", "startup-taint-prefix", "status-taint",
-		"ignore-taint", "allowed-scheduler-names", "bypassed-scheduler-names",
-		"force-delete-unregistered-nodes", "force-delete-failed-nodes")
+		"ignore-taint", "allowed-scheduler-names", "bypassed-scheduler-names")
 
 	// Upstream's experimental scale-up knobs.
 	c.ignoredBool("parallel-scale-up", false, "Experimental upstream knob: parallel scale-up of node groups.")

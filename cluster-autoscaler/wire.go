@@ -33,6 +33,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"k8s.io/autoscaler/cluster-autoscaler/cleanup"
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider/kwok"
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
@@ -256,6 +257,15 @@ func runAutoscaler(ctx context.Context, opts config.Options, restConfig *rest.Co
 	}
 	loopOpts := []core.AutoscalerOption{core.WithScaleUp(orchestrator), core.WithEventRecorder(recorder),
 		core.WithClusterState(state)}
+	statusRef := &apiv1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: opts.Namespace, Name: opts.StatusConfigMapName}
+	loopOpts = append(loopOpts, core.WithCleanup(cleanup.New(cleanup.Options{
+		ForceDeleteUnregistered: opts.ForceDeleteUnregisteredNodes,
+		ForceDeleteFailed:       opts.ForceDeleteFailedNodes,
+		MaxDeletionsPerLoop:     opts.MaxBrokenNodeDeletionsPerLoop,
+		BreakerRatio:            opts.UnregisteredBreakerRatio,
+		BreakerMinimum:          opts.UnregisteredBreakerMinimum,
+		DryRun:                  opts.DryRunDeletions,
+	}, provider, m, cleanup.WithEvents(recorder, statusRef))))
 	if opts.WriteStatusConfigMap {
 		status := &clusterstate.StatusWriter{Client: client, Namespace: opts.Namespace, Name: opts.StatusConfigMapName}
 		if err := status.WriteInitializing(ctx, time.Now()); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -61,6 +62,11 @@ type GroupState struct {
 	NotStartedNodes []string
 	// Nodes are the group's registered nodes.
 	Nodes []*apiv1.Node
+	// LongUnregistered are the instances without a Node for longer than
+	// the group's provision time, and FailedInstances those whose creation
+	// failed.
+	LongUnregistered []UnregisteredInstance
+	FailedInstances  []cloudprovider.Instance
 	// Instances are the group's instances as the provider listed them.
 	Instances []cloudprovider.Instance
 	// ScaleUp is the in-flight scale-up request, if any.
@@ -68,6 +74,36 @@ type GroupState struct {
 	// BackedOff and BackoffReason say whether the group is backed off.
 	BackedOff     bool
 	BackoffReason BackoffReason
+}
+
+// UnregisteredInstance is an instance without a Node, seen first at Since.
+type UnregisteredInstance struct {
+	Id    string
+	Since time.Time
+}
+
+// NormalizeProviderID makes the usual spellings of one provider ID equal:
+// the scheme in lower case, repeated slashes after it collapsed, no trailing
+// slash ("aws:///us-east-1a/i-1" and "aws://us-east-1a/i-1/" are the same
+// instance). An ID without a scheme is only trimmed.
+func NormalizeProviderID(id string) string {
+	id = strings.TrimSpace(id)
+	scheme, rest, ok := strings.Cut(id, "://")
+	if !ok {
+		return strings.TrimRight(id, "/")
+	}
+	var b strings.Builder
+	b.WriteString(strings.ToLower(scheme))
+	b.WriteString("://")
+	prevSlash := false
+	for _, r := range strings.TrimLeft(rest, "/") {
+		if r == '/' && prevSlash {
+			continue
+		}
+		prevSlash = r == '/'
+		b.WriteRune(r)
+	}
+	return strings.TrimRight(b.String(), "/")
 }
 
 // ScaleUpRequest is a scale-up of a group that is not fulfilled yet.
@@ -153,7 +189,7 @@ func (r *Registry) Update(ctx context.Context, provider cloudprovider.CloudProvi
 	registered := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
 		if n.Spec.ProviderID != "" {
-			registered[n.Spec.ProviderID] = true
+			registered[NormalizeProviderID(n.Spec.ProviderID)] = true
 		}
 		ng, err := provider.NodeGroupForNode(ctx, n)
 		if err != nil {
@@ -198,9 +234,10 @@ func (r *Registry) Update(ctx context.Context, provider cloudprovider.CloudProvi
 		var failure *cloudprovider.InstanceErrorInfo
 		for _, in := range gs.Instances {
 			switch {
-			case registered[in.Id]:
+			case registered[NormalizeProviderID(in.Id)]:
 			case in.Status != nil && in.Status.ErrorInfo != nil:
 				gs.Counts.Failed++
+				gs.FailedInstances = append(gs.FailedInstances, in)
 				seenErrors[in.Id] = true
 				if !r.seenErrors[in.Id] {
 					failure = in.Status.ErrorInfo
@@ -214,6 +251,7 @@ func (r *Registry) Update(ctx context.Context, provider cloudprovider.CloudProvi
 				firstSeen[in.Id] = seen
 				if now.Sub(seen) > gs.Options.MaxNodeProvisionTime {
 					gs.Counts.LongUnregistered++
+					gs.LongUnregistered = append(gs.LongUnregistered, UnregisteredInstance{Id: in.Id, Since: seen})
 				} else {
 					gs.Counts.Unregistered++
 				}

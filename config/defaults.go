@@ -50,6 +50,9 @@ func Defaults() Options {
 		MaxNodeGroupBackoff:            30 * time.Minute,
 		NodeGroupBackoffResetTimeout:   3 * time.Hour,
 		OkTotalUnreadyCount:            3,
+		UnregisteredBreakerRatio:       0.5,
+		UnregisteredBreakerMinimum:     2,
+		MaxBrokenNodeDeletionsPerLoop:  20,
 		MaxTotalUnreadyPercentage:      45,
 		PredicateParallelism:           4,
 

@@ -66,6 +66,10 @@ type Options struct {
 	BypassedSchedulerNames         []string
 	SchedulerConfigFile            string
 	PredicateParallelism           int
+	DryRunDeletions                bool
+	UnregisteredBreakerRatio       float64
+	UnregisteredBreakerMinimum     int
+	MaxBrokenNodeDeletionsPerLoop  int
 	ForceDeleteUnregisteredNodes   bool
 	ForceDeleteFailedNodes         bool
 

@@ -122,6 +122,12 @@ func (o *Options) Validate() error {
 	v.positive(o.CheckCapacityBatchTimebox, "--check-capacity-provisioning-request-batch-timebox")
 	v.check(o.CheckCapacityMaxBatchSize >= 1, "--check-capacity-provisioning-request-max-batch-size", "must be at least 1")
 	v.positive(o.ProvReqBookingTime, "--provisioning-request-booking-time")
+	v.check(o.UnregisteredBreakerRatio > 0 && o.UnregisteredBreakerRatio <= 1, "--unregistered-nodes-breaker-ratio",
+		"must be in (0, 1], got %v", o.UnregisteredBreakerRatio)
+	v.check(o.UnregisteredBreakerMinimum >= 0, "--unregistered-nodes-breaker-minimum", "must not be negative, got %d",
+		o.UnregisteredBreakerMinimum)
+	v.check(o.MaxBrokenNodeDeletionsPerLoop >= 1, "--max-broken-node-deletions-per-loop", "must be at least 1, got %d",
+		o.MaxBrokenNodeDeletionsPerLoop)
 	v.check(o.ProvReqTemplateGracePeriod >= 0, "--provisioning-request-pod-template-grace-period", "must not be negative")
 	v.positive(o.ProvReqExpiryTime, "--provisioning-request-expiry-time")
 	v.positive(o.ProvReqRetentionTime, "--provisioning-request-retention-time")

@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"k8s.io/autoscaler/cluster-autoscaler/cleanup"
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
@@ -36,6 +37,7 @@ type Autoscaler struct {
 	status   *clusterstate.StatusWriter
 	scaleUp  ScaleUpper
 	provreqs *processor.Processor
+	cleaner  *cleanup.Cleaner
 	recorder record.EventRecorder
 	metrics  *metrics.Metrics
 	clock    clock.PassiveClock
@@ -71,6 +73,12 @@ func WithStatusWriter(w *clusterstate.StatusWriter) AutoscalerOption {
 // WithProvisioningRequests runs ProvisioningRequests through the loop.
 func WithProvisioningRequests(p *processor.Processor) AutoscalerOption {
 	return func(a *Autoscaler) { a.provreqs = p }
+}
+
+// WithCleanup deletes broken instances and fixes drifted target sizes
+// before anything else acts.
+func WithCleanup(c *cleanup.Cleaner) AutoscalerOption {
+	return func(a *Autoscaler) { a.cleaner = c }
 }
 
 // WithPassiveClock replaces the real clock used to time the loop's steps.
@@ -115,6 +123,16 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (Result, error)
 	}
 	defer a.writeStatus(ctx, obs.Now)
 	defer a.report(ctx, obs)
+	// Cleanup of clearly broken instances goes on even in an unhealthy
+	// cluster, within its caps; when it changed something, the next loop
+	// decides on a fresh observation.
+	if a.cleaner != nil {
+		if res := a.cleaner.Run(ctx, a.state, obs.Now); res.Changed() {
+			klog.FromContext(ctx).V(2).Info("Cleanup changed the cluster; deciding in the next loop", "deleted", res.Deleted,
+				"resized", res.Resized)
+			return Result{Productive: true}, nil
+		}
+	}
 	if !a.state.ClusterHealthy() {
 		c := a.state.ClusterCounts()
 		klog.FromContext(ctx).Info("Cluster is unhealthy: too many unready nodes; not scaling", "unready", c.Unready,

@@ -24,7 +24,7 @@ func registryInstances(state *clusterstate.Registry) processor.Instances {
 			}
 		}
 		for _, n := range gs.Nodes {
-			if n.Spec.ProviderID == id {
+			if clusterstate.NormalizeProviderID(n.Spec.ProviderID) == clusterstate.NormalizeProviderID(id) {
 				st.Node = n
 				st.Exists = true
 			}

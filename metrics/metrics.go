@@ -73,6 +73,9 @@ type Metrics struct {
 	memoryLimitsBytes        *prometheus.GaugeVec
 	clusterSafeToAutoscale   prometheus.Gauge
 	provreq                  *provreqMetrics
+	deletedNodes             *prometheus.CounterVec
+	oldUnregisteredRemoved   prometheus.Counter
+	unregisteredBreakerOpen  prometheus.Gauge
 }
 
 // New creates the series and registers them on reg.
@@ -141,6 +144,22 @@ func New(reg prometheus.Registerer) *Metrics {
 			Namespace: namespace, Name: "cluster_safe_to_autoscale",
 			Help: "1 when few enough nodes are unready for the autoscaler to act (--ok-total-unready-count, --max-total-unready-percentage), else 0.",
 		}),
+	}
+	m.deletedNodes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "deleted_nodes_total",
+		Help: "Instances the autoscaler deleted, by reason (unregistered, failed-creation, ...).",
+	}, []string{"reason"})
+	m.oldUnregisteredRemoved = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Name: "old_unregistered_nodes_removed_count",
+		Help: "Instances deleted because they had no Node for longer than the provision time.",
+	})
+	m.unregisteredBreakerOpen = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "unregistered_nodes_deletion_blocked",
+		Help: "1 while the circuit breaker keeps long-unregistered instances from being deleted (too many at once), else 0.",
+	})
+	reg.MustRegister(m.deletedNodes, m.oldUnregisteredRemoved, m.unregisteredBreakerOpen)
+	for _, r := range []string{"unregistered", "failed-creation"} {
+		m.deletedNodes.WithLabelValues(r).Add(0)
 	}
 	m.provreq = newProvreqMetrics()
 	reg.MustRegister(m.provreq.collectors()...)
@@ -223,4 +242,23 @@ func (m *Metrics) UpdateClusterSafeToAutoscale(safe bool) {
 		v = 1
 	}
 	m.clusterSafeToAutoscale.Set(v)
+}
+
+// RegisterDeletedNodes counts instances deleted for reason.
+func (m *Metrics) RegisterDeletedNodes(reason string, n int) {
+	m.deletedNodes.WithLabelValues(reason).Add(float64(n))
+}
+
+// RegisterOldUnregisteredNodesRemoved counts deleted long-unregistered instances.
+func (m *Metrics) RegisterOldUnregisteredNodesRemoved(n int) {
+	m.oldUnregisteredRemoved.Add(float64(n))
+}
+
+// UpdateUnregisteredBreaker says whether the unregistered-instance breaker is open.
+func (m *Metrics) UpdateUnregisteredBreaker(open bool) {
+	v := 0.0
+	if open {
+		v = 1
+	}
+	m.unregisteredBreakerOpen.Set(v)
 }

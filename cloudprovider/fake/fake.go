@@ -333,8 +333,9 @@ func (g *NodeGroup) delete(method string, nodes []*apiv1.Node, respectMin bool) 
 	return nil
 }
 
-// DecreaseTargetSize implements cloudprovider.NodeGroup: it cancels only
-// instances that are still being created.
+// DecreaseTargetSize implements cloudprovider.NodeGroup: it lowers a target
+// that no instance backs, then cancels instances still being created; it
+// never removes a running one.
 func (g *NodeGroup) DecreaseTargetSize(_ context.Context, delta int) error {
 	g.provider.mu.Lock()
 	defer g.provider.mu.Unlock()
@@ -350,10 +351,12 @@ func (g *NodeGroup) DecreaseTargetSize(_ context.Context, delta int) error {
 			creating++
 		}
 	}
-	if -delta > creating {
-		return fmt.Errorf("cannot decrease %s by %d: only %d instances are not yet created", g.id, -delta, creating)
+	// A target above the listed instances (never created) goes first.
+	phantom := max(0, g.target-len(g.instances))
+	if -delta > phantom+creating {
+		return fmt.Errorf("cannot decrease %s by %d: only %d instances are not yet created", g.id, -delta, phantom+creating)
 	}
-	removed := 0
+	removed := min(phantom, -delta)
 	for i := len(g.instances) - 1; i >= 0 && removed < -delta; i-- {
 		if s := g.instances[i].Status; s != nil && s.State == cloudprovider.InstanceCreating {
 			g.instances = slices.Delete(g.instances, i, i+1)
