@@ -26,8 +26,8 @@ type counts struct {
 }
 
 func (c *counts) RegisterDeletedNodes(reason string, n int) { c.deleted[reason] += n }
-func (c *counts) RegisterOldUnregisteredNodesRemoved(n int)  { c.old += n }
-func (c *counts) UpdateUnregisteredBreaker(open bool)        { c.open = open }
+func (c *counts) RegisterOldUnregisteredNodesRemoved(n int) { c.old += n }
+func (c *counts) UpdateUnregisteredBreaker(open bool)       { c.open = open }
 
 // world is a fake provider with groups, some registered nodes, and a
 // registry that has watched it for 16 minutes (past the provision time).
