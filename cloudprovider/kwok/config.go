@@ -61,6 +61,11 @@ type FaultConfig struct {
 	// many live instances of the group fail with an OutOfResources error
 	// (code STOCKOUT), as a zone out of capacity does.
 	OutOfCapacityAfter int `json:"outOfCapacityAfter,omitempty"`
+	// ForeignProviderID registers the group's Nodes under a provider ID
+	// that does not match their instances ("othercloud://<name>"), as a
+	// misconfigured cloud controller would: every instance then looks
+	// unregistered to the autoscaler.
+	ForeignProviderID bool `json:"foreignProviderID,omitempty"`
 	// NeverRegisterRate is the share (0..1) of new instances that are created
 	// but whose Node never appears.
 	NeverRegisterRate float64 `json:"neverRegisterRate,omitempty"`

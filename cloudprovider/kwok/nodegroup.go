@@ -308,9 +308,13 @@ func (g *NodeGroup) newNode(name string) *apiv1.Node {
 	}
 	annotations[NodeGroupAnnotation] = g.cfg.Name
 	annotations[KwokNodeAnnotation] = "fake"
+	providerID := ProviderIDPrefix + name
+	if g.cfg.Faults.ForeignProviderID {
+		providerID = "othercloud://" + name
+	}
 	return &apiv1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations},
-		Spec:       apiv1.NodeSpec{ProviderID: ProviderIDPrefix + name, Taints: append([]apiv1.Taint(nil), t.Taints...)},
+		Spec:       apiv1.NodeSpec{ProviderID: providerID, Taints: append([]apiv1.Taint(nil), t.Taints...)},
 		Status:     apiv1.NodeStatus{Capacity: t.Capacity.DeepCopy(), Allocatable: t.Allocatable.DeepCopy()},
 	}
 }
