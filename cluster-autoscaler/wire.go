@@ -251,7 +251,7 @@ func runAutoscaler(ctx context.Context, opts config.Options, restConfig *rest.Co
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(clientgoscheme.Scheme, apiv1.EventSource{Component: "cluster-autoscaler"})
 	state := clusterstate.NewRegistry(opts)
-	orchestrator, nsFactory, err := buildScaleUp(ctx, opts, client, factory, provider, listers, recorder, state)
+	orchestrator, nsFactory, err := buildScaleUp(ctx, opts, client, factory, provider, listers, recorder, state, m)
 	if err != nil {
 		return err
 	}
@@ -359,7 +359,7 @@ func recentlyUnschedulable(pod *apiv1.Pod, now time.Time) bool {
 // ConfigMap lister and must be started with the cluster-wide one.
 func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.Interface, factory informers.SharedInformerFactory,
 	provider cloudprovider.CloudProvider, listers core.Listers, recorder record.EventRecorder,
-	state *clusterstate.Registry) (*scaleup.Orchestrator, informers.SharedInformerFactory, error) {
+	state *clusterstate.Registry, m *metrics.Metrics) (*scaleup.Orchestrator, informers.SharedInformerFactory, error) {
 	simOpts := []simframework.Option{simframework.WithParallelism(opts.PredicateParallelism), simframework.WithClient(client)}
 	if opts.SchedulerConfigFile != "" {
 		simOpts = append(simOpts, simframework.WithSchedulerConfigFile(opts.SchedulerConfigFile))
@@ -380,7 +380,8 @@ func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.In
 		return nil, nil, fmt.Errorf("--expander: %w", err)
 	}
 	return scaleup.New(provider, sim, estimator.New(sim), chain, opts, state,
-		scaleup.WithDaemonSets(factory.Apps().V1().DaemonSets().Lister())), nsFactory, nil
+		scaleup.WithDaemonSets(factory.Apps().V1().DaemonSets().Lister()),
+		scaleup.WithDeletionCounter(m.RegisterDeletedNodes)), nsFactory, nil
 }
 
 // buildProvReqProcessor wires the ProvisioningRequest processor: its typed

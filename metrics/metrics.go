@@ -158,7 +158,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		Help: "1 while the circuit breaker keeps long-unregistered instances from being deleted (too many at once), else 0.",
 	})
 	reg.MustRegister(m.deletedNodes, m.oldUnregisteredRemoved, m.unregisteredBreakerOpen)
-	for _, r := range []string{"unregistered", "failed-creation"} {
+	for _, r := range []string{"unregistered", "failed-creation", "atomic-rollback"} {
 		m.deletedNodes.WithLabelValues(r).Add(0)
 	}
 	m.provreq = newProvreqMetrics()

@@ -16,6 +16,10 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/expander"
 )
 
+// RollbackReason is the deleted_nodes_total reason of instances deleted
+// when an all-or-nothing scale-up is rolled back.
+const RollbackReason = "atomic-rollback"
+
 // AtomicResult is the outcome of an all-or-nothing scale-up.
 type AtomicResult struct {
 	// Fit is true when every pod has room: on existing or upcoming nodes,
@@ -183,6 +187,9 @@ func (o *Orchestrator) rollback(ctx context.Context, instances map[string][]stri
 		for _, v := range victims {
 			logger.Info("Deleted instance of a rolled back all-or-nothing scale-up", "instance", v.Spec.ProviderID,
 				"nodeGroup", id, "reason", why)
+		}
+		if o.countDeletions != nil && len(victims) > 0 {
+			o.countDeletions(RollbackReason, len(victims))
 		}
 	}
 	return errors.Join(errs...)

@@ -66,6 +66,8 @@ type Orchestrator struct {
 	// fromNodes are templates made from real nodes, kept for when a group
 	// that has no TemplateNodeInfo has no usable node left.
 	fromNodes map[string]*cloudprovider.NodeInfo
+	// countDeletions records rolled back instances (deleted_nodes_total).
+	countDeletions func(reason string, n int)
 }
 
 // DaemonSetLister lists the DaemonSets whose pods templates carry.
@@ -75,6 +77,11 @@ type DaemonSetLister interface {
 
 // Option configures an Orchestrator.
 type Option func(*Orchestrator)
+
+// WithDeletionCounter counts the instances a rollback deletes, by reason.
+func WithDeletionCounter(count func(reason string, n int)) Option {
+	return func(o *Orchestrator) { o.countDeletions = count }
+}
 
 // WithDaemonSets puts on every template the pods of the DaemonSets that
 // would run on it.

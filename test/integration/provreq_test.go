@@ -306,6 +306,11 @@ nodeGroups:
 	if !p.log.Contains("Deleted instance of a rolled back all-or-nothing scale-up") {
 		t.Error("the rolled back instances are not logged by name")
 	}
+	_, body, _ := p.get(e.Context(), "/metrics")
+	if !strings.Contains(body, `cluster_autoscaler_deleted_nodes_total{reason="atomic-rollback"}`) ||
+		strings.Contains(body, `cluster_autoscaler_deleted_nodes_total{reason="atomic-rollback"} 0`) {
+		t.Error("/metrics does not count the rolled back instances")
+	}
 	// Nothing of either attempt is left: no nodes in ok, and the kwok
 	// state holds no instance of ghost.
 	time.Sleep(2 * time.Second)
