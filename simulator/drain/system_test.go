@@ -1,0 +1,62 @@
+package drain
+
+import (
+	"testing"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
+)
+
+func TestSystemPodRule(t *testing.T) {
+	young := t0.Add(-59 * time.Minute)
+	dnsPDB := pdb("kube-system", "dns", "dns", 0) // covers even with no budget left
+	badPDB := pdb("kube-system", "bad", "", 1)
+	badPDB.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "k", Operator: "Bogus"}}}
+	sysPod := func() *podBuilder { return makePod("dns-1").ns("kube-system").rs("dns").label("app", "dns") }
+	tests := []struct {
+		name       string
+		pod        *apiv1.Pod
+		timeout    time.Duration
+		pdbs       []*policyv1.PodDisruptionBudget // budget passed to Classify
+		nilBudget  bool                            // no budget: read pdbLister
+		lister     policylisters.PodDisruptionBudgetLister
+		want       verdict
+		wantReason BlockingReason
+	}{
+		{name: "other namespace", pod: makePod("p").created(young).obj(), timeout: time.Hour, want: undecided},
+		{name: "young, no PDB", pod: sysPod().created(young).obj(), timeout: time.Hour, want: block, wantReason: UnmovableKubeSystemPod},
+		{name: "exactly the timeout old", pod: sysPod().created(t0.Add(-time.Hour)).obj(), timeout: time.Hour, want: undecided},
+		{name: "older than the timeout", pod: sysPod().created(t0.Add(-2 * time.Hour)).obj(), timeout: time.Hour, want: undecided},
+		{name: "no creation timestamp is new", pod: sysPod().created(time.Time{}).obj(), timeout: time.Hour, want: block, wantReason: UnmovableKubeSystemPod},
+		{name: "timeout zero waives at once", pod: sysPod().created(t0).obj(), timeout: 0, want: undecided},
+		{name: "covered by a PDB with no budget left", pod: sysPod().created(young).obj(), timeout: time.Hour,
+			pdbs: []*policyv1.PodDisruptionBudget{dnsPDB}, want: undecided},
+		{name: "PDB selects other pods", pod: sysPod().created(young).obj(), timeout: time.Hour,
+			pdbs: []*policyv1.PodDisruptionBudget{pdb("kube-system", "x", "other", 1)}, want: block, wantReason: UnmovableKubeSystemPod},
+		{name: "matching PDB in another namespace", pod: sysPod().created(young).obj(), timeout: time.Hour,
+			pdbs: []*policyv1.PodDisruptionBudget{pdb("default", "dns", "dns", 1)}, want: block, wantReason: UnmovableKubeSystemPod},
+		{name: "invalid PDB selector", pod: sysPod().created(young).obj(), timeout: time.Hour,
+			pdbs: []*policyv1.PodDisruptionBudget{badPDB}, want: block, wantReason: UnexpectedError},
+		{name: "no budget: lister covers", pod: sysPod().created(young).obj(), timeout: time.Hour, nilBudget: true,
+			lister: makeListers(t, dnsPDB).PodDisruptionBudgets, want: undecided},
+		{name: "no budget: lister does not cover", pod: sysPod().created(young).obj(), timeout: time.Hour, nilBudget: true,
+			lister: makeListers(t, pdb("kube-system", "x", "other", 1)).PodDisruptionBudgets, want: block, wantReason: UnmovableKubeSystemPod},
+		{name: "no budget, no lister", pod: sysPod().created(young).obj(), timeout: time.Hour, nilBudget: true,
+			want: block, wantReason: UnmovableKubeSystemPod},
+		{name: "no budget: lister fails", pod: sysPod().created(young).obj(), timeout: time.Hour, nilBudget: true,
+			lister: brokenPDBLister{}, want: block, wantReason: UnexpectedError},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			env := &classifyEnv{now: t0}
+			if !tc.nilBudget {
+				env.pdbs = PDBsFromList(tc.pdbs)
+			}
+			r := systemPodRule{timeout: tc.timeout, pdbLister: tc.lister}
+			checkOutcome(t, r.check(tc.pod, env), tc.want, tc.wantReason)
+		})
+	}
+}
