@@ -207,9 +207,7 @@ func (c *commandLine) registerNodeGroupDefaults() {
 	fs.DurationVar(&d.MaxNodeProvisionTime, "max-node-provision-time", d.MaxNodeProvisionTime, "How long a new instance may take to register as a node.")
 	fs.DurationVar(&d.MaxNodeStartupTime, "max-node-startup-time", d.MaxNodeStartupTime, "How long a registered node may take to become ready.")
 	fs.BoolVar(&d.IgnoreDaemonSetsUtilization, "ignore-daemonsets-utilization", d.IgnoreDaemonSetsUtilization, "Leave DaemonSet pods out of node utilisation.")
-	c.mark(notImplemented, "scale-down-utilization-threshold", "scale-down-gpu-utilization-threshold",
-		"scale-down-unneeded-time", "scale-down-unready-time",
-		"ignore-daemonsets-utilization")
+
 }
 
 func (c *commandLine) registerScaleDown() {
@@ -245,17 +243,14 @@ func (c *commandLine) registerScaleDown() {
 	fs.DurationVar(&o.NodeDeletionCandidateTTL, "node-deletion-candidate-ttl", o.NodeDeletionCandidateTTL, "After this long a removal candidate mark is stale; 0 means never.")
 	fs.DurationVar(&o.BlockingSystemPodDisruptionTimeout, "blocking-system-pod-distruption-timeout", o.BlockingSystemPodDisruptionTimeout, "After this long, kube-system pods without a PDB no longer block removal.")
 	fs.StringVar(&o.DrainPriorityConfig, "drain-priority-config", o.DrainPriorityConfig, "Evict pods in priority groups, <priority>:<gracePeriodSeconds>,...; excludes --max-graceful-termination-sec.")
-	c.mark(notImplemented, "scale-down-enabled", "scale-down-unready-enabled", "scale-down-delay-after-add",
-		"scale-down-delay-after-delete", "scale-down-delay-after-failure", "scale-down-delay-type-local",
-		"ignore-mirror-pods-utilization", "max-scale-down-parallelism", "max-drain-parallelism",
-		"max-graceful-termination-sec", "max-pod-eviction-time", "node-delete-delay-after-taint",
-		"skip-nodes-with-system-pods", "skip-nodes-with-local-storage", "skip-nodes-with-custom-controller-pods",
-		"min-replica-count", "daemonset-eviction-for-empty-nodes", "daemonset-eviction-for-occupied-nodes",
-		"cordon-node-before-terminating", "scale-down-non-empty-candidates-count", "scale-down-candidates-pool-ratio",
+	// Acted on: enabled, unready, the delays, utilisation, parallelism,
+	// grace and eviction time, the skip-nodes rules, min replicas,
+	// DaemonSet eviction, cordoning, soft taints, the system-pod timeout.
+	c.mark(notImplemented, "scale-down-delay-type-local", "node-delete-delay-after-taint",
+		"scale-down-non-empty-candidates-count", "scale-down-candidates-pool-ratio",
 		"scale-down-candidates-pool-min-count", "scale-down-simulation-timeout", "unremovable-node-recheck-timeout",
-		"max-bulk-soft-taint-count", "max-bulk-soft-taint-time", "node-deletion-delay-timeout",
-		"node-deletion-batcher-interval", "node-deletion-candidate-ttl", "blocking-system-pod-distruption-timeout",
-		"drain-priority-config")
+		"max-bulk-soft-taint-time", "node-deletion-delay-timeout", "node-deletion-batcher-interval",
+		"node-deletion-candidate-ttl", "drain-priority-config")
 
 	c.ignoredBool("dynamic-node-delete-delay-after-taint-enabled", false, "Adapt the delete delay after tainting to API latency.")
 	c.ignoredBool("node-removal-latency-tracking-enabled", false, "Track latency from unneeded to removed.")

@@ -18,6 +18,7 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -45,7 +46,9 @@ import (
 	provreqv1 "k8s.io/autoscaler/cluster-autoscaler/provreq/apis/autoscaling.x-k8s.io/v1"
 	provreqclient "k8s.io/autoscaler/cluster-autoscaler/provreq/client"
 	"k8s.io/autoscaler/cluster-autoscaler/provreq/processor"
+	"k8s.io/autoscaler/cluster-autoscaler/scaledown"
 	"k8s.io/autoscaler/cluster-autoscaler/scaleup"
+	"k8s.io/autoscaler/cluster-autoscaler/simulator/drain"
 	simframework "k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
 )
 
@@ -282,6 +285,8 @@ func runAutoscaler(ctx context.Context, opts config.Options, restConfig *rest.Co
 		}()
 		loopOpts = append(loopOpts, core.WithStatusWriter(status))
 	}
+	sd, taints := buildScaleDown(opts, client, factory, provider, recorder, m)
+	loopOpts = append(loopOpts, core.WithScaleDown(sd))
 	var provreqInformer cache.SharedIndexInformer
 	if opts.EnableProvisioningRequests {
 		var p *processor.Processor
@@ -323,6 +328,7 @@ func runAutoscaler(ctx context.Context, opts config.Options, restConfig *rest.Co
 			}
 		}
 	}
+	cleanStaleTaints(ctx, listers.Nodes, provider, taints)
 	logger.Info("Informer caches synced; starting the loop", "scanInterval", opts.ScanInterval)
 	health.StartMonitoring()
 	return runner.Run(ctx)
@@ -440,4 +446,46 @@ func (s provreqStatus) ApplyStatus(ctx context.Context, namespace, name string, 
 
 func (s provreqStatus) Delete(ctx context.Context, namespace, name string, uid types.UID) error {
 	return s.c.ProvisioningRequests(namespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+}
+
+// buildScaleDown wires the planner (with the drain rules on informer
+// listers) and the actuator.
+func buildScaleDown(opts config.Options, client kubernetes.Interface, factory informers.SharedInformerFactory,
+	provider cloudprovider.CloudProvider, recorder record.EventRecorder, m *metrics.Metrics) (*scaledown.ScaleDown, *scaledown.Taints) {
+	rules := drain.NewRules(drain.Options{
+		SkipNodesWithSystemPods:            opts.SkipNodesWithSystemPods,
+		SkipNodesWithLocalStorage:          opts.SkipNodesWithLocalStorage,
+		SkipNodesWithCustomControllerPods:  opts.SkipNodesWithCustomControllerPods,
+		MinReplicaCount:                    opts.MinReplicaCount,
+		BlockingSystemPodDisruptionTimeout: opts.BlockingSystemPodDisruptionTimeout,
+		MaxGracefulTerminationSec:          opts.MaxGracefulTerminationSec,
+	}, drain.Listers{
+		ReplicationControllers: factory.Core().V1().ReplicationControllers().Lister(),
+		ReplicaSets:            factory.Apps().V1().ReplicaSets().Lister(),
+		StatefulSets:           factory.Apps().V1().StatefulSets().Lister(),
+		DaemonSets:             factory.Apps().V1().DaemonSets().Lister(),
+		Jobs:                   factory.Batch().V1().Jobs().Lister(),
+		PodDisruptionBudgets:   factory.Policy().V1().PodDisruptionBudgets().Lister(),
+	})
+	taints := scaledown.NewTaints(client, opts.MaxBulkSoftTaintCount, opts.CordonNodeBeforeTerminating)
+	planner := scaledown.NewPlanner(opts, provider, rules, taints)
+	actuator := scaledown.NewActuator(opts, client, taints, recorder, m, clock.RealClock{})
+	return scaledown.New(opts, planner, actuator, m), taints
+}
+
+// cleanStaleTaints removes, once at start-up, the deletion taints a
+// previous run left on nodes of the managed groups.
+func cleanStaleTaints(ctx context.Context, nodes corelisters.NodeLister, provider cloudprovider.CloudProvider, taints *scaledown.Taints) {
+	all, err := nodes.List(labels.Everything())
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Listing nodes to clean stale deletion taints")
+		return
+	}
+	var managed []*apiv1.Node
+	for _, n := range all {
+		if ng, err := provider.NodeGroupForNode(ctx, n); err == nil && ng != nil {
+			managed = append(managed, n)
+		}
+	}
+	taints.CleanUp(ctx, managed)
 }

@@ -110,10 +110,19 @@ type BackoffInfo struct {
 
 // ScaleDownStatus is the scale-down state.
 type ScaleDownStatus struct {
-	Status             string      `json:"status"`
-	Candidates         int         `json:"candidates,omitempty"`
-	LastProbeTime      metav1.Time `json:"lastProbeTime,omitempty"`
-	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
+	Status     string `json:"status"`
+	Candidates int    `json:"candidates,omitempty"`
+	// UnremovableNodes says why nodes cannot be removed (cluster-wide part
+	// only, at most 100 nodes; not in upstream's format).
+	UnremovableNodes   []UnremovableNode `json:"unremovableNodes,omitempty"`
+	LastProbeTime      metav1.Time       `json:"lastProbeTime,omitempty"`
+	LastTransitionTime metav1.Time       `json:"lastTransitionTime,omitempty"`
+}
+
+// UnremovableNode is a node scale-down keeps, and why.
+type UnremovableNode struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
 }
 
 // ScaleDownCandidates tells the status how many scale-down candidates

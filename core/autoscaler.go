@@ -17,6 +17,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 	"k8s.io/autoscaler/cluster-autoscaler/provreq/processor"
+	"k8s.io/autoscaler/cluster-autoscaler/scaledown"
 	"k8s.io/autoscaler/cluster-autoscaler/scaleup"
 	"k8s.io/client-go/tools/record"
 )
@@ -38,6 +39,7 @@ type Autoscaler struct {
 	scaleUp  ScaleUpper
 	provreqs *processor.Processor
 	cleaner  *cleanup.Cleaner
+	scaleDn  *scaledown.ScaleDown
 	recorder record.EventRecorder
 	metrics  *metrics.Metrics
 	clock    clock.PassiveClock
@@ -79,6 +81,11 @@ func WithProvisioningRequests(p *processor.Processor) AutoscalerOption {
 // before anything else acts.
 func WithCleanup(c *cleanup.Cleaner) AutoscalerOption {
 	return func(a *Autoscaler) { a.cleaner = c }
+}
+
+// WithScaleDown enables the scale-down step.
+func WithScaleDown(s *scaledown.ScaleDown) AutoscalerOption {
+	return func(a *Autoscaler) { a.scaleDn = s }
 }
 
 // WithPassiveClock replaces the real clock used to time the loop's steps.
@@ -141,7 +148,24 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (Result, error)
 		a.clusterEvent(apiv1.EventTypeWarning, "ClusterUnhealthy", "Cluster is unhealthy")
 		return Result{}, nil
 	}
-	return a.runScaleUp(ctx, obs)
+	res, session, err := a.runScaleUp(ctx, obs)
+	if err != nil || a.scaleDn == nil || a.scaleUp == nil {
+		return res, err
+	}
+	if res.Productive {
+		a.scaleDn.ScaledUp(obs.Now)
+	}
+	if session == nil {
+		session = a.scaleUp.Begin(ctx, scaleup.Input{Now: obs.Now, Nodes: obs.Nodes, ScheduledPods: obs.ScheduledPods})
+	}
+	start := a.clock.Now()
+	a.metrics.UpdateLastActivity(metrics.ActivityScaleDown, obs.Now)
+	if n := a.scaleDn.Run(ctx, scaledown.Input{Now: obs.Now, Nodes: obs.Nodes, ScheduledPods: obs.ScheduledPods,
+		State: a.state, Session: session}); n > 0 {
+		res.Productive = true
+	}
+	a.metrics.UpdateDuration(metrics.FunctionScaleDown, a.clock.Since(start))
+	return res, nil
 }
 
 // updateClusterState feeds the loop's observation to the registry and
@@ -179,7 +203,18 @@ func (a *Autoscaler) writeStatus(ctx context.Context, now time.Time) {
 	if a.status == nil {
 		return
 	}
-	if err := a.status.Write(ctx, a.state.Status(now, nil)); err != nil {
+	var candidates clusterstate.ScaleDownCandidates
+	if a.scaleDn != nil {
+		candidates = a.scaleDn.Candidates
+	}
+	st := a.state.Status(now, candidates)
+	if a.scaleDn != nil && st.ClusterWide != nil {
+		for _, u := range a.scaleDn.Unremovable(100) {
+			st.ClusterWide.ScaleDown.UnremovableNodes = append(st.ClusterWide.ScaleDown.UnremovableNodes,
+				clusterstate.UnremovableNode{Name: u[0], Reason: u[1]})
+		}
+	}
+	if err := a.status.Write(ctx, st); err != nil {
 		klog.FromContext(ctx).Error(err, "Writing the status ConfigMap")
 	}
 }
@@ -195,9 +230,9 @@ func (a *Autoscaler) clusterEvent(eventType, reason, format string, args ...any)
 // runScaleUp adds nodes for the pods the scheduler marked unschedulable,
 // after the ProvisioningRequests have booked, checked and scaled in the
 // same session.
-func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, error) {
+func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, *scaleup.Session, error) {
 	if a.scaleUp == nil {
-		return Result{}, nil
+		return Result{}, nil, nil
 	}
 	logger := klog.FromContext(ctx)
 	unschedulable := a.unschedulable(ctx, obs)
@@ -209,7 +244,7 @@ func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, 
 		unschedulable = requests.Pending()
 	}
 	if len(unschedulable) == 0 && (requests == nil || !requests.HasWork()) {
-		return Result{}, nil
+		return Result{}, nil, nil
 	}
 	start := a.clock.Now()
 	defer func() { a.metrics.UpdateDuration(metrics.FunctionScaleUp, a.clock.Since(start)) }()
@@ -220,7 +255,7 @@ func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, 
 		productive = requests.Run(ctx, session, obs.Nodes, registryInstances(a.state))
 	}
 	if len(unschedulable) == 0 {
-		return Result{Productive: productive}, nil
+		return Result{Productive: productive}, session, nil
 	}
 	res := session.ScaleUp(ctx, unschedulable)
 	added := 0
@@ -241,7 +276,7 @@ func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, 
 	a.recordScaleUpEvents(res)
 	logger.V(2).Info("Scale-up decision", "unschedulable", len(unschedulable), "fitExisting", res.FitExisting,
 		"increases", len(res.Increases), "nodesAdded", added)
-	return Result{Productive: added > 0 || productive}, nil
+	return Result{Productive: added > 0 || productive}, session, nil
 }
 
 // unschedulable are the pods the scheduler marked unschedulable that are old

@@ -9,6 +9,8 @@ cd "$root"
 export LOCAL_CLUSTER_DIR=${LOCAL_CLUSTER_DIR:-_output/local}
 address=${DEMO_ADDRESS:-127.0.0.1:8085}
 duration=${DEMO_DURATION:-0} # 0 = until Ctrl-C
+# After this many seconds the workload is deleted, so scale-down shows.
+workload_for=${DEMO_WORKLOAD_SECONDS:-45}
 kubectl=_output/bin/kubectl
 export KUBECONFIG=$LOCAL_CLUSTER_DIR/kubeconfig
 ca_log=$LOCAL_CLUSTER_DIR/logs/cluster-autoscaler.log
@@ -26,7 +28,9 @@ $kubectl apply -f hack/demo/provisioning-request.yaml
 echo "== starting cluster-autoscaler (log: $ca_log)"
 _output/bin/cluster-autoscaler \
   --kubeconfig="$KUBECONFIG" --cloud-provider=kwok --namespace=kube-system \
-  --address="$address" --scan-interval=5s --v=2 --enable-provisioning-requests >"$ca_log" 2>&1 &
+  --address="$address" --scan-interval=5s --v=2 --enable-provisioning-requests \
+  --scale-down-unneeded-time=15s --scale-down-delay-after-add=20s --scale-down-delay-after-delete=0s \
+  --max-graceful-termination-sec=5 >"$ca_log" 2>&1 &
 ca_pid=$!
 
 cleanup() {
@@ -50,8 +54,9 @@ for _ in $(seq 60); do # the autoscaler answers once its informers have synced
   [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$address/health-check" || true)" = 200 ] && break
   sleep 0.5
 done
-echo "== watching (Ctrl-C to stop)"
+echo "== watching (Ctrl-C to stop); the workload is deleted after ${workload_for}s, then unneeded nodes go"
 start=$SECONDS
+deleted=0
 while :; do
   if ! kill -0 "$ca_pid" 2>/dev/null; then
     echo "cluster-autoscaler exited; last lines of its log:"; tail -20 "$ca_log"; exit 1
@@ -65,9 +70,18 @@ while :; do
     "$nodes" "$running" "$pending" "$(metric 'cluster_autoscaler_last_activity{activity="main"}')" \
     "$(metric 'cluster_autoscaler_unschedulable_pods_count{type="unschedulable"}')" \
     "$(metric 'cluster_autoscaler_scaled_up_nodes_total{dra_drivers="",gpu_name="",gpu_resource_name=""}')"
+  printf '          unneeded_nodes_count=%s  scaled_down empty=%s underutilized=%s\n' \
+    "$(metric 'cluster_autoscaler_unneeded_nodes_count')" \
+    "$(metric 'cluster_autoscaler_scaled_down_nodes_total{dra_drivers="",gpu_name="",gpu_resource_name="",reason="empty"}')" \
+    "$(metric 'cluster_autoscaler_scaled_down_nodes_total{dra_drivers="",gpu_name="",gpu_resource_name="",reason="underutilized"}')"
   printf '          provisioningrequest/demo-training: %s\n' \
     "$($kubectl get provisioningrequests demo-training -n default \
       -o jsonpath='{range .status.conditions[*]}{.type}={.status}({.reason}) {end}' 2>/dev/null || true)"
+  if [ "$deleted" = 0 ] && [ $((SECONDS - start)) -ge "$workload_for" ]; then
+    echo "== deleting the demo workload: the nodes it needed become unneeded and are removed"
+    $kubectl delete deployment -n default demo-app demo-batch demo-training --wait=false >/dev/null
+    deleted=1
+  fi
   if [ "$duration" -gt 0 ] && [ $((SECONDS - start)) -ge "$duration" ]; then break; fi
   sleep 5
 done

@@ -24,6 +24,7 @@ const (
 	FunctionLoopWait             = "loopWait"
 	FunctionCloudProviderRefresh = "cloudProviderRefresh"
 	FunctionScaleUp              = "scaleUp"
+	FunctionScaleDown            = "scaleDown"
 )
 
 // ErrorType labels errors_total; the values are upstream's.
@@ -73,6 +74,7 @@ type Metrics struct {
 	memoryLimitsBytes        *prometheus.GaugeVec
 	clusterSafeToAutoscale   prometheus.Gauge
 	provreq                  *provreqMetrics
+	scaleDown                *scaleDownMetrics
 	deletedNodes             *prometheus.CounterVec
 	oldUnregisteredRemoved   prometheus.Counter
 	unregisteredBreakerOpen  prometheus.Gauge
@@ -160,6 +162,14 @@ func New(reg prometheus.Registerer) *Metrics {
 	reg.MustRegister(m.deletedNodes, m.oldUnregisteredRemoved, m.unregisteredBreakerOpen)
 	for _, r := range []string{"unregistered", "failed-creation", "atomic-rollback"} {
 		m.deletedNodes.WithLabelValues(r).Add(0)
+	}
+	m.scaleDown = newScaleDownMetrics()
+	reg.MustRegister(m.scaleDown.collectors()...)
+	for _, r := range []string{"empty", "underutilized", "unready"} {
+		m.scaleDown.scaledDown.WithLabelValues(r, "", "", "").Add(0)
+	}
+	for _, r := range []string{"succeeded", "failed"} {
+		m.scaleDown.evicted.WithLabelValues(r).Add(0)
 	}
 	m.provreq = newProvreqMetrics()
 	reg.MustRegister(m.provreq.collectors()...)

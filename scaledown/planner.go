@@ -1,0 +1,318 @@
+package scaledown
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
+	"k8s.io/autoscaler/cluster-autoscaler/config"
+	"k8s.io/autoscaler/cluster-autoscaler/simulator/drain"
+	"k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
+)
+
+// Unremovable reasons, upstream's names (and BookedCapacity, ours), as
+// unremovable_nodes_count's reason label.
+const (
+	ReasonNoReason                    = "NoReason"
+	ReasonScaleDownDisabledAnnotation = "ScaleDownDisabledAnnotation"
+	ReasonScaleDownUnreadyDisabled    = "ScaleDownUnreadyDisabled"
+	ReasonNotAutoscaled               = "NotAutoscaled"
+	ReasonNotUnneededLongEnough       = "NotUnneededLongEnough"
+	ReasonNotUnreadyLongEnough        = "NotUnreadyLongEnough"
+	ReasonNodeGroupMinSizeReached     = "NodeGroupMinSizeReached"
+	ReasonMinimalResourceLimit        = "MinimalResourceLimitExceeded"
+	ReasonCurrentlyBeingDeleted       = "CurrentlyBeingDeleted"
+	ReasonNotUnderutilized            = "NotUnderutilized"
+	ReasonNoPlaceToMovePods           = "NoPlaceToMovePods"
+	ReasonBlockedByPod                = "BlockedByPod"
+	ReasonBookedCapacity              = "BookedCapacity"
+	ReasonNotStarted                  = "NotStarted"
+)
+
+// Annotations and taints of scale-down, upstream's keys.
+const (
+	ScaleDownDisabledAnnotation = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+	DeletionCandidateTaint      = "DeletionCandidateOfClusterAutoscaler"
+	ToBeDeletedTaint            = clusterstate.ToBeDeletedTaint
+)
+
+// Session is the loop's simulation, after scale-up placed pending pods and
+// bookings; *scaleup.Session implements it.
+type Session interface {
+	PodsOn(node string) []*apiv1.Pod
+	TryRemove(ctx context.Context, node string, move []*apiv1.Pod, avoid map[string]bool) bool
+}
+
+// Candidate is a node that could go, and what its removal means.
+type Candidate struct {
+	Node        *apiv1.Node
+	Group       cloudprovider.NodeGroup
+	Utilization float64
+	Unready     bool
+	// Move are the pods to evict, DaemonSet the DaemonSet pods on it.
+	Move, DaemonSet []*apiv1.Pod
+	Since           time.Time
+}
+
+// Empty reports whether no pod has to move.
+func (c *Candidate) Empty() bool { return len(c.Move) == 0 }
+
+// Plan is one loop's scale-down view.
+type Plan struct {
+	// Unneeded are the nodes that could go now, with their timers.
+	Unneeded []*Candidate
+	// Removable are those whose unneeded (or unready) time has passed and
+	// whose group can lose them, in the order to remove them.
+	Removable []*Candidate
+	// Unremovable gives the reason of every other autoscaled node.
+	Unremovable map[string]string
+}
+
+// Planner finds unneeded nodes and keeps their timers on the nodes.
+type Planner struct {
+	opts     config.Options
+	provider cloudprovider.CloudProvider
+	rules    *drain.Rules
+	taints   *Taints
+}
+
+// NewPlanner builds a planner.
+func NewPlanner(opts config.Options, provider cloudprovider.CloudProvider, rules *drain.Rules, taints *Taints) *Planner {
+	return &Planner{opts: opts, provider: provider, rules: rules, taints: taints}
+}
+
+// Input is what one plan looks at.
+type Input struct {
+	Now           time.Time
+	Nodes         []*apiv1.Node
+	ScheduledPods []*apiv1.Pod
+	State         *clusterstate.Registry
+	Session       Session
+}
+
+// Update plans at in.Now: every node is either unneeded (with the time it
+// became so, read back from its DeletionCandidate taint after a restart) or
+// unremovable with a reason; the taints follow.
+func (p *Planner) Update(ctx context.Context, in Input) *Plan {
+	logger := klog.FromContext(ctx)
+	plan := &Plan{Unremovable: map[string]string{}}
+	podsByNode := map[string][]*apiv1.Pod{}
+	for _, pod := range in.ScheduledPods {
+		podsByNode[pod.Spec.NodeName] = append(podsByNode[pod.Spec.NodeName], pod)
+	}
+	groupOf := map[string]*clusterstate.GroupState{}
+	for _, gs := range in.State.Groups() {
+		for _, n := range gs.Nodes {
+			groupOf[n.Name] = gs
+		}
+	}
+	pdbs, err := p.rules.NewPDBs()
+	if err != nil {
+		logger.Error(err, "Reading PodDisruptionBudgets; no scale-down this loop")
+		return plan
+	}
+	nodes := append([]*apiv1.Node(nil), in.Nodes...)
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	removed := map[string]bool{} // nodes already counted as gone in the simulation
+	var unneeded []*Candidate
+	for _, n := range nodes {
+		gs := groupOf[n.Name]
+		c, reason := p.consider(ctx, n, gs, podsByNode[n.Name], in, pdbs, removed)
+		if c == nil {
+			plan.Unremovable[n.Name] = reason
+			continue
+		}
+		removed[n.Name] = true
+		unneeded = append(unneeded, c)
+	}
+	plan.Unneeded = unneeded
+	p.timers(ctx, plan, in)
+	return plan
+}
+
+// consider decides whether one node is unneeded; it returns the candidate
+// or the reason it is not.
+func (p *Planner) consider(ctx context.Context, n *apiv1.Node, gs *clusterstate.GroupState, pods []*apiv1.Pod, in Input,
+	pdbs *drain.PDBs, removed map[string]bool) (*Candidate, string) {
+	if gs == nil {
+		return nil, ReasonNotAutoscaled
+	}
+	if n.Annotations[ScaleDownDisabledAnnotation] == "true" {
+		return nil, ReasonScaleDownDisabledAnnotation
+	}
+	if hasTaint(n, ToBeDeletedTaint) {
+		return nil, ReasonCurrentlyBeingDeleted
+	}
+	c := &Candidate{Node: n, Group: gs.NodeGroup}
+	switch clusterstate.NodeReadiness(n, in.Now, gs.Options.MaxNodeStartupTime) {
+	case clusterstate.NotStarted:
+		return nil, ReasonNotStarted
+	case clusterstate.Unready:
+		if !p.opts.ScaleDownUnreadyEnabled {
+			return nil, ReasonScaleDownUnreadyDisabled
+		}
+		c.Unready = true
+	}
+	c.Utilization = p.utilization(n, pods, gs.Options)
+	threshold := gs.Options.ScaleDownUtilizationThreshold
+	if p.isGPUNode(n) {
+		threshold = gs.Options.ScaleDownGPUUtilizationThreshold
+	}
+	if !c.Unready && c.Utilization >= threshold {
+		return nil, ReasonNotUnderutilized
+	}
+	// Pods the loop placed on this node (bookings of ProvisioningRequests,
+	// pending pods) need it.
+	if simulated := in.Session.PodsOn(n.Name); len(simulated) > len(pods) {
+		return nil, ReasonBookedCapacity
+	}
+	trial := pdbs.Fork()
+	move, left, blocking := p.rules.Classify(pods, trial, in.Now)
+	if blocking != nil {
+		klog.FromContext(ctx).V(4).Info("Node cannot be removed: a pod blocks it", "node", n.Name,
+			"pod", klog.KObj(blocking.Pod), "reason", blocking.Reason)
+		return nil, ReasonBlockedByPod
+	}
+	for _, pod := range left {
+		if drain.IsDaemonSetPod(pod) {
+			c.DaemonSet = append(c.DaemonSet, pod)
+		}
+	}
+	if !in.Session.TryRemove(ctx, n.Name, move, removed) {
+		return nil, ReasonNoPlaceToMovePods
+	}
+	*pdbs = *trial
+	c.Move = move
+	return c, ""
+}
+
+// utilization is max(cpu, memory) requested over allocatable, DaemonSet and
+// mirror pods left out as the flags say (GPU nodes: GPU requested over
+// allocatable).
+func (p *Planner) utilization(n *apiv1.Node, pods []*apiv1.Pod, o config.NodeGroupAutoscalingOptions) float64 {
+	var cpu, mem, gpu int64
+	gpuName := apiv1.ResourceName("nvidia.com/gpu")
+	for _, pod := range pods {
+		if pod.Status.Phase == apiv1.PodSucceeded || pod.Status.Phase == apiv1.PodFailed {
+			continue
+		}
+		if o.IgnoreDaemonSetsUtilization && drain.IsDaemonSetPod(pod) {
+			continue
+		}
+		if p.opts.IgnoreMirrorPodsUtilization && drain.IsMirrorPod(pod) {
+			continue
+		}
+		r := framework.RequestOf(pod)
+		cpu += r.MilliCPU
+		mem += r.Memory
+		for _, c := range pod.Spec.Containers {
+			if q, ok := c.Resources.Requests[gpuName]; ok {
+				gpu += q.Value()
+			}
+		}
+	}
+	if p.isGPUNode(n) {
+		if total := n.Status.Allocatable.Name(gpuName, "").Value(); total > 0 {
+			return float64(gpu) / float64(total)
+		}
+	}
+	u := 0.0
+	if a := n.Status.Allocatable.Cpu().MilliValue(); a > 0 {
+		u = float64(cpu) / float64(a)
+	}
+	if a := n.Status.Allocatable.Memory().Value(); a > 0 {
+		u = max(u, float64(mem)/float64(a))
+	}
+	return u
+}
+
+func (p *Planner) isGPUNode(n *apiv1.Node) bool {
+	if _, ok := n.Labels[p.provider.GPULabel()]; ok {
+		return true
+	}
+	q, ok := n.Status.Allocatable["nvidia.com/gpu"]
+	return ok && !q.IsZero()
+}
+
+// timers reads when each unneeded node became unneeded (its taint, else
+// now), taints new ones and untaints nodes needed again, and picks the
+// removable ones.
+func (p *Planner) timers(ctx context.Context, plan *Plan, in Input) {
+	unneeded := map[string]bool{}
+	var toTaint []*Candidate
+	for _, c := range plan.Unneeded {
+		unneeded[c.Node.Name] = true
+		if since, ok := taintTime(c.Node, DeletionCandidateTaint); ok {
+			c.Since = since
+		} else {
+			c.Since = in.Now
+			toTaint = append(toTaint, c)
+		}
+	}
+	p.taints.MarkCandidates(ctx, toTaint, in.Now)
+	var stale []*apiv1.Node
+	for _, n := range in.Nodes {
+		if _, ok := taintTime(n, DeletionCandidateTaint); ok && !unneeded[n.Name] {
+			stale = append(stale, n)
+		}
+	}
+	p.taints.UnmarkCandidates(ctx, stale)
+
+	// Per group: how many may go before the min size.
+	room := map[string]int{}
+	for _, gs := range in.State.Groups() {
+		room[gs.NodeGroup.Id()] = gs.Target - gs.NodeGroup.MinSize()
+	}
+	sort.SliceStable(plan.Unneeded, func(i, j int) bool { return plan.Unneeded[i].Since.Before(plan.Unneeded[j].Since) })
+	for _, c := range plan.Unneeded {
+		gs := in.State.Group(c.Group.Id())
+		wait, reason := gs.Options.ScaleDownUnneededTime, ReasonNotUnneededLongEnough
+		if c.Unready {
+			wait, reason = gs.Options.ScaleDownUnreadyTime, ReasonNotUnreadyLongEnough
+		}
+		switch {
+		case in.Now.Sub(c.Since) < wait:
+			plan.Unremovable[c.Node.Name] = reason
+		case room[c.Group.Id()] <= 0:
+			plan.Unremovable[c.Node.Name] = ReasonNodeGroupMinSizeReached
+		default:
+			room[c.Group.Id()]--
+			plan.Removable = append(plan.Removable, c)
+		}
+	}
+}
+
+func hasTaint(n *apiv1.Node, key string) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// taintTime reads the unix time a taint carries as its value.
+func taintTime(n *apiv1.Node, key string) (time.Time, bool) {
+	for _, t := range n.Spec.Taints {
+		if t.Key != key {
+			continue
+		}
+		sec, err := strconv.ParseInt(t.Value, 10, 64)
+		if err != nil {
+			return time.Time{}, false
+		}
+		return time.Unix(sec, 0), true
+	}
+	return time.Time{}, false
+}
+
+func describe(c *Candidate) string {
+	return fmt.Sprintf("%s (group %s, utilization %.2f, %d pods to move)", c.Node.Name, c.Group.Id(), c.Utilization, len(c.Move))
+}

@@ -1,0 +1,120 @@
+package scaledown
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"k8s.io/autoscaler/cluster-autoscaler/config"
+)
+
+// Reporter receives the plan's numbers; metrics.Metrics implements it.
+type Reporter interface {
+	UpdateUnneededNodesCount(n int)
+	UpdateUnremovableNodesCount(byReason map[string]int)
+	UpdateScaleDownInCooldown(in bool)
+}
+
+// ScaleDown is the loop's scale-down step.
+type ScaleDown struct {
+	opts     config.Options
+	planner  *Planner
+	actuator *Actuator
+	reporter Reporter
+	// lastScaleUp is when the loop last added nodes.
+	lastScaleUp time.Time
+	last        *Plan
+}
+
+// New builds the step.
+func New(opts config.Options, planner *Planner, actuator *Actuator, reporter Reporter) *ScaleDown {
+	return &ScaleDown{opts: opts, planner: planner, actuator: actuator, reporter: reporter}
+}
+
+// ScaledUp tells the step that the loop added nodes at now
+// (--scale-down-delay-after-add).
+func (s *ScaleDown) ScaledUp(now time.Time) { s.lastScaleUp = now }
+
+// Run plans and, unless in cooldown, starts removing the nodes whose time
+// has come. It returns the number of removals started.
+func (s *ScaleDown) Run(ctx context.Context, in Input) int {
+	logger := klog.FromContext(ctx)
+	plan := s.planner.Update(ctx, in)
+	s.last = plan
+	s.report(plan)
+	cooldown, why := s.cooldown(in.Now)
+	s.reporter.UpdateScaleDownInCooldown(cooldown)
+	if !s.opts.ScaleDownEnabled {
+		return 0
+	}
+	if cooldown {
+		logger.V(2).Info("Scale-down in cooldown", "why", why, "unneeded", len(plan.Unneeded))
+		return 0
+	}
+	if len(plan.Removable) == 0 {
+		return 0
+	}
+	for _, c := range plan.Removable {
+		logger.V(2).Info("Node removable", "candidate", describe(c), "unneededSince", c.Since)
+	}
+	return s.actuator.Remove(ctx, plan.Removable)
+}
+
+func (s *ScaleDown) cooldown(now time.Time) (bool, string) {
+	deleted, failed := s.actuator.Last()
+	switch {
+	case now.Sub(s.lastScaleUp) < s.opts.ScaleDownDelayAfterAdd:
+		return true, "scale-down-delay-after-add"
+	case !deleted.IsZero() && now.Sub(deleted) < s.opts.ScaleDownDelayAfterDelete:
+		return true, "scale-down-delay-after-delete"
+	case !failed.IsZero() && now.Sub(failed) < s.opts.ScaleDownDelayAfterFailure:
+		return true, "scale-down-delay-after-failure"
+	}
+	return false, ""
+}
+
+func (s *ScaleDown) report(plan *Plan) {
+	s.reporter.UpdateUnneededNodesCount(len(plan.Unneeded))
+	byReason := map[string]int{}
+	for _, r := range plan.Unremovable {
+		byReason[r]++
+	}
+	s.reporter.UpdateUnremovableNodesCount(byReason)
+}
+
+// Candidates counts the unneeded nodes of a group ("" for all), for the
+// status ConfigMap.
+func (s *ScaleDown) Candidates(group string) int {
+	if s.last == nil {
+		return 0
+	}
+	n := 0
+	for _, c := range s.last.Unneeded {
+		if group == "" || c.Group.Id() == group {
+			n++
+		}
+	}
+	return n
+}
+
+// Unremovable lists the last plan's unremovable nodes with their reasons,
+// sorted by name, at most limit of them.
+func (s *ScaleDown) Unremovable(limit int) [][2]string {
+	if s.last == nil {
+		return nil
+	}
+	out := make([][2]string, 0, len(s.last.Unremovable))
+	for n, r := range s.last.Unremovable {
+		out = append(out, [2]string{n, r})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out
+}
+
+// Wait waits for drains in flight.
+func (s *ScaleDown) Wait() { s.actuator.Wait() }

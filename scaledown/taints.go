@@ -1,0 +1,147 @@
+package scaledown
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+)
+
+// Taints writes scale-down's taints on nodes.
+type Taints struct {
+	client kubernetes.Interface
+	// maxSoft caps the DeletionCandidate taints written per loop
+	// (--max-bulk-soft-taint-count; 0 turns them off).
+	maxSoft int
+	// cordon also marks nodes unschedulable when tainting them for deletion
+	// (--cordon-node-before-terminating).
+	cordon bool
+}
+
+// NewTaints builds the taint writer.
+func NewTaints(client kubernetes.Interface, maxSoft int, cordon bool) *Taints {
+	return &Taints{client: client, maxSoft: maxSoft, cordon: cordon}
+}
+
+// update applies change to the node, retrying on conflicts.
+func (t *Taints) update(ctx context.Context, name string, change func(*apiv1.Node) bool) error {
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		n, err := t.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !change(n) {
+			return nil
+		}
+		_, err = t.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+func addTaint(n *apiv1.Node, taint apiv1.Taint) bool {
+	for _, x := range n.Spec.Taints {
+		if x.Key == taint.Key {
+			return false
+		}
+	}
+	n.Spec.Taints = append(n.Spec.Taints, taint)
+	return true
+}
+
+func removeTaint(n *apiv1.Node, key string) bool {
+	var kept []apiv1.Taint
+	for _, x := range n.Spec.Taints {
+		if x.Key != key {
+			kept = append(kept, x)
+		}
+	}
+	changed := len(kept) != len(n.Spec.Taints)
+	n.Spec.Taints = kept
+	return changed
+}
+
+// MarkCandidates puts the PreferNoSchedule DeletionCandidate taint, valued
+// with the time the node became unneeded, on up to maxSoft nodes; the value
+// keeps the unneeded timer across restarts and leader changes.
+func (t *Taints) MarkCandidates(ctx context.Context, cs []*Candidate, now time.Time) {
+	for i, c := range cs {
+		if i >= t.maxSoft {
+			return
+		}
+		taint := apiv1.Taint{Key: DeletionCandidateTaint, Value: strconv.FormatInt(now.Unix(), 10),
+			Effect: apiv1.TaintEffectPreferNoSchedule}
+		if err := t.update(ctx, c.Node.Name, func(n *apiv1.Node) bool { return addTaint(n, taint) }); err != nil &&
+			!apierrors.IsNotFound(err) {
+			klog.FromContext(ctx).Error(err, "Marking a node as a deletion candidate", "node", c.Node.Name)
+		}
+	}
+}
+
+// UnmarkCandidates removes the DeletionCandidate taint from nodes needed again.
+func (t *Taints) UnmarkCandidates(ctx context.Context, nodes []*apiv1.Node) {
+	for _, n := range nodes {
+		if err := t.update(ctx, n.Name, func(n *apiv1.Node) bool { return removeTaint(n, DeletionCandidateTaint) }); err != nil &&
+			!apierrors.IsNotFound(err) {
+			klog.FromContext(ctx).Error(err, "Removing the deletion-candidate taint", "node", n.Name)
+		}
+	}
+}
+
+// MarkToBeDeleted puts the NoSchedule ToBeDeleted taint (valued with now)
+// on the node, and cordons it when configured, so nothing new lands there.
+func (t *Taints) MarkToBeDeleted(ctx context.Context, name string, now time.Time) error {
+	taint := apiv1.Taint{Key: ToBeDeletedTaint, Value: strconv.FormatInt(now.Unix(), 10), Effect: apiv1.TaintEffectNoSchedule}
+	err := t.update(ctx, name, func(n *apiv1.Node) bool {
+		changed := addTaint(n, taint)
+		if t.cordon && !n.Spec.Unschedulable {
+			n.Spec.Unschedulable = true
+			changed = true
+		}
+		return changed
+	})
+	if err != nil {
+		return fmt.Errorf("tainting node %s for deletion: %w", name, err)
+	}
+	return nil
+}
+
+// UnmarkToBeDeleted undoes MarkToBeDeleted after a failed removal.
+func (t *Taints) UnmarkToBeDeleted(ctx context.Context, name string) error {
+	err := t.update(ctx, name, func(n *apiv1.Node) bool {
+		changed := removeTaint(n, ToBeDeletedTaint)
+		if t.cordon && n.Spec.Unschedulable {
+			n.Spec.Unschedulable = false
+			changed = true
+		}
+		return changed
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing the deletion taint of node %s: %w", name, err)
+	}
+	return nil
+}
+
+// CleanUp removes the ToBeDeleted taints a previous autoscaler left on the
+// given nodes (at start-up: its drains were cut short).
+func (t *Taints) CleanUp(ctx context.Context, nodes []*apiv1.Node) int {
+	cleaned := 0
+	for _, n := range nodes {
+		if !hasTaint(n, ToBeDeletedTaint) {
+			continue
+		}
+		if err := t.UnmarkToBeDeleted(ctx, n.Name); err != nil {
+			klog.FromContext(ctx).Error(err, "Cleaning up a deletion taint left by a previous run", "node", n.Name)
+			continue
+		}
+		cleaned++
+		klog.FromContext(ctx).Info("Removed a deletion taint left by a previous run", "node", n.Name)
+	}
+	return cleaned
+}

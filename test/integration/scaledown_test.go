@@ -1,0 +1,280 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apiv1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
+
+	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider/kwok"
+	"k8s.io/autoscaler/cluster-autoscaler/provreq"
+	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+)
+
+// groupsConfig writes a kwok config of 4-CPU groups, each "name:minSize".
+func groupsConfig(e *framework.Env, groups ...string) string {
+	var b strings.Builder
+	b.WriteString("nodeGroups:\n")
+	for _, g := range groups {
+		name, min, _ := strings.Cut(g, ":")
+		if min == "" {
+			min = "0"
+		}
+		fmt.Fprintf(&b, `- name: %[1]s
+  minSize: %[2]s
+  maxSize: 10
+  template:
+    labels: {%[3]s: %[4]s, pool: %[1]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  faults: {registrationDelay: 1s}
+`, name, min, framework.TestNamespaceLabel, e.Namespace)
+	}
+	return writeKwokConfig(e, b.String())
+}
+
+// groupNode creates a Node that the kwok provider takes as an instance of group.
+func groupNode(e *framework.Env, group, name string, annotations map[string]string) {
+	e.T.Helper()
+	n := framework.MakeNode(name).Label("pool", group).Obj()
+	n.Annotations[kwok.NodeGroupAnnotation] = group
+	for k, v := range annotations {
+		n.Annotations[k] = v
+	}
+	n.Spec.ProviderID = kwok.ProviderIDPrefix + name
+	e.CreateNode(n)
+}
+
+// replicaSet runs n pods of cpu pinned to pool, optionally with an emptyDir volume.
+func replicaSet(e *framework.Env, name, pool string, n int32, cpu string, emptyDir bool) *appsv1.ReplicaSet {
+	e.T.Helper()
+	spec := apiv1.PodSpec{NodeSelector: map[string]string{"pool": pool}, Containers: []apiv1.Container{{Name: "c", Image: "fake",
+		Resources: apiv1.ResourceRequirements{Requests: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse(cpu),
+			apiv1.ResourceMemory: resource.MustParse("100Mi")}}}}}
+	if emptyDir {
+		spec.Volumes = []apiv1.Volume{{Name: "scratch", VolumeSource: apiv1.VolumeSource{EmptyDir: &apiv1.EmptyDirVolumeSource{}}}}
+	}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.Namespace},
+		Spec: appsv1.ReplicaSetSpec{Replicas: &n, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: apiv1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}}, Spec: spec}}}
+	rs, err := e.Client.AppsV1().ReplicaSets(e.Namespace).Create(e.Context(), rs, metav1.CreateOptions{})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return rs
+}
+
+func scaleDownArgs(e *framework.Env, path string, extra ...string) []string {
+	return scaleUpArgs(e, path, append([]string{"--scale-down-unneeded-time=3s", "--scale-down-delay-after-add=0s",
+		"--scale-down-delay-after-failure=2s", "--max-graceful-termination-sec=5"}, extra...)...)
+}
+
+// podsOf counts the running pods of an app and the nodes they run on.
+func podsOf(ctx context.Context, e *framework.Env, app string) (running int, nodes map[string]int, err error) {
+	list, err := e.Client.CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + app})
+	if err != nil {
+		return 0, nil, err
+	}
+	nodes = map[string]int{}
+	for _, p := range list.Items {
+		if p.Status.Phase == apiv1.PodRunning && p.DeletionTimestamp == nil {
+			running++
+			nodes[p.Spec.NodeName]++
+		}
+	}
+	return running, nodes, nil
+}
+
+// TestUnderutilizedNodeIsDrainedAndRemoved: two nodes each run one pod of a
+// ReplicaSet; one node is drained through evictions, kube-scheduler puts the
+// recreated pod on the other node, and the drained node is deleted.
+func TestUnderutilizedNodeIsDrainedAndRemoved(t *testing.T) {
+	e := framework.New(t)
+	group := framework.UniqueName("sd")
+	path := groupsConfig(e, group)
+	dumpPods(e)
+	// One pod on a, then b comes and the second pod goes to the emptier b.
+	groupNode(e, group, group+"-a", nil)
+	rs := replicaSet(e, "web", group, 1, "1", false)
+	e.Eventually(30*time.Second, "the first web pod Running", func(ctx context.Context) (bool, error) {
+		running, _, err := podsOf(ctx, e, "web")
+		return err == nil && running == 1, err
+	})
+	groupNode(e, group, group+"-b", nil)
+	time.Sleep(2 * time.Second) // b Ready
+	patch := []byte(`{"spec":{"replicas":2}}`)
+	if _, err := e.Client.AppsV1().ReplicaSets(e.Namespace).Patch(e.Context(), rs.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(30*time.Second, "one web pod on each node", func(ctx context.Context) (bool, error) {
+		running, nodes, err := podsOf(ctx, e, "web")
+		return err == nil && running == 2 && len(nodes) == 2, err
+	})
+	p := startAutoscaler(t, "autoscaler", scaleDownArgs(e, path)...)
+	e.Eventually(60*time.Second, "one node left, both pods on it", func(ctx context.Context) (bool, error) {
+		running, nodes, err := podsOf(ctx, e, "web")
+		return err == nil && running == 2 && len(nodes) == 1 && len(nodeNames(e, group)) == 1 &&
+			p.log.Contains("Scaled down a node after draining it"), err
+	})
+	_, body, _ := p.get(e.Context(), "/metrics")
+	for _, want := range []string{`cluster_autoscaler_scaled_down_nodes_total{dra_drivers="",gpu_name="",gpu_resource_name="",reason="underutilized"} 1`,
+		`cluster_autoscaler_evicted_pods_total{eviction_result="succeeded"} 1`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}
+
+// TestNodesKeptForTheirReasons: an empty node of a plain group goes, and
+// nodes kept by a PDB, the scale-down-disabled annotation, a pod with local
+// storage, the group's min size and a ProvisioningRequest's booking stay,
+// each with its reason in the status ConfigMap.
+func TestNodesKeptForTheirReasons(t *testing.T) {
+	e := newProvreqEnv(t)
+	free, pdb, disabled, local, minsize, booked := framework.UniqueName("free"), framework.UniqueName("pdb"),
+		framework.UniqueName("disabled"), framework.UniqueName("local"), framework.UniqueName("minsize"), framework.UniqueName("booked")
+	path := groupsConfig(e.Env, free, pdb, disabled, local, minsize+":1", booked)
+	groupNode(e.Env, free, free+"-n", nil)
+	groupNode(e.Env, pdb, pdb+"-n", nil)
+	groupNode(e.Env, disabled, disabled+"-n", map[string]string{"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"})
+	groupNode(e.Env, local, local+"-n", nil)
+	groupNode(e.Env, minsize, minsize+"-n", nil)
+	groupNode(e.Env, booked, booked+"-n", nil)
+	dumpPods(e.Env)
+	e.dumpRequests()
+	replicaSet(e.Env, "guarded", pdb, 1, "500m", false)
+	zero := intstr.FromInt32(0)
+	if _, err := e.Client.PolicyV1().PodDisruptionBudgets(e.Namespace).Create(e.Context(), &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "guarded", Namespace: e.Namespace},
+		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &zero,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	replicaSet(e.Env, "scratch", local, 1, "500m", true)
+	e.Eventually(30*time.Second, "the two pods Running", func(ctx context.Context) (bool, error) {
+		return allRunning(ctx, e.Env, 2)
+	})
+	e.request("hold", provreq.ClassCheckCapacity, nil, false, podSet{name: "main", count: 1, cpu: "1",
+		selector: map[string]string{"pool": booked}})
+
+	p := startAutoscaler(t, "autoscaler", scaleDownArgs(e.Env, path, "--enable-provisioning-requests")...)
+	e.condition("hold", provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsFound, 30*time.Second)
+	e.Eventually(60*time.Second, "the free node removed", func(context.Context) (bool, error) {
+		return len(nodeNames(e.Env, free)) == 0, nil
+	})
+	time.Sleep(4 * time.Second) // more loops past the unneeded time
+	want := map[string]string{pdb + "-n": "BlockedByPod", disabled + "-n": "ScaleDownDisabledAnnotation",
+		local + "-n": "BlockedByPod", minsize + "-n": "NodeGroupMinSizeReached", booked + "-n": "BookedCapacity"}
+	for node := range want {
+		if _, err := e.Client.CoreV1().Nodes().Get(e.Context(), node, metav1.GetOptions{}); err != nil {
+			t.Errorf("node %s: %v, want it kept", node, err)
+		}
+	}
+	cm, err := e.Client.CoreV1().ConfigMaps(e.Namespace).Get(e.Context(), "cluster-autoscaler-status", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &clusterstate.Status{}
+	if err := yaml.Unmarshal([]byte(cm.Data["status"]), st); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, u := range st.ClusterWide.ScaleDown.UnremovableNodes {
+		got[u.Name] = u.Reason
+	}
+	for node, reason := range want {
+		if got[node] != reason {
+			t.Errorf("status says %s is unremovable for %q, want %q", node, got[node], reason)
+		}
+	}
+	if !p.log.Contains("Scaled down an empty node") {
+		t.Error("the empty node's removal is not logged")
+	}
+}
+
+// TestEmptyNodesGoInOneBulkAndDelayAfterAdd: a scale-up adds three nodes;
+// --scale-down-delay-after-add keeps them after their pods are gone, then
+// all three go in one loop.
+func TestEmptyNodesGoInOneBulkAndDelayAfterAdd(t *testing.T) {
+	e := framework.New(t)
+	group := framework.UniqueName("bulk")
+	path := groupsConfig(e, group)
+	dumpPods(e)
+	createPods(e, "job", 3, "3", map[string]string{"pool": group}) // one node each
+	started := time.Now() // the scale-up comes after this
+	p := startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--scale-down-unneeded-time=1s",
+		"--scale-down-delay-after-add=15s")...)
+	e.Eventually(60*time.Second, "3 pods Running", func(ctx context.Context) (bool, error) { return allRunning(ctx, e, 3) })
+	if err := e.Client.CoreV1().Pods(e.Namespace).DeleteCollection(e.Context(), metav1.DeleteOptions{GracePeriodSeconds: new(int64)},
+		metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(20*time.Second, "in cooldown", func(ctx context.Context) (bool, error) {
+		_, body, err := p.get(ctx, "/metrics")
+		return strings.Contains(body, "cluster_autoscaler_scale_down_in_cooldown 1"), err
+	})
+	e.Eventually(60*time.Second, "the three nodes removed", func(context.Context) (bool, error) {
+		return len(nodeNames(e, group)) == 0 && strings.Count(p.log.String(), `"Scaled down an empty node"`) >= 3, nil
+	})
+	if since := time.Since(started); since < 15*time.Second {
+		t.Errorf("nodes removed %v after the autoscaler started, within --scale-down-delay-after-add of its scale-up", since)
+	}
+	loops := map[string]bool{}
+	for _, m := range regexp.MustCompile(`"Scaled down an empty node" loop=(\d+)`).FindAllStringSubmatch(p.log.String(), -1) {
+		loops[m[1]] = true
+	}
+	if n := strings.Count(p.log.String(), `"Scaled down an empty node"`); n != 3 || len(loops) != 1 {
+		t.Errorf("%d empty-node removals in loops %v, want 3 in one loop", n, loops)
+	}
+}
+
+// TestRestartKeepsTheUnneededTimer: the unneeded time is 12 s; the first
+// autoscaler runs 8 s and stops; the second removes the node about 4 s
+// later, not 12 s, because the time it became unneeded is on the node.
+func TestRestartKeepsTheUnneededTimer(t *testing.T) {
+	e := framework.New(t)
+	group := framework.UniqueName("timer")
+	path := groupsConfig(e, group)
+	groupNode(e, group, group+"-n", nil)
+	args := scaleDownArgs(e, path, "--scale-down-unneeded-time=12s", "--leader-elect=false")
+	first := startAutoscaler(t, "first", args...)
+	e.Eventually(20*time.Second, "the node marked", func(ctx context.Context) (bool, error) {
+		n, err := e.Client.CoreV1().Nodes().Get(ctx, group+"-n", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, taint := range n.Spec.Taints {
+			if taint.Key == "DeletionCandidateOfClusterAutoscaler" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	marked := time.Now()
+	time.Sleep(8 * time.Second)
+	if code := first.terminate(30 * time.Second); code != 0 {
+		t.Fatalf("first autoscaler exit code %d", code)
+	}
+	if len(nodeNames(e, group)) != 1 {
+		t.Fatal("the node went before its time")
+	}
+	startAutoscaler(t, "second", args...)
+	e.Eventually(30*time.Second, "the node removed", func(context.Context) (bool, error) {
+		return len(nodeNames(e, group)) == 0, nil
+	})
+	if took := time.Since(marked); took > 19*time.Second {
+		t.Errorf("removed %v after it was marked: the restart reset the 12 s timer", took)
+	}
+}
