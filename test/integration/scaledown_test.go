@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
-	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider/kwok"
+	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
 	"k8s.io/autoscaler/cluster-autoscaler/provreq"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 )
@@ -213,7 +213,7 @@ func TestEmptyNodesGoInOneBulkAndDelayAfterAdd(t *testing.T) {
 	path := groupsConfig(e, group)
 	dumpPods(e)
 	createPods(e, "job", 3, "3", map[string]string{"pool": group}) // one node each
-	started := time.Now() // the scale-up comes after this
+	started := time.Now()                                          // the scale-up comes after this
 	p := startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--scale-down-unneeded-time=1s",
 		"--scale-down-delay-after-add=15s")...)
 	e.Eventually(60*time.Second, "3 pods Running", func(ctx context.Context) (bool, error) { return allRunning(ctx, e, 3) })
