@@ -255,14 +255,13 @@ func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, 
 		productive = requests.Run(ctx, session, obs.Nodes, registryInstances(a.state))
 	}
 	if len(unschedulable) == 0 {
-		return Result{Productive: productive}, session, nil
+		a.metrics.RegisterScaleUp(session.Added())
+		return Result{Productive: productive || session.Added() > 0}, session, nil
 	}
+	before := session.Added()
 	res := session.ScaleUp(ctx, unschedulable)
-	added := 0
-	for _, inc := range res.Increases {
-		added += inc.To - inc.From
-	}
-	a.metrics.RegisterScaleUp(added)
+	added := session.Added() - before
+	a.metrics.RegisterScaleUp(session.Added())
 	for _, e := range res.Errors {
 		a.metrics.RegisterFailedScaleUp(metrics.CloudProviderError)
 		klog.FromContext(ctx).Error(e, "Scale-up failed")

@@ -87,6 +87,7 @@ func (s *Session) ScaleUpAll(ctx context.Context, pods []*apiv1.Pod) AtomicResul
 	for i, sh := range plan {
 		s.o.state.RegisterScaleUp(sh.gs.group.Id(), sh.delta, s.in.Now)
 		s.totals.add(sh.delta, sh.gs.template)
+		s.added += sh.delta
 		klog.FromContext(ctx).Info("Scaled up node group for an all-or-nothing request", "nodeGroup", sh.gs.group.Id(),
 			"from", res.Increases[i].From, "to", res.Increases[i].To, "pods", len(pods))
 	}

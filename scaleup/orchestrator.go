@@ -125,7 +125,11 @@ type Session struct {
 	excluded map[string]bool
 	totals   *totals
 	decision int
+	added    int // nodes added through this session
 }
+
+// Added is the number of nodes the session's scale-ups added.
+func (s *Session) Added() int { return s.added }
 
 // Begin observes the node groups and loads the snapshot for one loop.
 func (o *Orchestrator) Begin(ctx context.Context, in Input) *Session {
@@ -186,6 +190,7 @@ func (s *Session) ScaleUp(ctx context.Context, pendingPods []*apiv1.Pod) Result 
 				To: gs.target + sh.delta, Max: gs.group.MaxSize(), Pods: served, Decision: s.decision})
 			gs.target += sh.delta
 			totals.add(sh.delta, gs.template)
+			s.added += sh.delta
 			done++
 		}
 		if done > 0 {

@@ -238,6 +238,10 @@ nodeGroups:
 	if !p.log.Contains("Scaled up for a ProvisioningRequest") {
 		t.Error("no atomic scale-up logged")
 	}
+	_, body, _ := p.get(e.Context(), "/metrics")
+	if want := `cluster_autoscaler_scaled_up_nodes_total{dra_drivers="",gpu_name="",gpu_resource_name=""} 5`; !strings.Contains(body, want) {
+		t.Errorf("/metrics lacks %q: atomic scale-ups count as scale-ups", want)
+	}
 
 	// The workloads arrive: kube-scheduler puts them on the new nodes, and
 	// their bookings end as consumed.
