@@ -1,0 +1,224 @@
+package scaledown
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+
+	fakeprovider "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
+	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
+	"k8s.io/autoscaler/cluster-autoscaler/config"
+	"k8s.io/autoscaler/cluster-autoscaler/simulator/drain"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// session fakes the loop's simulation: pods fit elsewhere unless a node is
+// listed in full; extra lists pods the loop placed on a node.
+type session struct {
+	full  map[string]bool
+	extra map[string]int
+	real  map[string][]*apiv1.Pod
+}
+
+func (s *session) PodsOn(node string) []*apiv1.Pod {
+	out := append([]*apiv1.Pod(nil), s.real[node]...)
+	for i := 0; i < s.extra[node]; i++ {
+		out = append(out, &apiv1.Pod{})
+	}
+	return out
+}
+
+func (s *session) TryRemove(_ context.Context, node string, move []*apiv1.Pod, _ map[string]bool) bool {
+	return len(move) == 0 || !s.full[node]
+}
+
+func node(name string, taints ...apiv1.Taint) *apiv1.Node {
+	rl := apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("4"), apiv1.ResourceMemory: resource.MustParse("16Gi")}
+	return &apiv1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{},
+		CreationTimestamp: metav1.NewTime(t0.Add(-time.Hour))},
+		Spec: apiv1.NodeSpec{Taints: taints},
+		Status: apiv1.NodeStatus{Allocatable: rl, Capacity: rl,
+			Conditions: []apiv1.NodeCondition{{Type: apiv1.NodeReady, Status: apiv1.ConditionTrue}}}}
+}
+
+func pod(name, nodeName, cpu string) *apiv1.Pod {
+	yes := true
+	return &apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID(name),
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", Controller: &yes}}},
+		Spec: apiv1.PodSpec{NodeName: nodeName, Containers: []apiv1.Container{{Name: "c", Resources: apiv1.ResourceRequirements{
+			Requests: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse(cpu)}}}}},
+		Status: apiv1.PodStatus{Phase: apiv1.PodRunning}}
+}
+
+type fixture struct {
+	p       *fakeprovider.Provider
+	nodes   []*apiv1.Node
+	pods    []*apiv1.Pod
+	sess    *session
+	client  *fake.Clientset
+	planner *Planner
+	state   *clusterstate.Registry
+}
+
+// newFixture: group g (min 1) with nodes; each node name maps to the cpu
+// its one pod requests ("" for none).
+func newFixture(t *testing.T, min int, nodes map[string]string, opts func(*config.Options)) *fixture {
+	t.Helper()
+	f := &fixture{p: fakeprovider.NewProvider(), sess: &session{full: map[string]bool{}, extra: map[string]int{},
+		real: map[string][]*apiv1.Pod{}}}
+	f.p.AddNodeGroup("g", min, 10, len(nodes), nil)
+	o := config.Defaults()
+	if opts != nil {
+		opts(&o)
+	}
+	for name, cpu := range nodes {
+		n := node(name)
+		f.p.AddNode("g", n)
+		f.nodes = append(f.nodes, n)
+		if cpu != "" {
+			p := pod("p-"+name, name, cpu)
+			f.pods = append(f.pods, p)
+			f.sess.real[name] = []*apiv1.Pod{p}
+		}
+	}
+	f.client = fake.NewClientset()
+	for _, n := range f.nodes {
+		if _, err := f.client.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rules := drain.NewRules(drain.Options{SkipNodesWithCustomControllerPods: false}, drain.Listers{})
+	f.planner = NewPlanner(o, f.p, rules, NewTaints(f.client, 10, false))
+	f.state = clusterstate.NewRegistry(o)
+	return f
+}
+
+func (f *fixture) plan(t *testing.T, now time.Time) *Plan {
+	t.Helper()
+	// Nodes as the API has them now (taints written by the planner).
+	var nodes []*apiv1.Node
+	for _, n := range f.nodes {
+		cur, err := f.client.CoreV1().Nodes().Get(context.Background(), n.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, cur)
+	}
+	if err := f.state.Update(context.Background(), f.p, nodes, now); err != nil {
+		t.Fatal(err)
+	}
+	return f.planner.Update(context.Background(), Input{Now: now, Nodes: nodes, ScheduledPods: f.pods, State: f.state,
+		Session: f.sess})
+}
+
+func names(cs []*Candidate) map[string]bool {
+	out := map[string]bool{}
+	for _, c := range cs {
+		out[c.Node.Name] = true
+	}
+	return out
+}
+
+func TestPlannerReasonsAndTimers(t *testing.T) {
+	f := newFixture(t, 1, map[string]string{"busy": "3", "light": "1", "empty": "", "blocked": "1", "booked": ""}, nil)
+	f.sess.full["blocked"] = true // its pod has nowhere to go
+	f.sess.extra["booked"] = 2    // the loop placed booked pods there
+	plan := f.plan(t, t0)
+	want := map[string]string{"busy": ReasonNotUnderutilized, "blocked": ReasonNoPlaceToMovePods, "booked": ReasonBookedCapacity,
+		"light": ReasonNotUnneededLongEnough, "empty": ReasonNotUnneededLongEnough}
+	for n, r := range want {
+		if plan.Unremovable[n] != r {
+			t.Errorf("%s: reason %q, want %q", n, plan.Unremovable[n], r)
+		}
+	}
+	if got := names(plan.Unneeded); !got["light"] || !got["empty"] || len(got) != 2 {
+		t.Errorf("unneeded %v, want light and empty", got)
+	}
+	// The candidates carry the DeletionCandidate taint with the time.
+	n, _ := f.client.CoreV1().Nodes().Get(context.Background(), "light", metav1.GetOptions{})
+	if since, ok := taintTime(n, DeletionCandidateTaint); !ok || !since.Equal(t0) {
+		t.Fatalf("light's candidate taint: %v %v", since, ok)
+	}
+	// 11 minutes later both are removable, but the group (min 1, 5 nodes)
+	// may lose 4: both go.
+	plan = f.plan(t, t0.Add(11*time.Minute))
+	if got := names(plan.Removable); !got["light"] || !got["empty"] {
+		t.Errorf("removable %v, want light and empty", got)
+	}
+	// light gets busy: needed again, its taint goes.
+	f.sess.real["light"][0].Spec.Containers[0].Resources.Requests[apiv1.ResourceCPU] = resource.MustParse("3")
+	f.plan(t, t0.Add(12*time.Minute))
+	n, _ = f.client.CoreV1().Nodes().Get(context.Background(), "light", metav1.GetOptions{})
+	if _, ok := taintTime(n, DeletionCandidateTaint); ok {
+		t.Error("a needed node kept its candidate taint")
+	}
+}
+
+func TestPlannerTimerComesFromTheTaint(t *testing.T) {
+	f := newFixture(t, 0, map[string]string{"a": ""}, nil)
+	// A previous run marked it 9 minutes ago.
+	n, _ := f.client.CoreV1().Nodes().Get(context.Background(), "a", metav1.GetOptions{})
+	n.Spec.Taints = []apiv1.Taint{{Key: DeletionCandidateTaint, Value: strconv.FormatInt(t0.Add(-9*time.Minute).Unix(), 10),
+		Effect: apiv1.TaintEffectPreferNoSchedule}}
+	if _, err := f.client.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if plan := f.plan(t, t0); len(plan.Removable) != 0 {
+		t.Fatal("removable before its 10 minutes")
+	}
+	if plan := f.plan(t, t0.Add(61*time.Second)); len(plan.Removable) != 1 {
+		t.Error("not removable 10 minutes after the time on its taint")
+	}
+}
+
+func TestPlannerMinSizeAndDisabledAnnotation(t *testing.T) {
+	f := newFixture(t, 2, map[string]string{"a": "", "b": "", "c": ""}, nil)
+	n, _ := f.client.CoreV1().Nodes().Get(context.Background(), "c", metav1.GetOptions{})
+	n.Annotations[ScaleDownDisabledAnnotation] = "true"
+	if _, err := f.client.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.plan(t, t0)
+	plan := f.plan(t, t0.Add(11*time.Minute))
+	if plan.Unremovable["c"] != ReasonScaleDownDisabledAnnotation {
+		t.Errorf("c: %q", plan.Unremovable["c"])
+	}
+	// Three nodes, min 2: one of a and b may go.
+	if len(plan.Removable) != 1 {
+		t.Errorf("removable %v, want one (min size 2 of 3)", names(plan.Removable))
+	}
+	reasons := 0
+	for _, r := range plan.Unremovable {
+		if r == ReasonNodeGroupMinSizeReached {
+			reasons++
+		}
+	}
+	if reasons != 1 {
+		t.Errorf("%d nodes kept for the min size, want 1", reasons)
+	}
+}
+
+func TestCooldowns(t *testing.T) {
+	o := config.Defaults()
+	a := NewActuator(o, fake.NewClientset(), nil, nil, nil, nil)
+	s := New(o, nil, a, nil)
+	s.ScaledUp(t0)
+	if in, why := s.cooldown(t0.Add(9 * time.Minute)); !in || why != "scale-down-delay-after-add" {
+		t.Errorf("9m after a scale-up: %v %q", in, why)
+	}
+	if in, _ := s.cooldown(t0.Add(11 * time.Minute)); in {
+		t.Error("still in cooldown 11m after a scale-up")
+	}
+	a.lastFailure = t0.Add(11 * time.Minute)
+	if in, why := s.cooldown(t0.Add(12 * time.Minute)); !in || why != "scale-down-delay-after-failure" {
+		t.Errorf("1m after a failure: %v %q", in, why)
+	}
+}
