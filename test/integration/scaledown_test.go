@@ -278,3 +278,88 @@ func TestRestartKeepsTheUnneededTimer(t *testing.T) {
 		t.Errorf("removed %v after it was marked: the restart reset the 12 s timer", took)
 	}
 }
+
+// TestFailedDrainUntaintsTheNode: the pod to move has a finalizer, so it
+// never leaves after its eviction; the drain gives up after the grace
+// period, the node is untainted and kept, and ScaleDownFailed says why.
+func TestFailedDrainUntaintsTheNode(t *testing.T) {
+	e := framework.New(t)
+	group := framework.UniqueName("stuck")
+	path := groupsConfig(e, group)
+	dumpPods(e)
+	groupNode(e, group, group+"-a", nil)
+	replicaSet(e, "sticky", group, 1, "1", false)
+	e.Eventually(30*time.Second, "the pod Running", func(ctx context.Context) (bool, error) {
+		running, _, err := podsOf(ctx, e, "sticky")
+		return err == nil && running == 1, err
+	})
+	pods, err := e.Client.CoreV1().Pods(e.Namespace).List(e.Context(), metav1.ListOptions{LabelSelector: "app=sticky"})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("pods: %v", err)
+	}
+	stuck := pods.Items[0].Name
+	finalize := []byte(`{"metadata":{"finalizers":["test.autoscaler/hold"]}}`)
+	if _, err := e.Client.CoreV1().Pods(e.Namespace).Patch(e.Context(), stuck, types.MergePatchType, finalize,
+		metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		release := []byte(`{"metadata":{"finalizers":null}}`)
+		_, _ = e.Client.CoreV1().Pods(e.Namespace).Patch(context.Background(), stuck, types.MergePatchType, release, metav1.PatchOptions{})
+	})
+	// Somewhere to move it, kept by its annotation.
+	groupNode(e, group, group+"-b", map[string]string{"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"})
+	time.Sleep(2 * time.Second)
+	p := startAutoscaler(t, "autoscaler", scaleDownArgs(e, path, "--max-graceful-termination-sec=1")...)
+	e.Eventually(60*time.Second, "ScaleDownFailed on node a", func(ctx context.Context) (bool, error) {
+		events, err := e.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{
+			FieldSelector: "involvedObject.name=" + group + "-a"})
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range events.Items {
+			if ev.Reason == "ScaleDownFailed" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	e.Eventually(10*time.Second, "node a untainted", func(ctx context.Context) (bool, error) {
+		n, err := e.Client.CoreV1().Nodes().Get(ctx, group+"-a", metav1.GetOptions{})
+		return err == nil && !hasTaintKey(n, "ToBeDeletedByClusterAutoscaler"), err
+	})
+	if !p.log.Contains("Scale-down of a node failed") {
+		t.Error("the failed scale-down is not logged")
+	}
+}
+
+// TestStaleDeletionTaintIsRemovedAtStart: a ToBeDeleted taint left by a
+// previous run on a node of a managed group is removed at start-up.
+func TestStaleDeletionTaintIsRemovedAtStart(t *testing.T) {
+	e := framework.New(t)
+	group := framework.UniqueName("stale")
+	path := groupsConfig(e, group)
+	n := framework.MakeNode(group+"-n").Label("pool", group).Obj()
+	n.Annotations[kwok.NodeGroupAnnotation] = group
+	n.Annotations["cluster-autoscaler.kubernetes.io/scale-down-disabled"] = "true"
+	n.Spec.ProviderID = kwok.ProviderIDPrefix + n.Name
+	n.Spec.Taints = []apiv1.Taint{{Key: "ToBeDeletedByClusterAutoscaler", Value: "1700000000", Effect: apiv1.TaintEffectNoSchedule}}
+	e.CreateNode(n)
+	p := startAutoscaler(t, "autoscaler", scaleDownArgs(e, path)...)
+	e.Eventually(30*time.Second, "the stale taint removed", func(ctx context.Context) (bool, error) {
+		cur, err := e.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+		return err == nil && !hasTaintKey(cur, "ToBeDeletedByClusterAutoscaler"), err
+	})
+	if !p.log.Contains("Removed a deletion taint left by a previous run") {
+		t.Error("the clean-up is not logged")
+	}
+}
+
+func hasTaintKey(n *apiv1.Node, key string) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
+}
