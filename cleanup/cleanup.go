@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
@@ -216,7 +215,7 @@ func (c *Cleaner) delete(ctx context.Context, ng cloudprovider.NodeGroup, vs []v
 	}
 	nodes := make([]*apiv1.Node, len(vs))
 	for i, v := range vs {
-		nodes[i] = instanceNode(v.id)
+		nodes[i] = cloudprovider.InstanceNode(v.id)
 	}
 	var err error
 	if force {
@@ -286,19 +285,6 @@ func (c *Cleaner) event(kind, reason, format string, args ...any) {
 	if c.recorder != nil && c.target != nil {
 		c.recorder.Eventf(c.target, kind, reason, format, args...)
 	}
-}
-
-// instanceNode stands for an instance that has no Node (or whose Node is
-// not at hand): named after the instance, with its id as provider ID.
-func instanceNode(id string) *apiv1.Node {
-	name := strings.TrimRight(id, "/")
-	if i := strings.LastIndex(name, "/"); i >= 0 {
-		name = name[i+1:]
-	}
-	n := &apiv1.Node{}
-	n.Name = name
-	n.Spec.ProviderID = id
-	return n
 }
 
 func ids(vs []victim) []string {

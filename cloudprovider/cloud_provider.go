@@ -2,6 +2,7 @@ package cloudprovider
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
@@ -164,3 +165,17 @@ const (
 	FakeNodeUnregistered     = "unregistered"
 	FakeNodeCreateError      = "create-error"
 )
+
+// InstanceNode stands for an instance that may have no Node (or whose Node
+// is not at hand), for NodeGroup.DeleteNodes: a node named after the last
+// segment of the instance id, with the id as its provider ID.
+func InstanceNode(id string) *apiv1.Node {
+	name := strings.TrimRight(id, "/")
+	if i := strings.LastIndex(name, "/"); i >= 0 {
+		name = name[i+1:]
+	}
+	n := &apiv1.Node{}
+	n.Name = name
+	n.Spec.ProviderID = id
+	return n
+}

@@ -38,27 +38,6 @@ func NodeReadiness(node *apiv1.Node, now time.Time, maxStartup time.Duration) Re
 	return Unready
 }
 
-// Counts are node totals by readiness.
-type Counts struct {
-	Ready, Unready, NotStarted int
-}
-
-// CountReadiness classifies every node.
-func CountReadiness(nodes []*apiv1.Node, now time.Time, maxStartup time.Duration) Counts {
-	var c Counts
-	for _, n := range nodes {
-		switch NodeReadiness(n, now, maxStartup) {
-		case Ready:
-			c.Ready++
-		case Unready:
-			c.Unready++
-		case NotStarted:
-			c.NotStarted++
-		}
-	}
-	return c
-}
-
 func readyCondition(node *apiv1.Node) bool {
 	for _, c := range node.Status.Conditions {
 		if c.Type == apiv1.NodeReady {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -172,7 +171,7 @@ func (o *Orchestrator) rollback(ctx context.Context, instances map[string][]stri
 		var victims []*apiv1.Node
 		for _, instance := range instances[id] {
 			if exists[instance] {
-				victims = append(victims, instanceNode(instance))
+				victims = append(victims, cloudprovider.InstanceNode(instance))
 			}
 		}
 		if len(victims) > 0 {
@@ -194,19 +193,6 @@ func (o *Orchestrator) rollback(ctx context.Context, instances map[string][]stri
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// instanceNode stands for an instance that may not have a Node yet: a node
-// named after the instance whose provider ID is the instance id.
-func instanceNode(id string) *apiv1.Node {
-	name := id
-	if i := strings.LastIndex(id, "/"); i >= 0 {
-		name = id[i+1:]
-	}
-	n := &apiv1.Node{}
-	n.Name = name
-	n.Spec.ProviderID = id
-	return n
 }
 
 // planAll finds node groups that together hold every pod of podGroups. It
@@ -250,7 +236,7 @@ func (s *Session) planAll(ctx context.Context, podGroups []*estimator.Group, t *
 			continue
 		}
 		limits := s.atomicLimits(room, t)
-		if limits.MaxNodes <= 0 || limits.MaxMilliCPU < 0 || limits.MaxMemoryBytes < 0 {
+		if exhausted(limits) {
 			reasons["cluster limits reached"]++
 			continue
 		}
@@ -310,7 +296,7 @@ func (s *Session) planAll(ctx context.Context, podGroups []*estimator.Group, t *
 			room = gs.group.MaxSize()
 		}
 		limits := s.atomicLimits(room, &used)
-		if limits.MaxNodes <= 0 || limits.MaxMilliCPU < 0 || limits.MaxMemoryBytes < 0 {
+		if exhausted(limits) {
 			reasons["cluster limits reached"]++
 			break
 		}

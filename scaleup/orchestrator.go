@@ -426,7 +426,7 @@ func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group
 			MaxMemoryBytes: totals.memoryRoom(o.opts.MemoryGiB.Max),
 			Budget:         o.opts.MaxNodeGroupBinpackingDuration,
 		}
-		if limits.MaxNodes <= 0 || limits.MaxMilliCPU < 0 || limits.MaxMemoryBytes < 0 {
+		if exhausted(limits) {
 			reasons["cluster limits reached"]++
 			continue
 		}
@@ -483,4 +483,9 @@ func without(groups []*estimator.Group, helped []*apiv1.Pod) []*estimator.Group 
 		}
 	}
 	return out
+}
+
+// exhausted reports whether the limits leave no room for a node.
+func exhausted(l estimator.Limits) bool {
+	return l.MaxNodes <= 0 || l.MaxMilliCPU < 0 || l.MaxMemoryBytes < 0
 }

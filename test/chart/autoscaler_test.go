@@ -1,14 +1,11 @@
 package chart_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -34,7 +31,7 @@ import (
 // status ConfigMap and exits 0, without a single request refused for lack of
 // permission.
 func TestAutoscalerRunsWithTheChartsRBAC(t *testing.T) {
-	addr := freeAddress(t)
+	addr := framework.FreeAddress(t)
 	// The group's nodes carry pool=<unique name>, by which they are deleted
 	// at the end (the namespace, and so the framework's cleanup label, is
 	// not known before install renders the chart).
@@ -63,7 +60,7 @@ kwokProviderConfig:
 
 	_, c := in.manifest.deployment(t)
 	args := append(c.Args, "--kubeconfig="+impersonatingKubeconfig(t, in))
-	var log syncBuffer
+	var log framework.SyncBuffer
 	cmd := exec.Command(autoscalerBinary, args...)
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
@@ -181,32 +178,3 @@ func deleteNodes(env *framework.Env, pool string) {
 		env.T.Logf("deleting the nodes of %s: %v", pool, err)
 	}
 }
-
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *syncBuffer) Contains(s string) bool { return strings.Contains(b.String(), s) }

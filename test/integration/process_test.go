@@ -1,18 +1,15 @@
 package integration
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os/exec"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 )
 
 // autoscalerProcess is one running cluster-autoscaler binary.
@@ -21,7 +18,7 @@ type autoscalerProcess struct {
 	name    string
 	cmd     *exec.Cmd
 	address string
-	log     *syncBuffer
+	log     *framework.SyncBuffer
 	done    chan struct{}
 	exitErr error
 }
@@ -30,8 +27,8 @@ type autoscalerProcess struct {
 // and kills it when the test ends if it is still running.
 func startAutoscaler(t testing.TB, name string, args ...string) *autoscalerProcess {
 	t.Helper()
-	addr := freeAddress(t)
-	p := &autoscalerProcess{t: t, name: name, address: addr, log: &syncBuffer{}, done: make(chan struct{})}
+	addr := framework.FreeAddress(t)
+	p := &autoscalerProcess{t: t, name: name, address: addr, log: &framework.SyncBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(autoscalerBinary, append([]string{"--address=" + addr}, args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
@@ -89,32 +86,3 @@ func (p *autoscalerProcess) get(ctx context.Context, path string) (int, string, 
 	body, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body), err
 }
-
-func freeAddress(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return fmt.Sprintf("127.0.0.1:%d", l.Addr().(*net.TCPAddr).Port)
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *syncBuffer) Contains(s string) bool { return strings.Contains(b.String(), s) }
