@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 
 	"k8s.io/autoscaler/cluster-autoscaler/provreq"
@@ -114,10 +115,16 @@ func TestInformerAndListerFollowChanges(t *testing.T) {
 	if _, err := lister.Get(other.Namespace, "watched"); err != nil {
 		t.Errorf("the other namespace's request: %v", err)
 	}
-	mu.Lock()
-	got := events[env.Namespace+"/watched"]
-	mu.Unlock()
-	if diff := cmp.Diff([]string{"add", "update", "update", "delete"}, got); diff != "" {
-		t.Errorf("events (-want +got):\n%s", diff)
+	// The cache changes before the handlers hear of it: wait for them.
+	want := []string{"add", "update", "update", "delete"}
+	var got []string
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		mu.Lock()
+		got = append([]string(nil), events[env.Namespace+"/watched"]...)
+		mu.Unlock()
+		return len(got) >= len(want), nil
+	})
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s (%v)", diff, err)
 	}
 }
