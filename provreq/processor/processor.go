@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"k8s.io/autoscaler/cluster-autoscaler/provreq"
 	v1 "k8s.io/autoscaler/cluster-autoscaler/provreq/apis/autoscaling.x-k8s.io/v1"
@@ -93,6 +94,8 @@ type Processor struct {
 	recorder  record.EventRecorder
 	rollback  RollbackFunc
 	metrics   Metrics
+	// clock times the check-capacity timebox (wall time, not the loop's now).
+	clock clock.PassiveClock
 
 	mu     sync.Mutex
 	states map[types.UID]*requestState
@@ -121,6 +124,9 @@ type Option func(*Processor)
 // WithEventRecorder records an event on the request for each transition.
 func WithEventRecorder(r record.EventRecorder) Option { return func(p *Processor) { p.recorder = r } }
 
+// WithClock replaces the real clock that times the check-capacity timebox.
+func WithClock(c clock.PassiveClock) Option { return func(p *Processor) { p.clock = c } }
+
 // WithMetrics exports the requests' metrics.
 func WithMetrics(m Metrics) Option { return func(p *Processor) { p.metrics = m } }
 
@@ -128,7 +134,7 @@ func WithMetrics(m Metrics) Option { return func(p *Processor) { p.metrics = m }
 func New(opts Options, requests RequestLister, templates TemplateGetter, status StatusWriter, rollback RollbackFunc,
 	options ...Option) *Processor {
 	p := &Processor{opts: opts, requests: requests, templates: templates, status: status, rollback: rollback,
-		metrics: nopMetrics{}, states: map[types.UID]*requestState{}}
+		metrics: nopMetrics{}, clock: clock.RealClock{}, states: map[types.UID]*requestState{}}
 	for _, o := range options {
 		o(p)
 	}

@@ -74,8 +74,8 @@ func (l *Loop) Run(ctx context.Context, capacity Capacity, nodes []*apiv1.Node, 
 		switch r.class {
 		case provreq.ClassCheckCapacity:
 			if start.IsZero() {
-				start = time.Now()
-			} else if time.Since(start) > l.p.opts.CheckCapacityTimebox {
+				start = l.p.clock.Now()
+			} else if l.p.clock.Since(start) > l.p.opts.CheckCapacityTimebox {
 				continue // the next loop answers it
 			}
 			l.checkCapacity(r, capacity)
