@@ -41,14 +41,14 @@ func (s *ScaleDown) ScaledUp(now time.Time) { s.lastScaleUp = now }
 // has come. It returns the number of removals started.
 func (s *ScaleDown) Run(ctx context.Context, in Input) int {
 	logger := klog.FromContext(ctx)
+	if !s.opts.ScaleDownEnabled {
+		return 0 // no plan, no candidate taints
+	}
 	plan := s.planner.Update(ctx, in)
 	s.last = plan
 	s.report(plan)
 	cooldown, why := s.cooldown(in.Now)
 	s.reporter.UpdateScaleDownInCooldown(cooldown)
-	if !s.opts.ScaleDownEnabled {
-		return 0
-	}
 	if cooldown {
 		logger.V(2).Info("Scale-down in cooldown", "why", why, "unneeded", len(plan.Unneeded))
 		return 0
