@@ -349,6 +349,13 @@ func (a *Autoscaler) report(ctx context.Context, obs *Observation) {
 	counts := a.state.ClusterCounts()
 	a.metrics.UpdateNodesCount(counts.Ready, counts.Unready, counts.NotStarted, counts.Unregistered, counts.LongUnregistered)
 	a.metrics.UpdateNodeGroupsCount(len(obs.NodeGroups))
+	if a.opts.EmitPerNodeGroupMetrics {
+		for _, gs := range a.state.Groups() {
+			ng := gs.NodeGroup
+			a.metrics.UpdateNodeGroup(ng.Id(), ng.MinSize(), ng.MaxSize(), gs.Target, gs.Healthy, gs.BackedOff,
+				gs.BackoffReason.ErrorCode)
+		}
+	}
 	a.reportClusterSize(obs)
 	unschedulable := 0
 	for _, p := range obs.PendingPods {

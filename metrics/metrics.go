@@ -75,6 +75,7 @@ type Metrics struct {
 	clusterSafeToAutoscale   prometheus.Gauge
 	provreq                  *provreqMetrics
 	scaleDown                *scaleDownMetrics
+	nodeGroups               *nodeGroupMetrics
 	deletedNodes             *prometheus.CounterVec
 	oldUnregisteredRemoved   prometheus.Counter
 	unregisteredBreakerOpen  prometheus.Gauge
@@ -163,6 +164,8 @@ func New(reg prometheus.Registerer) *Metrics {
 	for _, r := range []string{"unregistered", "failed-creation", "atomic-rollback"} {
 		m.deletedNodes.WithLabelValues(r).Add(0)
 	}
+	m.nodeGroups = newNodeGroupMetrics()
+	reg.MustRegister(m.nodeGroups.collectors()...)
 	m.scaleDown = newScaleDownMetrics()
 	reg.MustRegister(m.scaleDown.collectors()...)
 	for _, r := range []string{"empty", "underutilized", "unready"} {

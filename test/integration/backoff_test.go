@@ -43,7 +43,7 @@ nodeGroups:
 	dumpPods(e)
 	createPods(e, "web", 8, "1", map[string]string{"shape": "standard"}) // two 4-CPU nodes
 
-	p := startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--expander=priority")...)
+	p := startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--expander=priority", "--emit-per-nodegroup-metrics")...)
 	e.Eventually(60*time.Second, "all 8 pods Running", func(ctx context.Context) (bool, error) {
 		return allRunning(ctx, e, 8)
 	})
@@ -57,6 +57,16 @@ nodeGroups:
 	_, body, _ := p.get(e.Context(), "/metrics")
 	if !strings.Contains(body, `cluster_autoscaler_failed_scale_ups_total{dra_drivers="",gpu_name="",gpu_resource_name="",reason="cloudProviderError"} 1`) {
 		t.Errorf("failed_scale_ups_total does not count the out-of-capacity failure")
+	}
+	// --emit-per-nodegroup-metrics: the back-off and the sizes per group.
+	for _, want := range []string{
+		fmt.Sprintf(`cluster_autoscaler_node_group_backoff_status{node_group=%q,reason="STOCKOUT"} 1`, preferred),
+		fmt.Sprintf(`cluster_autoscaler_node_group_max_count{node_group=%q} 10`, fallback),
+		fmt.Sprintf(`cluster_autoscaler_node_group_healthiness{node_group=%q} 1`, fallback),
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
 	}
 }
 
