@@ -168,7 +168,7 @@ func (c *commandLine) registerScaleUp() {
 	fs.IntVar(&o.UnregisteredBreakerMinimum, "unregistered-nodes-breaker-minimum", o.UnregisteredBreakerMinimum, "The breaker applies only when more than this many instances are unregistered (not upstream).")
 	fs.IntVar(&o.MaxBrokenNodeDeletionsPerLoop, "max-broken-node-deletions-per-loop", o.MaxBrokenNodeDeletionsPerLoop, "Most unregistered and failed instances deleted in one loop (not upstream).")
 	c.mark(notImplemented, "grpc-expander-url", "grpc-expander-cert",
-		"max-binpacking-time", "enforce-node-group-min-size", "scale-up-from-zero",
+		"max-binpacking-time", "scale-up-from-zero",
 		"startup-taint", "startup-taint-prefix", "status-taint",
 		"ignore-taint", "allowed-scheduler-names", "bypassed-scheduler-names")
 

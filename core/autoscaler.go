@@ -149,8 +149,24 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (Result, error)
 		return Result{}, nil
 	}
 	res, session, err := a.runScaleUp(ctx, obs)
-	if err != nil || a.scaleDn == nil || a.scaleUp == nil {
+	if err != nil || a.scaleUp == nil {
 		return res, err
+	}
+	if a.opts.EnforceNodeGroupMinSize {
+		if session == nil {
+			session = a.scaleUp.Begin(ctx, scaleup.Input{Now: obs.Now, Nodes: obs.Nodes, ScheduledPods: obs.ScheduledPods})
+		}
+		if incs := session.EnforceMinSizes(ctx); len(incs) > 0 {
+			added := 0
+			for _, inc := range incs {
+				added += inc.To - inc.From
+			}
+			a.metrics.RegisterScaleUp(added)
+			res.Productive = true
+		}
+	}
+	if a.scaleDn == nil {
+		return res, nil
 	}
 	if res.Productive {
 		a.scaleDn.ScaledUp(obs.Now)

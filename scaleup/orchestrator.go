@@ -489,3 +489,44 @@ func without(groups []*estimator.Group, helped []*apiv1.Pod) []*estimator.Group 
 func exhausted(l estimator.Limits) bool {
 	return l.MaxNodes <= 0 || l.MaxMilliCPU < 0 || l.MaxMemoryBytes < 0
 }
+
+// EnforceMinSizes raises every healthy, not backed-off group whose target is
+// below its min size to that size (--enforce-node-group-min-size), within
+// --max-nodes-total, and returns the increases made.
+func (s *Session) EnforceMinSizes(ctx context.Context) []Increase {
+	logger := klog.FromContext(ctx)
+	var out []Increase
+	ids := make([]string, 0, len(s.groups))
+	for id := range s.groups {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		gs := s.groups[id]
+		delta := gs.group.MinSize() - gs.target
+		if delta <= 0 || gs.skip != "" {
+			continue
+		}
+		if room := s.totals.nodeRoom(s.o.opts.MaxNodesTotal); delta > room {
+			delta = room
+		}
+		if delta <= 0 {
+			continue
+		}
+		if err := gs.group.IncreaseSize(ctx, delta); err != nil {
+			logger.Error(err, "Raising a node group to its min size failed", "nodeGroup", id, "delta", delta)
+			s.o.state.RegisterFailedScaleUp(ctx, id, clusterstate.BackoffReason{ErrorCode: "cloudProviderError",
+				ErrorMessage: err.Error()}, s.in.Now)
+			continue
+		}
+		s.o.state.RegisterScaleUp(id, delta, s.in.Now)
+		logger.Info("Raised a node group to its min size", "nodeGroup", id, "from", gs.target, "to", gs.target+delta)
+		out = append(out, Increase{NodeGroup: id, From: gs.target, To: gs.target + delta, Max: gs.group.MaxSize()})
+		gs.target += delta
+		if gs.template != nil {
+			s.totals.add(delta, gs.template)
+		}
+		s.added += delta
+	}
+	return out
+}

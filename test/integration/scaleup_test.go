@@ -284,3 +284,45 @@ func TestScaleUpRespectsCoresTotal(t *testing.T) {
 	}
 	podEvent(e, "NotTriggerScaleUp", "cluster limits reached")
 }
+
+// TestEnforceNodeGroupMinSize: with --enforce-node-group-min-size a group
+// below its min size is raised to it without any pending pod; without the
+// flag it is left alone.
+func TestEnforceNodeGroupMinSize(t *testing.T) {
+	e := framework.New(t)
+	kept, raised := framework.UniqueName("kept"), framework.UniqueName("raised")
+	path := writeKwokConfig(e, fmt.Sprintf(`
+nodeGroups:
+- name: %[1]s
+  minSize: 2
+  maxSize: 5
+  template:
+    labels: {%[2]s: %[3]s, pool: %[1]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  faults: {registrationDelay: 1s}
+`, raised, framework.TestNamespaceLabel, e.Namespace))
+	other := writeKwokConfig(e, fmt.Sprintf(`
+nodeGroups:
+- name: %[1]s
+  minSize: 2
+  maxSize: 5
+  template:
+    labels: {%[2]s: %[3]s, pool: %[1]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+`, kept, framework.TestNamespaceLabel, e.Namespace))
+	p := startAutoscaler(t, "with", scaleUpArgs(e, path, "--enforce-node-group-min-size")...)
+	e.Eventually(30*time.Second, "the group raised to its min size", func(context.Context) (bool, error) {
+		return nodesPerPool(e)[raised] == 2, nil
+	})
+	if !p.log.Contains("Raised a node group to its min size") {
+		t.Error("the raise is not logged")
+	}
+	if code := p.terminate(30 * time.Second); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	q := startAutoscaler(t, "without", append(scaleUpArgs(e, other), "--leader-elect=false")...)
+	time.Sleep(4 * time.Second)
+	if got := nodesPerPool(e)[kept]; got != 0 || q.log.Contains("Raised a node group") {
+		t.Errorf("without the flag the group got %d nodes", got)
+	}
+}
