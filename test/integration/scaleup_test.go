@@ -291,25 +291,8 @@ func TestScaleUpRespectsCoresTotal(t *testing.T) {
 func TestEnforceNodeGroupMinSize(t *testing.T) {
 	e := framework.New(t)
 	kept, raised := framework.UniqueName("kept"), framework.UniqueName("raised")
-	path := writeKwokConfig(e, fmt.Sprintf(`
-nodeGroups:
-- name: %[1]s
-  minSize: 2
-  maxSize: 5
-  template:
-    labels: {%[2]s: %[3]s, pool: %[1]s}
-    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
-  faults: {registrationDelay: 1s}
-`, raised, framework.TestNamespaceLabel, e.Namespace))
-	other := writeKwokConfig(e, fmt.Sprintf(`
-nodeGroups:
-- name: %[1]s
-  minSize: 2
-  maxSize: 5
-  template:
-    labels: {%[2]s: %[3]s, pool: %[1]s}
-    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
-`, kept, framework.TestNamespaceLabel, e.Namespace))
+	path := groupsConfig(e, raised+":2")
+	other := groupsConfig(e, kept+":2")
 	p := startAutoscaler(t, "with", scaleUpArgs(e, path, "--enforce-node-group-min-size")...)
 	e.Eventually(30*time.Second, "the group raised to its min size", func(context.Context) (bool, error) {
 		return nodesPerPool(e)[raised] == 2, nil
