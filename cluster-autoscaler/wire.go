@@ -100,8 +100,8 @@ func start(ctx context.Context, opts config.Options) error {
 		}
 	}()
 
-	act := func(ctx context.Context) error {
-		return runAutoscaler(ctx, opts, restConfig, client, providers, m, health)
+	act := func(leadCtx context.Context) error {
+		return runAutoscaler(leadCtx, runCtx, opts, restConfig, client, providers, m, health)
 	}
 	if !opts.LeaderElection.Enabled {
 		return act(runCtx)
@@ -197,18 +197,30 @@ func runWithLeaderElection(ctx context.Context, opts config.Options, client kube
 		return fmt.Errorf("building the leader elector: %w", err)
 	}
 	logger.Info("Waiting for the leader-election lease", "lease", klog.KRef(opts.Namespace, le.ResourceName), "identity", identity)
+	// The elector runs on a context of its own, ended when ctx ends or act
+	// returns: a start-up error (a missing CRD, a bad configuration) then
+	// releases the Lease at once and the process exits non-zero, instead of
+	// holding the Lease, and a healthy-looking /health-check, forever.
+	electCtx, stopElecting := context.WithCancel(ctx)
+	defer stopElecting()
 	electorDone := make(chan struct{})
 	go func() {
 		defer close(electorDone)
-		elector.Run(ctx) // returns when ctx ends (releasing the lease) or the lease is lost
+		elector.Run(electCtx) // returns when electCtx ends (releasing the lease) or the lease is lost
 	}()
 
 	select {
 	case leadCtx := <-leadCh:
 		logger.Info("Acquired the leader-election lease", "lease", klog.KRef(opts.Namespace, le.ResourceName), "identity", identity)
 		err := act(leadCtx) // leadCtx ends when the lease is lost or ctx ends
+		lost := leadCtx.Err() != nil && ctx.Err() == nil
+		stopElecting()
 		<-electorDone
-		if err != nil {
+		switch {
+		case err != nil && lost:
+			return fmt.Errorf("%w: %w", errLostLease, err)
+		case err != nil:
+			logger.Info("Released the leader-election lease after an error", "lease", klog.KRef(opts.Namespace, le.ResourceName))
 			return err
 		}
 	case <-electorDone:
@@ -220,9 +232,16 @@ func runWithLeaderElection(ctx context.Context, opts config.Options, client kube
 }
 
 // runAutoscaler starts the informers once and runs the loop until ctx ends.
-func runAutoscaler(ctx context.Context, opts config.Options, restConfig *rest.Config, client kubernetes.Interface,
+// ctx is the lead context (the process context without leader election);
+// processCtx ends only when the process is told to stop, so that a lost
+// Lease (ctx over, processCtx live) can be told from a shutdown.
+func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restConfig *rest.Config, client kubernetes.Interface,
 	providers *cloudprovider.Registry, m *metrics.Metrics, health *core.HealthCheck) error {
 	logger := klog.FromContext(ctx)
+	// Informers stop before the deferred shutdowns wait for them, whatever
+	// ends this function (an error, a recovered panic, the end of ctx).
+	informerCtx, stopInformers := context.WithCancel(ctx)
+	defer stopInformers()
 	factory := informers.NewSharedInformerFactory(client, 0)
 	listers := core.Listers{
 		Nodes: factory.Core().V1().Nodes().Lister(),
@@ -276,7 +295,12 @@ func runAutoscaler(ctx context.Context, opts config.Options, restConfig *rest.Co
 		}
 		defer func() {
 			// Like upstream, a clean exit removes the status: a stale one
-			// would claim an autoscaler that no longer runs.
+			// would claim an autoscaler that no longer runs. A replica that
+			// lost the Lease leaves it alone: the new leader writes it.
+			if ctx.Err() != nil && processCtx.Err() == nil {
+				logger.Info("Lost the lease: leaving the status ConfigMap to the new leader")
+				return
+			}
 			delCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
 			if err := status.Delete(delCtx); err != nil {
@@ -304,7 +328,7 @@ func runAutoscaler(ctx context.Context, opts config.Options, restConfig *rest.Co
 		}); err != nil {
 			return fmt.Errorf("watching ProvisioningRequests: %w", err)
 		}
-		go provreqInformer.RunWithContext(ctx)
+		go provreqInformer.RunWithContext(informerCtx)
 		if !cache.WaitForCacheSync(ctx.Done(), provreqInformer.HasSynced) {
 			if ctx.Err() != nil {
 				return nil
@@ -317,8 +341,8 @@ func runAutoscaler(ctx context.Context, opts config.Options, restConfig *rest.Co
 	}
 
 	for _, f := range []informers.SharedInformerFactory{factory, nsFactory} {
-		f.Start(ctx.Done())
-		defer f.Shutdown()
+		f.Start(informerCtx.Done())
+		defer func() { stopInformers(); f.Shutdown() }()
 		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
 			if !ok {
 				if ctx.Err() != nil {

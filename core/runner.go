@@ -2,6 +2,9 @@ package core
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -33,7 +36,20 @@ type Runner struct {
 	health       *HealthCheck
 	metrics      *metrics.Metrics
 	trigger      chan struct{}
+	// panics counts the loops in a row that panicked.
+	panics int
 }
+
+// MaxConsecutivePanics is how many loops in a row may panic before Run gives
+// up and returns ErrLoopPanicked: a panic that one loop hits by chance is
+// logged, counted and survived, one that every loop hits ends the process
+// (exit code 1) so that it restarts, as upstream's does, instead of looking
+// healthy while it does nothing.
+const MaxConsecutivePanics = 3
+
+// ErrLoopPanicked is returned by Run after MaxConsecutivePanics loops in a
+// row panicked.
+var ErrLoopPanicked = errors.New("the autoscaling loop panicked repeatedly")
 
 // RunnerOption configures a Runner.
 type RunnerOption func(*Runner)
@@ -66,7 +82,8 @@ func (r *Runner) Trigger() {
 	}
 }
 
-// Run loops until ctx is done, then returns nil.
+// Run loops until ctx is done, then returns nil. It returns
+// ErrLoopPanicked when MaxConsecutivePanics loops in a row panicked.
 func (r *Runner) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	for n := 1; ; n++ {
@@ -75,6 +92,10 @@ func (r *Runner) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			logger.V(2).Info("Loop runner stopping", "loops", n)
 			return nil
+		}
+		if r.panics >= MaxConsecutivePanics {
+			logger.Error(ErrLoopPanicked, "Loop runner stopping", "loops", n, "consecutivePanics", r.panics)
+			return fmt.Errorf("%w: %d loops in a row", ErrLoopPanicked, r.panics)
 		}
 		if r.frequent && res.Productive {
 			continue
@@ -99,7 +120,7 @@ func (r *Runner) runOnce(ctx context.Context, n int, start time.Time) Result {
 	r.health.UpdateLastActivity(start)
 	r.metrics.UpdateLastActivity(metrics.ActivityMain, start)
 
-	res, err := r.loop.RunOnce(klog.NewContext(ctx, logger), start)
+	res, err := r.safeRunOnce(klog.NewContext(ctx, logger), start)
 	end := r.clock.Now()
 	r.metrics.UpdateDuration(metrics.FunctionMain, end.Sub(start))
 	if err != nil && ctx.Err() == nil {
@@ -113,4 +134,30 @@ func (r *Runner) runOnce(ctx context.Context, n int, start time.Time) Result {
 	r.health.UpdateLastSuccessfulRun(end)
 	r.metrics.UpdateLastActivity(metrics.ActivityMainSuccessful, end)
 	return res
+}
+
+// panicError is a loop's panic turned into an error.
+type panicError struct{ value any }
+
+func (p panicError) Error() string { return fmt.Sprintf("panic: %v", p.value) }
+
+// safeRunOnce runs one loop and turns a panic into an internal error: the
+// stack is logged at once, errors_total{type="internalError"} counts it (as
+// runOnce does for every internal error) and the loop counts as failed, so
+// the health check's --max-failing-time applies.
+func (r *Runner) safeRunOnce(ctx context.Context, start time.Time) (res Result, err error) {
+	defer func() {
+		v := recover()
+		if v == nil {
+			r.panics = 0
+			return
+		}
+		r.panics++
+		err = NewLoopError(metrics.InternalError, panicError{v})
+		klog.FromContext(ctx).Error(err, "Loop panicked", "consecutivePanics", r.panics,
+			"maxConsecutivePanics", MaxConsecutivePanics, "stack", string(debug.Stack()))
+		klog.Flush()
+		res = Result{}
+	}()
+	return r.loop.RunOnce(ctx, start)
 }

@@ -162,3 +162,74 @@ func TestRunnerCountsErrorsAndHealth(t *testing.T) {
 		t.Errorf("unhealthy 14m after a transient error: %v", err)
 	}
 }
+
+// panickyLoop panics in the loops whose index is in panicAt.
+type panickyLoop struct {
+	panicAt map[int]bool
+	calls   int
+}
+
+func (l *panickyLoop) RunOnce(context.Context, time.Time) (Result, error) {
+	i := l.calls
+	l.calls++
+	if l.panicAt[i] {
+		var m map[string]int
+		m["nil map"] = 1 // a real runtime panic, as a nil dereference in a plugin would be
+	}
+	return Result{Productive: true}, nil
+}
+
+func TestRunnerSurvivesAPanicAndStopsOnRepeatedOnes(t *testing.T) {
+	c := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	// Loop 0 panics, loop 1 succeeds (the streak resets), loops 2-4 panic.
+	loop := &panickyLoop{panicAt: map[int]bool{0: true, 2: true, 3: true, 4: true, 5: true}}
+	r, h, reg := newTestRunner(loop, c, true)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(context.Background()) }()
+	// A failed loop waits for the scan interval: step the clock past it
+	// whenever the runner waits.
+	var err error
+	deadline := time.After(10 * time.Second)
+wait:
+	for {
+		select {
+		case err = <-done:
+			break wait
+		case <-deadline:
+			t.Fatal("Run still running after repeated panics")
+		case <-time.After(time.Millisecond):
+			if c.HasWaiters() {
+				c.Step(10 * time.Second)
+			}
+		}
+	}
+	if !errors.Is(err, ErrLoopPanicked) {
+		t.Fatalf("Run returned %v, want ErrLoopPanicked", err)
+	}
+	if loop.calls != 5 {
+		t.Errorf("loops run = %d, want 5 (one panic survived, then %d in a row)", loop.calls, MaxConsecutivePanics)
+	}
+	mfs, gerr := reg.Gather()
+	if gerr != nil {
+		t.Fatal(gerr)
+	}
+	internal := -1.0
+	for _, mf := range mfs {
+		if mf.GetName() == "cluster_autoscaler_errors_total" {
+			for _, m := range mf.GetMetric() {
+				if m.GetLabel()[0].GetValue() == "internalError" {
+					internal = m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	if internal != 4 {
+		t.Errorf(`errors_total{type="internalError"} = %v, want 4`, internal)
+	}
+	// A panicking loop is not a successful one: loop 1 (the last success)
+	// ran at most four scan intervals ago.
+	c.Step(15 * time.Minute)
+	if h.Check() == nil {
+		t.Error("health check passes 16 minutes after the last successful loop")
+	}
+}
