@@ -1,6 +1,7 @@
 package config
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -89,5 +90,41 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		if !strings.Contains(err.Error(), flag) {
 			t.Errorf("error does not name %s: %v", flag, err)
 		}
+	}
+}
+
+// TestValidateNumericBounds: values that parse but would overflow when turned
+// into millicores, bytes or durations, or that are not finite, are refused.
+func TestValidateNumericBounds(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(*Options)
+		flag string
+	}{
+		{"memory in bytes overflows", func(o *Options) { o.MemoryGiB = Range{Min: 0, Max: 10_000_000_000} }, "--memory-total"},
+		{"cores in millicores overflow", func(o *Options) { o.Cores = Range{Min: 0, Max: math.MaxInt64 / 10} }, "--cores-total"},
+		{"infinite qps", func(o *Options) { o.KubeClientQPS = math.Inf(1) }, "--kube-client-qps"},
+		{"NaN qps", func(o *Options) { o.KubeClientQPS = math.NaN() }, "--kube-client-qps"},
+		{"NaN ratio", func(o *Options) { o.NodeGroupDefaults.ScaleDownUtilizationThreshold = math.NaN() }, "--scale-down-utilization-threshold"},
+		{"grace period overflows", func(o *Options) { o.MaxGracefulTerminationSec = math.MaxInt64 / 10 }, "--max-graceful-termination-sec"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := Defaults()
+			tc.set(&o)
+			err := o.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.flag) {
+				t.Fatalf("Validate() = %v, want an error naming %s", err, tc.flag)
+			}
+		})
+	}
+	// The largest accepted limits still convert without overflow.
+	o := Defaults()
+	o.MemoryGiB = Range{Min: 0, Max: MaxMemoryTotalGiB}
+	o.Cores = Range{Min: 0, Max: MaxCoresTotal}
+	if err := o.Validate(); err != nil {
+		t.Fatalf("largest limits refused: %v", err)
+	}
+	if o.MemoryGiB.Max<<30 <= 0 || o.Cores.Max*1000 <= 0 {
+		t.Fatal("largest accepted limits overflow")
 	}
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"time"
@@ -23,6 +24,17 @@ const (
 var KnownExpanders = []string{RandomExpander, MostPodsExpander, LeastWasteExpander,
 	LeastNodesExpander, PriceExpander, PriorityExpander, GRPCExpander}
 
+// Upper bounds of the cluster-wide limits: the largest values whose
+// millicores and bytes still fit in an int64.
+const (
+	MaxCoresTotal     = math.MaxInt64 / 1000
+	MaxMemoryTotalGiB = math.MaxInt64 >> 30
+)
+
+// --expendable-pods-priority-cutoff and --scale-down-non-empty-candidates-count
+// take any integer, as upstream's do (a non-positive candidate count turns
+// that heuristic off).
+
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 var dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 
@@ -33,7 +45,7 @@ func (o *Options) Validate() error {
 
 	v.check(o.Address != "", "--address", "must not be empty")
 	v.check(dnsLabel.MatchString(o.Namespace), "--namespace", "%q is not a valid namespace name", o.Namespace)
-	v.check(o.KubeClientQPS > 0, "--kube-client-qps", "must be positive, got %v", o.KubeClientQPS)
+	v.check(o.KubeClientQPS > 0 && !math.IsInf(o.KubeClientQPS, 1), "--kube-client-qps", "must be positive and finite, got %v", o.KubeClientQPS)
 	v.check(o.KubeClientBurst > 0, "--kube-client-burst", "must be positive, got %d", o.KubeClientBurst)
 	v.check(slices.Contains([]string{"application/vnd.kubernetes.protobuf", "application/json"}, o.KubeAPIContentType),
 		"--kube-api-content-type", "must be application/vnd.kubernetes.protobuf or application/json, got %q", o.KubeAPIContentType)
@@ -52,7 +64,11 @@ func (o *Options) Validate() error {
 	}
 	v.check(o.MaxNodesTotal >= 0, "--max-nodes-total", "must not be negative, got %d", o.MaxNodesTotal)
 	v.check(o.Cores.Min >= 0 && o.Cores.Max >= o.Cores.Min, "--cores-total", "want 0 <= min <= max, got %s", o.Cores)
+	// The limits are used in millicores and bytes: larger values would
+	// overflow 64 bits and turn into negative limits.
+	v.check(o.Cores.Max <= MaxCoresTotal, "--cores-total", "max must not exceed %d cores, got %d", int64(MaxCoresTotal), o.Cores.Max)
 	v.check(o.MemoryGiB.Min >= 0 && o.MemoryGiB.Max >= o.MemoryGiB.Min, "--memory-total", "want 0 <= min <= max, got %s", o.MemoryGiB)
+	v.check(o.MemoryGiB.Max <= MaxMemoryTotalGiB, "--memory-total", "max must not exceed %d GiB, got %d", int64(MaxMemoryTotalGiB), o.MemoryGiB.Max)
 
 	o.validateExpanders(v)
 	v.check(o.MaxNodesPerScaleUp > 0, "--max-nodes-per-scaleup", "must be positive, got %d", o.MaxNodesPerScaleUp)
@@ -92,7 +108,8 @@ func (o *Options) Validate() error {
 	v.nonNegative(o.ScaleDownDelayAfterFailure, "--scale-down-delay-after-failure")
 	v.check(o.MaxScaleDownParallelism >= 1, "--max-scale-down-parallelism", "must be at least 1, got %d", o.MaxScaleDownParallelism)
 	v.check(o.MaxDrainParallelism >= 1, "--max-drain-parallelism", "must be at least 1, got %d", o.MaxDrainParallelism)
-	v.check(o.MaxGracefulTerminationSec >= 0, "--max-graceful-termination-sec", "must not be negative, got %d", o.MaxGracefulTerminationSec)
+	v.check(o.MaxGracefulTerminationSec >= 0 && int64(o.MaxGracefulTerminationSec) <= math.MaxInt64/int64(time.Second),
+		"--max-graceful-termination-sec", "must be between 0 and %d, got %d", math.MaxInt64/int64(time.Second), o.MaxGracefulTerminationSec)
 	v.positive(o.MaxPodEvictionTime, "--max-pod-eviction-time")
 	v.nonNegative(o.NodeDeleteDelayAfterTaint, "--node-delete-delay-after-taint")
 	v.check(o.MinReplicaCount >= 0, "--min-replica-count", "must not be negative, got %d", o.MinReplicaCount)
