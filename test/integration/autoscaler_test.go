@@ -2,6 +2,9 @@ package integration
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -174,5 +177,50 @@ func TestUnknownCloudProviderFailsAtStart(t *testing.T) {
 	}
 	if !p.log.Contains(`--cloud-provider \"gce\": unknown cloud provider; this build has [kwok]`) {
 		t.Errorf("log does not explain the unknown provider:\n%s", p.log.String())
+	}
+}
+
+// TestStartupErrorReleasesTheLease: a start-up error found after the Lease was
+// acquired (a bad scheduler configuration, a bad kwok configuration) is
+// logged, the Lease is released and the process exits non-zero at once, so a
+// standby takes over and the Deployment shows the crash; it must not hold the
+// Lease while answering /health-check 200.
+func TestStartupErrorReleasesTheLease(t *testing.T) {
+	e := framework.New(t)
+	dir := t.TempDir()
+	badScheduler := filepath.Join(dir, "scheduler.yaml")
+	if err := os.WriteFile(badScheduler, []byte("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles: [{schedulerName: x, plugins: {filter: {enabled: [{name: NoSuchPlugin}]}}}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	badKwok := filepath.Join(dir, "kwok.yaml")
+	if err := os.WriteFile(badKwok, []byte("nodeGroups: {this is: [not a list]}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, arg, want string
+	}{
+		{"scheduler-config", "--scheduler-config-file=" + badScheduler, "NoSuchPlugin"},
+		{"kwok-config", "--cloud-config=" + badKwok, "--cloud-config"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := leaderArgs(e)
+			if tc.name == "kwok-config" {
+				args = slices.DeleteFunc(args, func(a string) bool { return strings.HasPrefix(a, "--nodes=") })
+			}
+			p := startAutoscaler(t, tc.name, append(args, tc.arg)...)
+			if code := p.waitExit(30 * time.Second); code != 1 {
+				t.Fatalf("exit code = %d, want 1", code)
+			}
+			if !p.log.Contains(acquired) {
+				t.Fatalf("the replica never held the lease; the test does not exercise the case:\n%s", p.log.String())
+			}
+			if !p.log.Contains(tc.want) {
+				t.Errorf("log does not name the error (%q):\n%s", tc.want, p.log.String())
+			}
+			l := lease(t, e)
+			if h := l.Spec.HolderIdentity; h != nil && *h != "" {
+				t.Errorf("lease still held by %s after the replica exited", *h)
+			}
+		})
 	}
 }
