@@ -73,7 +73,9 @@ func Build(ctx context.Context, opts cloudprovider.BuildOptions) (cloudprovider.
 
 func loadConfig(ctx context.Context, opts cloudprovider.BuildOptions) (*Config, error) {
 	var data []byte
+	source := fmt.Sprintf("ConfigMap %s/%s", opts.Options.Namespace, ConfigMapName)
 	if path := opts.Options.CloudConfig; path != "" {
+		source = "--cloud-config " + path
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("--cloud-config: %w", err)
@@ -84,6 +86,7 @@ func loadConfig(ctx context.Context, opts cloudprovider.BuildOptions) (*Config, 
 		switch {
 		case apierrors.IsNotFound(err) && len(opts.Options.NodeGroups) > 0:
 			data = []byte("nodeGroups: []")
+			source = "--nodes"
 		case err != nil:
 			return nil, fmt.Errorf("reading ConfigMap %s/%s (or pass --cloud-config or --nodes): %w",
 				opts.Options.Namespace, ConfigMapName, err)
@@ -93,7 +96,7 @@ func loadConfig(ctx context.Context, opts cloudprovider.BuildOptions) (*Config, 
 	}
 	cfg, err := ParseConfig(data)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", source, err)
 	}
 	if err := cfg.MergeNodeSpecs(opts.Options.NodeGroups); err != nil {
 		return nil, err
