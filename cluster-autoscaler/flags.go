@@ -115,6 +115,8 @@ func (c *commandLine) registerLoopAndCloud() {
 	o, fs := &c.opts, c.fs
 	fs.DurationVar(&o.ScanInterval, "scan-interval", o.ScanInterval, "How often the cluster is re-evaluated.")
 	fs.BoolVar(&o.FrequentLoopsEnabled, "frequent-loops-enabled", o.FrequentLoopsEnabled, "Run the next loop at once after a productive loop or when a new unschedulable pod appears.")
+	fs.DurationVar(&o.ScaleUpBatchIdle, "scale-up-batch-idle-duration", o.ScaleUpBatchIdle, "A loop asked for by new unschedulable pods starts once no new one arrived for this long, so that a burst gets one scale-up; 0 starts it at once (not upstream).")
+	fs.DurationVar(&o.ScaleUpBatchMax, "scale-up-batch-max-duration", o.ScaleUpBatchMax, "The longest a burst of new unschedulable pods holds its loop back, counted from the first pod (not upstream).")
 	fs.DurationVar(&o.MaxInactivity, "max-inactivity", o.MaxInactivity, "/health-check fails when no loop has started for this long.")
 	fs.DurationVar(&o.MaxFailingTime, "max-failing-time", o.MaxFailingTime, "/health-check fails when no loop has succeeded for this long.")
 	fs.DurationVar(&o.MaxStartupTime, "max-startup-time", o.MaxStartupTime, "/health-check fails when the first successful loop takes longer than this.")

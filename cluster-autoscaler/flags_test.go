@@ -205,6 +205,8 @@ func TestInvalidFlagsNameTheFlag(t *testing.T) {
 		{[]string{"--memory-total=0:10000000000"}, "--memory-total"},
 		{[]string{"--cores-total=0:9223372036854775807"}, "--cores-total"},
 		{[]string{"--kube-client-qps=+Inf"}, "--kube-client-qps"},
+		{[]string{"--scale-up-batch-idle-duration=-1s"}, "--scale-up-batch-idle-duration"},
+		{[]string{"--scale-up-batch-idle-duration=5s", "--scale-up-batch-max-duration=2s"}, "--scale-up-batch-max-duration"},
 		{[]string{"--scale-down-utilization-threshold=NaN"}, "--scale-down-utilization-threshold"},
 		{[]string{"--max-graceful-termination-sec=9223372036854775807"}, "--max-graceful-termination-sec"},
 		{[]string{"--gpu-total=a:1"}, "gpu-total"},

@@ -321,7 +321,8 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 		loopOpts = append(loopOpts, core.WithProvisioningRequests(p))
 	}
 	autoscaler := core.NewAutoscaler(opts, listers, provider, m, loopOpts...)
-	runner := core.NewRunner(autoscaler, opts.ScanInterval, health, m, core.WithFrequentLoops(opts.FrequentLoopsEnabled))
+	runner := core.NewRunner(autoscaler, opts.ScanInterval, health, m, core.WithFrequentLoops(opts.FrequentLoopsEnabled),
+		core.WithPodBatching(opts.ScaleUpBatchIdle, opts.ScaleUpBatchMax))
 	if provreqInformer != nil {
 		if _, err := provreqInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: func(any) { runner.Trigger() },
@@ -358,12 +359,12 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 	return runner.Run(ctx)
 }
 
-// unschedulablePodTrigger starts a loop at once when the scheduler newly marks
-// a pod unschedulable.
+// unschedulablePodTrigger asks for a loop when the scheduler newly marks a pod
+// unschedulable; the runner batches a burst of them into one loop.
 func unschedulablePodTrigger(r *core.Runner) cache.ResourceEventHandler {
 	check := func(obj any) {
 		if pod, ok := obj.(*apiv1.Pod); ok && core.IsUnschedulable(pod) && recentlyUnschedulable(pod, time.Now()) {
-			r.Trigger()
+			r.PodTrigger()
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{

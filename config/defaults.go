@@ -29,6 +29,8 @@ func Defaults() Options {
 
 		ScanInterval:         10 * time.Second,
 		FrequentLoopsEnabled: true,
+		ScaleUpBatchIdle:     time.Second,
+		ScaleUpBatchMax:      10 * time.Second,
 		MaxInactivity:        10 * time.Minute,
 		MaxFailingTime:       15 * time.Minute,
 		MaxStartupTime:       20 * time.Minute,

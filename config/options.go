@@ -22,9 +22,14 @@ type Options struct {
 	// The loop.
 	ScanInterval         time.Duration
 	FrequentLoopsEnabled bool
-	MaxInactivity        time.Duration
-	MaxFailingTime       time.Duration
-	MaxStartupTime       time.Duration
+	// The batching window of loops asked for by new unschedulable pods
+	// (not upstream): the loop starts once no new pod arrived for
+	// ScaleUpBatchIdle, or ScaleUpBatchMax after the first one.
+	ScaleUpBatchIdle time.Duration
+	ScaleUpBatchMax  time.Duration
+	MaxInactivity    time.Duration
+	MaxFailingTime   time.Duration
+	MaxStartupTime   time.Duration
 
 	// Cloud provider and cluster-wide limits.
 	CloudProvider          string

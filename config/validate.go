@@ -52,6 +52,10 @@ func (o *Options) Validate() error {
 	o.validateLeaderElection(v)
 
 	v.positive(o.ScanInterval, "--scan-interval")
+	v.nonNegative(o.ScaleUpBatchIdle, "--scale-up-batch-idle-duration")
+	v.nonNegative(o.ScaleUpBatchMax, "--scale-up-batch-max-duration")
+	v.check(o.ScaleUpBatchMax >= o.ScaleUpBatchIdle, "--scale-up-batch-max-duration",
+		"must not be shorter than --scale-up-batch-idle-duration (%v), got %v", o.ScaleUpBatchIdle, o.ScaleUpBatchMax)
 	v.positive(o.MaxInactivity, "--max-inactivity")
 	v.positive(o.MaxFailingTime, "--max-failing-time")
 	v.positive(o.MaxStartupTime, "--max-startup-time")

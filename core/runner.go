@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -38,6 +39,14 @@ type Runner struct {
 	trigger      chan struct{}
 	// panics counts the loops in a row that panicked.
 	panics int
+
+	// The batching window of pod triggers: a loop asked for by new
+	// unschedulable pods starts once none arrived for batchIdle, or
+	// batchMax after the first one, so that a burst gets one decision.
+	batchIdle, batchMax time.Duration
+	batchMu             sync.Mutex
+	batchFirst          time.Time // zero: no batch open
+	batchLast           time.Time
 }
 
 // MaxConsecutivePanics is how many loops in a row may panic before Run gives
@@ -57,6 +66,13 @@ type RunnerOption func(*Runner)
 // WithFrequentLoops enables running the next loop at once after a productive
 // loop or a Trigger (upstream's --frequent-loops-enabled).
 func WithFrequentLoops(enabled bool) RunnerOption { return func(r *Runner) { r.frequent = enabled } }
+
+// WithPodBatching sets the batching window of PodTrigger: a loop starts once
+// no new trigger arrived for idle, or max after the first trigger of the
+// batch. An idle of 0 turns batching off.
+func WithPodBatching(idle, max time.Duration) RunnerOption {
+	return func(r *Runner) { r.batchIdle, r.batchMax = idle, max }
+}
 
 // WithClock replaces the real clock, for tests.
 func WithClock(c clock.Clock) RunnerOption { return func(r *Runner) { r.clock = c } }
@@ -82,12 +98,79 @@ func (r *Runner) Trigger() {
 	}
 }
 
+// PodTrigger asks for a loop because a pod newly became unschedulable. The
+// loop waits for the batching window (WithPodBatching), so that pods that
+// the ReplicaSet controller and the scheduler release over several seconds
+// are decided on together. It never blocks.
+func (r *Runner) PodTrigger() {
+	if !r.frequent {
+		return
+	}
+	if r.batchIdle > 0 {
+		now := r.clock.Now()
+		r.batchMu.Lock()
+		if r.batchFirst.IsZero() {
+			r.batchFirst = now
+		}
+		r.batchLast = now
+		r.batchMu.Unlock()
+	}
+	r.Trigger()
+}
+
+// openBatch returns the first and last trigger of the open batch.
+func (r *Runner) openBatch() (first, last time.Time) {
+	r.batchMu.Lock()
+	defer r.batchMu.Unlock()
+	return r.batchFirst, r.batchLast
+}
+
+// closeBatch closes the open batch and drops a pending trigger: a loop
+// starting now sees the pods and requests that asked for it.
+func (r *Runner) closeBatch() {
+	r.batchMu.Lock()
+	r.batchFirst, r.batchLast = time.Time{}, time.Time{}
+	r.batchMu.Unlock()
+	select {
+	case <-r.trigger:
+	default:
+	}
+}
+
+// awaitBatch waits until the open batch, if any, is complete: no trigger
+// for batchIdle, or batchMax since its first trigger. It returns false when
+// ctx ended.
+func (r *Runner) awaitBatch(ctx context.Context) bool {
+	for {
+		first, last := r.openBatch()
+		if first.IsZero() {
+			return true
+		}
+		deadline := last.Add(r.batchIdle)
+		if limit := first.Add(r.batchMax); limit.Before(deadline) {
+			deadline = limit
+		}
+		wait := deadline.Sub(r.clock.Now())
+		if wait <= 0 {
+			return true
+		}
+		timer := r.clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return false
+		case <-timer.C():
+		}
+	}
+}
+
 // Run loops until ctx is done, then returns nil. It returns
 // ErrLoopPanicked when MaxConsecutivePanics loops in a row panicked.
 func (r *Runner) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	for n := 1; ; n++ {
 		start := r.clock.Now()
+		r.closeBatch()
 		res := r.runOnce(ctx, n, start)
 		if ctx.Err() != nil {
 			logger.V(2).Info("Loop runner stopping", "loops", n)
@@ -97,19 +180,24 @@ func (r *Runner) Run(ctx context.Context) error {
 			logger.Error(ErrLoopPanicked, "Loop runner stopping", "loops", n, "consecutivePanics", r.panics)
 			return fmt.Errorf("%w: %d loops in a row", ErrLoopPanicked, r.panics)
 		}
-		if r.frequent && res.Productive {
-			continue
-		}
 		waitStart := r.clock.Now()
-		timer := r.clock.NewTimer(r.scanInterval - waitStart.Sub(start))
-		select {
-		case <-ctx.Done():
-			timer.Stop()
+		if !r.frequent || !res.Productive {
+			timer := r.clock.NewTimer(r.scanInterval - waitStart.Sub(start))
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				logger.V(2).Info("Loop runner stopping", "loops", n)
+				return nil
+			case <-timer.C():
+			case <-r.trigger:
+				timer.Stop()
+			}
+		}
+		// Whatever woke the runner (the scan interval, a trigger, a
+		// productive loop), pods still arriving in a burst are waited for.
+		if !r.awaitBatch(ctx) {
 			logger.V(2).Info("Loop runner stopping", "loops", n)
 			return nil
-		case <-timer.C():
-		case <-r.trigger:
-			timer.Stop()
 		}
 		r.metrics.UpdateDuration(metrics.FunctionLoopWait, r.clock.Since(waitStart))
 	}

@@ -233,3 +233,90 @@ wait:
 		t.Error("health check passes 16 minutes after the last successful loop")
 	}
 }
+
+// stepWhenWaiting waits until the runner waits on the fake clock, then steps it.
+func stepWhenWaiting(t *testing.T, c *clocktesting.FakeClock, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !c.HasWaiters() {
+		if time.Now().After(deadline) {
+			t.Fatal("runner does not wait on the clock")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c.Step(d)
+}
+
+func expectNoCall(t *testing.T, l *scriptedLoop, why string) {
+	t.Helper()
+	select {
+	case <-l.called:
+		t.Fatal(why)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+func newBatchingRunner(loop Loop, c *clocktesting.FakeClock) *Runner {
+	h := NewHealthCheck(c, 10*time.Minute, 15*time.Minute, 20*time.Minute)
+	h.StartMonitoring()
+	return NewRunner(loop, 10*time.Second, h, metrics.New(prometheus.NewRegistry()), WithClock(c),
+		WithFrequentLoops(true), WithPodBatching(time.Second, 10*time.Second))
+}
+
+// TestRunnerBatchesPodTriggers: a loop asked for by new unschedulable pods
+// starts once no new one arrived for the idle time, so a burst is one decision.
+func TestRunnerBatchesPodTriggers(t *testing.T) {
+	c := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	loop := &scriptedLoop{called: make(chan struct{}, 10)}
+	r := newBatchingRunner(loop, c)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = r.Run(ctx) }()
+	waitCall(t, loop) // loop 1 at once
+
+	for !c.HasWaiters() { // the runner waits for the scan interval
+		time.Sleep(time.Millisecond)
+	}
+	t0 := c.Now()
+	r.PodTrigger()
+	stepWhenWaiting(t, c, 500*time.Millisecond)
+	r.PodTrigger() // the burst goes on: the window is now t0+1.5s
+	stepWhenWaiting(t, c, 600*time.Millisecond)
+	expectNoCall(t, loop, "loop ran 1.1s after the first trigger, 0.6s after the last")
+	stepWhenWaiting(t, c, 400*time.Millisecond)
+	waitCall(t, loop)
+	if got := loop.calls[1].Sub(t0); got != 1500*time.Millisecond {
+		t.Errorf("loop 2 started %v after the first trigger, want 1.5s (1s after the last)", got)
+	}
+	// The triggers were consumed by loop 2: no extra loop before the scan interval.
+	stepWhenWaiting(t, c, 5*time.Second)
+	expectNoCall(t, loop, "a spurious loop ran after the batch")
+}
+
+// TestRunnerBatchHasAMaximum: a trickle that never pauses still gets a loop
+// after the maximum window.
+func TestRunnerBatchHasAMaximum(t *testing.T) {
+	c := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	loop := &scriptedLoop{called: make(chan struct{}, 10)}
+	r := newBatchingRunner(loop, c)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = r.Run(ctx) }()
+	waitCall(t, loop)
+	for !c.HasWaiters() {
+		time.Sleep(time.Millisecond)
+	}
+	t0 := c.Now()
+	for i := 0; i < 25; i++ { // a pod every 0.5s for 12.5s
+		r.PodTrigger()
+		stepWhenWaiting(t, c, 500*time.Millisecond)
+		if c.Now().Sub(t0) >= 10*time.Second {
+			break
+		}
+		expectNoCall(t, loop, "loop ran inside the batching window")
+	}
+	waitCall(t, loop)
+	if got := loop.calls[1].Sub(t0); got != 10*time.Second {
+		t.Errorf("loop 2 started %v after the first trigger, want the 10s maximum", got)
+	}
+}
