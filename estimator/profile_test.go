@@ -184,8 +184,8 @@ func TestEstimateMatchesPodByPodBeyondThePodSpec(t *testing.T) {
 			pods: pods("nolabels", 30, "100m", func(p *apiv1.Pod) { p.Labels = nil }),
 			opts: []framework.Option{framework.WithSchedulerConfigFile(spreadConfig)}, realNode: true, template: templateInfo("4")},
 		{name: "ReadWriteOncePod claim shared by a Deployment's pods",
-			pods: concat(pods("a", 10, "100m"), pods("rwop", 6, "100m", withClaim("shared")), pods("b", 10, "100m")),
-			objs: []runtime.Object{storageClass(csiClass, csiDriver), pvc("shared", csiClass, apiv1.ReadWriteOncePod)},
+			pods:     concat(pods("a", 10, "100m"), pods("rwop", 6, "100m", withClaim("shared")), pods("b", 10, "100m")),
+			objs:     []runtime.Object{storageClass(csiClass, csiDriver), pvc("shared", csiClass, apiv1.ReadWriteOncePod)},
 			template: templateInfo("4"),
 			check: func(want outcome) string {
 				if len(want.Unschedulable) != 5 {
