@@ -114,7 +114,9 @@ func (e *Estimator) Estimate(ctx context.Context, groups []*Group, info *cloudpr
 	r.nodeMem = info.Node.Status.Capacity.Memory().Value()
 	for _, g := range groups {
 		var err error
-		if g.Interacting {
+		if why := r.podByPod(g); why != "" {
+			klog.FromContext(ctx).V(5).Info("Placing a group pod by pod", "pod", klog.KObj(g.Representative()),
+				"count", len(g.Pods), "reason", why)
 			err = r.placeOneByOne(g)
 		} else {
 			err = r.placeGroup(g)
@@ -161,11 +163,28 @@ func (r *run) room() int {
 	return int(max(most-int64(r.total), 0))
 }
 
+// podByPod says why g may not take the node-class path, if it may not: its
+// pods constrain each other, or a plugin of the profile could judge them
+// differently on equal nodes (volume limits and claims, default spread
+// constraints, plugins not known to be pod-local).
+func (r *run) podByPod(g *Group) string {
+	if g.Interacting {
+		return "pods constrain each other"
+	}
+	return r.e.sim.PodByPodReason(g.Representative())
+}
+
 // clone adds one template clone to the snapshot, standing for no node yet.
+// The clone gets a copy of the CSINode registered for the template node, if
+// any (see framework.Snapshot.SetCSINode).
 func (r *run) clone() (string, error) {
 	node, pods := template.Clone(r.info, r.groupID, r.clones)
-	if err := r.e.sim.Snapshot().AddNode(node, pods...); err != nil {
+	snap := r.e.sim.Snapshot()
+	if err := snap.AddNode(node, pods...); err != nil {
 		return "", fmt.Errorf("adding template node: %w", err)
+	}
+	if c, ok := snap.CSINode(r.info.Node.Name); ok && c != nil {
+		snap.SetCSINode(node.Name, framework.RenamedCSINode(c, node.Name))
 	}
 	r.clones++
 	return node.Name, nil
@@ -217,7 +236,8 @@ func (r *run) roomFor(node string, req framework.Request) bool {
 	return r.e.sim.Snapshot().HasRoom(node, req)
 }
 
-// placeOneByOne places pods that constrain each other, each after asking the
+// placeOneByOne places pods that constrain each other (or that the plugins
+// might judge differently on equal nodes), each after asking the
 // plugins about every added node, adding a node when none fits. The pods
 // must see every node as it is, so node classes are first expanded into
 // single nodes.

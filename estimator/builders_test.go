@@ -32,7 +32,7 @@ func pods(owner string, n int, cpu string, mutate ...func(*apiv1.Pod)) []*apiv1.
 		p := &apiv1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("%s-%d", owner, i),
 				UID: types.UID(fmt.Sprintf("%s-%d", owner, i)), Labels: map[string]string{"app": owner},
-				OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: owner, UID: types.UID("rs-" + owner), Controller: &yes}}},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: owner, UID: types.UID("rs-" + owner), Controller: &yes}}},
 			Spec: apiv1.PodSpec{Containers: []apiv1.Container{{Name: "c", Resources: apiv1.ResourceRequirements{
 				Requests: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse(cpu), apiv1.ResourceMemory: resource.MustParse("100Mi")}}}}},
 		}

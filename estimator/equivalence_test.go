@@ -67,6 +67,9 @@ func referenceEstimate(t *testing.T, sim *framework.Handle, groups []*Group, inf
 				if err := snap.AddNode(node, dsPods...); err != nil {
 					t.Fatal(err)
 				}
+				if c, ok := snap.CSINode(info.Node.Name); ok {
+					snap.SetCSINode(node.Name, framework.RenamedCSINode(c, node.Name))
+				}
 				if err := sim.Prepare(ctx, p).Fits(ctx, node.Name); err != nil {
 					res.Unschedulable[p] = err
 					if err := snap.RemoveNode(node.Name); err != nil {

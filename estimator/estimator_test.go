@@ -8,6 +8,7 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -17,9 +18,17 @@ import (
 
 func newSim(t testing.TB) *framework.Handle {
 	t.Helper()
+	return newSimWith(t, nil)
+}
+
+// newSimWith builds the simulator over informers holding objs (PVCs,
+// StorageClasses, controllers, ...), started after the framework as wire.go
+// does.
+func newSimWith(t testing.TB, objs []runtime.Object, opts ...framework.Option) *framework.Handle {
+	t.Helper()
 	ctx := context.Background()
-	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
-	h, err := framework.New(ctx, framework.NewSnapshot(nil, nil), factory)
+	factory := informers.NewSharedInformerFactory(fake.NewClientset(objs...), 0)
+	h, err := framework.New(ctx, framework.NewSnapshot(nil, nil), factory, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -365,7 +365,7 @@ func (o *Orchestrator) fitExisting(ctx context.Context, pending []*apiv1.Pod, re
 	}
 	var rest []*apiv1.Pod
 	for _, g := range estimator.GroupPods(pending) {
-		if g.Interacting {
+		if g.Interacting || o.sim.PodByPodReason(g.Representative()) != "" {
 			for _, p := range g.Pods {
 				node, err := o.sim.FitAnywhere(ctx, p, accept)
 				if err == nil {

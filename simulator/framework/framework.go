@@ -32,6 +32,7 @@ var initSchedulerMetrics = sync.OnceFunc(schedmetrics.InitMetrics)
 type Handle struct {
 	fw       schedframework.Framework
 	snapshot *Snapshot
+	policy   profilePolicy
 }
 
 // Option configures a Handle.
@@ -55,8 +56,12 @@ func WithParallelism(n int) Option { return func(o *options) { o.parallelism = n
 func WithClient(c kubernetes.Interface) Option { return func(o *options) { o.client = c } }
 
 // New builds the scheduler framework over snapshot. informerFactory feeds the
-// plugins' listers (PVs, PVCs, StorageClasses, CSINodes, ...); start it after
-// New so those informers run.
+// plugins' listers: the plugins register at construction the informers they
+// read (PVs, PVCs, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities,
+// VolumeAttachments, Namespaces, ...), and New adds the CSINodes one of the
+// shared CSI manager, so start the factory after New and wait for its caches.
+// The snapshot feeds the rest: nodes and their pods, which claims pods use
+// (ReadWriteOncePod), and the CSINodes of simulated nodes.
 func New(ctx context.Context, snapshot *Snapshot, informerFactory informers.SharedInformerFactory, opts ...Option) (*Handle, error) {
 	o := &options{parallelism: 4}
 	for _, f := range opts {
@@ -67,9 +72,14 @@ func New(ctx context.Context, snapshot *Snapshot, informerFactory informers.Shar
 	if err != nil {
 		return nil, err
 	}
+	csi := &csiManager{snap: snapshot}
+	if informerFactory != nil {
+		csi.lister = informerFactory.Storage().V1().CSINodes().Lister()
+	}
 	fwOpts := []frameworkruntime.Option{
 		frameworkruntime.WithInformerFactory(informerFactory),
 		frameworkruntime.WithSnapshotSharedLister(snapshot),
+		frameworkruntime.WithSharedCSIManager(csi),
 		frameworkruntime.WithParallelism(o.parallelism),
 		frameworkruntime.WithLogger(klog.FromContext(ctx)),
 	}
@@ -80,7 +90,7 @@ func New(ctx context.Context, snapshot *Snapshot, informerFactory informers.Shar
 	if err != nil {
 		return nil, fmt.Errorf("building the scheduler framework: %w", err)
 	}
-	return &Handle{fw: fw, snapshot: snapshot}, nil
+	return &Handle{fw: fw, snapshot: snapshot, policy: newProfilePolicy(fw.ListPlugins(), profile)}, nil
 }
 
 func loadProfile(path string) (*schedconfig.KubeSchedulerProfile, error) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	apiv1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -29,6 +30,8 @@ type Snapshot struct {
 	copied  []map[string]bool // per open level: nodes already copied in it
 	cache   *listCache        // affinity lists, rebuilt lazily after a change
 	logger  klog.Logger
+
+	csiNodes map[string]*storagev1.CSINode // simulated nodes' own CSINodes (SetCSINode)
 }
 
 type undoKind int
@@ -37,6 +40,7 @@ const (
 	undoReplace undoKind = iota // restore the previous NodeInfo pointer
 	undoAdd                     // remove an added node
 	undoRemove                  // re-insert a removed node at its position
+	undoCSINode                 // restore a node's own CSINode (or its absence)
 )
 
 type undoEntry struct {
@@ -44,6 +48,9 @@ type undoEntry struct {
 	name string
 	old  *schedframework.NodeInfo
 	pos  int
+
+	csi    *storagev1.CSINode
+	hadCSI bool
 }
 
 type listCache struct {
@@ -72,8 +79,9 @@ func NewSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod) *Snapshot {
 }
 
 // Reset replaces the snapshot's content with nodes and their pods and drops
-// every open level. The scheduler framework keeps pointing at the same
-// Snapshot, so a loop resets it instead of building a new one.
+// every open level and every CSINode set on it. The scheduler framework
+// keeps pointing at the same Snapshot, so a loop resets it instead of
+// building a new one.
 func (s *Snapshot) Reset(nodes []*apiv1.Node, pods []*apiv1.Pod) {
 	*s = *NewSnapshot(nodes, pods)
 }
@@ -100,6 +108,8 @@ func (s *Snapshot) Revert() {
 			s.remove(e.name)
 		case undoRemove:
 			s.insert(e.name, e.old, e.pos)
+		case undoCSINode:
+			s.setCSI(e.name, e.csi, e.hadCSI)
 		}
 	}
 	s.undo = s.undo[:mark]
@@ -184,6 +194,9 @@ func (s *Snapshot) CopyNode(src string, node *apiv1.Node) error {
 	}
 	ni := schedframework.NewNodeInfo()
 	ni.SetNode(node)
+	if c, ok := s.csiNodes[src]; ok {
+		s.SetCSINode(node.Name, RenamedCSINode(c, node.Name))
+	}
 	for _, pi := range from.Pods {
 		if c, ok := pi.(*schedframework.PodInfo); ok {
 			cp := *c // keeps the cached resources
@@ -217,6 +230,9 @@ func (s *Snapshot) RemoveNode(name string) error {
 	s.remove(name)
 	if len(s.markers) > 0 {
 		s.undo = append(s.undo, undoEntry{kind: undoRemove, name: name, old: ni, pos: pos})
+	}
+	if _, ok := s.csiNodes[name]; ok {
+		s.SetCSINode(name, nil)
 	}
 	s.cache = nil
 	return nil
