@@ -103,7 +103,9 @@ func TestEndedAttemptsAreRolledBackAndForgotten(t *testing.T) {
 		{name: "request deleted", end: func(c *cluster, _ *v1.ProvisioningRequest) { c.requests = nil }, at: time.Minute},
 		{name: "template gone", end: func(c *cluster, _ *v1.ProvisioningRequest) { delete(c.templates, "ns/ppt-a") }, at: 2 * time.Minute,
 			reason: provreq.ReasonFailedToCreatePods},
-		{name: "request expired", end: func(_ *cluster, pr *v1.ProvisioningRequest) { pr.CreationTimestamp = metav1.NewTime(t0.Add(-7 * 24 * time.Hour)) },
+		{name: "request expired", end: func(_ *cluster, pr *v1.ProvisioningRequest) {
+			pr.CreationTimestamp = metav1.NewTime(t0.Add(-7 * 24 * time.Hour))
+		},
 			at: time.Minute, reason: provreq.ReasonExpired},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
