@@ -274,6 +274,7 @@ func (c *commandLine) registerStatusAndProvReq() {
 	fs.DurationVar(&o.ProvReqTemplateGracePeriod, "provisioning-request-pod-template-grace-period", o.ProvReqTemplateGracePeriod, "How long a ProvisioningRequest's missing PodTemplate is waited for before the request fails (not upstream).")
 	fs.DurationVar(&o.ProvReqExpiryTime, "provisioning-request-expiry-time", o.ProvReqExpiryTime, "A ProvisioningRequest not provisioned this long after creation fails as Expired (not upstream: upstream has 7 days fixed).")
 	fs.DurationVar(&o.ProvReqRetentionTime, "provisioning-request-retention-time", o.ProvReqRetentionTime, "A finished ProvisioningRequest is deleted this long after its last condition change (not upstream: upstream has 7 days fixed).")
+	fs.IntVar(&o.ProvReqMaxPods, "max-pods-per-provisioning-request", o.ProvReqMaxPods, "A ProvisioningRequest asking for more pods than this (the sum of its PodSets' counts) fails with reason TooManyPods, and its pods are never built (not upstream: upstream has no cap).")
 	fs.BoolVar(&o.CheckCapacityBatchProcessing, "check-capacity-batch-processing", o.CheckCapacityBatchProcessing, "Answer several check-capacity requests per loop.")
 	fs.DurationVar(&o.CheckCapacityBatchTimebox, "check-capacity-provisioning-request-batch-timebox", o.CheckCapacityBatchTimebox, "Time budget of one batch of check-capacity requests.")
 	fs.IntVar(&o.CheckCapacityMaxBatchSize, "check-capacity-provisioning-request-max-batch-size", o.CheckCapacityMaxBatchSize, "Most check-capacity requests in one batch.")

@@ -447,6 +447,7 @@ func buildProvReqProcessor(ctx context.Context, opts config.Options, restConfig 
 		CheckCapacityTimebox: opts.CheckCapacityBatchTimebox,
 		MaxNodeProvisionTime: opts.NodeGroupDefaults.MaxNodeProvisionTime,
 		MaxNodeStartupTime:   opts.NodeGroupDefaults.MaxNodeStartupTime,
+		MaxPodsPerRequest:    opts.ProvReqMaxPods,
 	}, provreqclient.NewLister(informer.GetIndexer()), podTemplates{factory.Core().V1().PodTemplates().Lister()},
 		provreqStatus{c}, orchestrator.Rollback, processor.WithEventRecorder(recorder), processor.WithMetrics(m))
 	return p, informer, nil

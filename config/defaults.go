@@ -104,5 +104,6 @@ func Defaults() Options {
 		ProvReqTemplateGracePeriod:      time.Minute,
 		ProvReqExpiryTime:               7 * 24 * time.Hour,
 		ProvReqRetentionTime:            7 * 24 * time.Hour,
+		ProvReqMaxPods:                  50000,
 	}
 }

@@ -135,6 +135,8 @@ type Options struct {
 	ProvReqTemplateGracePeriod time.Duration
 	ProvReqExpiryTime          time.Duration
 	ProvReqRetentionTime       time.Duration
+	// ProvReqMaxPods caps the pods one ProvisioningRequest may ask for.
+	ProvReqMaxPods int
 }
 
 // LeaderElection configures the Lease lock the autoscaler holds while it acts.

@@ -152,6 +152,7 @@ func (o *Options) Validate() error {
 	v.check(o.ProvReqTemplateGracePeriod >= 0, "--provisioning-request-pod-template-grace-period", "must not be negative")
 	v.positive(o.ProvReqExpiryTime, "--provisioning-request-expiry-time")
 	v.positive(o.ProvReqRetentionTime, "--provisioning-request-retention-time")
+	v.check(o.ProvReqMaxPods >= 1, "--max-pods-per-provisioning-request", "must be at least 1, got %d", o.ProvReqMaxPods)
 	v.check(o.EnableDynamicResourceAllocation, "--enable-dynamic-resource-allocation", "is locked to true")
 	return v.err()
 }

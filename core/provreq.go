@@ -1,34 +1,36 @@
 package core
 
 import (
+	apiv1 "k8s.io/api/core/v1"
+
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
 	"k8s.io/autoscaler/cluster-autoscaler/provreq/processor"
 )
 
 // registryInstances answers the ProvisioningRequest processor's questions
-// about an attempt's instances from the loop's cluster state.
+// about node groups and their instances from the loop's cluster state.
 func registryInstances(state *clusterstate.Registry) processor.Instances {
-	return processor.InstanceStates(func(group, id string) processor.InstanceState {
+	return processor.InstanceViews(func(group string) (processor.GroupView, bool) {
 		gs := state.Group(group)
 		if gs == nil {
-			return processor.InstanceState{}
+			return processor.GroupView{}, false
 		}
-		var st processor.InstanceState
-		for _, in := range gs.Instances {
-			if in.Id != id {
-				continue
-			}
-			st.Exists = true
-			if in.Status != nil && in.Status.ErrorInfo != nil {
-				st.Error = in.Status.ErrorInfo.ErrorCode + ": " + in.Status.ErrorInfo.ErrorMessage
-			}
-		}
+		nodes := make(map[string]*apiv1.Node, len(gs.Nodes))
 		for _, n := range gs.Nodes {
-			if clusterstate.NormalizeProviderID(n.Spec.ProviderID) == clusterstate.NormalizeProviderID(id) {
-				st.Node = n
-				st.Exists = true
-			}
+			nodes[clusterstate.NormalizeProviderID(n.Spec.ProviderID)] = n
 		}
-		return st
+		view := processor.GroupView{Target: gs.Target, Instances: make([]processor.InstanceState, 0, len(gs.Instances))}
+		for _, in := range gs.Instances {
+			st := processor.InstanceState{Id: in.Id, Node: nodes[clusterstate.NormalizeProviderID(in.Id)]}
+			if in.Status != nil {
+				if in.Status.ErrorInfo != nil {
+					st.Error = in.Status.ErrorInfo.ErrorCode + ": " + in.Status.ErrorInfo.ErrorMessage
+				}
+				st.Deleting = in.Status.State == cloudprovider.InstanceDeleting
+			}
+			view.Instances = append(view.Instances, st)
+		}
+		return view, true
 	})
 }

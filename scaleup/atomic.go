@@ -19,6 +19,10 @@ import (
 // when an all-or-nothing scale-up is rolled back.
 const RollbackReason = "atomic-rollback"
 
+// ErrNodeGroupGone is returned by Rollback for a node group that no longer
+// exists: nothing of it can be undone, and nothing of it is left either.
+var ErrNodeGroupGone = errors.New("node group is gone")
+
 // AtomicResult is the outcome of an all-or-nothing scale-up.
 type AtomicResult struct {
 	// Fit is true when every pod has room: on existing or upcoming nodes,
@@ -26,17 +30,45 @@ type AtomicResult struct {
 	Fit bool
 	// Increases are the increases made (none unless Fit).
 	Increases []Increase
-	// Instances are the ids of the instances each increase created, by
-	// node group, so that the caller can watch them and roll them back.
+	// Before are, by node group, the ids of the instances the provider
+	// listed just before each increase: any other instance of the group is
+	// newer. Most clouds list new instances only some time after the
+	// increase, so the caller attributes them to the attempt as they
+	// appear, up to the increase's delta.
+	Before map[string][]string
+	// Instances are, by node group, the new instances the provider already
+	// listed right after the increase; often fewer than the delta, or none.
 	Instances map[string][]string
 	// Reason says why nothing was done when Fit is false.
 	Reason string
 	// Permanent is true when the pods could not fit even in an empty
 	// cluster: every node group at its max size and the cluster limits.
+	// It is never set while a node group's template is unknown (the
+	// provider's template failed, or a group built from its nodes has none
+	// now): that group might hold them.
 	Permanent bool
-	// Err is a failed increase (everything made before it was rolled back).
+	// Err is a failed increase (everything made before it was rolled back,
+	// but for Left).
 	Err error
+	// Left is what the rollback after Err could not undo yet, by node
+	// group; the caller finishes it with Rollback later.
+	Left map[string]Undo
 }
+
+// Undo is what rolling back one node group's share of an all-or-nothing
+// scale-up takes.
+type Undo struct {
+	// Instances are the ids of the share's instances that were listed:
+	// they are deleted by name.
+	Instances []string
+	// Unlisted is how many of the instances asked for were never listed:
+	// the group's target size is decreased by as many, so that the cloud
+	// does not create them.
+	Unlisted int
+}
+
+// Empty reports whether nothing is left to undo.
+func (u Undo) Empty() bool { return len(u.Instances) == 0 && u.Unlisted <= 0 }
 
 // ScaleUpAll gives every pod room or changes nothing. Pods that fit existing
 // or upcoming nodes take that room; for the others one node group is scaled
@@ -60,14 +92,29 @@ func (s *Session) ScaleUpAll(ctx context.Context, pods []*apiv1.Pod) AtomicResul
 	if plan == nil {
 		snap.Revert()
 		_, why := s.planAll(ctx, podGroups, &totals{}, true)
-		return AtomicResult{Reason: reason, Permanent: why != ""}
+		unknown := 0
+		for _, gs := range s.groups {
+			if gs.template == nil {
+				unknown++
+			}
+		}
+		if unknown > 0 {
+			reason += fmt.Sprintf(" (%d node groups have no template now and are not counted)", unknown)
+		}
+		return AtomicResult{Reason: reason, Permanent: why != "" && unknown == 0}
 	}
-	res := AtomicResult{Instances: map[string][]string{}}
+	res := AtomicResult{Before: map[string][]string{}, Instances: map[string][]string{}}
 	s.decision++
 	for _, sh := range plan {
-		ids, err := s.increase(ctx, sh)
+		before, ids, err := s.increase(ctx, sh)
 		if err != nil {
-			if rbErr := s.o.rollback(ctx, res.Instances, "a later increase of the same request failed"); rbErr != nil {
+			undo := map[string]Undo{}
+			for _, inc := range res.Increases {
+				listed := res.Instances[inc.NodeGroup]
+				undo[inc.NodeGroup] = Undo{Instances: listed, Unlisted: inc.To - inc.From - len(listed)}
+			}
+			left, rbErr := s.o.Rollback(ctx, undo, "a later increase of the same request failed")
+			if rbErr != nil {
 				klog.FromContext(ctx).Error(rbErr, "Rolling back an all-or-nothing scale-up")
 				err = errors.Join(err, rbErr)
 			}
@@ -75,9 +122,10 @@ func (s *Session) ScaleUpAll(ctx context.Context, pods []*apiv1.Pod) AtomicResul
 				s.groups[inc.NodeGroup].target = inc.From
 			}
 			snap.Revert()
-			return AtomicResult{Err: err, Reason: err.Error()}
+			return AtomicResult{Err: err, Reason: err.Error(), Before: res.Before, Left: left}
 		}
 		gs := sh.gs
+		res.Before[gs.group.Id()] = before
 		res.Instances[gs.group.Id()] = ids
 		res.Increases = append(res.Increases, Increase{NodeGroup: gs.group.Id(), From: gs.target, To: gs.target + sh.delta,
 			Max: gs.group.MaxSize(), Pods: pods, Decision: s.decision})
@@ -95,13 +143,14 @@ func (s *Session) ScaleUpAll(ctx context.Context, pods []*apiv1.Pod) AtomicResul
 	return res
 }
 
-// increase adds sh.delta instances to the group and returns the ids of the
-// new ones.
-func (s *Session) increase(ctx context.Context, sh share) ([]string, error) {
+// increase adds sh.delta instances to the group. It returns the ids of the
+// instances listed before the increase and of the new ones listed right
+// after it (a provider may list them only later).
+func (s *Session) increase(ctx context.Context, sh share) (before, added []string, err error) {
 	ng := sh.gs.group
-	before, err := ng.Nodes(ctx)
+	listed, err := ng.Nodes(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("listing the instances of %q: %w", ng.Id(), err)
+		return nil, nil, fmt.Errorf("listing the instances of %q: %w", ng.Id(), err)
 	}
 	err = ng.AtomicIncreaseSize(ctx, sh.delta)
 	if errors.Is(err, cloudprovider.ErrNotImplemented) {
@@ -111,88 +160,138 @@ func (s *Session) increase(ctx context.Context, sh share) ([]string, error) {
 		s.o.state.RegisterFailedScaleUp(ctx, ng.Id(), clusterstate.BackoffReason{ErrorCode: "cloudProviderError",
 			ErrorMessage: err.Error()}, s.in.Now)
 		sh.gs.skip = "scale-up execution failed"
-		return nil, fmt.Errorf("increasing node group %q by %d: %w", ng.Id(), sh.delta, err)
+		return nil, nil, fmt.Errorf("increasing node group %q by %d: %w", ng.Id(), sh.delta, err)
+	}
+	had := make(map[string]bool, len(listed))
+	for _, in := range listed {
+		had[in.Id] = true
+		before = append(before, in.Id)
 	}
 	after, err := ng.Nodes(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("listing the instances of %q: %w", ng.Id(), err)
+		// The increase is made: its instances are attributed when they are
+		// listed in a later loop.
+		klog.FromContext(ctx).Error(err, "Listing the instances of a node group after an increase", "nodeGroup", ng.Id())
+		return before, nil, nil
 	}
-	had := make(map[string]bool, len(before))
-	for _, in := range before {
-		had[in.Id] = true
-	}
-	var ids []string
 	for _, in := range after {
-		if !had[in.Id] {
-			ids = append(ids, in.Id)
+		if !had[in.Id] && len(added) < sh.delta {
+			added = append(added, in.Id)
 		}
 	}
-	return ids, nil
+	return before, added, nil
 }
 
-// Rollback deletes, by name, the instances an all-or-nothing scale-up
-// created, and shrinks the groups by those not created yet. It is used when
-// the attempt failed or timed out, and reports what it could not undo.
-func (o *Orchestrator) Rollback(ctx context.Context, instances map[string][]string, why string) error {
-	return o.rollback(ctx, instances, why)
-}
-
-func (o *Orchestrator) rollback(ctx context.Context, instances map[string][]string, why string) error {
+// Rollback undoes all-or-nothing scale-ups that failed, timed out or whose
+// request is gone, group by group: it deletes by name the listed instances
+// that still exist, then decreases the group's target size by the instances
+// that were asked for and never listed, as far as the target still holds
+// more than the listed instances (it never asks the provider to drop a
+// listed instance that way). It returns, by group, what it could not undo
+// yet: instances whose deletion failed, and asked-for instances that were
+// neither listed nor covered by the target any more (they may have been
+// listed meanwhile; the caller looks for them and calls again). A group that
+// no longer exists is reported with ErrNodeGroupGone and not left.
+func (o *Orchestrator) Rollback(ctx context.Context, undo map[string]Undo, why string) (map[string]Undo, error) {
 	logger := klog.FromContext(ctx)
+	left := map[string]Undo{}
 	ngs, err := o.provider.NodeGroups(ctx)
 	if err != nil {
-		return fmt.Errorf("listing node groups: %w", err)
+		for id, u := range undo {
+			left[id] = u
+		}
+		return left, fmt.Errorf("listing node groups: %w", err)
 	}
 	byID := map[string]cloudprovider.NodeGroup{}
 	for _, ng := range ngs {
 		byID[ng.Id()] = ng
 	}
 	var errs []error
-	ids := make([]string, 0, len(instances))
-	for id := range instances {
+	ids := make([]string, 0, len(undo))
+	for id := range undo {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
+		u := undo[id]
+		if u.Empty() {
+			continue
+		}
 		ng := byID[id]
-		if ng == nil {
-			errs = append(errs, fmt.Errorf("node group %q is gone; its instances %v could not be rolled back", id, instances[id]))
+		if ng == nil || !ng.Exist() {
+			errs = append(errs, fmt.Errorf("node group %q: its instances %v could not be rolled back: %w", id, u.Instances, ErrNodeGroupGone))
 			continue
 		}
-		current, err := ng.Nodes(ctx)
+		rest, err := o.rollbackGroup(ctx, ng, u, why)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("listing the instances of %q: %w", id, err))
-			continue
+			errs = append(errs, err)
 		}
-		exists := map[string]bool{}
-		for _, in := range current {
-			exists[in.Id] = true
+		if !rest.Empty() {
+			left[id] = rest
 		}
-		var victims []*apiv1.Node
-		for _, instance := range instances[id] {
-			if exists[instance] {
-				victims = append(victims, cloudprovider.InstanceNode(instance))
-			}
+	}
+	if len(left) > 0 {
+		logger.V(2).Info("All-or-nothing rollback not finished; it is retried", "left", left)
+	}
+	return left, errors.Join(errs...)
+}
+
+// rollbackGroup undoes one group's share and returns what is left of it.
+func (o *Orchestrator) rollbackGroup(ctx context.Context, ng cloudprovider.NodeGroup, u Undo, why string) (Undo, error) {
+	logger := klog.FromContext(ctx)
+	id := ng.Id()
+	current, err := ng.Nodes(ctx)
+	if err != nil {
+		return u, fmt.Errorf("listing the instances of %q: %w", id, err)
+	}
+	exists := map[string]bool{}
+	for _, in := range current {
+		exists[in.Id] = true
+	}
+	var victims []*apiv1.Node
+	for _, instance := range u.Instances {
+		if exists[instance] {
+			victims = append(victims, cloudprovider.InstanceNode(instance))
 		}
-		if len(victims) > 0 {
-			err := ng.ForceDeleteNodes(ctx, victims)
-			if errors.Is(err, cloudprovider.ErrNotImplemented) {
-				err = ng.DeleteNodes(ctx, victims)
-			}
-			if err != nil {
-				errs = append(errs, fmt.Errorf("deleting %d instances of %q: %w", len(victims), id, err))
-				continue
-			}
+	}
+	if len(victims) > 0 {
+		err := ng.ForceDeleteNodes(ctx, victims)
+		if errors.Is(err, cloudprovider.ErrNotImplemented) {
+			err = ng.DeleteNodes(ctx, victims)
+		}
+		if err != nil {
+			return u, fmt.Errorf("deleting %d instances of %q: %w", len(victims), id, err)
 		}
 		for _, v := range victims {
 			logger.Info("Deleted instance of a rolled back all-or-nothing scale-up", "instance", v.Spec.ProviderID,
 				"nodeGroup", id, "reason", why)
 		}
-		if o.countDeletions != nil && len(victims) > 0 {
+		if o.countDeletions != nil {
 			o.countDeletions(RollbackReason, len(victims))
 		}
 	}
-	return errors.Join(errs...)
+	rest := Undo{Unlisted: u.Unlisted}
+	if u.Unlisted <= 0 {
+		return rest, nil
+	}
+	target, err := ng.TargetSize(ctx)
+	if err != nil {
+		return rest, fmt.Errorf("reading the target size of %q: %w", id, err)
+	}
+	if current, err = ng.Nodes(ctx); err != nil {
+		return rest, fmt.Errorf("listing the instances of %q: %w", id, err)
+	}
+	cancel := min(u.Unlisted, target-len(current))
+	if cancel <= 0 {
+		return rest, nil
+	}
+	if err := ng.DecreaseTargetSize(ctx, -cancel); err != nil {
+		return rest, fmt.Errorf("decreasing the target size of %q by %d: %w", id, cancel, err)
+	}
+	logger.Info("Decreased the target size for instances of a rolled back all-or-nothing scale-up that were never listed",
+		"nodeGroup", id, "from", target, "to", target-cancel, "reason", why)
+	rest.Unlisted -= cancel
+	return rest, nil
 }
 
 // planAll finds node groups that together hold every pod of podGroups. It

@@ -3,6 +3,7 @@ package scaleup
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -173,5 +174,120 @@ func TestScaleUpAllIgnoresMaxNodesPerScaleUp(t *testing.T) {
 	res = beginLoop(t, o, nil).ScaleUpAll(context.Background(), pendingPods(8000, "1"))
 	if res.Fit || !res.Permanent || len(calls(provider, "AtomicIncreaseSize")) != 0 {
 		t.Errorf("result fit=%v permanent=%v reason=%q; want a permanent refusal and no call", res.Fit, res.Permanent, res.Reason)
+	}
+}
+
+// With a provider that lists new instances only later, as most clouds do,
+// ScaleUpAll reports the instances listed before the increase and no new
+// one; a rollback then cancels the instances never listed by decreasing the
+// target, deletes by name those listed, and leaves behind nothing.
+func TestScaleUpAllAndRollbackWithInstancesListedLater(t *testing.T) {
+	ctx := context.Background()
+	provider := fakeprovider.NewProvider()
+	g := provider.AddNodeGroup("small", 0, 10, 1, templateNode("small", "4"))
+	old := templateNode("small", "4")
+	old.Name = "old"
+	provider.AddNode("small", old)
+	o := newOrchestrator(t, provider, nil)
+	s := beginLoop(t, o, []*apiv1.Node{old})
+	// The old node is full: the request needs three new nodes.
+	full := pendingPods(1, "4")[0]
+	full.Name, full.UID = "full", "full"
+	if rest := s.Place(ctx, []*apiv1.Pod{full}, true); len(rest) != 0 {
+		t.Fatal("could not fill the old node")
+	}
+	provider.DelayListing(true)
+	res := s.ScaleUpAll(ctx, pendingPods(12, "1"))
+	if !res.Fit || len(res.Increases) != 1 || res.Increases[0].To-res.Increases[0].From != 3 {
+		t.Fatalf("result %+v, want one increase of 3", res)
+	}
+	if len(res.Instances["small"]) != 0 || fmt.Sprint(res.Before["small"]) != "[fake://old]" {
+		t.Fatalf("instances %v before %v; want none listed yet and the old one before", res.Instances, res.Before)
+	}
+	listed := provider.ListNew("small", 1)
+	left, err := o.Rollback(ctx, map[string]Undo{"small": {Instances: listed, Unlisted: 2}}, "test")
+	if err != nil || len(left) != 0 {
+		t.Fatalf("rollback left %v, err %v; want everything undone", left, err)
+	}
+	if size, _ := g.TargetSize(ctx); size != 1 {
+		t.Errorf("target %d after the rollback, want 1 (the old node)", size)
+	}
+	if got := provider.ListNew("small", -1); len(got) != 0 {
+		t.Errorf("instances %v were still created after the rollback", got)
+	}
+	instances, _ := g.Nodes(ctx)
+	if len(instances) != 1 || instances[0].Id != "fake://old" {
+		t.Errorf("instances %v, want only the old one", instances)
+	}
+	if c := calls(provider, "DecreaseTargetSize"); len(c) != 1 || c[0].Delta != -2 {
+		t.Errorf("DecreaseTargetSize calls %+v, want one of -2", c)
+	}
+}
+
+// Instances listed after the caller last looked are neither deleted (the
+// rollback does not know their names) nor cancelled through the target
+// (that would ask the cloud to drop listed instances): they are left for
+// the caller to name.
+func TestRollbackLeavesInstancesListedMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	provider := fakeprovider.NewProvider()
+	g := provider.AddNodeGroup("small", 0, 10, 0, templateNode("small", "4"))
+	provider.DelayListing(true)
+	if err := g.IncreaseSize(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	ids := provider.ListNew("small", -1)
+	o := newOrchestrator(t, provider, nil)
+	left, err := o.Rollback(ctx, map[string]Undo{"small": {Unlisted: 2}}, "test")
+	if err != nil || left["small"].Unlisted != 2 || len(calls(provider, "DecreaseTargetSize")) != 0 {
+		t.Fatalf("left %v err %v calls %v; want 2 left and no decrease", left, err, calls(provider, "DecreaseTargetSize"))
+	}
+	if left, err = o.Rollback(ctx, map[string]Undo{"small": {Instances: ids}}, "test"); err != nil || len(left) != 0 {
+		t.Fatalf("left %v err %v after naming them", left, err)
+	}
+	if size, _ := g.TargetSize(ctx); size != 0 {
+		t.Errorf("target %d, want 0", size)
+	}
+	// A group that is gone is reported as such and not left.
+	left, err = o.Rollback(ctx, map[string]Undo{"gone": {Unlisted: 1}}, "test")
+	if !errors.Is(err, ErrNodeGroupGone) || len(left) != 0 {
+		t.Errorf("left %v err %v, want ErrNodeGroupGone and nothing left", left, err)
+	}
+}
+
+// A node group whose template is unknown now (a transient provider error,
+// or a group built from its nodes that has none) might hold the pods: the
+// refusal is not permanent.
+func TestScaleUpAllIsNotPermanentWhileATemplateIsUnknown(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(*fakeprovider.Provider)
+	}{
+		{name: "transient template error", setup: func(p *fakeprovider.Provider) {
+			p.AddNodeGroup("big", 0, 10, 0, templateNode("big", "64"))
+			p.InjectError("TemplateNodeInfo", "big", errors.New("API rate limited"))
+		}},
+		{name: "from-nodes group at size 0", setup: func(p *fakeprovider.Provider) {
+			p.AddNodeGroup("big", 0, 10, 0, nil)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			provider := fakeprovider.NewProvider()
+			provider.AddNodeGroup("tiny", 0, 1, 0, templateNode("tiny", "2"))
+			tc.setup(provider)
+			o := newOrchestrator(t, provider, nil)
+			res := beginLoop(t, o, nil).ScaleUpAll(context.Background(), pendingPods(8, "1"))
+			if res.Fit || res.Permanent || !strings.Contains(res.Reason, "no template") {
+				t.Errorf("fit=%v permanent=%v reason=%q; want a refusal that is not permanent and says why",
+					res.Fit, res.Permanent, res.Reason)
+			}
+		})
+	}
+	// With every template known, the same request can never fit.
+	provider := fakeprovider.NewProvider()
+	provider.AddNodeGroup("tiny", 0, 1, 0, templateNode("tiny", "2"))
+	res := beginLoop(t, newOrchestrator(t, provider, nil), nil).ScaleUpAll(context.Background(), pendingPods(8, "1"))
+	if res.Fit || !res.Permanent {
+		t.Errorf("fit=%v permanent=%v; want a permanent refusal", res.Fit, res.Permanent)
 	}
 }

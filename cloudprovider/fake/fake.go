@@ -28,6 +28,8 @@ type Provider struct {
 	errs    map[string]error // key: method or method/group
 	limiter *cloudprovider.ResourceLimiter
 	pricing cloudprovider.PricingModel
+	// delayListing holds new instances back from Nodes until ListNew.
+	delayListing bool
 }
 
 var _ cloudprovider.CloudProvider = (*Provider)(nil)
@@ -85,6 +87,33 @@ func (p *Provider) InjectError(method, group string, err error) {
 		return
 	}
 	p.errs[key] = err
+}
+
+// DelayListing makes the instances that later increases create invisible
+// to Nodes (while TargetSize counts them) until ListNew lists them, as most
+// clouds list a new instance only some time after the increase.
+func (p *Provider) DelayListing(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.delayListing = on
+}
+
+// ListNew lists up to n (all when n < 0) of the group's instances held back
+// by DelayListing, oldest first, and returns their ids.
+func (p *Provider) ListNew(id string, n int) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	g := p.group(id)
+	if n < 0 || n > len(g.unlisted) {
+		n = len(g.unlisted)
+	}
+	var ids []string
+	for _, in := range g.unlisted[:n] {
+		ids = append(ids, in.Id)
+	}
+	g.instances = append(g.instances, g.unlisted[:n]...)
+	g.unlisted = slices.Clone(g.unlisted[n:])
+	return ids
 }
 
 // SetResourceLimiter replaces the cluster-wide limits.
@@ -222,6 +251,8 @@ type NodeGroup struct {
 	options   *config.NodeGroupAutoscalingOptions
 	exist     bool
 	created   int
+	// unlisted are created instances Nodes does not list yet (DelayListing).
+	unlisted []cloudprovider.Instance
 }
 
 var _ cloudprovider.NodeGroup = (*NodeGroup)(nil)
@@ -292,8 +323,13 @@ func (g *NodeGroup) increase(method string, delta int) error {
 	g.target += delta
 	for i := 0; i < delta; i++ {
 		g.created++
-		g.instances = append(g.instances, cloudprovider.Instance{Id: fmt.Sprintf("fake://%s-new-%d", g.id, g.created),
-			Status: &cloudprovider.InstanceStatus{State: cloudprovider.InstanceCreating}})
+		in := cloudprovider.Instance{Id: fmt.Sprintf("fake://%s-new-%d", g.id, g.created),
+			Status: &cloudprovider.InstanceStatus{State: cloudprovider.InstanceCreating}}
+		if g.provider.delayListing {
+			g.unlisted = append(g.unlisted, in)
+		} else {
+			g.instances = append(g.instances, in)
+		}
 	}
 	return nil
 }
@@ -334,8 +370,9 @@ func (g *NodeGroup) delete(method string, nodes []*apiv1.Node, respectMin bool) 
 }
 
 // DecreaseTargetSize implements cloudprovider.NodeGroup: it lowers a target
-// that no instance backs, then cancels instances still being created; it
-// never removes a running one.
+// that no listed instance backs (cancelling instances not listed yet, newest
+// first), then cancels instances still being created; it never removes a
+// running one.
 func (g *NodeGroup) DecreaseTargetSize(_ context.Context, delta int) error {
 	g.provider.mu.Lock()
 	defer g.provider.mu.Unlock()
@@ -357,6 +394,7 @@ func (g *NodeGroup) DecreaseTargetSize(_ context.Context, delta int) error {
 		return fmt.Errorf("cannot decrease %s by %d: only %d instances are not yet created", g.id, -delta, phantom+creating)
 	}
 	removed := min(phantom, -delta)
+	g.unlisted = g.unlisted[:max(0, len(g.unlisted)-removed)]
 	for i := len(g.instances) - 1; i >= 0 && removed < -delta; i-- {
 		if s := g.instances[i].Status; s != nil && s.State == cloudprovider.InstanceCreating {
 			g.instances = slices.Delete(g.instances, i, i+1)
@@ -377,10 +415,14 @@ func (g *NodeGroup) Nodes(context.Context) ([]cloudprovider.Instance, error) {
 	return slices.Clone(g.instances), nil
 }
 
-// TemplateNodeInfo implements cloudprovider.NodeGroup.
+// TemplateNodeInfo implements cloudprovider.NodeGroup; an injected error
+// stands for a transient failure of the provider's API.
 func (g *NodeGroup) TemplateNodeInfo(context.Context) (*cloudprovider.NodeInfo, error) {
 	g.provider.mu.Lock()
 	defer g.provider.mu.Unlock()
+	if err := g.provider.record(Call{Method: "TemplateNodeInfo", Group: g.id}); err != nil {
+		return nil, err
+	}
 	if g.template == nil {
 		return nil, cloudprovider.ErrNotImplemented
 	}

@@ -69,6 +69,10 @@ type FaultConfig struct {
 	// NeverRegisterRate is the share (0..1) of new instances that are created
 	// but whose Node never appears.
 	NeverRegisterRate float64 `json:"neverRegisterRate,omitempty"`
+	// ListingDelay hides a new instance from Nodes (the group's target size
+	// counts it) for this long after its creation, as most clouds list a new
+	// instance only some time after the increase.
+	ListingDelay Duration `json:"listingDelay,omitempty"`
 }
 
 // OptionsConfig are per-group overrides of the autoscaler's defaults; unset
@@ -175,6 +179,9 @@ func (c *Config) Validate() error {
 		f := g.Faults
 		if f.RegistrationDelay.Duration < 0 {
 			add("%s: faults.registrationDelay must not be negative", where)
+		}
+		if f.ListingDelay.Duration < 0 {
+			add("%s: faults.listingDelay must not be negative", where)
 		}
 		if f.CreationFailureRate < 0 || f.CreationFailureRate > 1 || f.NeverRegisterRate < 0 || f.NeverRegisterRate > 1 {
 			add("%s: fault rates must be between 0 and 1", where)

@@ -53,6 +53,7 @@ func TestParseConfigRejects(t *testing.T) {
 		{"allocatable above capacity", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}, allocatable: {cpu: 2}}}]", "exceeds"},
 		{"bad rate", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}}, faults: {creationFailureRate: 2}}]", "rates"},
 		{"bad duration", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}}, faults: {registrationDelay: soon}}]", "duration"},
+		{"negative listing delay", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}}, faults: {listingDelay: -1s}}]", "listingDelay"},
 		{"bad taint", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}, taints: [{key: k, effect: Sometimes}]}}]", "effect"},
 		{"duplicate", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}}}, {name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}}}]", "twice"},
 	} {

@@ -249,7 +249,11 @@ func (g *NodeGroup) Nodes(context.Context) ([]cloudprovider.Instance, error) {
 	defer g.provider.mu.Unlock()
 	members := g.members()
 	out := make([]cloudprovider.Instance, 0, len(members))
+	delay, now := g.cfg.Faults.ListingDelay.Duration, g.provider.clock.Now()
 	for _, in := range members {
+		if delay > 0 && !in.registered && now.Sub(in.CreatedAt) < delay {
+			continue // not listed yet
+		}
 		out = append(out, cloudprovider.Instance{Id: in.id(), Status: in.status()})
 	}
 	return out, nil

@@ -44,6 +44,10 @@ type Options struct {
 	MaxNodeProvisionTime time.Duration
 	// MaxNodeStartupTime is how long a registered node may take to be ready.
 	MaxNodeStartupTime time.Duration
+	// MaxPodsPerRequest caps the pods of one request (the sum of its
+	// PodSets' counts); a request above it fails without its pods ever
+	// being built. Zero means no cap.
+	MaxPodsPerRequest int
 }
 
 // RequestLister lists the ProvisioningRequests of the informer cache.
@@ -66,24 +70,6 @@ type Capacity interface {
 	ScaleUpAll(ctx context.Context, pods []*apiv1.Pod) scaleup.AtomicResult
 }
 
-// Instances tells the processor how an attempt's instances are doing.
-type Instances interface {
-	// InstanceState returns, for a node group and instance id, whether the
-	// instance still exists, its Node if it registered, and its creation
-	// error if it failed.
-	InstanceState(group, id string) InstanceState
-}
-
-// InstanceState is one instance as the cluster state sees it.
-type InstanceState struct {
-	Exists bool
-	Node   *apiv1.Node
-	Error  string
-}
-
-// RollbackFunc deletes the instances of a failed attempt by name.
-type RollbackFunc func(ctx context.Context, instances map[string][]string, why string) error
-
 // Processor keeps the per-request state between loops. One loop uses it at
 // a time.
 type Processor struct {
@@ -99,10 +85,13 @@ type Processor struct {
 
 	mu     sync.Mutex
 	states map[types.UID]*requestState
+	// undos are rollbacks of abandoned attempts still to do or finish.
+	undos []*undo
 }
 
 // requestState is what the processor remembers of one request.
 type requestState struct {
+	name         string    // namespace/name, for the logs once it is gone
 	seen         time.Time // last loop that saw the request
 	retryAt      time.Time
 	backoff      time.Duration
@@ -110,12 +99,6 @@ type requestState struct {
 	attempt      *attempt
 	// nodes are the provisioned nodes of an atomic request, by name.
 	nodes map[string]bool
-}
-
-// attempt is an atomic scale-up in flight.
-type attempt struct {
-	instances map[string][]string
-	started   time.Time
 }
 
 // Option configures a Processor.
@@ -163,6 +146,7 @@ type Loop struct {
 	setAside map[*apiv1.Pod]bool
 	pending  []*apiv1.Pod
 	released []*apiv1.Pod // consuming pods of a request that is not live
+	foreign  int          // pods set aside for requests another instance or controller handles
 }
 
 // Input is what the processor needs of the loop's observation.
@@ -196,15 +180,21 @@ func (p *Processor) Begin(ctx context.Context, in Input) *Loop {
 		return a.Name < b.Name
 	})
 	byName := map[string]*request{}
+	// Requests of another class, or for another processor instance, are
+	// someone else's: never touched, but their consuming pods are theirs.
+	foreign := map[string]bool{}
 	p.mu.Lock()
 	for _, pr := range all {
 		class, ok := provreq.NormalizeClass(pr.Spec.ProvisioningClassName)
 		if !ok || !p.handles(pr, class) {
+			if !provreq.IsConditionTrue(pr.Status.Conditions, provreq.ConditionFailed) {
+				foreign[pr.Namespace+"/"+pr.Name] = true
+			}
 			continue // not ours: no condition, no event
 		}
 		st := p.states[pr.UID]
 		if st == nil {
-			st = &requestState{}
+			st = &requestState{name: pr.Namespace + "/" + pr.Name}
 			p.states[pr.UID] = st
 		}
 		st.seen = in.Now
@@ -212,7 +202,7 @@ func (p *Processor) Begin(ctx context.Context, in Input) *Loop {
 		l.requests = append(l.requests, r)
 		byName[pr.Namespace+"/"+pr.Name] = r
 	}
-	p.forgetGone(in.Now)
+	l.forgetGone(ctx)
 	p.mu.Unlock()
 
 	// Consuming pods: count them per request, set aside the pending ones of
@@ -236,6 +226,15 @@ func (p *Processor) Begin(ctx context.Context, in Input) *Loop {
 			l.setAside[pod] = true
 			continue
 		}
+		if foreign[pod.Namespace+"/"+name] {
+			// Another autoscaler instance or another controller provisions
+			// for it: scaling up for the pod here would provision twice.
+			l.foreign++
+			l.setAside[pod] = true
+			logger.V(4).Info("Pod consumes a ProvisioningRequest handled elsewhere; it does not trigger a scale-up",
+				"pod", klog.KObj(pod), "provisioningRequest", klog.KRef(pod.Namespace, name))
+			continue
+		}
 		l.released = append(l.released, pod)
 		l.pending = append(l.pending, pod)
 	}
@@ -256,17 +255,27 @@ func (p *Processor) handles(pr *v1.ProvisioningRequest, class string) bool {
 	return instance == ""
 }
 
-// forgetGone drops the state of requests not seen for a while; p.mu is held.
-func (p *Processor) forgetGone(now time.Time) {
+// forgetGone drops the state of requests that are gone, rolling back the
+// attempt a deleted request had in flight; p.mu is held.
+func (l *Loop) forgetGone(ctx context.Context) {
+	p, now := l.p, l.now
 	for uid, st := range p.states {
-		if now.Sub(st.seen) > time.Hour && st.attempt == nil {
+		if !st.seen.Equal(now) {
+			if st.attempt != nil {
+				klog.FromContext(ctx).Info("ProvisioningRequest deleted during its scale-up; rolling the scale-up back",
+					"provisioningRequest", st.name)
+				p.undos = append(p.undos, &undo{why: "ProvisioningRequest " + st.name + " was deleted during its scale-up",
+					since: now, groups: st.attempt.groups})
+			}
 			delete(p.states, uid)
 		}
 	}
 	if over := len(p.states) - p.opts.MaxBackoffEntries; over > 0 && p.opts.MaxBackoffEntries > 0 {
+		// --provisioning-request-max-backoff-cache-size: beyond it, the
+		// retry states that hold nothing but a back-off are dropped.
 		var old []types.UID
 		for uid, st := range p.states {
-			if st.attempt == nil && st.seen.Before(now) {
+			if st.attempt == nil && st.nodes == nil && st.missingSince.IsZero() {
 				old = append(old, uid)
 			}
 		}
@@ -325,12 +334,11 @@ func (l *Loop) set(r *request, typ string, status bool, reason, message string) 
 	}
 }
 
-// fail ends the request with Failed=True.
+// fail ends the request with Failed=True; an attempt in flight is rolled
+// back.
 func (l *Loop) fail(r *request, reason, message string) {
 	l.set(r, provreq.ConditionFailed, true, reason, message)
-	if r.state.attempt != nil {
-		r.state.attempt = nil
-	}
+	l.abandon(r, "the request failed: "+message)
 }
 
 // backOff schedules the request's next try and returns when it is.
@@ -382,6 +390,19 @@ func (l *Loop) lifecycle(ctx context.Context, r *request) {
 				deadline.Sub(pr.CreationTimestamp.Time)))
 			return
 		}
+	}
+	if total := r.total(); opts.MaxPodsPerRequest > 0 && total > opts.MaxPodsPerRequest {
+		if r.provisioned() {
+			// Provisioned before the cap was lowered: its nodes are there,
+			// but its pods are not built to book them.
+			klog.FromContext(ctx).Info("Not booking a provisioned ProvisioningRequest above the pod cap",
+				"provisioningRequest", klog.KObj(pr), "pods", total, "maxPodsPerProvisioningRequest", opts.MaxPodsPerRequest)
+			return
+		}
+		l.fail(r, ReasonTooManyPods, fmt.Sprintf(
+			"The request asks for %d pods, more than the %d one request may ask for (--max-pods-per-provisioning-request); split it into smaller requests.",
+			total, opts.MaxPodsPerRequest))
+		return
 	}
 	if !provreq.IsConditionTrue(r.status.Conditions, provreq.ConditionAccepted) {
 		l.set(r, provreq.ConditionAccepted, true, provreq.ReasonAccepted, "The cluster autoscaler is working on the request.")

@@ -29,18 +29,21 @@ type cluster struct {
 	fits      bool
 	atomic    scaleup.AtomicResult
 	placeRest int // pods Place leaves over
-	instances map[string]InstanceState
+	groups    map[string]GroupView
+	left      map[string]scaleup.Undo // what the next rollback leaves undone
 	// recorded
 	fitCalls, scaleCalls int
 	placed               int
 	deleted              []string
-	rolledBack           []map[string][]string
+	rolledBack           []map[string]scaleup.Undo
 	writes               int
+	templateGets         int
 }
 
 func (c *cluster) List(labels.Selector) ([]*v1.ProvisioningRequest, error) { return c.requests, nil }
 
 func (c *cluster) Get(namespace, name string) (*apiv1.PodTemplate, error) {
+	c.templateGets++
 	if t := c.templates[namespace+"/"+name]; t != nil {
 		return t, nil
 	}
@@ -74,11 +77,31 @@ func (c *cluster) ScaleUpAll(context.Context, []*apiv1.Pod) scaleup.AtomicResult
 	return c.atomic
 }
 
-func (c *cluster) InstanceState(group, id string) InstanceState { return c.instances[group+"/"+id] }
+func (c *cluster) NodeGroup(id string) (GroupView, bool) {
+	v, ok := c.groups[id]
+	return v, ok
+}
 
-func (c *cluster) rollback(_ context.Context, instances map[string][]string, _ string) error {
-	c.rolledBack = append(c.rolledBack, instances)
-	return nil
+func (c *cluster) rollback(_ context.Context, undo map[string]scaleup.Undo, _ string) (map[string]scaleup.Undo, error) {
+	c.rolledBack = append(c.rolledBack, undo)
+	left := c.left
+	c.left = nil
+	return left, nil
+}
+
+// view is a group of target size target whose listed instances are given
+// as id or id=node (registered as that node).
+func view(target int, instances ...string) GroupView {
+	v := GroupView{Target: target}
+	for _, in := range instances {
+		id, node, _ := strings.Cut(in, "=")
+		st := InstanceState{Id: id}
+		if node != "" {
+			st.Node = &apiv1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}
+		}
+		v.Instances = append(v.Instances, st)
+	}
+	return v
 }
 
 func (c *cluster) addRequest(name, class string, count int32, params map[string]string, created time.Time) *v1.ProvisioningRequest {
@@ -304,7 +327,7 @@ func TestConsumingPodsAreSetAsideOnlyWhileTheirRequestLives(t *testing.T) {
 
 func TestAtomicAttemptIsWatchedProvisionedAndRevoked(t *testing.T) {
 	c := &cluster{atomic: scaleup.AtomicResult{Fit: true, Increases: []scaleup.Increase{{NodeGroup: "g", From: 0, To: 2}},
-		Instances: map[string][]string{"g": {"i1", "i2"}}}, instances: map[string]InstanceState{}}
+		Instances: map[string][]string{"g": {"i1", "i2"}}}, groups: map[string]GroupView{}}
 	pr := c.addRequest("a", provreq.ClassBestEffortAtomicScaleUp, 8, nil, t0)
 	p := newTestProcessor(c, nil)
 	loop(p, c, t0, nil, nil)
@@ -314,15 +337,14 @@ func TestAtomicAttemptIsWatchedProvisionedAndRevoked(t *testing.T) {
 	}
 	// One registered: still waiting, and the attempt is not made again.
 	n1 := &apiv1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
-	c.instances["g/i1"] = InstanceState{Exists: true, Node: n1}
-	c.instances["g/i2"] = InstanceState{Exists: true}
+	c.groups["g"] = view(2, "i1=n1", "i2")
 	loop(p, c, t0.Add(time.Minute), nil, nil)
 	if c.scaleCalls != 1 {
 		t.Fatalf("%d scale-ups, want 1", c.scaleCalls)
 	}
 	wantCond(t, pr, provreq.ConditionProvisioned, metav1.ConditionFalse, ReasonProvisioningInProgress)
 	n2 := &apiv1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}}
-	c.instances["g/i2"] = InstanceState{Exists: true, Node: n2}
+	c.groups["g"] = view(2, "i1=n1", "i2=n2")
 	loop(p, c, t0.Add(2*time.Minute), nil, nil)
 	wantCond(t, pr, provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsProvisioned)
 	// Its nodes are there: booked. Then n2 is deleted: revoked.
@@ -342,23 +364,24 @@ func TestAtomicAttemptIsWatchedProvisionedAndRevoked(t *testing.T) {
 func TestAtomicAttemptRollsBackOnFailureAndTimeout(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		state InstanceState
+		group GroupView
 		at    time.Duration
 		text  string
 	}{
-		{name: "creation error", state: InstanceState{Exists: true, Error: "STOCKOUT: no capacity"}, at: time.Minute, text: "STOCKOUT"},
-		{name: "vanished", state: InstanceState{}, at: time.Minute, text: "disappeared"},
-		{name: "never registers", state: InstanceState{Exists: true}, at: 16 * time.Minute, text: "not ready within 15m0s"},
+		{name: "creation error", group: GroupView{Target: 1, Instances: []InstanceState{{Id: "i1", Error: "STOCKOUT: no capacity"}}},
+			at: time.Minute, text: "STOCKOUT"},
+		{name: "vanished", group: view(1), at: time.Minute, text: "disappeared"},
+		{name: "never registers", group: view(1, "i1"), at: 16 * time.Minute, text: "not ready within 15m0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &cluster{atomic: scaleup.AtomicResult{Fit: true, Increases: []scaleup.Increase{{NodeGroup: "g", To: 1}},
-				Instances: map[string][]string{"g": {"i1"}}}, instances: map[string]InstanceState{}}
+				Instances: map[string][]string{"g": {"i1"}}}, groups: map[string]GroupView{}}
 			pr := c.addRequest("a", provreq.ClassBestEffortAtomicScaleUp, 2, nil, t0)
 			p := newTestProcessor(c, nil)
 			loop(p, c, t0, nil, nil)
-			c.instances["g/i1"] = tc.state
+			c.groups["g"] = tc.group
 			loop(p, c, t0.Add(tc.at), nil, nil)
-			if len(c.rolledBack) != 1 || fmt.Sprint(c.rolledBack[0]) != "map[g:[i1]]" {
+			if len(c.rolledBack) != 1 || fmt.Sprint(c.rolledBack[0]) != "map[g:{[i1] 0}]" {
 				t.Fatalf("rolled back %v, want the attempt's instance", c.rolledBack)
 			}
 			wantCond(t, pr, provreq.ConditionProvisioned, metav1.ConditionFalse, provreq.ReasonCapacityIsNotFound)

@@ -3,7 +3,6 @@ package processor
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -25,6 +24,8 @@ const (
 	ReasonCapacityCanNeverFit    = "CapacityCanNeverFit"
 	ReasonNodeGroupsGone         = "NodeGroupsGone"
 	ReasonCapacityLost           = "CapacityLost"
+	ReasonTooManyPods            = "TooManyPods"
+	ReasonWaitingForUpcoming     = "WaitingForUpcomingNodes"
 
 	// ParamWaitForReadyNodes makes an atomic request Provisioned only once
 	// its new nodes are Ready, not as soon as they registered.
@@ -33,10 +34,14 @@ const (
 	DetailNodeGroups = "nodeGroups"
 )
 
-// HasWork reports whether any request needs the loop's simulation.
+// HasWork reports whether any request needs the loop's simulation, or an
+// attempt in flight or a rollback needs Run.
 func (l *Loop) HasWork() bool {
+	if len(l.p.undos) > 0 {
+		return true
+	}
 	for _, r := range l.requests {
-		if r.live() && r.pods != nil {
+		if (r.live() && r.pods != nil) || r.state.attempt != nil {
 			return true
 		}
 	}
@@ -60,11 +65,17 @@ func (l *Loop) Run(ctx context.Context, capacity Capacity, nodes []*apiv1.Node, 
 		}
 	}
 	l.p.metrics.BookedPods(booked)
+	deficit := l.claimAll(instances)
 	for _, r := range l.requests {
-		if r.live() && !r.provisioned() && r.state.attempt != nil && r.pods != nil {
-			l.watch(ctx, r, capacity, instances)
+		switch {
+		case r.state.attempt == nil:
+		case !r.live() || r.provisioned():
+			l.abandon(r, "the request is no longer live")
+		default:
+			l.watch(ctx, r, capacity, instances, deficit)
 		}
 	}
+	l.finishUndos(ctx)
 	var start time.Time
 	productive := false
 	for _, r := range l.requests {
@@ -127,16 +138,31 @@ func (l *Loop) checkCapacity(r *request, capacity Capacity) {
 		"The %d pods do not all fit the cluster's current nodes; next check at %s.", len(r.pods), retry.UTC().Format(time.RFC3339)))
 }
 
-// scaleUp gives all the request's pods room, or changes nothing.
+// scaleUp gives all the request's pods room, or changes nothing. Capacity
+// is reported provisioned only on registered nodes: pods that fit only
+// thanks to nodes still to come (another scale-up's) hold them and wait.
 func (l *Loop) scaleUp(ctx context.Context, r *request, capacity Capacity) bool {
-	res := capacity.ScaleUpAll(ctx, r.pods)
-	switch {
-	case res.Fit && len(res.Increases) == 0:
+	if capacity.FitAll(ctx, r.pods, true) {
 		r.state.backoff = 0
 		l.set(r, provreq.ConditionProvisioned, true, provreq.ReasonCapacityIsFound,
-			fmt.Sprintf("All %d pods fit the cluster's current and upcoming nodes.", len(r.pods)))
+			fmt.Sprintf("All %d pods fit the cluster's current nodes.", len(r.pods)))
+		return false
+	}
+	res := capacity.ScaleUpAll(ctx, r.pods)
+	if len(res.Left) > 0 {
+		groups := map[string]*share{}
+		for g, u := range res.Left {
+			groups[g] = newShare(len(u.Instances)+u.Unlisted, res.Before[g], u.Instances)
+		}
+		l.p.undos = append(l.p.undos, &undo{why: fmt.Sprintf("ProvisioningRequest %s/%s: a later increase failed",
+			r.pr.Namespace, r.pr.Name), since: l.now, groups: groups, lastChance: true})
+	}
+	switch {
+	case res.Fit && len(res.Increases) == 0:
+		l.set(r, provreq.ConditionProvisioned, false, ReasonWaitingForUpcoming, fmt.Sprintf(
+			"All %d pods fit once nodes already on their way register; waiting for them.", len(r.pods)))
 	case res.Fit:
-		r.state.attempt = &attempt{instances: res.Instances, started: l.now}
+		r.state.attempt = newAttempt(res, l.now)
 		var parts, groups []string
 		for _, inc := range res.Increases {
 			parts = append(parts, fmt.Sprintf("%s %d->%d", inc.NodeGroup, inc.From, inc.To))
@@ -159,81 +185,6 @@ func (l *Loop) scaleUp(ctx context.Context, r *request, capacity Capacity) bool 
 			retry.UTC().Format(time.RFC3339)))
 	}
 	return false
-}
-
-// watch follows an atomic attempt: all instances registered (and Ready when
-// asked) makes the request Provisioned; a failed, vanished or late instance
-// rolls the whole attempt back and backs the request off.
-func (l *Loop) watch(ctx context.Context, r *request, capacity Capacity, instances Instances) {
-	at := r.state.attempt
-	waitReady := r.pr.Spec.Parameters[ParamWaitForReadyNodes] == "true"
-	total, ready := 0, 0
-	nodes := map[string]bool{}
-	var problem string
-	groups := make([]string, 0, len(at.instances))
-	for g := range at.instances {
-		groups = append(groups, g)
-	}
-	sort.Strings(groups)
-	for _, g := range groups {
-		for _, id := range at.instances[g] {
-			total++
-			st := instances.InstanceState(g, id)
-			switch {
-			case st.Error != "":
-				problem = fmt.Sprintf("instance %s of %s failed: %s", id, g, st.Error)
-			case !st.Exists:
-				problem = fmt.Sprintf("instance %s of %s disappeared", id, g)
-			case st.Node != nil && (!waitReady || nodeReady(st.Node)):
-				ready++
-				nodes[st.Node.Name] = true
-			}
-			if problem != "" {
-				break
-			}
-		}
-		if problem != "" {
-			break
-		}
-	}
-	if problem == "" && ready < total && l.now.Sub(at.started) > l.p.opts.MaxNodeProvisionTime {
-		problem = fmt.Sprintf("%d of %d new nodes were not ready within %v", total-ready, total, l.p.opts.MaxNodeProvisionTime)
-	}
-	switch {
-	case problem != "":
-		why := "the attempt for ProvisioningRequest " + r.pr.Namespace + "/" + r.pr.Name + " failed: " + problem
-		if err := l.p.rollback(ctx, at.instances, why); err != nil {
-			klog.FromContext(ctx).Error(err, "Rolling back an atomic scale-up", "provisioningRequest", klog.KObj(r.pr))
-			if strings.Contains(err.Error(), "is gone") {
-				l.fail(r, ReasonNodeGroupsGone, fmt.Sprintf("The node groups of the attempt are gone (%v).", err))
-				return
-			}
-		}
-		r.state.attempt = nil
-		if deadline, set, _ := provreq.ValidUntil(r.pr); set && l.now.After(deadline) {
-			l.fail(r, provreq.ReasonExpired, fmt.Sprintf("The last attempt failed (%s) and ValidUntilSeconds has passed.", problem))
-			return
-		}
-		retry := l.backOff(r)
-		l.set(r, provreq.ConditionProvisioned, false, provreq.ReasonCapacityIsNotFound, fmt.Sprintf(
-			"The scale-up was rolled back, every new instance deleted: %s. Next try at %s.", problem,
-			retry.UTC().Format(time.RFC3339)))
-	case ready == total:
-		r.state.attempt = nil
-		r.state.backoff = 0
-		r.state.nodes = nodes
-		what := "registered"
-		if waitReady {
-			what = "Ready"
-		}
-		l.set(r, provreq.ConditionProvisioned, true, provreq.ReasonCapacityIsProvisioned, fmt.Sprintf(
-			"All %d new nodes are %s; the capacity is reserved for %v.", total, what, l.p.opts.BookingTime))
-		capacity.Place(ctx, r.pods, false)
-	default:
-		capacity.Place(ctx, r.pods, false) // hold the upcoming nodes for these pods
-		l.set(r, provreq.ConditionProvisioned, false, ReasonProvisioningInProgress, fmt.Sprintf(
-			"%d of %d new nodes are ready for the request's %d pods.", ready, total, len(r.pods)))
-	}
 }
 
 func nodeReady(n *apiv1.Node) bool {
@@ -332,12 +283,5 @@ func reference(pr *v1.ProvisioningRequest) *apiv1.ObjectReference {
 	return &apiv1.ObjectReference{Kind: v1.Kind, APIVersion: v1.SchemeGroupVersion.String(), Namespace: pr.Namespace,
 		Name: pr.Name, UID: pr.UID, ResourceVersion: pr.ResourceVersion}
 }
-
-// InstanceStates are the registry-free answer for tests and wiring: a
-// function form of Instances.
-type InstanceStates func(group, id string) InstanceState
-
-// InstanceState implements Instances.
-func (f InstanceStates) InstanceState(group, id string) InstanceState { return f(group, id) }
 
 var _ Capacity = (*scaleup.Session)(nil)

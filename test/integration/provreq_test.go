@@ -419,3 +419,152 @@ func TestProvisionedCapacityRevokedAndOtherLifecycle(t *testing.T) {
 		t.Errorf("a request of an unknown class got conditions: %v", foreign.Status.Conditions)
 	}
 }
+
+// TestAtomicAttemptDeletedOrListedLate: a request deleted while its nodes
+// are still coming has its instances deleted and nothing of it is left;
+// with a cloud that lists new instances late, a request becomes Provisioned
+// only once its nodes are there.
+func TestAtomicAttemptDeletedOrListedLate(t *testing.T) {
+	e := newProvreqEnv(t)
+	e.dumpRequests()
+	slow, late := framework.UniqueName("slow"), framework.UniqueName("late")
+	path := writeKwokConfig(e.Env, fmt.Sprintf(`
+nodeGroups:
+- name: %[1]s
+  maxSize: 4
+  template:
+    labels: {%[3]s: %[4]s, pool: %[1]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  faults: {registrationDelay: 10m, listingDelay: 2s}
+- name: %[2]s
+  maxSize: 4
+  template:
+    labels: {%[3]s: %[4]s, pool: %[2]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  faults: {registrationDelay: 6s, listingDelay: 4s}
+`, slow, late, framework.TestNamespaceLabel, e.Namespace))
+	e.request("deleted", provreq.ClassBestEffortAtomicScaleUp, nil, false,
+		podSet{name: "main", count: 2, cpu: "3", selector: map[string]string{"pool": slow}})
+	e.request("listed-late", provreq.ClassBestEffortAtomicScaleUp, nil, false,
+		podSet{name: "main", count: 2, cpu: "3", selector: map[string]string{"pool": late}})
+	p := startAutoscaler(t, "autoscaler", provreqArgs(e, path)...)
+
+	e.condition("deleted", provreq.ConditionProvisioned, metav1.ConditionFalse, "ProvisioningInProgress", 60*time.Second)
+	e.Eventually(60*time.Second, "the slow group's two instances in the kwok state", func(context.Context) (bool, error) {
+		return strings.Count(kwokInstances(e.Env), slow+"-") == 2, nil
+	})
+	if err := e.prs.Delete(e.Context(), "deleted", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(60*time.Second, "the deleted request's instances rolled back", func(context.Context) (bool, error) {
+		return p.log.Contains("ProvisioningRequest deleted during its scale-up") &&
+			p.log.Contains("Rolled back an all-or-nothing scale-up") && !strings.Contains(kwokInstances(e.Env), slow+"-"), nil
+	})
+
+	// Provisioned only with its nodes registered, never before.
+	pr := e.condition("listed-late", provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsProvisioned, 90*time.Second)
+	if got := nodesPerPool(e.Env); got[late] != 2 {
+		t.Errorf("listed-late is Provisioned (%s) with %d nodes in %s, want 2",
+			provreq.FindCondition(pr.Status.Conditions, provreq.ConditionProvisioned).Message, got[late], late)
+	}
+	if got := nodesPerPool(e.Env); got[slow] != 0 {
+		t.Errorf("%d nodes of the deleted request's group, want none", got[slow])
+	}
+}
+
+// TestConsumersOfForeignRequestsDoNotScaleUp: pods consuming a request
+// handled by another processor instance or of an unknown class are set
+// aside (the current and the deprecated annotation key); an ordinary pod in
+// the same group still scales up.
+func TestConsumersOfForeignRequestsDoNotScaleUp(t *testing.T) {
+	e := newProvreqEnv(t)
+	e.dumpRequests()
+	dumpPods(e.Env)
+	group := framework.UniqueName("g")
+	path := oneGroupConfig(e.Env, group, 10, "registrationDelay: 1s")
+	sel := map[string]string{"pool": group}
+	e.request("elsewhere", provreq.ClassCheckCapacity, map[string]string{"processorInstance": "other-autoscaler"}, false,
+		podSet{name: "main", count: 2, cpu: "3", selector: sel})
+	e.request("gke", "queued-provisioning.gke.io", nil, false, podSet{name: "main", count: 1, cpu: "3", selector: sel})
+	e.consumers("elsewhere", 2, "3", sel)
+	old := framework.MakePod(e.Namespace, "old-key-worker").Req("3", "100Mi").NodeSelector("pool", group).Obj()
+	old.Annotations = map[string]string{provreq.DeprecatedConsumeAnnotation: "gke"}
+	if _, err := e.Client.CoreV1().Pods(e.Namespace).Create(e.Context(), old, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createPods(e.Env, "ordinary", 1, "3", sel)
+	p := startAutoscaler(t, "autoscaler", provreqArgs(e, path)...)
+
+	e.Eventually(90*time.Second, "the ordinary pod Running", func(ctx context.Context) (bool, error) {
+		pod, err := e.Client.CoreV1().Pods(e.Namespace).Get(ctx, "ordinary-0", metav1.GetOptions{})
+		return err == nil && pod.Status.Phase == apiv1.PodRunning, nil
+	})
+	e.Eventually(30*time.Second, "the consumers set aside in the log", func(context.Context) (bool, error) {
+		return strings.Count(p.log.String(), "Pod consumes a ProvisioningRequest handled elsewhere") >= 6, nil
+	})
+	if got := nodesPerPool(e.Env); got[group] != 1 {
+		t.Errorf("%d nodes in %s, want 1: the consumers of foreign requests were scaled up for", got[group], group)
+	}
+	for _, name := range []string{"elsewhere-worker-0", "elsewhere-worker-1", "old-key-worker"} {
+		pod, err := e.Client.CoreV1().Pods(e.Namespace).Get(e.Context(), name, metav1.GetOptions{})
+		if err != nil || pod.Spec.NodeName != "" {
+			t.Errorf("consumer %s scheduled or missing (%v)", name, err)
+		}
+	}
+	for _, name := range []string{"elsewhere", "gke"} {
+		pr, err := e.prs.Get(e.Context(), name, metav1.GetOptions{})
+		if err != nil || len(pr.Status.Conditions) != 0 {
+			t.Errorf("request %s of someone else touched: %v (%v)", name, pr.Status.Conditions, err)
+		}
+	}
+}
+
+// TestHugeProvisioningRequestFails: a request for two billion pods fails at
+// once with TooManyPods and an event, and neither the ordinary pods nor a
+// small request waiting behind it are held up.
+func TestHugeProvisioningRequestFails(t *testing.T) {
+	e := newProvreqEnv(t)
+	e.dumpRequests()
+	dumpPods(e.Env)
+	group := framework.UniqueName("g")
+	path := oneGroupConfig(e.Env, group, 10, "registrationDelay: 1s")
+	sel := map[string]string{"pool": group}
+	e.request("huge", provreq.ClassBestEffortAtomicScaleUp, nil, false,
+		podSet{name: "a", count: 2_000_000_000, cpu: "1", selector: sel}, podSet{name: "b", count: 147_483_647, cpu: "1", selector: sel})
+	time.Sleep(1100 * time.Millisecond) // the small one is younger: processed after the huge one
+	e.request("small", provreq.ClassBestEffortAtomicScaleUp, nil, false, podSet{name: "main", count: 2, cpu: "3", selector: sel})
+	createPods(e.Env, "ordinary", 2, "3", sel)
+	startAutoscaler(t, "autoscaler", provreqArgs(e, path)...)
+
+	huge := e.condition("huge", provreq.ConditionFailed, metav1.ConditionTrue, "TooManyPods", 60*time.Second)
+	if msg := provreq.FindCondition(huge.Status.Conditions, provreq.ConditionFailed).Message; !strings.Contains(msg, "2147483647") ||
+		!strings.Contains(msg, "50000") {
+		t.Errorf("huge's message %q does not give its count and the cap", msg)
+	}
+	e.condition("small", provreq.ConditionProvisioned, metav1.ConditionTrue, "", 90*time.Second)
+	e.Eventually(90*time.Second, "the ordinary pods Running", func(ctx context.Context) (bool, error) {
+		pods, err := e.Client.CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		running := 0
+		for _, p := range pods.Items {
+			if strings.HasPrefix(p.Name, "ordinary-") && p.Status.Phase == apiv1.PodRunning {
+				running++
+			}
+		}
+		return running == 2, nil
+	})
+	e.Eventually(30*time.Second, "a warning event on the huge request", func(ctx context.Context) (bool, error) {
+		events, err := e.Client.CoreV1().Events(e.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range events.Items {
+			if ev.InvolvedObject.Name == "huge" && ev.Type == apiv1.EventTypeWarning && ev.Reason == "FailedTooManyPods" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}

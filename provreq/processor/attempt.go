@@ -1,0 +1,345 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"k8s.io/autoscaler/cluster-autoscaler/provreq"
+	"k8s.io/autoscaler/cluster-autoscaler/scaleup"
+)
+
+// Instances tells the processor how the node groups' instances are doing.
+type Instances interface {
+	// NodeGroup returns the group's target size and its instances as the
+	// provider lists them, each with its Node once registered; ok is false
+	// when the group does not exist.
+	NodeGroup(id string) (view GroupView, ok bool)
+}
+
+// GroupView is one node group as the loop's cluster state sees it.
+type GroupView struct {
+	Target    int
+	Instances []InstanceState
+}
+
+// InstanceState is one listed instance.
+type InstanceState struct {
+	Id string
+	// Node is its Node once it registered.
+	Node *apiv1.Node
+	// Error is its creation error, if it failed.
+	Error string
+	// Deleting is true while the provider deletes it.
+	Deleting bool
+}
+
+// InstanceViews is a function form of Instances.
+type InstanceViews func(id string) (GroupView, bool)
+
+// NodeGroup implements Instances.
+func (f InstanceViews) NodeGroup(id string) (GroupView, bool) { return f(id) }
+
+// RollbackFunc undoes the shares of failed or abandoned all-or-nothing
+// attempts (scaleup.Orchestrator.Rollback) and returns what it could not
+// undo yet, by node group.
+type RollbackFunc func(ctx context.Context, undo map[string]scaleup.Undo, why string) (map[string]scaleup.Undo, error)
+
+// share is one node group's part of an atomic attempt, or of a rollback
+// still to finish. Instances are attributed to it by name as the provider
+// lists them: any instance of the group that was not listed before the
+// increase (before) and that no other share holds, up to asked.
+type share struct {
+	asked   int
+	before  map[string]bool
+	claimed []string
+}
+
+func newShare(asked int, before, listed []string) *share {
+	sh := &share{asked: asked, before: make(map[string]bool, len(before))}
+	for _, id := range before {
+		sh.before[id] = true
+	}
+	sh.claimed = append(sh.claimed, listed[:min(len(listed), asked)]...)
+	return sh
+}
+
+func (sh *share) unlisted() int { return max(0, sh.asked-len(sh.claimed)) }
+
+// claim attributes newly listed instances to the share; taken are the
+// instances other shares hold, and gains those claimed now.
+func (sh *share) claim(view GroupView, taken map[string]bool) {
+	for _, in := range view.Instances {
+		if len(sh.claimed) >= sh.asked {
+			return
+		}
+		if sh.before[in.Id] || taken[in.Id] {
+			continue
+		}
+		sh.claimed = append(sh.claimed, in.Id)
+		taken[in.Id] = true
+	}
+}
+
+// attempt is an atomic scale-up in flight: one share per node group.
+type attempt struct {
+	groups  map[string]*share
+	started time.Time
+}
+
+func newAttempt(res scaleup.AtomicResult, now time.Time) *attempt {
+	at := &attempt{groups: map[string]*share{}, started: now}
+	for _, inc := range res.Increases {
+		at.groups[inc.NodeGroup] = newShare(inc.To-inc.From, res.Before[inc.NodeGroup], res.Instances[inc.NodeGroup])
+	}
+	return at
+}
+
+// undo is a rollback that is not finished: what is left of an attempt's
+// shares after a rollback call, retried each loop.
+type undo struct {
+	why    string
+	since  time.Time
+	groups map[string]*share
+	// lastChance: asked-for instances the target no longer covered get one
+	// more loop to be listed (they may have been listed meanwhile); after
+	// that they are taken as cancelled, so that a later scale-up's instances
+	// are never mistaken for them.
+	lastChance bool
+}
+
+// abandon ends the request's attempt, if any: everything it made is rolled
+// back in this loop's Run (or the next loop's, if this one has none).
+func (l *Loop) abandon(r *request, why string) {
+	if at := r.state.attempt; at != nil {
+		l.p.undos = append(l.p.undos, &undo{why: fmt.Sprintf("ProvisioningRequest %s/%s: %s", r.pr.Namespace, r.pr.Name, why),
+			since: l.now, groups: at.groups})
+		r.state.attempt = nil
+	}
+}
+
+// claimAll attributes newly listed instances to the shares of the
+// rollbacks (first: they are older) and of the attempts, and returns, by
+// node group, how many of the instances the attempts still wait for the
+// group's target size does not cover.
+func (l *Loop) claimAll(instances Instances) map[string]int {
+	taken := map[string]bool{}
+	var all []map[string]*share
+	for _, u := range l.p.undos {
+		all = append(all, u.groups)
+	}
+	var attempts []map[string]*share
+	for _, r := range l.requests {
+		if r.state.attempt != nil {
+			attempts = append(attempts, r.state.attempt.groups)
+		}
+	}
+	all = append(all, attempts...)
+	for _, groups := range all {
+		for _, sh := range groups {
+			for _, id := range sh.claimed {
+				taken[id] = true
+			}
+		}
+	}
+	views := map[string]GroupView{}
+	for _, groups := range all {
+		for g, sh := range groups {
+			view, ok := views[g]
+			if !ok {
+				if view, ok = instances.NodeGroup(g); !ok {
+					continue
+				}
+				views[g] = view
+			}
+			sh.claim(view, taken)
+		}
+	}
+	waiting := map[string]int{}
+	for _, groups := range attempts {
+		for g, sh := range groups {
+			waiting[g] += sh.unlisted()
+		}
+	}
+	deficit := map[string]int{}
+	for g, n := range waiting {
+		view, ok := views[g]
+		if !ok || n == 0 {
+			continue
+		}
+		listed := 0
+		for _, in := range view.Instances {
+			if in.Error == "" && !in.Deleting {
+				listed++
+			}
+		}
+		if d := n - (view.Target - listed); d > 0 {
+			deficit[g] = d
+		}
+	}
+	return deficit
+}
+
+// watch follows an atomic attempt: once every instance asked for is listed
+// and registered (and Ready when asked) the request is Provisioned; a
+// failed, vanished or late instance, a gone node group or a target size
+// that no longer covers the instances still to come ends the attempt, which
+// is then rolled back, and backs the request off.
+func (l *Loop) watch(ctx context.Context, r *request, capacity Capacity, instances Instances, deficit map[string]int) {
+	at := r.state.attempt
+	waitReady := r.pr.Spec.Parameters[ParamWaitForReadyNodes] == "true"
+	total, ready, unlisted := 0, 0, 0
+	nodes := map[string]bool{}
+	var problem string
+	gone := false
+	groups := make([]string, 0, len(at.groups))
+	for g := range at.groups {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	for _, g := range groups {
+		sh := at.groups[g]
+		total += sh.asked
+		unlisted += sh.unlisted()
+		view, ok := instances.NodeGroup(g)
+		if !ok {
+			problem, gone = fmt.Sprintf("node group %s is gone", g), true
+			break
+		}
+		byID := make(map[string]InstanceState, len(view.Instances))
+		for _, in := range view.Instances {
+			byID[in.Id] = in
+		}
+		for _, id := range sh.claimed {
+			st, ok := byID[id]
+			switch {
+			case !ok:
+				problem = fmt.Sprintf("instance %s of %s disappeared", id, g)
+			case st.Error != "":
+				problem = fmt.Sprintf("instance %s of %s failed: %s", id, g, st.Error)
+			case st.Node != nil && (!waitReady || nodeReady(st.Node)):
+				ready++
+				nodes[st.Node.Name] = true
+			}
+			if problem != "" {
+				break
+			}
+		}
+		if problem == "" && sh.unlisted() > 0 && deficit[g] > 0 {
+			problem = fmt.Sprintf("the target size of %s (%d) no longer covers the %d instances it has not listed yet",
+				g, view.Target, sh.unlisted())
+		}
+		if problem != "" {
+			break
+		}
+	}
+	if problem == "" && ready < total && l.now.Sub(at.started) > l.p.opts.MaxNodeProvisionTime {
+		problem = fmt.Sprintf("%d of %d new nodes were not ready within %v (%d never listed by the cloud)",
+			total-ready, total, l.p.opts.MaxNodeProvisionTime, unlisted)
+	}
+	switch {
+	case problem != "":
+		l.abandon(r, "the attempt failed: "+problem)
+		if gone {
+			l.fail(r, ReasonNodeGroupsGone, fmt.Sprintf("The node groups of the attempt are gone (%s).", problem))
+			return
+		}
+		if deadline, set, _ := provreq.ValidUntil(r.pr); set && l.now.After(deadline) {
+			l.fail(r, provreq.ReasonExpired, fmt.Sprintf("The last attempt failed (%s) and ValidUntilSeconds has passed.", problem))
+			return
+		}
+		retry := l.backOff(r)
+		l.set(r, provreq.ConditionProvisioned, false, provreq.ReasonCapacityIsNotFound, fmt.Sprintf(
+			"The scale-up was rolled back (new instances deleted, instances not created yet cancelled): %s. Next try at %s.",
+			problem, retry.UTC().Format(time.RFC3339)))
+	case ready == total:
+		r.state.attempt = nil
+		r.state.backoff = 0
+		r.state.nodes = nodes
+		what := "registered"
+		if waitReady {
+			what = "Ready"
+		}
+		l.set(r, provreq.ConditionProvisioned, true, provreq.ReasonCapacityIsProvisioned, fmt.Sprintf(
+			"All %d new nodes are %s; the capacity is reserved for %v.", total, what, l.p.opts.BookingTime))
+		if r.pods != nil {
+			capacity.Place(ctx, r.pods, false)
+		}
+	default:
+		if r.pods != nil {
+			capacity.Place(ctx, r.pods, false) // hold the upcoming nodes for these pods
+		}
+		l.set(r, provreq.ConditionProvisioned, false, ReasonProvisioningInProgress, fmt.Sprintf(
+			"%d of %d new nodes are ready for the request's %d pods; %d not listed by the cloud yet.",
+			ready, total, r.total(), unlisted))
+	}
+}
+
+// finishUndos rolls back what abandoned attempts made, and retries what an
+// earlier rollback left, claiming the instances listed since.
+func (l *Loop) finishUndos(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	var keep []*undo
+	for _, u := range l.p.undos {
+		plan := map[string]scaleup.Undo{}
+		for g, sh := range u.groups {
+			un := scaleup.Undo{Instances: sh.claimed, Unlisted: sh.unlisted()}
+			if u.lastChance {
+				un.Unlisted = 0
+			}
+			if !un.Empty() {
+				plan[g] = un
+			}
+		}
+		if len(plan) == 0 {
+			continue
+		}
+		left, err := l.p.rollback(ctx, plan, u.why)
+		if err != nil {
+			logger.Error(err, "Rolling back an all-or-nothing scale-up", "reason", u.why)
+		}
+		next := &undo{why: u.why, since: u.since, groups: map[string]*share{}}
+		for g, rest := range left {
+			old := u.groups[g]
+			sh := &share{asked: len(rest.Instances) + rest.Unlisted, before: old.before, claimed: rest.Instances}
+			deleted := map[string]bool{}
+			for _, id := range rest.Instances {
+				deleted[id] = true
+			}
+			for _, id := range old.claimed {
+				if !deleted[id] {
+					sh.before[id] = true // deleted: never claimed again
+				}
+			}
+			next.groups[g] = sh
+			if rest.Unlisted > 0 {
+				next.lastChance = true
+			}
+		}
+		switch {
+		case len(next.groups) == 0:
+			logger.Info("Rolled back an all-or-nothing scale-up", "reason", u.why)
+		case l.now.Sub(u.since) > l.p.opts.MaxNodeProvisionTime:
+			logger.Error(errors.Join(err, errors.New("rollback not finished in time")), "Giving up rolling back an all-or-nothing scale-up",
+				"reason", u.why, "left", describeShares(next.groups))
+		default:
+			keep = append(keep, next)
+		}
+	}
+	l.p.undos = keep
+}
+
+func describeShares(groups map[string]*share) string {
+	parts := make([]string, 0, len(groups))
+	for g, sh := range groups {
+		parts = append(parts, fmt.Sprintf("%s: instances %v, %d not listed", g, sh.claimed, sh.unlisted()))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, "; ")
+}
