@@ -103,12 +103,13 @@ func (g *NodeGroup) increase(ctx context.Context, delta int, atomic bool) error 
 	f := g.cfg.Faults
 	if atomic && f.OutOfCapacityAfter > 0 && live+delta > f.OutOfCapacityAfter {
 		p.mu.Unlock()
-		return fmt.Errorf("atomic increase of %s by %d: only %d more instances available: %w",
-			g.cfg.Name, delta, max(0, f.OutOfCapacityAfter-live), errOutOfCapacity)
+		return cloudprovider.NewOutOfResourcesError(ErrorCodeStockout, fmt.Errorf(
+			"atomic increase of %s by %d: only %d more instances available", g.cfg.Name, delta, max(0, f.OutOfCapacityAfter-live)))
 	}
 	now := p.clock.Now()
+	created := make([]*instance, 0, delta)
 	for i := 0; i < delta; i++ {
-		in := &instance{Name: g.cfg.Name + "-" + randomSuffix(), Group: g.cfg.Name, CreatedAt: now}
+		in := &instance{Name: g.cfg.Name + "-" + randomSuffix(), Group: g.cfg.Name, CreatedAt: now, held: true}
 		switch {
 		case f.OutOfCapacityAfter > 0 && live >= f.OutOfCapacityAfter:
 			in.Error = &cloudprovider.InstanceErrorInfo{ErrorClass: cloudprovider.OutOfResourcesErrorClass,
@@ -124,21 +125,35 @@ func (g *NodeGroup) increase(ctx context.Context, delta int, atomic bool) error 
 			live++
 		}
 		p.instances[in.Name] = in
+		created = append(created, in)
 	}
-	p.dirty = false
+	gen := p.changed()
 	p.mu.Unlock()
-	// The request is recorded before returning, so a restart does not lose it.
-	if err := p.save(ctx); err != nil {
-		p.mu.Lock()
-		p.dirty = true
-		p.mu.Unlock()
-		return fmt.Errorf("recording the new instances of %s: %w", g.cfg.Name, err)
+	// The request is recorded before returning, so a restart does not lose
+	// it. Until then its instances are held back from the workers; when it
+	// cannot be recorded they are taken out again and the increase fails
+	// having changed nothing.
+	err := p.flush(ctx, gen)
+	p.mu.Lock()
+	for _, in := range created {
+		in.held = false
+		if err != nil && p.instances[in.Name] == in {
+			delete(p.instances, in.Name)
+		}
+	}
+	if err != nil {
+		p.changed() // a save that raced with ours may hold them: write them out
+	}
+	p.mu.Unlock()
+	if err != nil {
+		if !cloudprovider.IsTransient(err) {
+			err = fmt.Errorf("%w: %w", cloudprovider.ErrTransient, err)
+		}
+		return fmt.Errorf("recording the new instances of %s, none created: %w", g.cfg.Name, err)
 	}
 	klog.FromContext(ctx).V(2).Info("kwok node group increased", "nodeGroup", g.cfg.Name, "delta", delta, "atomic", atomic)
 	return nil
 }
-
-var errOutOfCapacity = errors.New("out of capacity")
 
 // DeleteNodes implements cloudprovider.NodeGroup.
 func (g *NodeGroup) DeleteNodes(ctx context.Context, nodes []*apiv1.Node) error {
@@ -175,6 +190,7 @@ func (g *NodeGroup) delete(ctx context.Context, nodes []*apiv1.Node, respectMin 
 	for _, in := range victims {
 		delete(p.instances, in.Name)
 	}
+	gen := p.changed()
 	p.mu.Unlock()
 
 	var mu sync.Mutex
@@ -201,9 +217,7 @@ func (g *NodeGroup) delete(ctx context.Context, nodes []*apiv1.Node, respectMin 
 		}()
 	}
 	wg.Wait()
-	if err := p.save(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("recording the deletion: %w", err))
-	}
+	p.record(ctx, gen, "deletion")
 	return errors.Join(errs...)
 }
 
@@ -230,8 +244,10 @@ func (g *NodeGroup) DecreaseTargetSize(ctx context.Context, delta int) error {
 	for _, in := range unregistered[:-delta] {
 		delete(p.instances, in.Name)
 	}
+	gen := p.changed()
 	p.mu.Unlock()
-	return p.save(ctx)
+	p.record(ctx, gen, "size decrease")
+	return nil
 }
 
 func sortNewestFirst(ins []*instance) {

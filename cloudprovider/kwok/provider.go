@@ -9,6 +9,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -45,7 +46,12 @@ type Provider struct {
 	order     []string
 	instances map[string]*instance // by name
 	queued    map[string]bool      // names handed to a worker
-	dirty     bool                 // pending instances changed since the last save
+	// gen counts the changes to the pending instances; savedGen is the
+	// last gen the state ConfigMap holds. saveMu makes flush the only
+	// writer of the ConfigMap at any time.
+	gen      uint64
+	saveMu   sync.Mutex
+	savedGen atomic.Uint64
 
 	work chan string
 	wg   sync.WaitGroup
@@ -197,7 +203,7 @@ func (p *Provider) observeNode(n *apiv1.Node) {
 	}
 	if !in.registered {
 		in.registered = true
-		p.dirty = true
+		p.changed()
 	}
 }
 
@@ -226,7 +232,8 @@ func (p *Provider) scheduler(ctx context.Context) {
 		p.mu.Lock()
 		var due []string
 		for name, in := range p.instances {
-			if !in.registered && in.Error == nil && !in.RegisterAt.IsZero() && !now.Before(in.RegisterAt) && !p.queued[name] {
+			if !in.registered && !in.held && in.Error == nil && !in.RegisterAt.IsZero() && !now.Before(in.RegisterAt) &&
+				!p.queued[name] {
 				due = append(due, name)
 			}
 		}
@@ -238,15 +245,11 @@ func (p *Provider) scheduler(ctx context.Context) {
 			default: // the queue is full; the next tick retries
 			}
 		}
-		dirty := p.dirty
-		p.dirty = false
+		gen := p.gen
 		p.mu.Unlock()
-		if dirty {
-			if err := p.save(ctx); err != nil && ctx.Err() == nil {
+		if gen > p.savedGen.Load() {
+			if err := p.flush(ctx, gen); err != nil && ctx.Err() == nil {
 				klog.FromContext(ctx).Error(err, "Saving the kwok provider state; will retry")
-				p.mu.Lock()
-				p.dirty = true
-				p.mu.Unlock()
 			}
 		}
 	}
@@ -275,7 +278,7 @@ func (p *Provider) worker(ctx context.Context) {
 		in, ok = p.instances[name]
 		if ok && (err == nil || apierrors.IsAlreadyExists(err)) {
 			in.registered = true
-			p.dirty = true
+			p.changed()
 		}
 		p.mu.Unlock()
 		if !ok && err == nil {
@@ -292,9 +295,25 @@ func (p *Provider) worker(ctx context.Context) {
 	}
 }
 
-// save writes the instances that have no Node yet.
-func (p *Provider) save(ctx context.Context) error {
+// changed records a change of the pending instances and returns its
+// generation, for flush. Callers hold p.mu.
+func (p *Provider) changed() uint64 {
+	p.gen++
+	return p.gen
+}
+
+// flush makes the state ConfigMap hold the pending instances as of
+// generation want or later. Writers queue on saveMu and each writes the
+// whole current state, so a write that waited often finds its change
+// already saved by the one before it, and nothing is written twice over.
+func (p *Provider) flush(ctx context.Context, want uint64) error {
+	p.saveMu.Lock()
+	defer p.saveMu.Unlock()
+	if p.savedGen.Load() >= want {
+		return nil
+	}
 	p.mu.Lock()
+	gen := p.gen
 	var pending []*instance
 	for _, in := range p.instances {
 		if !in.registered {
@@ -304,7 +323,27 @@ func (p *Provider) save(ctx context.Context) error {
 	}
 	p.mu.Unlock()
 	sort.Slice(pending, func(i, j int) bool { return pending[i].Name < pending[j].Name })
-	return p.store.save(ctx, pending)
+	if err := p.store.save(ctx, pending); err != nil {
+		return err
+	}
+	p.savedGen.Store(gen)
+	return nil
+}
+
+// record saves a deletion, which has taken effect whether or not it is
+// saved: a failure is logged and the scheduler saves it on its next tick.
+func (p *Provider) record(ctx context.Context, gen uint64, what string) {
+	if err := p.flush(ctx, gen); err != nil && ctx.Err() == nil {
+		klog.FromContext(ctx).Error(err, "Saving the kwok provider state; the scheduler will retry", "change", what)
+	}
+}
+
+// save writes the current state.
+func (p *Provider) save(ctx context.Context) error {
+	p.mu.Lock()
+	gen := p.gen
+	p.mu.Unlock()
+	return p.flush(ctx, max(gen, 1))
 }
 
 // Name implements cloudprovider.CloudProvider.
