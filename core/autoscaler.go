@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -279,7 +280,14 @@ func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, 
 	added := session.Added() - before
 	a.metrics.RegisterScaleUp(session.Added())
 	for _, e := range res.Errors {
-		a.metrics.RegisterFailedScaleUp(metrics.CloudProviderError)
+		// A transient error (a conflict, throttling, a timeout) that
+		// outlasted the retries is an API call error; the group is not
+		// backed off and the next loop asks again.
+		reason := metrics.CloudProviderError
+		if ie := (*scaleup.IncreaseError)(nil); errors.As(e, &ie) && ie.Transient {
+			reason = metrics.APICallError
+		}
+		a.metrics.RegisterFailedScaleUp(reason)
 		klog.FromContext(ctx).Error(e, "Scale-up failed")
 	}
 	if len(res.Remaining) > 0 {

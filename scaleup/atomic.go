@@ -10,7 +10,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
-	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
 	"k8s.io/autoscaler/cluster-autoscaler/estimator"
 	"k8s.io/autoscaler/cluster-autoscaler/expander"
 )
@@ -106,12 +105,16 @@ func (s *Session) ScaleUpAll(ctx context.Context, pods []*apiv1.Pod) AtomicResul
 	res := AtomicResult{Before: map[string][]string{}, Instances: map[string][]string{}}
 	s.decision++
 	for _, sh := range plan {
-		before, ids, err := s.increase(ctx, sh)
+		before, ids, partial, err := s.increase(ctx, sh)
 		if err != nil {
 			undo := map[string]Undo{}
 			for _, inc := range res.Increases {
 				listed := res.Instances[inc.NodeGroup]
 				undo[inc.NodeGroup] = Undo{Instances: listed, Unlisted: inc.To - inc.From - len(listed)}
+			}
+			if !partial.Empty() {
+				// The failed increase took effect in part: undone with the rest.
+				undo[sh.gs.group.Id()] = partial
 			}
 			left, rbErr := s.o.Rollback(ctx, undo, "a later increase of the same request failed")
 			if rbErr != nil {
@@ -145,26 +148,36 @@ func (s *Session) ScaleUpAll(ctx context.Context, pods []*apiv1.Pod) AtomicResul
 
 // increase adds sh.delta instances to the group. It returns the ids of the
 // instances listed before the increase and of the new ones listed right
-// after it (a provider may list them only later).
-func (s *Session) increase(ctx context.Context, sh share) (before, added []string, err error) {
+// after it (a provider may list them only later). When the increase fails,
+// partial is what took effect all the same and must be rolled back with the
+// attempt's other increases.
+func (s *Session) increase(ctx context.Context, sh share) (before, added []string, partial Undo, err error) {
 	ng := sh.gs.group
 	listed, err := ng.Nodes(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("listing the instances of %q: %w", ng.Id(), err)
-	}
-	err = ng.AtomicIncreaseSize(ctx, sh.delta)
-	if errors.Is(err, cloudprovider.ErrNotImplemented) {
-		err = ng.IncreaseSize(ctx, sh.delta)
-	}
-	if err != nil {
-		s.o.state.RegisterFailedScaleUp(ctx, ng.Id(), clusterstate.BackoffReason{ErrorCode: "cloudProviderError",
-			ErrorMessage: err.Error()}, s.in.Now)
-		sh.gs.skip = "scale-up execution failed"
-		return nil, nil, fmt.Errorf("increasing node group %q by %d: %w", ng.Id(), sh.delta, err)
+		return nil, nil, Undo{}, fmt.Errorf("listing the instances of %q: %w", ng.Id(), err)
 	}
 	had := make(map[string]bool, len(listed))
 	for _, in := range listed {
 		had[in.Id] = true
+	}
+	if g := grow(ctx, ng, sh.delta, true); g.Err != nil {
+		s.failed(ctx, sh.gs, g)
+		err = &IncreaseError{NodeGroup: ng.Id(), Delta: sh.delta, Transient: g.Transient, Err: g.Err}
+		if g.Added > 0 {
+			partial.Unlisted = g.Added
+			if after, lerr := ng.Nodes(ctx); lerr == nil {
+				for _, in := range after {
+					if !had[in.Id] && len(partial.Instances) < g.Added {
+						partial.Instances = append(partial.Instances, in.Id)
+					}
+				}
+			}
+			partial.Unlisted -= len(partial.Instances)
+		}
+		return nil, nil, partial, err
+	}
+	for _, in := range listed {
 		before = append(before, in.Id)
 	}
 	after, err := ng.Nodes(ctx)
@@ -172,14 +185,14 @@ func (s *Session) increase(ctx context.Context, sh share) (before, added []strin
 		// The increase is made: its instances are attributed when they are
 		// listed in a later loop.
 		klog.FromContext(ctx).Error(err, "Listing the instances of a node group after an increase", "nodeGroup", ng.Id())
-		return before, nil, nil
+		return before, nil, Undo{}, nil
 	}
 	for _, in := range after {
 		if !had[in.Id] && len(added) < sh.delta {
 			added = append(added, in.Id)
 		}
 	}
-	return before, added, nil
+	return before, added, Undo{}, nil
 }
 
 // Rollback undoes all-or-nothing scale-ups that failed, timed out or whose

@@ -184,11 +184,13 @@ func (o *Orchestrator) balance(ctx context.Context, best *expander.Option, optio
 	groups map[string]*groupState, podGroups []*estimator.Group, t *totals) ([]share, []*apiv1.Pod) {
 	chosen := groups[best.NodeGroup.Id()]
 	members := []*groupState{chosen}
-	if o.opts.BalanceSimilarNodeGroups {
+	// A zeroOrMaxNodeScaling group is never part of a balanced share: it
+	// takes all of its nodes or none.
+	if o.opts.BalanceSimilarNodeGroups && !chosen.zeroOrMax {
 		sim := newSimilarity(o.opts)
 		for _, opt := range options {
 			gs := groups[opt.NodeGroup.Id()]
-			if gs == chosen || gs.skip != "" {
+			if gs == chosen || gs.skip != "" || gs.zeroOrMax {
 				continue
 			}
 			if sim.similar(chosen.template, gs.template) {

@@ -108,6 +108,9 @@ type groupState struct {
 	target   int
 	template *cloudprovider.NodeInfo
 	skip     string // why the group cannot be scaled up now
+	// zeroOrMax: the group goes from empty to its max size in one atomic
+	// increase, or not at all (its zeroOrMaxNodeScaling option).
+	zeroOrMax bool
 }
 
 // Run makes one scale-up decision for in.Pending and executes it.
@@ -176,21 +179,24 @@ func (s *Session) ScaleUp(ctx context.Context, pendingPods []*apiv1.Pod) Result 
 		shares, served := o.balance(ctx, best, options, groups, podGroups, totals)
 		for _, sh := range shares {
 			gs := sh.gs
-			if err := gs.group.IncreaseSize(ctx, sh.delta); err != nil {
-				res.Errors = append(res.Errors, fmt.Errorf("increasing node group %q by %d: %w", gs.group.Id(), sh.delta, err))
-				o.state.RegisterFailedScaleUp(ctx, gs.group.Id(), clusterstate.BackoffReason{ErrorCode: "cloudProviderError",
-					ErrorMessage: err.Error()}, s.in.Now)
-				gs.skip = "scale-up execution failed"
+			g := grow(ctx, gs.group, sh.delta, gs.zeroOrMax)
+			if g.Err != nil {
+				res.Errors = append(res.Errors, &IncreaseError{NodeGroup: gs.group.Id(), Delta: sh.delta,
+					Transient: g.Transient, Err: g.Err})
+				s.failed(ctx, gs, g)
+			}
+			if g.Added == 0 {
 				continue
 			}
-			o.state.RegisterScaleUp(gs.group.Id(), sh.delta, s.in.Now)
-			logger.Info("Scaled up node group", "nodeGroup", gs.group.Id(), "from", gs.target, "to", gs.target+sh.delta,
+			// What took effect is accounted for once, error or not.
+			o.state.RegisterScaleUp(gs.group.Id(), g.Added, s.in.Now)
+			logger.Info("Scaled up node group", "nodeGroup", gs.group.Id(), "from", gs.target, "to", gs.target+g.Added,
 				"max", gs.group.MaxSize(), "pods", len(served))
 			res.Increases = append(res.Increases, Increase{NodeGroup: gs.group.Id(), From: gs.target,
-				To: gs.target + sh.delta, Max: gs.group.MaxSize(), Pods: served, Decision: s.decision})
-			gs.target += sh.delta
-			totals.add(sh.delta, gs.template)
-			s.added += sh.delta
+				To: gs.target + g.Added, Max: gs.group.MaxSize(), Pods: served, Decision: s.decision})
+			gs.target += g.Added
+			totals.add(g.Added, gs.template)
+			s.added += g.Added
 			done++
 		}
 		if done > 0 {
@@ -237,7 +243,7 @@ func (o *Orchestrator) observeGroups(ctx context.Context, in Input) (map[string]
 	var podsByNode map[string][]*apiv1.Pod
 	for _, st := range states {
 		ng := st.NodeGroup
-		gs := &groupState{group: ng, counts: st.Counts, target: st.Target}
+		gs := &groupState{group: ng, counts: st.Counts, target: st.Target, zeroOrMax: st.Options.ZeroOrMaxNodeScaling}
 		switch tmpl, err := ng.TemplateNodeInfo(ctx); {
 		case errors.Is(err, cloudprovider.ErrNotImplemented):
 			if podsByNode == nil {
@@ -443,6 +449,13 @@ func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group
 			reasons[reason]++
 			continue
 		}
+		if gs.zeroOrMax && est.NodeCount < room {
+			if short := zeroOrMaxShortfall(room, limits, gs.template); short != "" {
+				reasons[short]++
+				continue
+			}
+			est.NodeCount = room
+		}
 		options = append(options, expander.Option{NodeGroup: gs.group, NodeCount: est.NodeCount, Pods: est.Scheduled,
 			Debug: fmt.Sprintf("%s: %d nodes for %d pods", id, est.NodeCount, len(est.Scheduled))})
 		infos[id] = gs.template
@@ -507,16 +520,29 @@ func (s *Session) EnforceMinSizes(ctx context.Context) []Increase {
 		if delta <= 0 || gs.skip != "" {
 			continue
 		}
-		if room := s.totals.nodeRoom(s.o.opts.MaxNodesTotal); delta > room {
+		room := s.totals.nodeRoom(s.o.opts.MaxNodesTotal)
+		if gs.zeroOrMax {
+			// Raised to its min size means raised to its max size, at once.
+			delta = gs.group.MaxSize() - gs.target
+			if delta > room {
+				logger.Info("Not raising a zeroOrMaxNodeScaling node group to its min size: --max-nodes-total leaves room for fewer nodes than its max size",
+					"nodeGroup", id, "need", delta, "room", room)
+				continue
+			}
+		}
+		if delta > room {
 			delta = room
 		}
 		if delta <= 0 {
 			continue
 		}
-		if err := gs.group.IncreaseSize(ctx, delta); err != nil {
-			logger.Error(err, "Raising a node group to its min size failed", "nodeGroup", id, "delta", delta)
-			s.o.state.RegisterFailedScaleUp(ctx, id, clusterstate.BackoffReason{ErrorCode: "cloudProviderError",
-				ErrorMessage: err.Error()}, s.in.Now)
+		g := grow(ctx, gs.group, delta, gs.zeroOrMax)
+		if g.Err != nil {
+			logger.Error(g.Err, "Raising a node group to its min size failed", "nodeGroup", id, "delta", delta,
+				"added", g.Added, "transient", g.Transient)
+			s.failed(ctx, gs, g)
+		}
+		if delta = g.Added; delta == 0 {
 			continue
 		}
 		s.o.state.RegisterScaleUp(id, delta, s.in.Now)

@@ -26,6 +26,8 @@ type Provider struct {
 	groups  []*NodeGroup
 	calls   []Call
 	errs    map[string]error // key: method or method/group
+	// flaky are errors for the next calls of a group's increases only.
+	flaky map[string]*flakyError // key: group
 	limiter *cloudprovider.ResourceLimiter
 	pricing cloudprovider.PricingModel
 	// delayListing holds new instances back from Nodes until ListNew.
@@ -87,6 +89,25 @@ func (p *Provider) InjectError(method, group string, err error) {
 		return
 	}
 	p.errs[key] = err
+}
+
+type flakyError struct {
+	err     error
+	times   int  // calls left that fail
+	applied bool // the failing call takes effect all the same
+}
+
+// InjectIncreaseError makes the next times increases of group (IncreaseSize
+// or AtomicIncreaseSize) fail with err; with applied, each failing call takes
+// effect before it returns the error, as a cloud call that timed out after
+// it was carried out does. Later calls succeed.
+func (p *Provider) InjectIncreaseError(group string, err error, times int, applied bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.flaky == nil {
+		p.flaky = map[string]*flakyError{}
+	}
+	p.flaky[group] = &flakyError{err: err, times: times, applied: applied}
 }
 
 // DelayListing makes the instances that later increases create invisible
@@ -314,6 +335,14 @@ func (g *NodeGroup) increase(method string, delta int) error {
 	if err := g.provider.record(Call{Method: method, Group: g.id, Delta: delta}); err != nil {
 		return err
 	}
+	var flakyErr error
+	if f := g.provider.flaky[g.id]; f != nil && f.times > 0 {
+		f.times--
+		if !f.applied {
+			return f.err
+		}
+		flakyErr = f.err
+	}
 	if delta <= 0 {
 		return fmt.Errorf("size increase must be positive, got %d", delta)
 	}
@@ -331,7 +360,7 @@ func (g *NodeGroup) increase(method string, delta int) error {
 			g.instances = append(g.instances, in)
 		}
 	}
-	return nil
+	return flakyErr
 }
 
 // DeleteNodes implements cloudprovider.NodeGroup.
