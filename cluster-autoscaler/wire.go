@@ -246,6 +246,8 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 	listers := core.Listers{
 		Nodes: factory.Core().V1().Nodes().Lister(),
 		Pods:  factory.Core().V1().Pods().Lister(),
+		// A burst's decision counts the replicas still to be created.
+		ReplicaSets: factory.Apps().V1().ReplicaSets().Lister(),
 	}
 	provider, err := providers.Build(ctx, opts.CloudProvider, cloudprovider.BuildOptions{
 		Options: opts, KubeClient: client, InformerFactory: factory,
@@ -364,11 +366,16 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 func unschedulablePodTrigger(r *core.Runner) cache.ResourceEventHandler {
 	check := func(obj any) {
 		if pod, ok := obj.(*apiv1.Pod); ok && core.IsUnschedulable(pod) && recentlyUnschedulable(pod, time.Now()) {
-			r.PodTrigger()
+			r.PodTrigger(core.WorkloadKey(pod))
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { check(obj) },
+		AddFunc: func(obj any) {
+			if pod, ok := obj.(*apiv1.Pod); ok && pod.Spec.NodeName == "" && pod.Status.Phase == apiv1.PodPending {
+				r.PodArrived()
+			}
+			check(obj)
+		},
 		UpdateFunc: func(_, obj any) { check(obj) },
 	}
 }

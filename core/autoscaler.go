@@ -8,6 +8,7 @@ import (
 
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -28,6 +29,9 @@ import (
 type Listers struct {
 	Nodes corelisters.NodeLister
 	Pods  corelisters.PodLister
+	// ReplicaSets, when set, let a scale-up count the replicas a
+	// ReplicaSet has still to create (see upcomingReplicas).
+	ReplicaSets appslisters.ReplicaSetLister
 }
 
 // Autoscaler runs one loop at a time over an observation of the cluster.
@@ -303,15 +307,15 @@ func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, 
 }
 
 // unschedulable are the pods the scheduler marked unschedulable that are old
-// enough (--new-pod-scale-up-delay, pod annotation) to trigger a scale-up.
+// enough (--new-pod-scale-up-delay, pod annotation) to trigger a scale-up,
+// with their pending twins the scheduler has not tried yet (see twins).
 func (a *Autoscaler) unschedulable(ctx context.Context, obs *Observation) []*apiv1.Pod {
 	logger := klog.FromContext(ctx)
 	var out []*apiv1.Pod
 	tooNew := 0
-	for _, p := range obs.PendingPods {
-		if !IsUnschedulable(p) {
-			continue
-		}
+	candidates := twins(ctx, obs.PendingPods)
+	candidates = append(candidates, a.upcomingReplicas(ctx, candidates, obs)...)
+	for _, p := range candidates {
 		old, err := oldEnoughForScaleUp(p, obs.Now, a.opts.NewPodScaleUpDelay)
 		if err != nil {
 			logger.Error(err, "Ignoring the pod's scale-up delay annotation", "pod", klog.KObj(p))

@@ -40,6 +40,9 @@ func (a *Autoscaler) recordScaleUpEvents(res scaleup.Result) {
 		}
 		msg := "pod triggered scale-up: [" + strings.Join(parts, " ") + "]"
 		for _, p := range inc.Pods {
+			if IsUpcomingReplica(p) {
+				continue
+			}
 			if sent == maxPodEventsPerLoop {
 				return
 			}
@@ -51,6 +54,9 @@ func (a *Autoscaler) recordScaleUpEvents(res scaleup.Result) {
 		return
 	}
 	for p, reason := range res.Remaining {
+		if IsUpcomingReplica(p) {
+			continue
+		}
 		if sent == maxPodEventsPerLoop {
 			return
 		}

@@ -47,6 +47,8 @@ type Runner struct {
 	batchMu             sync.Mutex
 	batchFirst          time.Time // zero: no batch open
 	batchLast           time.Time
+	batchCount          int // pod triggers in the open batch
+	batchKeys           map[string]bool
 }
 
 // MaxConsecutivePanics is how many loops in a row may panic before Run gives
@@ -98,11 +100,15 @@ func (r *Runner) Trigger() {
 	}
 }
 
-// PodTrigger asks for a loop because a pod newly became unschedulable. The
-// loop waits for the batching window (WithPodBatching), so that pods that
-// the ReplicaSet controller and the scheduler release over several seconds
-// are decided on together. It never blocks.
-func (r *Runner) PodTrigger() {
+// PodTrigger asks for a loop because a pod newly became unschedulable; key
+// names the pod's workload (its controller, or the pod itself). The loop
+// waits for the batching window (WithPodBatching) so that a burst that the
+// ReplicaSet controller and the scheduler release over several seconds is
+// decided on at once: the window opens with the first trigger and is
+// extended by the first trigger of each other workload and by PodArrived;
+// the twins of a workload already in the batch do not extend it, since the
+// loop counts a marked pod's pending twins with it. It never blocks.
+func (r *Runner) PodTrigger(key string) {
 	if !r.frequent {
 		return
 	}
@@ -110,12 +116,29 @@ func (r *Runner) PodTrigger() {
 		now := r.clock.Now()
 		r.batchMu.Lock()
 		if r.batchFirst.IsZero() {
-			r.batchFirst = now
+			r.batchFirst, r.batchLast, r.batchKeys = now, now, map[string]bool{key: true}
+		} else if !r.batchKeys[key] {
+			r.batchKeys[key] = true
+			r.batchLast = now
 		}
-		r.batchLast = now
+		r.batchCount++
 		r.batchMu.Unlock()
 	}
 	r.Trigger()
+}
+
+// PodArrived says a new pending pod was created: an open batch waits for
+// the rest of its burst. It starts no loop by itself and never blocks.
+func (r *Runner) PodArrived() {
+	if !r.frequent || r.batchIdle <= 0 {
+		return
+	}
+	now := r.clock.Now()
+	r.batchMu.Lock()
+	if !r.batchFirst.IsZero() {
+		r.batchLast = now
+	}
+	r.batchMu.Unlock()
 }
 
 // openBatch returns the first and last trigger of the open batch.
@@ -127,9 +150,13 @@ func (r *Runner) openBatch() (first, last time.Time) {
 
 // closeBatch closes the open batch and drops a pending trigger: a loop
 // starting now sees the pods and requests that asked for it.
-func (r *Runner) closeBatch() {
+func (r *Runner) closeBatch(ctx context.Context) {
 	r.batchMu.Lock()
-	r.batchFirst, r.batchLast = time.Time{}, time.Time{}
+	if !r.batchFirst.IsZero() {
+		klog.FromContext(ctx).V(2).Info("Loop for a batch of unschedulable pods", "podEvents", r.batchCount,
+			"batchSpan", r.batchLast.Sub(r.batchFirst), "sinceFirst", r.clock.Since(r.batchFirst))
+	}
+	r.batchFirst, r.batchLast, r.batchCount, r.batchKeys = time.Time{}, time.Time{}, 0, nil
 	r.batchMu.Unlock()
 	select {
 	case <-r.trigger:
@@ -170,7 +197,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	for n := 1; ; n++ {
 		start := r.clock.Now()
-		r.closeBatch()
+		r.closeBatch(ctx)
 		res := r.runOnce(ctx, n, start)
 		if ctx.Err() != nil {
 			logger.V(2).Info("Loop runner stopping", "loops", n)

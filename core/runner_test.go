@@ -278,10 +278,12 @@ func TestRunnerBatchesPodTriggers(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	t0 := c.Now()
-	r.PodTrigger()
+	r.PodTrigger("deploy-a")
 	stepWhenWaiting(t, c, 500*time.Millisecond)
-	r.PodTrigger() // the burst goes on: the window is now t0+1.5s
-	stepWhenWaiting(t, c, 600*time.Millisecond)
+	r.PodTrigger("deploy-b") // the burst goes on: the window is now t0+1.5s
+	stepWhenWaiting(t, c, 300*time.Millisecond)
+	r.PodTrigger("deploy-a") // a twin of a batched workload does not extend it
+	stepWhenWaiting(t, c, 300*time.Millisecond)
 	expectNoCall(t, loop, "loop ran 1.1s after the first trigger, 0.6s after the last")
 	stepWhenWaiting(t, c, 400*time.Millisecond)
 	waitCall(t, loop)
@@ -307,8 +309,9 @@ func TestRunnerBatchHasAMaximum(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	t0 := c.Now()
-	for i := 0; i < 25; i++ { // a pod every 0.5s for 12.5s
-		r.PodTrigger()
+	r.PodTrigger("deploy")
+	for i := 0; i < 25; i++ { // a new pod every 0.5s for 12.5s
+		r.PodArrived()
 		stepWhenWaiting(t, c, 500*time.Millisecond)
 		if c.Now().Sub(t0) >= 10*time.Second {
 			break
@@ -318,5 +321,34 @@ func TestRunnerBatchHasAMaximum(t *testing.T) {
 	waitCall(t, loop)
 	if got := loop.calls[1].Sub(t0); got != 10*time.Second {
 		t.Errorf("loop 2 started %v after the first trigger, want the 10s maximum", got)
+	}
+}
+
+// TestRunnerPodArrivalsExtendOnlyAnOpenBatch: pods created while no pod is
+// unschedulable start nothing; once one is, new pods keep the window open.
+func TestRunnerPodArrivalsExtendOnlyAnOpenBatch(t *testing.T) {
+	c := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	loop := &scriptedLoop{called: make(chan struct{}, 10)}
+	r := newBatchingRunner(loop, c)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = r.Run(ctx) }()
+	waitCall(t, loop)
+	for !c.HasWaiters() {
+		time.Sleep(time.Millisecond)
+	}
+	r.PodArrived()
+	stepWhenWaiting(t, c, 2*time.Second)
+	expectNoCall(t, loop, "a pod arrival alone started a loop")
+	t0 := c.Now()
+	r.PodTrigger("deploy")
+	stepWhenWaiting(t, c, 800*time.Millisecond)
+	r.PodArrived() // the window is now t0+1.8s
+	stepWhenWaiting(t, c, 800*time.Millisecond)
+	expectNoCall(t, loop, "loop ran 0.8s after the last pod arrived")
+	stepWhenWaiting(t, c, 200*time.Millisecond)
+	waitCall(t, loop)
+	if got := loop.calls[1].Sub(t0); got != 1800*time.Millisecond {
+		t.Errorf("loop 2 started %v after the trigger, want 1.8s (1s after the last arrival)", got)
 	}
 }

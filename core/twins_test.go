@@ -1,0 +1,101 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+func burstPod(name, owner, cpu string, marked bool) *apiv1.Pod {
+	yes := true
+	p := &apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID(name)},
+		Spec: apiv1.PodSpec{Containers: []apiv1.Container{{Name: "c", Resources: apiv1.ResourceRequirements{
+			Requests: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse(cpu)}}}}},
+		Status: apiv1.PodStatus{Phase: apiv1.PodPending}}
+	if owner != "" {
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: owner, UID: types.UID(owner), Controller: &yes}}
+	}
+	if marked {
+		p.Status.Conditions = []apiv1.PodCondition{{Type: apiv1.PodScheduled, Status: apiv1.ConditionFalse,
+			Reason: apiv1.PodReasonUnschedulable}}
+	}
+	return p
+}
+
+// The scheduler has marked one pod of a burst; its untried twins are counted
+// with it, and nothing else is.
+func TestTwinsOfUnschedulablePods(t *testing.T) {
+	pending := []*apiv1.Pod{burstPod("a-0", "a", "1", true)}
+	for i := 1; i <= 3; i++ {
+		pending = append(pending, burstPod(fmt.Sprintf("a-%d", i), "a", "1", false))
+	}
+	deleting := burstPod("a-4", "a", "1", false)
+	deleting.DeletionTimestamp = &metav1.Time{}
+	tried := burstPod("a-5", "a", "1", false) // tried, then failed for another reason
+	tried.Status.Conditions = []apiv1.PodCondition{{Type: apiv1.PodScheduled, Status: apiv1.ConditionFalse, Reason: "SchedulerError"}}
+	pending = append(pending, deleting, tried,
+		burstPod("b-0", "b", "1", false),     // another workload, not marked
+		burstPod("a-other", "a", "2", false), // the same workload with another spec (a rollout)
+		burstPod("bare", "", "1", false))     // a bare pod
+	got := map[string]bool{}
+	for _, p := range twins(context.Background(), pending) {
+		got[p.Name] = true
+	}
+	want := map[string]bool{"a-0": true, "a-1": true, "a-2": true, "a-3": true}
+	if len(got) != len(want) {
+		t.Fatalf("twins = %v, want %v", got, want)
+	}
+	for n := range want {
+		if !got[n] {
+			t.Errorf("%s missing from %v", n, got)
+		}
+	}
+	if n := len(twins(context.Background(), pending[1:])); n != 0 {
+		t.Errorf("without a marked pod %d pods counted, want 0", n)
+	}
+}
+
+func TestUpcomingReplicasOfAScalingReplicaSet(t *testing.T) {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	replicas := int32(10)
+	_ = indexer.Add(&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a", UID: "a"},
+		Spec: appsv1.ReplicaSetSpec{Replicas: &replicas}})
+	a := &Autoscaler{listers: Listers{ReplicaSets: appslisters.NewReplicaSetLister(indexer)}}
+	marked := burstPod("a-0", "a", "1", true)
+	untried := burstPod("a-1", "a", "1", false)
+	scheduled := burstPod("a-2", "a", "1", false)
+	scheduled.Spec.NodeName = "n"
+	terminating := burstPod("a-3", "a", "1", false)
+	terminating.Spec.NodeName = "n"
+	terminating.DeletionTimestamp = &metav1.Time{}
+	other := burstPod("b-0", "b", "1", true) // its ReplicaSet is not known: nothing counted for it
+	obs := &Observation{PendingPods: []*apiv1.Pod{marked, untried, other},
+		ScheduledPods: []*apiv1.Pod{scheduled, terminating}}
+	up := a.upcomingReplicas(context.Background(), []*apiv1.Pod{marked, untried, other}, obs)
+	if len(up) != 7 { // 10 wanted, 3 active (the terminating pod does not count)
+		t.Fatalf("%d upcoming replicas, want 7", len(up))
+	}
+	seen := map[types.UID]bool{}
+	for _, p := range up {
+		if !IsUpcomingReplica(p) || seen[p.UID] || p.Spec.NodeName != "" {
+			t.Errorf("stand-in %s (uid %s) is not a distinct upcoming replica", p.Name, p.UID)
+		}
+		seen[p.UID] = true
+	}
+	if IsUpcomingReplica(marked) {
+		t.Error("a real pod taken for an upcoming replica")
+	}
+	// A scaled-down ReplicaSet has nothing upcoming.
+	replicas = 2
+	if up := a.upcomingReplicas(context.Background(), []*apiv1.Pod{marked}, obs); len(up) != 0 {
+		t.Errorf("%d upcoming replicas of a ReplicaSet with more pods than replicas", len(up))
+	}
+}

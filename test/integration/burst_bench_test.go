@@ -1,0 +1,242 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+)
+
+// BenchmarkBurstDeployment500 and BenchmarkBurstDeployment10000: a
+// Deployment of 1-CPU / 1 GiB pods created on an empty cluster with two kwok
+// groups (4 CPU / 16 GiB and 16 CPU / 64 GiB), least-waste and the default
+// --scan-interval (10s), the autoscaler running before the clock starts.
+// Reported: seconds from the Deployment's creation to the last pod's
+// creation, to all pods bound and to all Running (the last two also after
+// the last pod's creation), the scale-up decisions (log lines "Scaled up node
+// group"), nodes per group, back-offs and the autoscaler's peak RSS.
+//
+//	go test -run xxx -bench BurstDeployment -benchtime 1x -timeout 30m ./test/integration
+//
+// BURST_LOG=<path> keeps the autoscaler's log there.
+func BenchmarkBurstDeployment500(b *testing.B) { benchBurst(b, 500, 200, 60) }
+
+func BenchmarkBurstDeployment10000(b *testing.B) { benchBurst(b, 10000, 200, 700) }
+
+func benchBurst(b *testing.B, replicas int32, smallMax, largeMax int) {
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		e := framework.New(b)
+		small, large := framework.UniqueName("small"), framework.UniqueName("large")
+		path := writeKwokConfig(e, fmt.Sprintf(`
+nodeGroups:
+- name: %[1]s
+  maxSize: %[5]d
+  template:
+    labels: {%[3]s: %[4]s, pool: %[1]s, burst: %[4]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+- name: %[2]s
+  maxSize: %[6]d
+  template:
+    labels: {%[3]s: %[4]s, pool: %[2]s, burst: %[4]s}
+    capacity: {cpu: "16", memory: 64Gi, pods: "110"}
+`, small, large, framework.TestNamespaceLabel, e.Namespace, smallMax, largeMax))
+		p := startAutoscaler(b, "autoscaler", "--kubeconfig="+e.Kubeconfig, "--namespace="+e.Namespace,
+			"--cloud-provider=kwok", "--cloud-config="+path, "--expander=least-waste", "--v=2",
+			"--kube-client-qps=200", "--kube-client-burst=400", "--scale-down-enabled=false")
+		e.Eventually(30*time.Second, "the autoscaler looping", func(context.Context) (bool, error) {
+			return p.log.Contains("Informer caches synced"), nil
+		})
+		w := watchPods(b, e)
+
+		b.StartTimer()
+		start := time.Now()
+		decided := make(chan time.Time, 1)
+		stopPoll := make(chan struct{})
+		go func() {
+			for {
+				select {
+				case <-stopPoll:
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
+				if p.log.Contains("\"Scaled up node group\"") {
+					decided <- time.Now()
+					return
+				}
+			}
+		}()
+		deployment(e, "burst", replicas, map[string]string{"burst": e.Namespace})
+		e.Eventually(15*time.Minute, "all pods Running", func(context.Context) (bool, error) {
+			return w.running() == int(replicas), nil
+		})
+		b.StopTimer()
+		close(stopPoll)
+		if path := os.Getenv("BURST_LOG"); path != "" { // the autoscaler's log, for a closer look
+			_ = os.WriteFile(path, []byte(p.log.String()), 0o600)
+		}
+
+		lastCreated, allBound, allRunning := w.times()
+		nodes := nodesPerPool(e)
+		decisions := strings.Count(p.log.String(), "\"Scaled up node group\"")
+		backoffs := strings.Count(p.log.String(), "Node group backed off")
+		b.ReportMetric(lastCreated.Sub(start).Seconds(), "s-to-last-pod-created")
+		b.ReportMetric(allBound.Sub(start).Seconds(), "s-to-all-bound")
+		b.ReportMetric(allRunning.Sub(start).Seconds(), "s-to-all-running")
+		b.ReportMetric(allBound.Sub(lastCreated).Seconds(), "s-bound-after-last-created")
+		b.ReportMetric(allRunning.Sub(lastCreated).Seconds(), "s-running-after-last-created")
+		b.ReportMetric(float64(decisions), "decisions")
+		select {
+		case at := <-decided:
+			b.ReportMetric(at.Sub(start).Seconds(), "s-to-first-decision")
+		default:
+		}
+		b.ReportMetric(float64(nodes[small]), "small-nodes")
+		b.ReportMetric(float64(nodes[large]), "large-nodes")
+		b.ReportMetric(float64(backoffs), "backoffs")
+		b.ReportMetric(peakRSSMiB(p), "peak-RSS-MiB")
+		if backoffs > 0 {
+			b.Errorf("%d node groups backed off", backoffs)
+		}
+		// No over- or under-shoot: every pod runs, and each group's last
+		// node is the only one that may have room for another pod.
+		perNode := map[string]int{small: 4, large: 16}
+		onGroup := w.podsPerPool(e)
+		for _, g := range []string{small, large} {
+			if spare := nodes[g]*perNode[g] - onGroup[g]; spare < 0 || spare >= perNode[g] {
+				b.Errorf("group %s: %d nodes for %d pods (%d pods each): overshoot", g, nodes[g], onGroup[g], perNode[g])
+			}
+		}
+	}
+}
+
+func deployment(e *framework.Env, name string, replicas int32, selector map[string]string) {
+	e.T.Helper()
+	labels := map[string]string{"app": name}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.Namespace},
+		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: apiv1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: apiv1.PodSpec{
+				NodeSelector: selector,
+				Containers: []apiv1.Container{{Name: "c", Image: "fake", Resources: apiv1.ResourceRequirements{
+					Requests: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("1"),
+						apiv1.ResourceMemory: resource.MustParse("1Gi")}}}}}}}}
+	if _, err := e.Client.AppsV1().Deployments(e.Namespace).Create(e.Context(), d, metav1.CreateOptions{}); err != nil {
+		e.T.Fatal(err)
+	}
+}
+
+// podWatch records when each pod of the namespace was first seen, bound and
+// Running, by the local clock.
+type podWatch struct {
+	mu      sync.Mutex
+	created map[string]time.Time
+	bound   map[string]time.Time
+	run     map[string]time.Time
+	node    map[string]string
+}
+
+func watchPods(t testing.TB, e *framework.Env) *podWatch {
+	w := &podWatch{created: map[string]time.Time{}, bound: map[string]time.Time{}, run: map[string]time.Time{},
+		node: map[string]string{}}
+	f := informers.NewSharedInformerFactoryWithOptions(e.Client, 0, informers.WithNamespace(e.Namespace))
+	see := func(obj any) {
+		pod, ok := obj.(*apiv1.Pod)
+		if !ok {
+			return
+		}
+		now := time.Now()
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if _, ok := w.created[pod.Name]; !ok {
+			w.created[pod.Name] = now
+		}
+		if _, ok := w.bound[pod.Name]; !ok && pod.Spec.NodeName != "" {
+			w.bound[pod.Name] = now
+			w.node[pod.Name] = pod.Spec.NodeName
+		}
+		if _, ok := w.run[pod.Name]; !ok && pod.Status.Phase == apiv1.PodRunning {
+			w.run[pod.Name] = now
+		}
+	}
+	if _, err := f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: see, UpdateFunc: func(_, obj any) { see(obj) }}); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	f.Start(stop)
+	f.WaitForCacheSync(stop)
+	return w
+}
+
+func (w *podWatch) running() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.run)
+}
+
+func latest(m map[string]time.Time) time.Time {
+	var out time.Time
+	for _, t := range m {
+		if t.After(out) {
+			out = t
+		}
+	}
+	return out
+}
+
+func (w *podWatch) times() (lastCreated, allBound, allRunning time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return latest(w.created), latest(w.bound), latest(w.run)
+}
+
+// podsPerPool counts the pods bound to nodes of each pool label value.
+func (w *podWatch) podsPerPool(e *framework.Env) map[string]int {
+	e.T.Helper()
+	list, err := e.Client.CoreV1().Nodes().List(e.Context(), metav1.ListOptions{LabelSelector: framework.TestNamespaceLabel + "=" + e.Namespace})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	pool := map[string]string{}
+	for _, n := range list.Items {
+		pool[n.Name] = n.Labels["pool"]
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string]int{}
+	for _, node := range w.node {
+		out[pool[node]]++
+	}
+	return out
+}
+
+// peakRSSMiB reads the autoscaler process's peak resident set (VmHWM).
+func peakRSSMiB(p *autoscalerProcess) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			if err == nil {
+				return kb / 1024
+			}
+		}
+	}
+	return -1
+}
