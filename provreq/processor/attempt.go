@@ -198,6 +198,9 @@ func (l *Loop) watch(ctx context.Context, r *request, capacity Capacity, instanc
 	nodes := map[string]bool{}
 	var problem string
 	gone := false
+	// Past the provision time the cleanup deletes instances that never
+	// registered: one gone then was late, and is reported as such below.
+	late := l.now.Sub(at.started) > l.p.opts.MaxNodeProvisionTime
 	groups := make([]string, 0, len(at.groups))
 	for g := range at.groups {
 		groups = append(groups, g)
@@ -219,6 +222,7 @@ func (l *Loop) watch(ctx context.Context, r *request, capacity Capacity, instanc
 		for _, id := range sh.claimed {
 			st, ok := byID[id]
 			switch {
+			case !ok && late:
 			case !ok:
 				problem = fmt.Sprintf("instance %s of %s disappeared", id, g)
 			case st.Error != "":
@@ -239,7 +243,7 @@ func (l *Loop) watch(ctx context.Context, r *request, capacity Capacity, instanc
 			break
 		}
 	}
-	if problem == "" && ready < total && l.now.Sub(at.started) > l.p.opts.MaxNodeProvisionTime {
+	if problem == "" && ready < total && late {
 		problem = fmt.Sprintf("%d of %d new nodes were not ready within %v (%d never listed by the cloud)",
 			total-ready, total, l.p.opts.MaxNodeProvisionTime, unlisted)
 	}

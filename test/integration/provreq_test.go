@@ -8,6 +8,7 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -492,7 +493,20 @@ func TestConsumersOfForeignRequestsDoNotScaleUp(t *testing.T) {
 	if _, err := e.Client.CoreV1().Pods(e.Namespace).Create(e.Context(), old, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	createPods(e.Env, "ordinary", 1, "3", sel)
+	// The ordinary pod outranks the consumers, so that kube-scheduler gives
+	// it the node scaled up for it rather than to a consumer that fits too.
+	high := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: framework.UniqueName("high")}, Value: 1000}
+	if _, err := e.Client.SchedulingV1().PriorityClasses().Create(e.Context(), high, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.Client.SchedulingV1().PriorityClasses().Delete(context.Background(), high.Name, metav1.DeleteOptions{})
+	})
+	ordinary := framework.MakePod(e.Namespace, "ordinary-0").Req("3", "1Gi").NodeSelector("pool", group).Obj()
+	ordinary.Spec.PriorityClassName = high.Name
+	if _, err := e.Client.CoreV1().Pods(e.Namespace).Create(e.Context(), ordinary, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	p := startAutoscaler(t, "autoscaler", provreqArgs(e, path)...)
 
 	e.Eventually(90*time.Second, "the ordinary pod Running", func(ctx context.Context) (bool, error) {
