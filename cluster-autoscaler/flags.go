@@ -238,7 +238,7 @@ func (c *commandLine) registerScaleDown() {
 	fs.IntVar(&o.ScaleDownCandidatesPoolMinCount, "scale-down-candidates-pool-min-count", o.ScaleDownCandidatesPoolMinCount, "Least number of extra removal candidates.")
 	fs.DurationVar(&o.ScaleDownSimulationTimeout, "scale-down-simulation-timeout", o.ScaleDownSimulationTimeout, "Time budget of the scale-down simulation.")
 	fs.DurationVar(&o.UnremovableNodeRecheckTimeout, "unremovable-node-recheck-timeout", o.UnremovableNodeRecheckTimeout, "How long before a node found unremovable is checked again.")
-	fs.IntVar(&o.MaxBulkSoftTaintCount, "max-bulk-soft-taint-count", o.MaxBulkSoftTaintCount, "Most nodes given or cleared the PreferNoSchedule candidate taint per loop; 0 turns it off.")
+	fs.IntVar(&o.MaxBulkSoftTaintCount, "max-bulk-soft-taint-count", o.MaxBulkSoftTaintCount, "Most nodes given the PreferNoSchedule candidate taint per loop; 0 writes none (the unneeded timers then live in memory only and restart with the process).")
 	fs.DurationVar(&o.MaxBulkSoftTaintTime, "max-bulk-soft-taint-time", o.MaxBulkSoftTaintTime, "Time budget of soft tainting per loop.")
 	fs.DurationVar(&o.NodeDeletionDelayTimeout, "node-deletion-delay-timeout", o.NodeDeletionDelayTimeout, "How long a node's delay-deletion.cluster-autoscaler.kubernetes.io/ annotations hold its deletion before it is deleted anyway.")
 	fs.DurationVar(&o.NodeDeletionBatcherInterval, "node-deletion-batcher-interval", o.NodeDeletionBatcherInterval, "How long to gather nodes of a group into one deletion.")
