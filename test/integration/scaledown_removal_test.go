@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -11,7 +12,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
 
+	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 )
 
@@ -207,4 +210,62 @@ func client404(err error) error {
 		return nil
 	}
 	return err
+}
+
+// TestZeroOrMaxGroupScalesDownWhole: a kwok group with zeroOrMaxNodeScaling
+// has two nodes, one running a pod that cannot move. The empty one is kept
+// (AtomicScaleDownFailed in the status ConfigMap): the group never loses a
+// node alone. Once the pod is gone, both nodes go together.
+func TestZeroOrMaxGroupScalesDownWhole(t *testing.T) {
+	e := framework.New(t)
+	group := framework.UniqueName("zom")
+	path := writeKwokConfig(e, fmt.Sprintf(`nodeGroups:
+- name: %[1]s
+  minSize: 0
+  maxSize: 4
+  template:
+    labels: {%[2]s: %[3]s, pool: %[1]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  options: {zeroOrMaxNodeScaling: true}
+`, group, framework.TestNamespaceLabel, e.Namespace))
+	dumpPods(e)
+	groupNode(e, group, group+"-a", nil)
+	rs := replicaSet(e, "keep", group, 1, "3", false) // 3 of 4 CPU: needed where it runs
+	e.Eventually(30*time.Second, "the keep pod Running", func(ctx context.Context) (bool, error) {
+		running, _, err := podsOf(ctx, e, "keep")
+		return err == nil && running == 1, err
+	})
+	groupNode(e, group, group+"-b", nil)
+	p := startAutoscaler(t, "autoscaler", scaleDownArgs(e, path)...)
+	e.Eventually(60*time.Second, "b kept as AtomicScaleDownFailed", func(ctx context.Context) (bool, error) {
+		cm, err := e.Client.CoreV1().ConfigMaps(e.Namespace).Get(ctx, "cluster-autoscaler-status", metav1.GetOptions{})
+		if err != nil {
+			return false, client404(err)
+		}
+		st := &clusterstate.Status{}
+		if err := yaml.Unmarshal([]byte(cm.Data["status"]), st); err != nil || st.ClusterWide == nil {
+			return false, err
+		}
+		for _, u := range st.ClusterWide.ScaleDown.UnremovableNodes {
+			if u.Name == group+"-b" && u.Reason == "AtomicScaleDownFailed" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	time.Sleep(3 * time.Second) // more loops past the unneeded time
+	if got := nodeNames(e, group); len(got) != 2 {
+		t.Fatalf("nodes %v: the zeroOrMaxNodeScaling group lost a node alone", got)
+	}
+	if _, err := e.Client.AppsV1().ReplicaSets(e.Namespace).Patch(e.Context(), rs.Name, types.MergePatchType,
+		[]byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(60*time.Second, "both nodes removed", func(context.Context) (bool, error) {
+		return len(nodeNames(e, group)) == 0, nil
+	})
+	if n := strings.Count(p.log.String(), `"Scaling down an empty node"`); n != 2 ||
+		strings.Count(p.log.String(), `atomic=true`) < 2 {
+		t.Errorf("%d empty-node removals started, want a and b in one atomic job", n)
+	}
 }
