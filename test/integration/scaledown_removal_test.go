@@ -269,3 +269,58 @@ func TestZeroOrMaxGroupScalesDownWhole(t *testing.T) {
 		t.Errorf("%d empty-node removals started, want a and b in one atomic job", n)
 	}
 }
+
+// TestSIGTERMStopsADrain: a drain waits for a pod held by a finalizer; on
+// SIGTERM the autoscaler stops it at once and exits 0, leaving the node's
+// ToBeDeleted taint, and the next run's start-up clean-up removes it.
+func TestSIGTERMStopsADrain(t *testing.T) {
+	e := framework.New(t)
+	group := framework.UniqueName("term")
+	path := groupsConfig(e, group)
+	dumpPods(e)
+	groupNode(e, group, group+"-a", nil)
+	replicaSet(e, "web", group, 1, "500m", false)
+	e.Eventually(30*time.Second, "the web pod Running on a", func(ctx context.Context) (bool, error) {
+		running, nodes, err := podsOf(ctx, e, "web")
+		return err == nil && running == 1 && nodes[group+"-a"] == 1, err
+	})
+	pods, err := e.Client.CoreV1().Pods(e.Namespace).List(e.Context(), metav1.ListOptions{LabelSelector: "app=web"})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("pods: %v", err)
+	}
+	held := pods.Items[0].Name
+	if _, err := e.Client.CoreV1().Pods(e.Namespace).Patch(e.Context(), held, types.MergePatchType,
+		[]byte(`{"metadata":{"finalizers":["test.autoscaler/hold"]}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = e.Client.CoreV1().Pods(e.Namespace).Patch(context.Background(), held, types.MergePatchType,
+			[]byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+	// Somewhere to move it, kept by its annotation.
+	groupNode(e, group, group+"-b", map[string]string{"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"})
+	time.Sleep(2 * time.Second)
+	args := scaleDownArgs(e, path, "--max-graceful-termination-sec=120", "--leader-elect=false")
+	first := startAutoscaler(t, "first", args...)
+	e.Eventually(60*time.Second, "a's pod evicted", func(ctx context.Context) (bool, error) {
+		pod, err := e.Client.CoreV1().Pods(e.Namespace).Get(ctx, held, metav1.GetOptions{})
+		return err == nil && pod.DeletionTimestamp != nil, err
+	})
+	time.Sleep(time.Second) // the drain waits for the pod to go
+	start := time.Now()
+	if code := first.terminate(30 * time.Second); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM", code)
+	}
+	t.Logf("exited %v after SIGTERM", time.Since(start).Round(time.Millisecond))
+	if !first.log.Contains("Scale-down interrupted") {
+		t.Error("the interrupted drain is not logged")
+	}
+	if exists, tainted, err := nodeTainted(e.Context(), e, group+"-a", toBeDeleted); err != nil || !exists || !tainted {
+		t.Fatalf("node a: exists %v, tainted %v (err %v); want it kept with its taint", exists, tainted, err)
+	}
+	second := startAutoscaler(t, "second", append(args, "--scale-down-enabled=false")...)
+	e.Eventually(30*time.Second, "the taint removed at start-up", func(ctx context.Context) (bool, error) {
+		_, tainted, err := nodeTainted(ctx, e, group+"-a", toBeDeleted)
+		return !tainted && second.log.Contains("Removed a deletion taint left by a previous run"), err
+	})
+}
