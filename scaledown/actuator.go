@@ -147,8 +147,14 @@ func (j *job) drains() int {
 func (a *Actuator) Remove(ctx context.Context, cs []*Candidate) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	var fresh []*Candidate
+	for _, c := range cs {
+		if a.inFlight[c.Node.Name] == "" { // the planner leaves them out; a second removal would race the first
+			fresh = append(fresh, c)
+		}
+	}
 	started := 0
-	for _, j := range jobsOf(cs) {
+	for _, j := range jobsOf(fresh) {
 		budget := a.opts.MaxScaleDownParallelism - len(a.inFlight)
 		drains := a.opts.MaxDrainParallelism - a.drains
 		switch {

@@ -297,3 +297,28 @@ func TestAtomicGroupRemovedTogether(t *testing.T) {
 		}
 	})
 }
+
+// Removals in flight count against --max-scale-down-parallelism and
+// --max-drain-parallelism across calls, and a node in flight is not started
+// twice.
+func TestRemoveBudgetsCountRemovalsInFlight(t *testing.T) {
+	f, a := actuatorFixture(t, 0, map[string]string{"a": "", "b": "", "c": "", "d": "1", "e": "1"}, func(o *config.Options) {
+		o.MaxScaleDownParallelism = 4
+		o.MaxDrainParallelism = 1
+		o.NodeDeleteDelayAfterTaint = time.Second
+	})
+	cs := f.candidates(t)
+	if len(cs) != 5 {
+		t.Fatalf("%d removable, want 5", len(cs))
+	}
+	if n := a.Remove(context.Background(), cs); n != 4 {
+		t.Errorf("started %d, want 4 (three empty, one drain)", n)
+	}
+	if n := a.Remove(context.Background(), cs); n != 0 {
+		t.Errorf("started %d more while 4 are in flight, want 0", n)
+	}
+	if deleting, _ := a.InFlight(nil); len(deleting) != 4 {
+		t.Errorf("in flight %v, want 4", deleting)
+	}
+	waitDone(t, a)
+}
