@@ -225,7 +225,7 @@ func (c *commandLine) registerScaleDown() {
 	fs.IntVar(&o.MaxDrainParallelism, "max-drain-parallelism", o.MaxDrainParallelism, "Most nodes drained at once.")
 	fs.IntVar(&o.MaxGracefulTerminationSec, "max-graceful-termination-sec", o.MaxGracefulTerminationSec, "Longest grace period given to an evicted pod, in seconds.")
 	fs.DurationVar(&o.MaxPodEvictionTime, "max-pod-eviction-time", o.MaxPodEvictionTime, "How long to keep trying to evict one pod.")
-	fs.DurationVar(&o.NodeDeleteDelayAfterTaint, "node-delete-delay-after-taint", o.NodeDeleteDelayAfterTaint, "Pause between tainting a node and deleting it.")
+	fs.DurationVar(&o.NodeDeleteDelayAfterTaint, "node-delete-delay-after-taint", o.NodeDeleteDelayAfterTaint, "Pause between tainting a node ToBeDeleted and draining or deleting it.")
 	fs.BoolVar(&o.SkipNodesWithSystemPods, "skip-nodes-with-system-pods", o.SkipNodesWithSystemPods, "Keep nodes running kube-system pods that no PDB covers.")
 	fs.BoolVar(&o.SkipNodesWithLocalStorage, "skip-nodes-with-local-storage", o.SkipNodesWithLocalStorage, "Keep nodes running pods with local storage (emptyDir, hostPath).")
 	fs.BoolVar(&o.SkipNodesWithCustomControllerPods, "skip-nodes-with-custom-controller-pods", o.SkipNodesWithCustomControllerPods, "Keep nodes running pods owned by custom controllers.")
@@ -238,20 +238,21 @@ func (c *commandLine) registerScaleDown() {
 	fs.IntVar(&o.ScaleDownCandidatesPoolMinCount, "scale-down-candidates-pool-min-count", o.ScaleDownCandidatesPoolMinCount, "Least number of extra removal candidates.")
 	fs.DurationVar(&o.ScaleDownSimulationTimeout, "scale-down-simulation-timeout", o.ScaleDownSimulationTimeout, "Time budget of the scale-down simulation.")
 	fs.DurationVar(&o.UnremovableNodeRecheckTimeout, "unremovable-node-recheck-timeout", o.UnremovableNodeRecheckTimeout, "How long before a node found unremovable is checked again.")
-	fs.IntVar(&o.MaxBulkSoftTaintCount, "max-bulk-soft-taint-count", o.MaxBulkSoftTaintCount, "Most nodes given or cleared the PreferNoSchedule candidate taint per loop; 0 turns it off.")
+	fs.IntVar(&o.MaxBulkSoftTaintCount, "max-bulk-soft-taint-count", o.MaxBulkSoftTaintCount, "Most nodes given the PreferNoSchedule candidate taint per loop; 0 writes none (the unneeded timers then live in memory only and restart with the process).")
 	fs.DurationVar(&o.MaxBulkSoftTaintTime, "max-bulk-soft-taint-time", o.MaxBulkSoftTaintTime, "Time budget of soft tainting per loop.")
-	fs.DurationVar(&o.NodeDeletionDelayTimeout, "node-deletion-delay-timeout", o.NodeDeletionDelayTimeout, "How long to wait for delay-deletion annotations to go before deleting anyway.")
+	fs.DurationVar(&o.NodeDeletionDelayTimeout, "node-deletion-delay-timeout", o.NodeDeletionDelayTimeout, "How long a node's delay-deletion.cluster-autoscaler.kubernetes.io/ annotations hold its deletion before it is deleted anyway.")
 	fs.DurationVar(&o.NodeDeletionBatcherInterval, "node-deletion-batcher-interval", o.NodeDeletionBatcherInterval, "How long to gather nodes of a group into one deletion.")
 	fs.DurationVar(&o.NodeDeletionCandidateTTL, "node-deletion-candidate-ttl", o.NodeDeletionCandidateTTL, "After this long a removal candidate mark is stale; 0 means never.")
 	fs.DurationVar(&o.BlockingSystemPodDisruptionTimeout, "blocking-system-pod-distruption-timeout", o.BlockingSystemPodDisruptionTimeout, "After this long, kube-system pods without a PDB no longer block removal.")
 	fs.StringVar(&o.DrainPriorityConfig, "drain-priority-config", o.DrainPriorityConfig, "Evict pods in priority groups, <priority>:<gracePeriodSeconds>,...; excludes --max-graceful-termination-sec.")
 	// Acted on: enabled, unready, the delays, utilisation, parallelism,
 	// grace and eviction time, the skip-nodes rules, min replicas,
-	// DaemonSet eviction, cordoning, soft taints, the system-pod timeout.
-	c.mark(notImplemented, "scale-down-delay-type-local", "node-delete-delay-after-taint",
+	// DaemonSet eviction, cordoning, soft taints, the system-pod timeout,
+	// the delay after tainting and the delay-deletion annotations' timeout.
+	c.mark(notImplemented, "scale-down-delay-type-local",
 		"scale-down-non-empty-candidates-count", "scale-down-candidates-pool-ratio",
 		"scale-down-candidates-pool-min-count", "scale-down-simulation-timeout", "unremovable-node-recheck-timeout",
-		"max-bulk-soft-taint-time", "node-deletion-delay-timeout", "node-deletion-batcher-interval",
+		"max-bulk-soft-taint-time", "node-deletion-batcher-interval",
 		"node-deletion-candidate-ttl", "drain-priority-config")
 
 	c.ignoredBool("dynamic-node-delete-delay-after-taint-enabled", false, "Adapt the delete delay after tainting to API latency.")

@@ -313,6 +313,11 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 	}
 	sd, taints := buildScaleDown(opts, client, factory, provider, recorder, m)
 	loopOpts = append(loopOpts, core.WithScaleDown(sd))
+	// Scale-down's removals run on the loop's context: whatever ends the
+	// loop (lost Lease, shutdown, an error) stops them, and they are waited
+	// for before the status ConfigMap is dealt with.
+	loopCtx, stopLoop := context.WithCancel(ctx)
+	defer func() { stopLoop(); sd.Wait() }()
 	var provreqInformer cache.SharedIndexInformer
 	if opts.EnableProvisioningRequests {
 		var p *processor.Processor
@@ -358,7 +363,7 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 	cleanStaleTaints(ctx, listers.Nodes, provider, taints)
 	logger.Info("Informer caches synced; starting the loop", "scanInterval", opts.ScanInterval)
 	health.StartMonitoring()
-	return runner.Run(ctx)
+	return runner.Run(loopCtx)
 }
 
 // unschedulablePodTrigger asks for a loop when the scheduler newly marks a pod

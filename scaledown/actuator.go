@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +28,10 @@ const (
 	evictionRetryPeriod  = 5 * time.Second
 	podGonePollPeriod    = time.Second
 	extraTerminationWait = 10 * time.Second
+	// DelayDeletionAnnotationPrefix starts the node annotations that hold a
+	// node's deletion (up to --node-deletion-delay-timeout), upstream's.
+	DelayDeletionAnnotationPrefix = "delay-deletion.cluster-autoscaler.kubernetes.io/"
+	delayDeletionPollPeriod       = 5 * time.Second
 )
 
 // Metrics receives scale-down's numbers; metrics.Metrics implements it.
@@ -39,9 +41,14 @@ type Metrics interface {
 	ObserveNodeRemoval(deleted bool, sinceUnneeded time.Duration)
 }
 
-// Actuator removes nodes: empty ones in bulk, others after draining them
-// through the Eviction API. Drains run in the background; Busy says which
-// nodes are in flight.
+// Actuator removes nodes in the background: it taints them ToBeDeleted,
+// waits --node-delete-delay-after-taint, drains the occupied ones through
+// the Eviction API, waits for the delay-deletion annotations to go, checks
+// against the API server that no pod was bound meanwhile, and deletes them
+// with the cloud provider (empty nodes of a group, and a
+// zeroOrMaxNodeScaling group's nodes, in one call). Removals stop when the
+// context given to Remove ends (lease lost, shutdown), leaving their taints
+// to the next run's start-up clean-up.
 type Actuator struct {
 	opts     config.Options
 	client   kubernetes.Interface
@@ -49,9 +56,17 @@ type Actuator struct {
 	recorder record.EventRecorder
 	metrics  Metrics
 	clock    clock.Clock
+	// Poll periods, shorter in tests.
+	annotationPoll, podGonePoll, evictionRetry time.Duration
 
-	mu       sync.Mutex
-	inFlight map[string]bool
+	mu sync.Mutex
+	// inFlight maps the nodes being removed to their group; drains counts
+	// those of them being drained.
+	inFlight map[string]string
+	drains   int
+	// deleted are the nodes DeleteNodes removed, until the Node goes
+	// from the list (the group's target size no longer counts them).
+	deleted map[string]bool
 	// lastDelete and lastFailure feed the cooldowns.
 	lastDelete, lastFailure time.Time
 	wg                      sync.WaitGroup
@@ -61,10 +76,11 @@ type Actuator struct {
 func NewActuator(opts config.Options, client kubernetes.Interface, taints *Taints, recorder record.EventRecorder,
 	m Metrics, clk clock.Clock) *Actuator {
 	return &Actuator{opts: opts, client: client, taints: taints, recorder: recorder, metrics: m, clock: clk,
-		inFlight: map[string]bool{}}
+		annotationPoll: delayDeletionPollPeriod, podGonePoll: podGonePollPeriod, evictionRetry: evictionRetryPeriod,
+		inFlight: map[string]string{}, deleted: map[string]bool{}}
 }
 
-// Busy reports the number of drains in flight.
+// Busy reports the number of removals in flight.
 func (a *Actuator) Busy() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -78,102 +94,146 @@ func (a *Actuator) Last() (deleted, failed time.Time) {
 	return a.lastDelete, a.lastFailure
 }
 
-// Wait blocks until the drains in flight have ended (for shutdown and tests).
+// Wait blocks until the removals in flight have ended (for shutdown and tests).
 func (a *Actuator) Wait() { a.wg.Wait() }
 
-// Remove starts removing the candidates: empty nodes at once, up to
-// --max-scale-down-parallelism in all, of which at most
-// --max-drain-parallelism drained nodes in flight. It returns how many it
-// started.
+// InFlight returns the removals under way (node to group) and the nodes
+// deleted whose Node is still listed, for the planner's min-size room; it
+// forgets deleted nodes no longer in listed.
+func (a *Actuator) InFlight(listed []*apiv1.Node) (deleting map[string]string, deleted map[string]bool) {
+	present := make(map[string]bool, len(listed))
+	for _, n := range listed {
+		present[n.Name] = true
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	deleting = make(map[string]string, len(a.inFlight))
+	for n, g := range a.inFlight {
+		deleting[n] = g
+	}
+	deleted = map[string]bool{}
+	for n := range a.deleted {
+		if present[n] {
+			deleted[n] = true
+		} else {
+			delete(a.deleted, n)
+		}
+	}
+	return deleting, deleted
+}
+
+// job is one removal run in the background: one occupied node, the empty
+// nodes of a group, or all the nodes of a zeroOrMaxNodeScaling group.
+type job struct {
+	cs     []*Candidate
+	atomic bool
+}
+
+func (j *job) drains() int {
+	n := 0
+	for _, c := range j.cs {
+		if !c.Empty() {
+			n++
+		}
+	}
+	return n
+}
+
+// Remove starts removing the candidates, up to --max-scale-down-parallelism
+// nodes in flight, of which at most --max-drain-parallelism drained ones (a
+// zeroOrMaxNodeScaling group goes whole, beyond the budgets when nothing
+// else is in flight). It returns how many nodes it started removing; the
+// removals run on ctx.
 func (a *Actuator) Remove(ctx context.Context, cs []*Candidate) int {
 	a.mu.Lock()
-	budget := a.opts.MaxScaleDownParallelism - len(a.inFlight)
-	drains := a.opts.MaxDrainParallelism - len(a.inFlight)
-	a.mu.Unlock()
-	var empty, full []*Candidate
+	defer a.mu.Unlock()
+	var fresh []*Candidate
 	for _, c := range cs {
-		if c.Empty() {
-			empty = append(empty, c)
-		} else {
-			full = append(full, c)
+		if a.inFlight[c.Node.Name] == "" { // the planner leaves them out; a second removal would race the first
+			fresh = append(fresh, c)
 		}
 	}
 	started := 0
-	if n := min(len(empty), budget); n > 0 {
-		started += a.removeEmpty(ctx, empty[:n])
-		budget -= n
-	}
-	for _, c := range full {
-		if budget <= 0 || drains <= 0 {
-			break
+	for _, j := range jobsOf(fresh) {
+		budget := a.opts.MaxScaleDownParallelism - len(a.inFlight)
+		drains := a.opts.MaxDrainParallelism - a.drains
+		switch {
+		case j.atomic:
+			if len(a.inFlight) > 0 && (len(j.cs) > budget || j.drains() > drains) {
+				continue
+			}
+		case j.drains() > 0:
+			if budget < 1 || drains < 1 {
+				continue
+			}
+		default:
+			if budget < 1 {
+				continue
+			}
+			j.cs = j.cs[:min(len(j.cs), budget)]
 		}
-		a.mu.Lock()
-		a.inFlight[c.Node.Name] = true
-		a.mu.Unlock()
-		budget--
-		drains--
-		started++
+		for _, c := range j.cs {
+			a.inFlight[c.Node.Name] = c.Group.Id()
+		}
+		a.drains += j.drains()
+		started += len(j.cs)
 		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()
-			a.drainAndDelete(context.WithoutCancel(ctx), c)
+			deleted, failed := a.run(ctx, j)
+			a.release(j, deleted, failed)
 		}()
 	}
 	return started
 }
 
-// removeEmpty taints and deletes empty nodes, one DeleteNodes call per group.
-func (a *Actuator) removeEmpty(ctx context.Context, cs []*Candidate) int {
-	logger := klog.FromContext(ctx)
-	now := a.clock.Now()
-	byGroup := map[string][]*Candidate{}
+// jobsOf splits candidates into jobs: the empty nodes of each group
+// together, the nodes of each zeroOrMaxNodeScaling group together, each
+// other node alone; empty nodes first.
+func jobsOf(cs []*Candidate) []*job {
+	var empty, atomic, full []*job
+	emptyOf, atomicOf := map[string]*job{}, map[string]*job{}
 	for _, c := range cs {
-		if err := a.taints.MarkToBeDeleted(ctx, c.Node.Name, now); err != nil {
-			logger.Error(err, "Scale-down of an empty node not started", "node", c.Node.Name)
-			continue
-		}
-		a.event(c.Node, apiv1.EventTypeNormal, "ScaleDownEmpty", "Scale-down: removing empty node %s", c.Node.Name)
-		byGroup[c.Group.Id()] = append(byGroup[c.Group.Id()], c)
-	}
-	ids := make([]string, 0, len(byGroup))
-	for id := range byGroup {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	removed := 0
-	for _, id := range ids {
-		group := byGroup[id]
-		if a.opts.DaemonSetEvictionForEmptyNodes {
-			for _, c := range group {
-				a.evictDaemonSetPods(ctx, c, a.opts.DaemonSetEvictionForEmptyNodes)
+		id := c.Group.Id()
+		switch {
+		case c.Atomic:
+			if atomicOf[id] == nil {
+				atomicOf[id] = &job{atomic: true}
+				atomic = append(atomic, atomicOf[id])
 			}
-		}
-		nodes := make([]*apiv1.Node, len(group))
-		names := make([]string, len(group))
-		for i, c := range group {
-			nodes[i], names[i] = c.Node, c.Node.Name
-		}
-		if err := group[0].Group.DeleteNodes(ctx, nodes); err != nil {
-			logger.Error(err, "Deleting empty nodes failed", "nodeGroup", id, "nodes", names)
-			for _, c := range group {
-				a.failed(ctx, c, fmt.Sprintf("deleting the node failed: %v", err))
+			atomicOf[id].cs = append(atomicOf[id].cs, c)
+		case c.Empty():
+			if emptyOf[id] == nil {
+				emptyOf[id] = &job{}
+				empty = append(empty, emptyOf[id])
 			}
-			continue
+			emptyOf[id].cs = append(emptyOf[id].cs, c)
+		default:
+			full = append(full, &job{cs: []*Candidate{c}})
 		}
-		for _, c := range group {
-			logger.Info("Scaled down an empty node", "node", c.Node.Name, "nodeGroup", id, "reason", reasonOf(c))
-			a.event(c.Node, apiv1.EventTypeNormal, "ScaleDownEmpty", "Scale-down: empty node %s removed", c.Node.Name)
-			a.metrics.ObserveNodeRemoval(true, a.clock.Since(c.Since))
-		}
-		a.metrics.RegisterScaleDown(reasonOf(group[0]), len(group))
-		removed += len(group)
 	}
-	if removed > 0 {
-		a.mu.Lock()
-		a.lastDelete = a.clock.Now()
-		a.mu.Unlock()
+	return append(append(empty, atomic...), full...)
+}
+
+// release forgets the job's nodes as in flight; deleted ones are kept as
+// deleted until their Node goes.
+func (a *Actuator) release(j *job, deleted []*Candidate, failed bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, c := range j.cs {
+		delete(a.inFlight, c.Node.Name)
 	}
-	return removed
+	a.drains -= j.drains()
+	for _, c := range deleted {
+		a.deleted[c.Node.Name] = true
+	}
+	now := a.clock.Now()
+	if len(deleted) > 0 {
+		a.lastDelete = now
+	}
+	if failed {
+		a.lastFailure = now
+	}
 }
 
 func reasonOf(c *Candidate) string {
@@ -184,47 +244,6 @@ func reasonOf(c *Candidate) string {
 		return ReasonEmpty
 	}
 	return ReasonUnderutilized
-}
-
-// drainAndDelete evicts the node's pods, honouring PDBs (a refused eviction
-// is retried until --max-pod-eviction-time), waits for them to go, and
-// deletes the node; any failure untaints the node and records it.
-func (a *Actuator) drainAndDelete(ctx context.Context, c *Candidate) {
-	logger := klog.FromContext(ctx).WithValues("node", c.Node.Name, "nodeGroup", c.Group.Id())
-	defer func() {
-		a.mu.Lock()
-		delete(a.inFlight, c.Node.Name)
-		a.mu.Unlock()
-	}()
-	if err := a.taints.MarkToBeDeleted(ctx, c.Node.Name, a.clock.Now()); err != nil {
-		logger.Error(err, "Scale-down not started")
-		return
-	}
-	names := make([]string, len(c.Move))
-	for i, p := range c.Move {
-		names[i] = p.Namespace + "/" + p.Name
-	}
-	logger.Info("Scaling down a node: draining it", "utilization", fmt.Sprintf("%.2f", c.Utilization), "pods", names)
-	a.event(c.Node, apiv1.EventTypeNormal, "ScaleDown", "Scale-down: removing node %s, utilization: %.2f, pods to reschedule: %s",
-		c.Node.Name, c.Utilization, strings.Join(names, ","))
-	if err := a.evictAll(ctx, c.Move); err != nil {
-		a.failed(ctx, c, fmt.Sprintf("draining failed: %v", err))
-		return
-	}
-	if a.opts.DaemonSetEvictionForOccupiedNodes {
-		a.evictDaemonSetPods(ctx, c, true)
-	}
-	if err := c.Group.DeleteNodes(ctx, []*apiv1.Node{c.Node}); err != nil {
-		a.failed(ctx, c, fmt.Sprintf("deleting the node failed: %v", err))
-		return
-	}
-	logger.Info("Scaled down a node after draining it", "reason", reasonOf(c), "pods", len(c.Move))
-	a.event(c.Node, apiv1.EventTypeNormal, "ScaleDown", "Scale-down: node %s removed with drain", c.Node.Name)
-	a.metrics.RegisterScaleDown(reasonOf(c), 1)
-	a.metrics.ObserveNodeRemoval(true, a.clock.Since(c.Since))
-	a.mu.Lock()
-	a.lastDelete = a.clock.Now()
-	a.mu.Unlock()
 }
 
 // evictAll evicts every pod and waits until they are gone.
@@ -272,7 +291,9 @@ func (a *Actuator) evict(ctx context.Context, p *apiv1.Pod) error {
 		case apierrors.IsNotFound(err):
 			return nil
 		case apierrors.IsTooManyRequests(err) && a.clock.Now().Before(deadline):
-			a.clock.Sleep(evictionRetryPeriod)
+			if !a.sleep(ctx, a.evictionRetry) {
+				return fmt.Errorf("evicting pod %s/%s: %w", p.Namespace, p.Name, context.Cause(ctx))
+			}
 		default:
 			return fmt.Errorf("evicting pod %s/%s: %w", p.Namespace, p.Name, err)
 		}
@@ -292,7 +313,9 @@ func (a *Actuator) waitGone(ctx context.Context, pods []*apiv1.Pod) error {
 				return fmt.Errorf("pod %s/%s still on the node after %v", p.Namespace, p.Name,
 					time.Duration(a.opts.MaxGracefulTerminationSec)*time.Second)
 			}
-			a.clock.Sleep(podGonePollPeriod)
+			if !a.sleep(ctx, a.podGonePoll) {
+				return fmt.Errorf("waiting for pod %s/%s to go: %w", p.Namespace, p.Name, context.Cause(ctx))
+			}
 		}
 	}
 	return nil
@@ -323,9 +346,21 @@ func (a *Actuator) failed(ctx context.Context, c *Candidate, why string) {
 	}
 	a.event(c.Node, apiv1.EventTypeWarning, "ScaleDownFailed", "Scale-down of node %s failed: %s", c.Node.Name, why)
 	a.metrics.ObserveNodeRemoval(false, a.clock.Since(c.Since))
-	a.mu.Lock()
-	a.lastFailure = a.clock.Now()
-	a.mu.Unlock()
+}
+
+// sleep waits d on the actuator's clock; it returns false when ctx ended first.
+func (a *Actuator) sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := a.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
+	}
 }
 
 func (a *Actuator) event(obj interface{ GetName() string }, kind, reason, format string, args ...any) {

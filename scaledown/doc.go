@@ -1,9 +1,14 @@
 // Package scaledown removes nodes the cluster does not need. The planner
 // marks nodes unneeded (utilisation under the threshold and every pod
 // movable in the loop's simulation without breaking a PodDisruptionBudget,
-// per the drain rules) and keeps the time each became unneeded in its
-// DeletionCandidate taint, so restarts do not reset the clock; the
-// actuator deletes empty nodes in bulk and drains the others through the
-// Eviction API before deleting them with the cloud provider. It must not
-// import core/ or k8s.io/kubernetes.
+// per the drain rules), keeps the time each became unneeded in memory and
+// in its DeletionCandidate taint (so restarts do not reset the clock, unless
+// soft taints are off), and picks the removable ones within each group's
+// room above its min size, counting the removals in flight; a
+// zeroOrMaxNodeScaling group goes whole or not at all. The actuator runs
+// each removal in the background on the loop's context: ToBeDeleted taint,
+// the delay after tainting, a drain through the Eviction API, the
+// delay-deletion annotations, a re-check of the node's pods against the API
+// server, then the cloud provider's DeleteNodes. It must not import core/
+// or k8s.io/kubernetes.
 package scaledown

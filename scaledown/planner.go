@@ -27,6 +27,7 @@ const (
 	ReasonNotUnneededLongEnough       = "NotUnneededLongEnough"
 	ReasonNotUnreadyLongEnough        = "NotUnreadyLongEnough"
 	ReasonNodeGroupMinSizeReached     = "NodeGroupMinSizeReached"
+	ReasonAtomicScaleDownFailed       = "AtomicScaleDownFailed"
 	ReasonMinimalResourceLimit        = "MinimalResourceLimitExceeded"
 	ReasonCurrentlyBeingDeleted       = "CurrentlyBeingDeleted"
 	ReasonNotUnderutilized            = "NotUnderutilized"
@@ -59,6 +60,9 @@ type Candidate struct {
 	// Move are the pods to evict, DaemonSet the DaemonSet pods on it.
 	Move, DaemonSet []*apiv1.Pod
 	Since           time.Time
+	// Atomic is set on the nodes of a zeroOrMaxNodeScaling group: they go
+	// together, in one deletion, or not at all.
+	Atomic bool
 }
 
 // Empty reports whether no pod has to move.
@@ -75,17 +79,22 @@ type Plan struct {
 	Unremovable map[string]string
 }
 
-// Planner finds unneeded nodes and keeps their timers on the nodes.
+// Planner finds unneeded nodes and keeps their timers, in memory and on the
+// nodes.
 type Planner struct {
 	opts     config.Options
 	provider cloudprovider.CloudProvider
 	rules    *drain.Rules
 	taints   *Taints
+	// since holds when each currently unneeded node became so. It is the
+	// timer of nodes without a candidate taint (beyond the per-loop taint
+	// budget, or all of them with --max-bulk-soft-taint-count=0).
+	since map[string]time.Time
 }
 
 // NewPlanner builds a planner.
 func NewPlanner(opts config.Options, provider cloudprovider.CloudProvider, rules *drain.Rules, taints *Taints) *Planner {
-	return &Planner{opts: opts, provider: provider, rules: rules, taints: taints}
+	return &Planner{opts: opts, provider: provider, rules: rules, taints: taints, since: map[string]time.Time{}}
 }
 
 // Input is what one plan looks at.
@@ -95,6 +104,13 @@ type Input struct {
 	ScheduledPods []*apiv1.Pod
 	State         *clusterstate.Registry
 	Session       Session
+
+	// deleting names the nodes whose removal the actuator has started and
+	// not finished, with their group; deleted those it deleted, which the
+	// group's target size already leaves out even while the Node is still
+	// listed. ScaleDown.Run fills both.
+	deleting map[string]string
+	deleted  map[string]bool
 }
 
 // Update plans at in.Now: every node is either unneeded (with the time it
@@ -147,7 +163,7 @@ func (p *Planner) consider(ctx context.Context, n *apiv1.Node, gs *clusterstate.
 	if n.Annotations[ScaleDownDisabledAnnotation] == "true" {
 		return nil, ReasonScaleDownDisabledAnnotation
 	}
-	if hasTaint(n, ToBeDeletedTaint) {
+	if hasTaint(n, ToBeDeletedTaint) || in.deleting[n.Name] != "" {
 		return nil, ReasonCurrentlyBeingDeleted
 	}
 	c := &Candidate{Node: n, Group: gs.NodeGroup}
@@ -241,52 +257,48 @@ func (p *Planner) isGPUNode(n *apiv1.Node) bool {
 	return ok && !q.IsZero()
 }
 
-// timers reads when each unneeded node became unneeded (its taint, else
-// now), taints new ones and untaints nodes needed again, and picks the
-// removable ones.
+// timers sets when each unneeded node became unneeded (the earlier of the
+// planner's memory and its candidate taint), taints new ones and untaints
+// nodes needed again, and picks the removable ones.
 func (p *Planner) timers(ctx context.Context, plan *Plan, in Input) {
+	soft := p.taints.SoftEnabled()
 	unneeded := map[string]bool{}
 	var toTaint []*Candidate
 	for _, c := range plan.Unneeded {
-		unneeded[c.Node.Name] = true
-		if since, ok := taintTime(c.Node, DeletionCandidateTaint); ok {
-			c.Since = since
-		} else {
-			c.Since = in.Now
-			toTaint = append(toTaint, c)
+		name := c.Node.Name
+		unneeded[name] = true
+		since, known := p.since[name]
+		if !known {
+			since = in.Now
+		}
+		if soft {
+			if t, ok := taintTime(c.Node, DeletionCandidateTaint); ok {
+				if t.Before(since) {
+					since = t
+				}
+			} else {
+				toTaint = append(toTaint, c)
+			}
+		}
+		p.since[name] = since
+		c.Since = since
+	}
+	for name := range p.since {
+		if !unneeded[name] {
+			delete(p.since, name)
 		}
 	}
-	p.taints.MarkCandidates(ctx, toTaint, in.Now)
+	p.taints.MarkCandidates(ctx, toTaint)
+	// Candidate taints of needed nodes go; with soft taints off, every
+	// one goes (a taint of an earlier configuration is not trusted).
 	var stale []*apiv1.Node
 	for _, n := range in.Nodes {
-		if _, ok := taintTime(n, DeletionCandidateTaint); ok && !unneeded[n.Name] {
+		if _, ok := taintTime(n, DeletionCandidateTaint); ok && (!soft || !unneeded[n.Name]) {
 			stale = append(stale, n)
 		}
 	}
 	p.taints.UnmarkCandidates(ctx, stale)
-
-	// Per group: how many may go before the min size.
-	room := map[string]int{}
-	for _, gs := range in.State.Groups() {
-		room[gs.NodeGroup.Id()] = gs.Target - gs.NodeGroup.MinSize()
-	}
-	sort.SliceStable(plan.Unneeded, func(i, j int) bool { return plan.Unneeded[i].Since.Before(plan.Unneeded[j].Since) })
-	for _, c := range plan.Unneeded {
-		gs := in.State.Group(c.Group.Id())
-		wait, reason := gs.Options.ScaleDownUnneededTime, ReasonNotUnneededLongEnough
-		if c.Unready {
-			wait, reason = gs.Options.ScaleDownUnreadyTime, ReasonNotUnreadyLongEnough
-		}
-		switch {
-		case in.Now.Sub(c.Since) < wait:
-			plan.Unremovable[c.Node.Name] = reason
-		case room[c.Group.Id()] <= 0:
-			plan.Unremovable[c.Node.Name] = ReasonNodeGroupMinSizeReached
-		default:
-			room[c.Group.Id()]--
-			plan.Removable = append(plan.Removable, c)
-		}
-	}
+	p.pick(ctx, plan, in)
 }
 
 func hasTaint(n *apiv1.Node, key string) bool {

@@ -60,6 +60,7 @@ func pod(name, nodeName, cpu string) *apiv1.Pod {
 
 type fixture struct {
 	p       *fakeprovider.Provider
+	g       *fakeprovider.NodeGroup
 	nodes   []*apiv1.Node
 	pods    []*apiv1.Pod
 	sess    *session
@@ -74,7 +75,7 @@ func newFixture(t *testing.T, min int, nodes map[string]string, opts func(*confi
 	t.Helper()
 	f := &fixture{p: fakeprovider.NewProvider(), sess: &session{full: map[string]bool{}, extra: map[string]int{},
 		real: map[string][]*apiv1.Pod{}}}
-	f.p.AddNodeGroup("g", min, 10, len(nodes), nil)
+	f.g = f.p.AddNodeGroup("g", min, 10, len(nodes), nil)
 	o := config.Defaults()
 	if opts != nil {
 		opts(&o)
@@ -96,7 +97,7 @@ func newFixture(t *testing.T, min int, nodes map[string]string, opts func(*confi
 		}
 	}
 	rules := drain.NewRules(drain.Options{SkipNodesWithCustomControllerPods: false}, drain.Listers{})
-	f.planner = NewPlanner(o, f.p, rules, NewTaints(f.client, 10, false))
+	f.planner = NewPlanner(o, f.p, rules, NewTaints(f.client, o.MaxBulkSoftTaintCount, false))
 	f.state = clusterstate.NewRegistry(o)
 	return f
 }

@@ -44,6 +44,7 @@ func (s *ScaleDown) Run(ctx context.Context, in Input) int {
 	if !s.opts.ScaleDownEnabled {
 		return 0 // no plan, no candidate taints
 	}
+	in.deleting, in.deleted = s.actuator.InFlight(in.Nodes)
 	plan := s.planner.Update(ctx, in)
 	s.last = plan
 	s.report(plan)

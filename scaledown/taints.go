@@ -67,15 +67,19 @@ func removeTaint(n *apiv1.Node, key string) bool {
 	return changed
 }
 
+// SoftEnabled reports whether DeletionCandidate taints are written at all
+// (--max-bulk-soft-taint-count above 0).
+func (t *Taints) SoftEnabled() bool { return t.maxSoft > 0 }
+
 // MarkCandidates puts the PreferNoSchedule DeletionCandidate taint, valued
-// with the time the node became unneeded, on up to maxSoft nodes; the value
-// keeps the unneeded timer across restarts and leader changes.
-func (t *Taints) MarkCandidates(ctx context.Context, cs []*Candidate, now time.Time) {
+// with the time the node became unneeded (c.Since), on up to maxSoft nodes;
+// the value keeps the unneeded timer across restarts and leader changes.
+func (t *Taints) MarkCandidates(ctx context.Context, cs []*Candidate) {
 	for i, c := range cs {
 		if i >= t.maxSoft {
 			return
 		}
-		taint := apiv1.Taint{Key: DeletionCandidateTaint, Value: strconv.FormatInt(now.Unix(), 10),
+		taint := apiv1.Taint{Key: DeletionCandidateTaint, Value: strconv.FormatInt(c.Since.Unix(), 10),
 			Effect: apiv1.TaintEffectPreferNoSchedule}
 		if err := t.update(ctx, c.Node.Name, func(n *apiv1.Node) bool { return addTaint(n, taint) }); err != nil &&
 			!apierrors.IsNotFound(err) {

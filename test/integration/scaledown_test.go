@@ -77,7 +77,7 @@ func replicaSet(e *framework.Env, name, pool string, n int32, cpu string, emptyD
 
 func scaleDownArgs(e *framework.Env, path string, extra ...string) []string {
 	return scaleUpArgs(e, path, append([]string{"--scale-down-unneeded-time=3s", "--scale-down-delay-after-add=0s",
-		"--scale-down-delay-after-failure=2s", "--max-graceful-termination-sec=5"}, extra...)...)
+		"--scale-down-delay-after-failure=2s", "--max-graceful-termination-sec=5", "--node-delete-delay-after-taint=1s"}, extra...)...)
 }
 
 // podsOf counts the running pods of an app and the nodes they run on.
