@@ -22,12 +22,12 @@ type Call struct {
 
 // Provider is the fake CloudProvider.
 type Provider struct {
-	mu      sync.Mutex
-	groups  []*NodeGroup
-	calls   []Call
-	errs    map[string]error // key: method or method/group
+	mu     sync.Mutex
+	groups []*NodeGroup
+	calls  []Call
+	errs   map[string]error // key: method or method/group
 	// flaky are errors for the next calls of a group's increases only.
-	flaky map[string]*flakyError // key: group
+	flaky   map[string]*flakyError // key: group
 	limiter *cloudprovider.ResourceLimiter
 	pricing cloudprovider.PricingModel
 	// delayListing holds new instances back from Nodes until ListNew.
