@@ -269,11 +269,11 @@ func (l *Loop) watch(ctx context.Context, r *request, capacity Capacity, instanc
 		l.set(r, provreq.ConditionProvisioned, true, provreq.ReasonCapacityIsProvisioned, fmt.Sprintf(
 			"All %d new nodes are %s; the capacity is reserved for %v.", total, what, l.p.opts.BookingTime))
 		if r.pods != nil {
-			capacity.Place(ctx, r.pods, false)
+			capacity.Place(ctx, r.sets, false)
 		}
 	default:
 		if r.pods != nil {
-			capacity.Place(ctx, r.pods, false) // hold the upcoming nodes for these pods
+			capacity.Place(ctx, r.sets, false) // hold the upcoming nodes for these pods
 		}
 		l.set(r, provreq.ConditionProvisioned, false, ReasonProvisioningInProgress, fmt.Sprintf(
 			"%d of %d new nodes are ready for the request's %d pods; %d not listed by the cloud yet.",

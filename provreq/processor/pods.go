@@ -21,8 +21,8 @@ type TemplateGetter interface {
 // share their spec and owner (the request), so they form one equivalence
 // group; they carry the consume and class annotations, as the pods of the
 // workload will.
-func buildPods(pr *v1.ProvisioningRequest, class string, templates TemplateGetter) ([]*apiv1.Pod, []string) {
-	var pods []*apiv1.Pod
+func buildPods(pr *v1.ProvisioningRequest, class string, templates TemplateGetter) ([][]*apiv1.Pod, []string) {
+	var sets [][]*apiv1.Pod
 	var missing []string
 	yes := true
 	owner := metav1.OwnerReference{APIVersion: v1.SchemeGroupVersion.String(), Kind: v1.Kind, Name: pr.Name,
@@ -39,6 +39,7 @@ func buildPods(pr *v1.ProvisioningRequest, class string, templates TemplateGette
 		}
 		annotations[provreq.ConsumeAnnotation] = pr.Name
 		annotations[provreq.ClassAnnotation] = class
+		pods := make([]*apiv1.Pod, 0, max(ps.Count, 0))
 		for j := 0; j < int(ps.Count); j++ {
 			name := fmt.Sprintf("%s-%d-%d", pr.Name, i, j)
 			pods = append(pods, &apiv1.Pod{
@@ -52,6 +53,36 @@ func buildPods(pr *v1.ProvisioningRequest, class string, templates TemplateGette
 				Status: apiv1.PodStatus{Phase: apiv1.PodPending},
 			})
 		}
+		if len(pods) > 0 {
+			sets = append(sets, pods)
+		}
 	}
-	return pods, missing
+	return sets, missing
+}
+
+// flatten is the pods of sets in one list, in order.
+func flatten(sets [][]*apiv1.Pod) []*apiv1.Pod {
+	n := 0
+	for _, s := range sets {
+		n += len(s)
+	}
+	out := make([]*apiv1.Pod, 0, n)
+	for _, s := range sets {
+		out = append(out, s...)
+	}
+	return out
+}
+
+// firstPods is the first n pods of sets, still PodSet by PodSet.
+func firstPods(sets [][]*apiv1.Pod, n int) [][]*apiv1.Pod {
+	var out [][]*apiv1.Pod
+	for _, s := range sets {
+		if n <= 0 {
+			break
+		}
+		k := min(n, len(s))
+		out = append(out, s[:k])
+		n -= k
+	}
+	return out
 }

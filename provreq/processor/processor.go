@@ -64,9 +64,11 @@ type StatusWriter interface {
 
 // Capacity is the loop's scale-up session: what the processor places or
 // scales is held in the same snapshot as the ordinary scale-up.
+// Place and FitAll take the request's pods PodSet by PodSet: the pods of
+// one PodSet are equivalent by construction, and are placed as one group.
 type Capacity interface {
-	Place(ctx context.Context, pods []*apiv1.Pod, realOnly bool) []*apiv1.Pod
-	FitAll(ctx context.Context, pods []*apiv1.Pod, realOnly bool) bool
+	Place(ctx context.Context, sets [][]*apiv1.Pod, realOnly bool) []*apiv1.Pod
+	FitAll(ctx context.Context, sets [][]*apiv1.Pod, realOnly bool) bool
 	ScaleUpAll(ctx context.Context, pods []*apiv1.Pod) scaleup.AtomicResult
 }
 
@@ -130,6 +132,7 @@ type request struct {
 	class  string
 	state  *requestState
 	pods   []*apiv1.Pod
+	sets   [][]*apiv1.Pod // pods, PodSet by PodSet
 	status v1.ProvisioningRequestStatus // what it should be at the end of the loop
 	events []event
 	// consumers are the request's consuming pods: scheduled and pending.
@@ -408,7 +411,7 @@ func (l *Loop) lifecycle(ctx context.Context, r *request) {
 		l.set(r, provreq.ConditionAccepted, true, provreq.ReasonAccepted, "The cluster autoscaler is working on the request.")
 	}
 
-	pods, missing := buildPods(pr, r.class, l.p.templates)
+	sets, missing := buildPods(pr, r.class, l.p.templates)
 	if len(missing) > 0 {
 		if r.state.missingSince.IsZero() {
 			r.state.missingSince = l.now
@@ -425,7 +428,8 @@ func (l *Loop) lifecycle(ctx context.Context, r *request) {
 		return
 	}
 	r.state.missingSince = time.Time{}
-	r.pods = pods
+	r.sets = sets
+	r.pods = flatten(sets)
 
 	if r.provisioned() {
 		since := provreq.FindCondition(r.status.Conditions, provreq.ConditionProvisioned).LastTransitionTime.Time

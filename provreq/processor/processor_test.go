@@ -65,12 +65,13 @@ func (c *cluster) Delete(_ context.Context, namespace, name string, _ types.UID)
 	return nil
 }
 
-func (c *cluster) Place(_ context.Context, pods []*apiv1.Pod, _ bool) []*apiv1.Pod {
+func (c *cluster) Place(_ context.Context, sets [][]*apiv1.Pod, _ bool) []*apiv1.Pod {
+	pods := flatten(sets)
 	c.placed += len(pods)
 	return pods[:min(c.placeRest, len(pods))]
 }
 
-func (c *cluster) FitAll(context.Context, []*apiv1.Pod, bool) bool { c.fitCalls++; return c.fits }
+func (c *cluster) FitAll(context.Context, [][]*apiv1.Pod, bool) bool { c.fitCalls++; return c.fits }
 
 func (c *cluster) ScaleUpAll(context.Context, []*apiv1.Pod) scaleup.AtomicResult {
 	c.scaleCalls++
