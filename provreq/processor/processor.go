@@ -132,7 +132,7 @@ type request struct {
 	class  string
 	state  *requestState
 	pods   []*apiv1.Pod
-	sets   [][]*apiv1.Pod // pods, PodSet by PodSet
+	sets   [][]*apiv1.Pod               // pods, PodSet by PodSet
 	status v1.ProvisioningRequestStatus // what it should be at the end of the loop
 	events []event
 	// consumers are the request's consuming pods: scheduled and pending.
