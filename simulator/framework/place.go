@@ -27,6 +27,15 @@ import (
 // from "no" back to "yes" as it holds more, which is what makes the two
 // answers a proof. err is set only when the snapshot does not hold the node.
 func (c *PodCheck) PlaceOn(ctx context.Context, shape *PodShape, pods []*apiv1.Pod, nodeName string, room *Request) (int, error) {
+	return c.placeOn(ctx, shape, pods, nodeName, room, guessFit)
+}
+
+// guesser guesses how many more pods of resources res ni takes.
+type guesser func(ni *schedframework.NodeInfo, res fwk.PodResource, room *Request) int
+
+// placeOn is PlaceOn with the guess given (tests give wrong ones).
+func (c *PodCheck) placeOn(ctx context.Context, shape *PodShape, pods []*apiv1.Pod, nodeName string, room *Request,
+	guess guesser) (int, error) {
 	if len(pods) == 0 || c.err != nil || (c.allowed != nil && !c.allowed[nodeName]) {
 		return 0, nil
 	}
@@ -41,7 +50,7 @@ func (c *PodCheck) PlaceOn(ctx context.Context, shape *PodShape, pods []*apiv1.P
 	if ni, err = snap.writable(nodeName); err != nil {
 		return 0, err
 	}
-	n := min(max(guessFit(ni, shape.info.CalculateResource(), room), 1), len(pods))
+	n := min(max(guess(ni, shape.info.CalculateResource(), room), 1), len(pods))
 	infos := shape.bindAll(pods[:n], nodeName)
 	for i := range infos[:n-1] {
 		ni.AddPodInfo(&infos[i])
