@@ -101,6 +101,8 @@ type requestState struct {
 	attempt      *attempt
 	// nodes are the provisioned nodes of an atomic request, by name.
 	nodes map[string]bool
+	// built are the request's pods, kept while it is live.
+	built *builtPods
 }
 
 // Option configures a Processor.
@@ -362,6 +364,7 @@ func (l *Loop) backOff(r *request) time.Time {
 func (l *Loop) lifecycle(ctx context.Context, r *request) {
 	pr, opts := r.pr, l.p.opts
 	if !r.live() {
+		r.state.built = nil
 		if last := lastTransition(r.status.Conditions); !last.IsZero() && l.now.Sub(last) > opts.RetentionTime {
 			if err := l.p.status.Delete(ctx, pr.Namespace, pr.Name, pr.UID); err != nil {
 				klog.FromContext(ctx).Error(err, "Deleting a finished ProvisioningRequest", "provisioningRequest", klog.KObj(pr))
@@ -411,7 +414,7 @@ func (l *Loop) lifecycle(ctx context.Context, r *request) {
 		l.set(r, provreq.ConditionAccepted, true, provreq.ReasonAccepted, "The cluster autoscaler is working on the request.")
 	}
 
-	sets, missing := buildPods(pr, r.class, l.p.templates)
+	sets, missing := podsOf(pr, r.class, l.p.templates, r.state)
 	if len(missing) > 0 {
 		if r.state.missingSince.IsZero() {
 			r.state.missingSince = l.now

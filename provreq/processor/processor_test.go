@@ -34,6 +34,7 @@ type cluster struct {
 	// recorded
 	fitCalls, scaleCalls int
 	placed               int
+	lastPlaced           [][]*apiv1.Pod
 	deleted              []string
 	rolledBack           []map[string]scaleup.Undo
 	writes               int
@@ -68,6 +69,7 @@ func (c *cluster) Delete(_ context.Context, namespace, name string, _ types.UID)
 func (c *cluster) Place(_ context.Context, sets [][]*apiv1.Pod, _ bool) []*apiv1.Pod {
 	pods := flatten(sets)
 	c.placed += len(pods)
+	c.lastPlaced = sets
 	return pods[:min(c.placeRest, len(pods))]
 }
 

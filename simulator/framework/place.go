@@ -26,6 +26,13 @@ import (
 // on the node depend on nothing but how many of them it holds, and never turn
 // from "no" back to "yes" as it holds more, which is what makes the two
 // answers a proof. err is set only when the snapshot does not hold the node.
+//
+// The pods are placed as they are, not bound to the node (Spec.NodeName is
+// not set on a copy, unlike AddPod): copying every pod would cost what their
+// number costs, and no PreFilter or Filter plugin reads an existing pod's
+// node from the pod rather than from its NodeInfo (TestPlacedPodsNeedNoBinding
+// holds the plugins that look at existing pods to it). Snapshot.Pods returns
+// them as placed.
 func (c *PodCheck) PlaceOn(ctx context.Context, shape *PodShape, pods []*apiv1.Pod, nodeName string, room *Request) (int, error) {
 	return c.placeOn(ctx, shape, pods, nodeName, room, guessFit)
 }
@@ -51,14 +58,14 @@ func (c *PodCheck) placeOn(ctx context.Context, shape *PodShape, pods []*apiv1.P
 		return 0, err
 	}
 	n := min(max(guess(ni, shape.info.CalculateResource(), room), 1), len(pods))
-	infos := shape.bindAll(pods[:n], nodeName)
+	infos := shape.infosOf(pods[:n])
 	for i := range infos[:n-1] {
 		ni.AddPodInfo(&infos[i])
 	}
 	if n > 1 && !c.accepts(ctx, ni, room) {
 		// Guessed too many: take them back and count one by one.
 		for i := range infos[:n-1] {
-			if err := ni.RemovePod(snap.logger, infos[i].Pod); err != nil {
+			if err := ni.RemovePod(snap.logger, pods[i]); err != nil {
 				return 0, err
 			}
 		}
@@ -72,23 +79,13 @@ func (c *PodCheck) placeOn(ctx context.Context, shape *PodShape, pods []*apiv1.P
 	return c.placeOneByOne(ctx, ni, shape, pods, n, room), nil
 }
 
-// bindAll is bind for each of pods, with the PodInfos and the bound copies
-// allocated together: placing many pods costs a few allocations per node.
-func (sh *PodShape) bindAll(pods []*apiv1.Pod, nodeName string) []schedframework.PodInfo {
+// infosOf returns the PodInfos of pods, allocated together, holding the
+// pods themselves: see PlaceOn on why they are not bound to the node.
+func (sh *PodShape) infosOf(pods []*apiv1.Pod) []schedframework.PodInfo {
 	infos := make([]schedframework.PodInfo, len(pods))
-	var bound []apiv1.Pod
 	for i, p := range pods {
 		infos[i] = *sh.info
-		if p.Spec.NodeName == nodeName {
-			infos[i].Pod = p
-			continue
-		}
-		if bound == nil {
-			bound = make([]apiv1.Pod, len(pods))
-		}
-		bound[i] = *p
-		bound[i].Spec.NodeName = nodeName
-		infos[i].Pod = &bound[i]
+		infos[i].Pod = p
 	}
 	return infos
 }
@@ -99,7 +96,9 @@ func (c *PodCheck) placeOneByOne(ctx context.Context, ni *schedframework.NodeInf
 	from int, room *Request) int {
 	i := from
 	for ; i < len(pods) && c.accepts(ctx, ni, room); i++ {
-		ni.AddPodInfo(shape.bind(pods[i], ni.Node().Name))
+		info := *shape.info
+		info.Pod = pods[i]
+		ni.AddPodInfo(&info)
 	}
 	return i
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -110,7 +111,6 @@ func randomPlaceCase(r *rand.Rand, i int) placeCase {
 // nodeState is what a placement leaves on a node, as the plugins see it.
 type nodeState struct {
 	Pods                      []string
-	Bound                     bool // every pod names the node
 	CPU, Memory, Ephemeral    int64
 	Scalar                    map[apiv1.ResourceName]int64
 	NonZeroCPU, NonZeroMemory int64
@@ -122,7 +122,7 @@ func stateOf(t *testing.T, s *Snapshot, node string) nodeState {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := nodeState{Bound: true, CPU: ni.Requested.MilliCPU, Memory: ni.Requested.Memory, Ephemeral: ni.Requested.EphemeralStorage,
+	st := nodeState{CPU: ni.Requested.MilliCPU, Memory: ni.Requested.Memory, Ephemeral: ni.Requested.EphemeralStorage,
 		Scalar: map[apiv1.ResourceName]int64{}, NonZeroCPU: ni.NonZeroRequested.MilliCPU, NonZeroMemory: ni.NonZeroRequested.Memory}
 	for k, v := range ni.Requested.ScalarResources {
 		if v != 0 {
@@ -131,7 +131,9 @@ func stateOf(t *testing.T, s *Snapshot, node string) nodeState {
 	}
 	for _, p := range ni.Pods {
 		st.Pods = append(st.Pods, p.GetPod().Name)
-		st.Bound = st.Bound && p.GetPod().Spec.NodeName == node
+		if n := p.GetPod().Spec.NodeName; n != "" && n != node {
+			t.Errorf("pod %s on node %s names node %s", p.GetPod().Name, node, n)
+		}
 	}
 	return st
 }
@@ -278,5 +280,65 @@ profiles:
 	}
 	if got := len(stateOf(t, s, "n").Pods); got != 8 {
 		t.Errorf("the node holds %d pods, want 8", got)
+	}
+}
+
+// TestPlacedPodsNeedNoBinding: pods placed by PlaceOn keep an empty node
+// name; the plugins that look at the pods already on nodes (inter-pod
+// affinity and anti-affinity, topology spread, resources) must judge other
+// pods exactly as they do when the same pods are bound (AddPod).
+func TestPlacedPodsNeedNoBinding(t *testing.T) {
+	ctx := context.Background()
+	nodes := func() []*apiv1.Node {
+		return []*apiv1.Node{
+			makeNode("n1", "8").label("zone", "z1").obj(),
+			makeNode("n2", "8").label("zone", "z2").obj(),
+		}
+	}
+	var web []*apiv1.Pod
+	for i := range 3 {
+		web = append(web, makePod(fmt.Sprintf("web-%d", i), "1").label("app", "web").obj())
+	}
+	bound, placed := NewSnapshot(nodes(), nil), NewSnapshot(nodes(), nil)
+	hb, hp := newHandle(t, bound), newHandle(t, placed)
+	for _, p := range web {
+		if err := bound.AddPod(p, "n1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shape, err := NewPodShape(web[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := hp.Prepare(ctx, web[0]).PlaceOn(ctx, shape, web, "n1", nil); n != 3 || err != nil {
+		t.Fatalf("placed %d (%v), want 3", n, err)
+	}
+	if pods, _ := placed.Pods("n1"); len(pods) != 3 || pods[0].Spec.NodeName != "" {
+		t.Fatalf("n1 holds %d pods (first bound to %q), want the 3 pods as placed", len(pods), pods[0].Spec.NodeName)
+	}
+	spread := makePod("spread", "100m").label("app", "web").obj()
+	spread.Spec.TopologySpreadConstraints = []apiv1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "kubernetes.io/hostname",
+		WhenUnsatisfiable: apiv1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+	near := makePod("near", "100m").obj()
+	near.Spec.Affinity = &apiv1.Affinity{PodAffinity: &apiv1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []apiv1.PodAffinityTerm{{
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, TopologyKey: "zone"}}}}
+	for _, tc := range []struct {
+		pod  *apiv1.Pod
+		want map[string]bool // node -> fits
+	}{
+		{pod: makePod("away", "100m").antiAffinity("app", "web").obj(), want: map[string]bool{"n1": false, "n2": true}},
+		{pod: near, want: map[string]bool{"n1": true, "n2": false}},
+		{pod: spread, want: map[string]bool{"n1": false, "n2": true}},
+		{pod: makePod("big", "6").obj(), want: map[string]bool{"n1": false, "n2": true}},
+	} {
+		for _, node := range []string{"n1", "n2"} {
+			errB, errP := hb.CheckPod(ctx, tc.pod, node), hp.CheckPod(ctx, tc.pod, node)
+			if (errB == nil) != tc.want[node] {
+				t.Errorf("%s on %s with the pods bound: %v, want fits=%v", tc.pod.Name, node, errB, tc.want[node])
+			}
+			if (errP == nil) != (errB == nil) {
+				t.Errorf("%s on %s: %v with the pods placed as they are, %v with them bound", tc.pod.Name, node, errP, errB)
+			}
+		}
 	}
 }
