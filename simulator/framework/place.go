@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"slices"
 
 	apiv1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -59,6 +60,7 @@ func (c *PodCheck) placeOn(ctx context.Context, shape *PodShape, pods []*apiv1.P
 	}
 	n := min(max(guess(ni, shape.info.CalculateResource(), room), 1), len(pods))
 	infos := shape.infosOf(pods[:n])
+	ni.Pods = slices.Grow(ni.Pods, n)
 	for i := range infos[:n-1] {
 		ni.AddPodInfo(&infos[i])
 	}
