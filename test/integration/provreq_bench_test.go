@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
 	"regexp"
 	"strconv"
 	"testing"
@@ -109,7 +110,9 @@ func bench100CheckCapacity(b *testing.B, clientFlags ...string) {
 // those nodes. Reported: the time to Provisioned=True, and the mean duration
 // of the loops (function="main") and of their scale-up step
 // (function="scaleUp", where the booking is placed) over 20 s with the
-// booking in place. pods=4000 is the same at a tenth of the size.
+// booking in place. pods=4000 is the same at a tenth of the size. With
+// BOOKED_REQUEST_CPU_PROFILE=<file>, a CPU profile of the binary over those
+// 20 s is written there.
 //
 //	go test -run xxx -bench 'BookedRequest/pods=40000' -benchtime 1x -timeout 20m ./test/integration
 func BenchmarkBookedRequest(b *testing.B) {
@@ -138,7 +141,8 @@ nodeGroups:
 `, group, framework.TestNamespaceLabel, e.Namespace, pods/10+100))
 	set := podSet{name: "main", count: pods, cpu: "1", selector: map[string]string{"pool": group}}
 	e.template("big", set)
-	p := startAutoscaler(b, "autoscaler", provreqArgs(e, path, "--kube-client-qps=200", "--kube-client-burst=400")...)
+	p := startAutoscaler(b, "autoscaler", provreqArgs(e, path, "--kube-client-qps=200", "--kube-client-burst=400",
+		"--profiling")...)
 	time.Sleep(2 * time.Second) // caches synced, loops running
 	start := time.Now()
 	e.request("big", provreq.ClassBestEffortAtomicScaleUp, nil, true, set)
@@ -148,7 +152,18 @@ nodeGroups:
 
 	time.Sleep(5 * time.Second) // the loop that saw the last node is over
 	before := loopDurations(b, p)
-	time.Sleep(20 * time.Second)
+	if out := os.Getenv("BOOKED_REQUEST_CPU_PROFILE"); out != "" {
+		// A CPU profile of the binary over the measured 20 s.
+		_, profile, err := p.get(context.Background(), "/debug/pprof/profile?seconds=20")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(out, []byte(profile), 0o600); err != nil {
+			b.Fatal(err)
+		}
+	} else {
+		time.Sleep(20 * time.Second)
+	}
 	after := loopDurations(b, p)
 	for _, f := range []string{"main", "scaleUp"} {
 		n := after[f+"_count"] - before[f+"_count"]
