@@ -59,6 +59,11 @@ func (c *PodCheck) placeOn(ctx context.Context, shape *PodShape, pods []*apiv1.P
 		return 0, err
 	}
 	n := min(max(guess(ni, shape.info.CalculateResource(), room), 1), len(pods))
+	if slices.ContainsFunc(pods[:n-1], func(p *apiv1.Pod) bool { return p.UID == "" }) {
+		// A pod without a UID could not be taken back (the NodeInfo finds
+		// pods by UID) if the guess were too high: ask pod by pod.
+		return c.placeOneByOne(ctx, ni, shape, pods, 0, room), nil
+	}
 	infos := shape.infosOf(pods[:n])
 	ni.Pods = slices.Grow(ni.Pods, n)
 	for i := range infos[:n-1] {

@@ -342,3 +342,29 @@ func TestPlacedPodsNeedNoBinding(t *testing.T) {
 		}
 	}
 }
+
+// TestPlaceOnPodsWithoutUID: pods without a UID cannot be taken back if the
+// guess is too high, so they are offered one by one; the result is the same.
+func TestPlaceOnPodsWithoutUID(t *testing.T) {
+	s := NewSnapshot([]*apiv1.Node{makeNode("n", "4").obj()}, nil)
+	h := newHandle(t, s)
+	ctx := context.Background()
+	var pods []*apiv1.Pod
+	for i := range 6 {
+		p := makePod(fmt.Sprintf("p%d", i), "1").obj()
+		p.UID = ""
+		pods = append(pods, p)
+	}
+	shape, err := NewPodShape(pods[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	tooHigh := func(*schedframework.NodeInfo, fwk.PodResource, *Request) int { return 6 }
+	n, err := h.Prepare(ctx, pods[0]).placeOn(ctx, shape, pods, "n", nil, tooHigh)
+	if err != nil || n != 4 {
+		t.Fatalf("placed %d (%v), want 4", n, err)
+	}
+	if st := stateOf(t, s, "n"); len(st.Pods) != 4 || st.CPU != 4000 {
+		t.Errorf("the node holds %v, %dm cpu; want 4 pods, 4000m", st.Pods, st.CPU)
+	}
+}
