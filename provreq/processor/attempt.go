@@ -203,6 +203,7 @@ func (l *Loop) watch(ctx context.Context, r *request, capacity Capacity, instanc
 		groups = append(groups, g)
 	}
 	sort.Strings(groups)
+	late := l.now.Sub(at.started) > l.p.opts.MaxNodeProvisionTime
 	for _, g := range groups {
 		sh := at.groups[g]
 		total += sh.asked
@@ -219,6 +220,10 @@ func (l *Loop) watch(ctx context.Context, r *request, capacity Capacity, instanc
 		for _, id := range sh.claimed {
 			st, ok := byID[id]
 			switch {
+			case !ok && late:
+				// Past the provision time an instance that never
+				// registered is deleted by the cleanup: the attempt
+				// timed out, which the check below reports.
 			case !ok:
 				problem = fmt.Sprintf("instance %s of %s disappeared", id, g)
 			case st.Error != "":
@@ -239,7 +244,7 @@ func (l *Loop) watch(ctx context.Context, r *request, capacity Capacity, instanc
 			break
 		}
 	}
-	if problem == "" && ready < total && l.now.Sub(at.started) > l.p.opts.MaxNodeProvisionTime {
+	if problem == "" && ready < total && late {
 		problem = fmt.Sprintf("%d of %d new nodes were not ready within %v (%d never listed by the cloud)",
 			total-ready, total, l.p.opts.MaxNodeProvisionTime, unlisted)
 	}

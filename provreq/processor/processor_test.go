@@ -374,6 +374,8 @@ func TestAtomicAttemptRollsBackOnFailureAndTimeout(t *testing.T) {
 		{name: "creation error", group: GroupView{Target: 1, Instances: []InstanceState{{Id: "i1", Error: "STOCKOUT: no capacity"}}},
 			at: time.Minute, text: "STOCKOUT"},
 		{name: "vanished", group: view(1), at: time.Minute, text: "disappeared"},
+		// Deleted by the cleanup as never registered: the attempt timed out.
+		{name: "vanished after the provision time", group: view(1), at: 16 * time.Minute, text: "not ready within 15m0s"},
 		{name: "never registers", group: view(1, "i1"), at: 16 * time.Minute, text: "not ready within 15m0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
