@@ -98,7 +98,7 @@ func TestScaleUpAllChangesNothingWhenItCannotFit(t *testing.T) {
 			for _, n := range nodes {
 				full := pendingPods(1, "4")[0]
 				full.Name, full.UID = "full-"+n.Name, "full-"+n.UID
-				if rest := s.Place(context.Background(), []*apiv1.Pod{full}, true); len(rest) != 0 {
+				if rest := s.Place(context.Background(), [][]*apiv1.Pod{{full}}, true); len(rest) != 0 {
 					t.Fatal("could not fill an existing node")
 				}
 			}
@@ -193,7 +193,7 @@ func TestScaleUpAllAndRollbackWithInstancesListedLater(t *testing.T) {
 	// The old node is full: the request needs three new nodes.
 	full := pendingPods(1, "4")[0]
 	full.Name, full.UID = "full", "full"
-	if rest := s.Place(ctx, []*apiv1.Pod{full}, true); len(rest) != 0 {
+	if rest := s.Place(ctx, [][]*apiv1.Pod{{full}}, true); len(rest) != 0 {
 		t.Fatal("could not fill the old node")
 	}
 	provider.DelayListing(true)

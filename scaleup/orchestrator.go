@@ -207,23 +207,40 @@ func (s *Session) ScaleUp(ctx context.Context, pendingPods []*apiv1.Pod) Result 
 }
 
 // Place puts on the snapshot the pods that fit existing or upcoming nodes
-// (only registered ones when realOnly), one by one, and returns the others.
-// Nothing is scaled. Use it to hold capacity already promised to someone.
-func (s *Session) Place(ctx context.Context, pods []*apiv1.Pod, realOnly bool) []*apiv1.Pod {
-	return s.o.fitExisting(ctx, pods, realOnly)
+// (only registered ones when realOnly) and returns the others. Nothing is
+// scaled. Use it to hold capacity already promised to someone. Each of sets
+// holds pods the caller vouches are equivalent (one owner, one scheduling
+// spec: the pods built for one ProvisioningRequest PodSet); a set is placed
+// as one equivalence group, its pods are not compared.
+func (s *Session) Place(ctx context.Context, sets [][]*apiv1.Pod, realOnly bool) []*apiv1.Pod {
+	return s.o.fitGroups(ctx, s.o.groupsOf(sets), realOnly)
 }
 
-// FitAll places all pods on existing or upcoming nodes (only registered ones
-// when realOnly) or none of them, and reports which.
-func (s *Session) FitAll(ctx context.Context, pods []*apiv1.Pod, realOnly bool) bool {
+// FitAll places all pods of sets on existing or upcoming nodes (only
+// registered ones when realOnly) or none of them, and reports which. sets
+// are as for Place.
+func (s *Session) FitAll(ctx context.Context, sets [][]*apiv1.Pod, realOnly bool) bool {
 	snap := s.o.sim.Snapshot()
 	snap.Fork()
-	if rest := s.o.fitExisting(ctx, pods, realOnly); len(rest) > 0 {
+	if rest := s.o.fitGroups(ctx, s.o.groupsOf(sets), realOnly); len(rest) > 0 {
 		snap.Revert()
 		return false
 	}
 	snap.Commit()
 	return true
+}
+
+// groupsOf makes an equivalence group of each non-empty set. A group the
+// simulator cannot place by counting is marked interacting, so that it is
+// placed pod by pod.
+func (o *Orchestrator) groupsOf(sets [][]*apiv1.Pod) []*estimator.Group {
+	out := make([]*estimator.Group, 0, len(sets))
+	for _, set := range sets {
+		if len(set) > 0 {
+			out = append(out, &estimator.Group{Pods: set, Interacting: o.sim.PodByPodReason(set[0]) != ""})
+		}
+	}
+	return out
 }
 
 // observeGroups takes every node group's state from the registry and reads
@@ -353,8 +370,17 @@ func (o *Orchestrator) dropExpendable(pods []*apiv1.Pod) []*apiv1.Pod {
 // fitExisting places on the snapshot the pending pods that fit existing or
 // upcoming nodes, and returns the others. Pods of a group that do not
 // interact are placed in one pass over the nodes: a node that rejects one of
-// them rejects its twins too, so it is not asked again for that group.
+// them rejects its twins too, so it is not asked again for that group, and
+// how many of them a node takes is counted with a few questions to the
+// plugins (framework.PodCheck.PlaceOn), not asked pod by pod. Groups the
+// simulator cannot vouch for that way (framework.Handle.PodByPodReason) go
+// pod by pod, each to the first node that fits it.
 func (o *Orchestrator) fitExisting(ctx context.Context, pending []*apiv1.Pod, realOnly bool) []*apiv1.Pod {
+	return o.fitGroups(ctx, estimator.GroupPods(pending), realOnly)
+}
+
+// fitGroups is fitExisting for pods already in equivalence groups.
+func (o *Orchestrator) fitGroups(ctx context.Context, groups []*estimator.Group, realOnly bool) []*apiv1.Pod {
 	logger := klog.FromContext(ctx)
 	snap := o.sim.Snapshot()
 	nodes := snap.NodeNames()
@@ -370,8 +396,12 @@ func (o *Orchestrator) fitExisting(ctx context.Context, pending []*apiv1.Pod, re
 		nodes = real
 	}
 	var rest []*apiv1.Pod
-	for _, g := range estimator.GroupPods(pending) {
-		if g.Interacting || o.sim.PodByPodReason(g.Representative()) != "" {
+	for _, g := range groups {
+		var shape *framework.PodShape
+		if !g.Interacting && o.sim.PodByPodReason(g.Representative()) == "" {
+			shape, _ = framework.NewPodShape(g.Representative()) // on error, pod by pod
+		}
+		if shape == nil {
 			for _, p := range g.Pods {
 				node, err := o.sim.FitAnywhere(ctx, p, accept)
 				if err == nil {
@@ -392,13 +422,16 @@ func (o *Orchestrator) fitExisting(ctx context.Context, pending []*apiv1.Pod, re
 		req := framework.RequestOf(g.Representative())
 		pods := g.Pods
 		for _, node := range nodes {
-			for len(pods) > 0 && snap.HasRoom(node, req) && check.Fits(ctx, node) == nil {
-				if err := snap.AddPod(pods[0], node); err != nil {
-					break
-				}
-				pods = pods[1:]
+			if !snap.HasRoom(node, req) {
+				continue
 			}
-			if len(pods) == 0 {
+			// As many as the node takes, counted: the plugins are asked
+			// a few times per node, not once per pod.
+			n, err := check.PlaceOn(ctx, shape, pods, node, &req)
+			if err != nil {
+				continue
+			}
+			if pods = pods[n:]; len(pods) == 0 {
 				break
 			}
 		}

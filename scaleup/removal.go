@@ -8,7 +8,9 @@ import (
 )
 
 // PodsOn returns the pods the session's snapshot has on node: its real pods
-// plus any pod a booking or a pending pod was placed there.
+// plus any pod a booking or a pending pod was placed there. Pods placed by
+// counting (Place, FitAll, the pending pods that fit) are the pending pods
+// themselves, without a node name.
 func (s *Session) PodsOn(node string) []*apiv1.Pod {
 	pods, err := s.o.sim.Snapshot().Pods(node)
 	if err != nil {

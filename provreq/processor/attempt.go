@@ -198,14 +198,12 @@ func (l *Loop) watch(ctx context.Context, r *request, capacity Capacity, instanc
 	nodes := map[string]bool{}
 	var problem string
 	gone := false
-	// Past the provision time the cleanup deletes instances that never
-	// registered: one gone then was late, and is reported as such below.
-	late := l.now.Sub(at.started) > l.p.opts.MaxNodeProvisionTime
 	groups := make([]string, 0, len(at.groups))
 	for g := range at.groups {
 		groups = append(groups, g)
 	}
 	sort.Strings(groups)
+	late := l.now.Sub(at.started) > l.p.opts.MaxNodeProvisionTime
 	for _, g := range groups {
 		sh := at.groups[g]
 		total += sh.asked
@@ -223,6 +221,9 @@ func (l *Loop) watch(ctx context.Context, r *request, capacity Capacity, instanc
 			st, ok := byID[id]
 			switch {
 			case !ok && late:
+				// Past the provision time an instance that never
+				// registered is deleted by the cleanup: the attempt
+				// timed out, which the check below reports.
 			case !ok:
 				problem = fmt.Sprintf("instance %s of %s disappeared", id, g)
 			case st.Error != "":
@@ -273,11 +274,11 @@ func (l *Loop) watch(ctx context.Context, r *request, capacity Capacity, instanc
 		l.set(r, provreq.ConditionProvisioned, true, provreq.ReasonCapacityIsProvisioned, fmt.Sprintf(
 			"All %d new nodes are %s; the capacity is reserved for %v.", total, what, l.p.opts.BookingTime))
 		if r.pods != nil {
-			capacity.Place(ctx, r.pods, false)
+			capacity.Place(ctx, r.sets, false)
 		}
 	default:
 		if r.pods != nil {
-			capacity.Place(ctx, r.pods, false) // hold the upcoming nodes for these pods
+			capacity.Place(ctx, r.sets, false) // hold the upcoming nodes for these pods
 		}
 		l.set(r, provreq.ConditionProvisioned, false, ReasonProvisioningInProgress, fmt.Sprintf(
 			"%d of %d new nodes are ready for the request's %d pods; %d not listed by the cloud yet.",

@@ -64,9 +64,11 @@ type StatusWriter interface {
 
 // Capacity is the loop's scale-up session: what the processor places or
 // scales is held in the same snapshot as the ordinary scale-up.
+// Place and FitAll take the request's pods PodSet by PodSet: the pods of
+// one PodSet are equivalent by construction, and are placed as one group.
 type Capacity interface {
-	Place(ctx context.Context, pods []*apiv1.Pod, realOnly bool) []*apiv1.Pod
-	FitAll(ctx context.Context, pods []*apiv1.Pod, realOnly bool) bool
+	Place(ctx context.Context, sets [][]*apiv1.Pod, realOnly bool) []*apiv1.Pod
+	FitAll(ctx context.Context, sets [][]*apiv1.Pod, realOnly bool) bool
 	ScaleUpAll(ctx context.Context, pods []*apiv1.Pod) scaleup.AtomicResult
 }
 
@@ -99,6 +101,8 @@ type requestState struct {
 	attempt      *attempt
 	// nodes are the provisioned nodes of an atomic request, by name.
 	nodes map[string]bool
+	// built are the request's pods, kept while it is live.
+	built *builtPods
 }
 
 // Option configures a Processor.
@@ -130,6 +134,7 @@ type request struct {
 	class  string
 	state  *requestState
 	pods   []*apiv1.Pod
+	sets   [][]*apiv1.Pod               // pods, PodSet by PodSet
 	status v1.ProvisioningRequestStatus // what it should be at the end of the loop
 	events []event
 	// consumers are the request's consuming pods: scheduled and pending.
@@ -359,6 +364,7 @@ func (l *Loop) backOff(r *request) time.Time {
 func (l *Loop) lifecycle(ctx context.Context, r *request) {
 	pr, opts := r.pr, l.p.opts
 	if !r.live() {
+		r.state.built = nil
 		if last := lastTransition(r.status.Conditions); !last.IsZero() && l.now.Sub(last) > opts.RetentionTime {
 			if err := l.p.status.Delete(ctx, pr.Namespace, pr.Name, pr.UID); err != nil {
 				klog.FromContext(ctx).Error(err, "Deleting a finished ProvisioningRequest", "provisioningRequest", klog.KObj(pr))
@@ -408,7 +414,7 @@ func (l *Loop) lifecycle(ctx context.Context, r *request) {
 		l.set(r, provreq.ConditionAccepted, true, provreq.ReasonAccepted, "The cluster autoscaler is working on the request.")
 	}
 
-	pods, missing := buildPods(pr, r.class, l.p.templates)
+	sets, missing := podsOf(pr, r.class, l.p.templates, r.state)
 	if len(missing) > 0 {
 		if r.state.missingSince.IsZero() {
 			r.state.missingSince = l.now
@@ -425,7 +431,8 @@ func (l *Loop) lifecycle(ctx context.Context, r *request) {
 		return
 	}
 	r.state.missingSince = time.Time{}
-	r.pods = pods
+	r.sets = sets
+	r.pods = flatten(sets)
 
 	if r.provisioned() {
 		since := provreq.FindCondition(r.status.Conditions, provreq.ConditionProvisioned).LastTransitionTime.Time

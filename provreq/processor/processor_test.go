@@ -34,6 +34,7 @@ type cluster struct {
 	// recorded
 	fitCalls, scaleCalls int
 	placed               int
+	lastPlaced           [][]*apiv1.Pod
 	deleted              []string
 	rolledBack           []map[string]scaleup.Undo
 	writes               int
@@ -65,12 +66,14 @@ func (c *cluster) Delete(_ context.Context, namespace, name string, _ types.UID)
 	return nil
 }
 
-func (c *cluster) Place(_ context.Context, pods []*apiv1.Pod, _ bool) []*apiv1.Pod {
+func (c *cluster) Place(_ context.Context, sets [][]*apiv1.Pod, _ bool) []*apiv1.Pod {
+	pods := flatten(sets)
 	c.placed += len(pods)
+	c.lastPlaced = sets
 	return pods[:min(c.placeRest, len(pods))]
 }
 
-func (c *cluster) FitAll(context.Context, []*apiv1.Pod, bool) bool { c.fitCalls++; return c.fits }
+func (c *cluster) FitAll(context.Context, [][]*apiv1.Pod, bool) bool { c.fitCalls++; return c.fits }
 
 func (c *cluster) ScaleUpAll(context.Context, []*apiv1.Pod) scaleup.AtomicResult {
 	c.scaleCalls++
@@ -371,6 +374,8 @@ func TestAtomicAttemptRollsBackOnFailureAndTimeout(t *testing.T) {
 		{name: "creation error", group: GroupView{Target: 1, Instances: []InstanceState{{Id: "i1", Error: "STOCKOUT: no capacity"}}},
 			at: time.Minute, text: "STOCKOUT"},
 		{name: "vanished", group: view(1), at: time.Minute, text: "disappeared"},
+		// Deleted by the cleanup as never registered: the attempt timed out.
+		{name: "vanished after the provision time", group: view(1), at: 16 * time.Minute, text: "not ready within 15m0s"},
 		{name: "never registers", group: view(1, "i1"), at: 16 * time.Minute, text: "not ready within 15m0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

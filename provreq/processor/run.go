@@ -102,27 +102,28 @@ func (l *Loop) Run(ctx context.Context, capacity Capacity, nodes []*apiv1.Node, 
 // book holds a provisioned request's capacity for the pods not scheduled
 // yet, and revokes the request when that capacity is gone.
 func (l *Loop) book(ctx context.Context, r *request, capacity Capacity, present map[string]bool) int {
-	pods := r.pods[:max(0, len(r.pods)-r.scheduled)]
+	left := max(0, len(r.pods)-r.scheduled)
+	sets := firstPods(r.sets, left)
 	for name := range r.state.nodes {
 		if !present[name] {
 			l.set(r, provreq.ConditionCapacityRevoked, true, ReasonCapacityLost, fmt.Sprintf(
 				"Node %s provisioned for the request is gone before %d of its %d pods were scheduled.",
-				name, len(pods), r.total()))
+				name, left, r.total()))
 			return 0
 		}
 	}
 	realOnly := r.class == provreq.ClassCheckCapacity
-	if rest := capacity.Place(ctx, pods, realOnly); len(rest) > 0 && realOnly {
+	if rest := capacity.Place(ctx, sets, realOnly); len(rest) > 0 && realOnly {
 		l.set(r, provreq.ConditionCapacityRevoked, true, ReasonCapacityLost, fmt.Sprintf(
-			"%d of the %d pods the request still books no longer fit the cluster.", len(rest), len(pods)))
-		return len(pods) - len(rest)
+			"%d of the %d pods the request still books no longer fit the cluster.", len(rest), left))
+		return left - len(rest)
 	}
-	return len(pods)
+	return left
 }
 
 // checkCapacity answers "do all the pods fit now" and books them when they do.
 func (l *Loop) checkCapacity(r *request, capacity Capacity) {
-	if capacity.FitAll(context.Background(), r.pods, true) {
+	if capacity.FitAll(context.Background(), r.sets, true) {
 		r.state.backoff = 0
 		l.set(r, provreq.ConditionProvisioned, true, provreq.ReasonCapacityIsFound,
 			fmt.Sprintf("All %d pods fit the cluster's current nodes; the capacity is reserved for %v.", len(r.pods), l.p.opts.BookingTime))
@@ -142,7 +143,7 @@ func (l *Loop) checkCapacity(r *request, capacity Capacity) {
 // is reported provisioned only on registered nodes: pods that fit only
 // thanks to nodes still to come (another scale-up's) hold them and wait.
 func (l *Loop) scaleUp(ctx context.Context, r *request, capacity Capacity) bool {
-	if capacity.FitAll(ctx, r.pods, true) {
+	if capacity.FitAll(ctx, r.sets, true) {
 		r.state.backoff = 0
 		l.set(r, provreq.ConditionProvisioned, true, provreq.ReasonCapacityIsFound,
 			fmt.Sprintf("All %d pods fit the cluster's current nodes.", len(r.pods)))

@@ -266,7 +266,8 @@ func (s *Snapshot) NodeInfo(name string) (*schedframework.NodeInfo, error) {
 	return ni, nil
 }
 
-// Pods returns the pods the snapshot places on node name.
+// Pods returns the pods the snapshot places on node name. Pods placed by
+// PodCheck.PlaceOn are the pending pods themselves, without a node name.
 func (s *Snapshot) Pods(name string) ([]*apiv1.Pod, error) {
 	ni, err := s.NodeInfo(name)
 	if err != nil {

@@ -3,6 +3,9 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -99,4 +102,117 @@ func bench100CheckCapacity(b *testing.B, clientFlags ...string) {
 		b.StopTimer()
 		b.ReportMetric(time.Since(start).Seconds(), "s-to-all-provisioned")
 	}
+}
+
+// BenchmarkBookedRequest: a best-effort-atomic request of 40,000 pods (1
+// CPU each) is scaled up for (4,000 kwok nodes of 10 CPU) and Provisioned;
+// its workload is not created, so every later loop books the 40,000 pods on
+// those nodes. Reported: the time to Provisioned=True, and the mean duration
+// of the loops (function="main") and of their scale-up step
+// (function="scaleUp", where the booking is placed) over 20 s with the
+// booking in place. pods=4000 is the same at a tenth of the size. With
+// BOOKED_REQUEST_CPU_PROFILE=<file>, a CPU profile of the binary over those
+// 20 s is written there.
+//
+//	go test -run xxx -bench 'BookedRequest/pods=40000' -benchtime 1x -timeout 20m ./test/integration
+func BenchmarkBookedRequest(b *testing.B) {
+	for _, pods := range []int32{4000, 40000} {
+		b.Run(fmt.Sprintf("pods=%d", pods), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				benchBookedRequest(b, pods)
+			}
+		})
+	}
+}
+
+func benchBookedRequest(b *testing.B, pods int32) {
+	b.StopTimer()
+	e := newProvreqEnv(b)
+	group := framework.UniqueName("booked")
+	path := writeKwokConfig(e.Env, fmt.Sprintf(`
+createQPS: 1000
+workers: 16
+nodeGroups:
+- name: %[1]s
+  maxSize: %[4]d
+  template:
+    labels: {%[2]s: %[3]s, pool: %[1]s}
+    capacity: {cpu: "10", memory: 64Gi, pods: "110"}
+`, group, framework.TestNamespaceLabel, e.Namespace, pods/10+100))
+	set := podSet{name: "main", count: pods, cpu: "1", selector: map[string]string{"pool": group}}
+	e.template("big", set)
+	p := startAutoscaler(b, "autoscaler", provreqArgs(e, path, "--kube-client-qps=200", "--kube-client-burst=400",
+		"--profiling")...)
+	time.Sleep(2 * time.Second) // caches synced, loops running
+	start := time.Now()
+	e.request("big", provreq.ClassBestEffortAtomicScaleUp, nil, true, set)
+	e.condition("big", provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsProvisioned, 8*time.Minute)
+	b.ReportMetric(time.Since(start).Seconds(), "s-to-provisioned")
+	b.ReportMetric(float64(nodesPerPool(e.Env)[group]), "nodes")
+
+	time.Sleep(5 * time.Second) // the loop that saw the last node is over
+	before := loopDurations(b, p)
+	if out := os.Getenv("BOOKED_REQUEST_CPU_PROFILE"); out != "" {
+		// A CPU profile of the binary over the measured 20 s.
+		_, profile, err := p.get(context.Background(), "/debug/pprof/profile?seconds=20")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(out, []byte(profile), 0o600); err != nil {
+			b.Fatal(err)
+		}
+	} else {
+		time.Sleep(20 * time.Second)
+	}
+	after := loopDurations(b, p)
+	for _, f := range []string{"main", "scaleUp"} {
+		n := after[f+"_count"] - before[f+"_count"]
+		if n <= 0 {
+			b.Fatalf("no %s run in 20 s with the booking in place", f)
+		}
+		b.ReportMetric((after[f+"_sum"]-before[f+"_sum"])/n, "s/"+f)
+		b.ReportMetric(n, f+"-runs")
+	}
+	if booked := metricValue(b, p, "cluster_autoscaler_provisioning_request_booked_pods"); booked != float64(pods) {
+		b.Errorf("booked pods %v, want %d", booked, pods)
+	}
+}
+
+var durationSeries = regexp.MustCompile(`(?m)^cluster_autoscaler_function_duration_seconds_(sum|count)\{function="(main|scaleUp)"\} (\S+)$`)
+
+// loopDurations reads the sums and counts of the main and scaleUp function
+// durations: "main_sum", "main_count", "scaleUp_sum", "scaleUp_count".
+func loopDurations(b *testing.B, p *autoscalerProcess) map[string]float64 {
+	b.Helper()
+	_, body, err := p.get(context.Background(), "/metrics")
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, m := range durationSeries.FindAllStringSubmatch(body, -1) {
+		v, err := strconv.ParseFloat(m[3], 64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out[m[2]+"_"+m[1]] = v
+	}
+	return out
+}
+
+// metricValue is the value of an unlabelled series.
+func metricValue(b *testing.B, p *autoscalerProcess, name string) float64 {
+	b.Helper()
+	_, body, err := p.get(context.Background(), "/metrics")
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` (\S+)$`).FindStringSubmatch(body)
+	if m == nil {
+		b.Fatalf("/metrics has no %s", name)
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return v
 }

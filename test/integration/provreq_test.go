@@ -8,7 +8,6 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -475,14 +474,16 @@ nodeGroups:
 
 // TestConsumersOfForeignRequestsDoNotScaleUp: pods consuming a request
 // handled by another processor instance or of an unknown class are set
-// aside (the current and the deprecated annotation key); an ordinary pod in
-// the same group still scales up.
+// aside (the current and the deprecated annotation key); an ordinary pod,
+// in the same loop, still scales up. The ordinary pod goes to a group of its
+// own: on a node of the consumers' group the scheduler could give the
+// ordinary pod's node to a consumer (it takes pending pods oldest first).
 func TestConsumersOfForeignRequestsDoNotScaleUp(t *testing.T) {
 	e := newProvreqEnv(t)
 	e.dumpRequests()
 	dumpPods(e.Env)
-	group := framework.UniqueName("g")
-	path := oneGroupConfig(e.Env, group, 10, "registrationDelay: 1s")
+	group, ordinary := framework.UniqueName("g"), framework.UniqueName("ordinary")
+	path := groupsConfig(e.Env, group, ordinary)
 	sel := map[string]string{"pool": group}
 	e.request("elsewhere", provreq.ClassCheckCapacity, map[string]string{"processorInstance": "other-autoscaler"}, false,
 		podSet{name: "main", count: 2, cpu: "3", selector: sel})
@@ -493,20 +494,7 @@ func TestConsumersOfForeignRequestsDoNotScaleUp(t *testing.T) {
 	if _, err := e.Client.CoreV1().Pods(e.Namespace).Create(e.Context(), old, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// The ordinary pod outranks the consumers, so that kube-scheduler gives
-	// it the node scaled up for it rather than to a consumer that fits too.
-	high := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: framework.UniqueName("high")}, Value: 1000}
-	if _, err := e.Client.SchedulingV1().PriorityClasses().Create(e.Context(), high, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = e.Client.SchedulingV1().PriorityClasses().Delete(context.Background(), high.Name, metav1.DeleteOptions{})
-	})
-	ordinary := framework.MakePod(e.Namespace, "ordinary-0").Req("3", "1Gi").NodeSelector("pool", group).Obj()
-	ordinary.Spec.PriorityClassName = high.Name
-	if _, err := e.Client.CoreV1().Pods(e.Namespace).Create(e.Context(), ordinary, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createPods(e.Env, "ordinary", 1, "3", map[string]string{"pool": ordinary})
 	p := startAutoscaler(t, "autoscaler", provreqArgs(e, path)...)
 
 	e.Eventually(90*time.Second, "the ordinary pod Running", func(ctx context.Context) (bool, error) {
@@ -516,8 +504,9 @@ func TestConsumersOfForeignRequestsDoNotScaleUp(t *testing.T) {
 	e.Eventually(30*time.Second, "the consumers set aside in the log", func(context.Context) (bool, error) {
 		return strings.Count(p.log.String(), "Pod consumes a ProvisioningRequest handled elsewhere") >= 6, nil
 	})
-	if got := nodesPerPool(e.Env); got[group] != 1 {
-		t.Errorf("%d nodes in %s, want 1: the consumers of foreign requests were scaled up for", got[group], group)
+	if got := nodesPerPool(e.Env); got[group] != 0 || got[ordinary] != 1 {
+		t.Errorf("nodes %v, want none in %s (the consumers of foreign requests must not be scaled up for) and 1 in %s",
+			got, group, ordinary)
 	}
 	for _, name := range []string{"elsewhere-worker-0", "elsewhere-worker-1", "old-key-worker"} {
 		pod, err := e.Client.CoreV1().Pods(e.Namespace).Get(e.Context(), name, metav1.GetOptions{})
