@@ -62,6 +62,7 @@ nodeGroups:
 		})
 		w := watchPods(b, e)
 
+		cpuBefore := cpuSeconds(p)
 		b.StartTimer()
 		start := time.Now()
 		decided := make(chan time.Time, 1)
@@ -108,6 +109,7 @@ nodeGroups:
 		b.ReportMetric(float64(nodes[large]), "large-nodes")
 		b.ReportMetric(float64(backoffs), "backoffs")
 		b.ReportMetric(peakRSSMiB(p), "peak-RSS-MiB")
+		b.ReportMetric(cpuSeconds(p)-cpuBefore, "autoscaler-CPU-s")
 		if backoffs > 0 {
 			b.Errorf("%d node groups backed off", backoffs)
 		}
@@ -239,4 +241,28 @@ func peakRSSMiB(p *autoscalerProcess) float64 {
 		}
 	}
 	return -1
+}
+
+// cpuSeconds reads the CPU time (user and system) the autoscaler process has
+// used, from /proc/<pid>/stat at the usual 100 ticks per second.
+func cpuSeconds(p *autoscalerProcess) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return -1
+	}
+	// The command name may hold spaces: the fields start after its ')'.
+	rest := string(data)
+	if i := strings.LastIndexByte(rest, ')'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return -1
+	}
+	utime, err1 := strconv.ParseFloat(f[11], 64)
+	stime, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return -1
+	}
+	return (utime + stime) / 100
 }
