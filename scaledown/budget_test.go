@@ -158,3 +158,15 @@ func TestZeroOrMaxGroupGoesWhole(t *testing.T) {
 		}
 	})
 }
+
+// A node being deleted or drained is no place to move a candidate's pods:
+// the removal simulation is told to avoid it.
+func TestNodesInFlightAreNoDestination(t *testing.T) {
+	f := newFixture(t, 0, map[string]string{"a": "1", "b": "", "c": ""}, nil)
+	f.taint(t, "b", ToBeDeletedTaint)
+	f.planWith(t, t0, func(in *Input) { in.deleting = map[string]string{"c": "g"} })
+	got := f.sess.avoided["a"]
+	if !got["b"] || !got["c"] {
+		t.Errorf("moving a's pods avoids %v, want b (tainted ToBeDeleted) and c (being removed)", got)
+	}
+}

@@ -136,7 +136,14 @@ func (p *Planner) Update(ctx context.Context, in Input) *Plan {
 	}
 	nodes := append([]*apiv1.Node(nil), in.Nodes...)
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
-	removed := map[string]bool{} // nodes already counted as gone in the simulation
+	// Nodes already counted as gone in the simulation: no candidate's pods
+	// may be moved onto them. Nodes being deleted or drained are gone too.
+	removed := map[string]bool{}
+	for _, n := range nodes {
+		if hasTaint(n, ToBeDeletedTaint) || in.deleting[n.Name] != "" || in.deleted[n.Name] {
+			removed[n.Name] = true
+		}
+	}
 	var unneeded []*Candidate
 	for _, n := range nodes {
 		gs := groupOf[n.Name]

@@ -2,6 +2,7 @@ package scaledown
 
 import (
 	"context"
+	"maps"
 	"strconv"
 	"testing"
 	"time"
@@ -26,6 +27,8 @@ type session struct {
 	full  map[string]bool
 	extra map[string]int
 	real  map[string][]*apiv1.Pod
+	// avoided records, by node, the destinations TryRemove was told to avoid.
+	avoided map[string]map[string]bool
 }
 
 func (s *session) PodsOn(node string) []*apiv1.Pod {
@@ -36,7 +39,11 @@ func (s *session) PodsOn(node string) []*apiv1.Pod {
 	return out
 }
 
-func (s *session) TryRemove(_ context.Context, node string, move []*apiv1.Pod, _ map[string]bool) bool {
+func (s *session) TryRemove(_ context.Context, node string, move []*apiv1.Pod, avoid map[string]bool) bool {
+	if s.avoided == nil {
+		s.avoided = map[string]map[string]bool{}
+	}
+	s.avoided[node] = maps.Clone(avoid)
 	return len(move) == 0 || !s.full[node]
 }
 
