@@ -43,6 +43,8 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/estimator"
 	"k8s.io/autoscaler/cluster-autoscaler/expander"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
+	"k8s.io/autoscaler/cluster-autoscaler/processors"
+	"k8s.io/autoscaler/cluster-autoscaler/processors/provreqs"
 	provreqv1 "k8s.io/autoscaler/cluster-autoscaler/provreq/apis/autoscaling.x-k8s.io/v1"
 	provreqclient "k8s.io/autoscaler/cluster-autoscaler/provreq/client"
 	"k8s.io/autoscaler/cluster-autoscaler/provreq/processor"
@@ -246,8 +248,6 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 	listers := core.Listers{
 		Nodes: factory.Core().V1().Nodes().Lister(),
 		Pods:  factory.Core().V1().Pods().Lister(),
-		// A burst's decision counts the replicas still to be created.
-		ReplicaSets: factory.Apps().V1().ReplicaSets().Lister(),
 	}
 	provider, err := providers.Build(ctx, opts.CloudProvider, cloudprovider.BuildOptions{
 		Options: opts, KubeClient: client, InformerFactory: factory,
@@ -319,14 +319,16 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 	loopCtx, stopLoop := context.WithCancel(ctx)
 	defer func() { stopLoop(); sd.Wait() }()
 	var provreqInformer cache.SharedIndexInformer
+	var requests *provreqs.Requests
 	if opts.EnableProvisioningRequests {
 		var p *processor.Processor
 		p, provreqInformer, err = buildProvReqProcessor(ctx, opts, restConfig, factory, recorder, orchestrator, m)
 		if err != nil {
 			return err
 		}
-		loopOpts = append(loopOpts, core.WithProvisioningRequests(p))
+		requests = provreqs.New(p, state)
 	}
+	loopOpts = append(loopOpts, core.WithProcessors(loopProcessors(opts, factory, recorder, requests)))
 	autoscaler := core.NewAutoscaler(opts, listers, provider, m, loopOpts...)
 	runner := core.NewRunner(autoscaler, opts.ScanInterval, health, m, core.WithFrequentLoops(opts.FrequentLoopsEnabled),
 		core.WithPodBatching(opts.ScaleUpBatchIdle, opts.ScaleUpBatchMax))
@@ -370,7 +372,7 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 // unschedulable; the runner batches a burst of them into one loop.
 func unschedulablePodTrigger(r *core.Runner) cache.ResourceEventHandler {
 	check := func(obj any) {
-		if pod, ok := obj.(*apiv1.Pod); ok && core.IsUnschedulable(pod) && recentlyUnschedulable(pod, time.Now()) {
+		if pod, ok := obj.(*apiv1.Pod); ok && processors.IsUnschedulable(pod) && recentlyUnschedulable(pod, time.Now()) {
 			r.PodTrigger(core.WorkloadKey(pod))
 		}
 	}

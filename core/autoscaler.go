@@ -8,7 +8,6 @@ import (
 
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -18,7 +17,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
-	"k8s.io/autoscaler/cluster-autoscaler/provreq/processor"
+	"k8s.io/autoscaler/cluster-autoscaler/processors"
 	"k8s.io/autoscaler/cluster-autoscaler/scaledown"
 	"k8s.io/autoscaler/cluster-autoscaler/scaleup"
 	"k8s.io/client-go/tools/record"
@@ -29,9 +28,6 @@ import (
 type Listers struct {
 	Nodes corelisters.NodeLister
 	Pods  corelisters.PodLister
-	// ReplicaSets, when set, let a scale-up count the replicas a
-	// ReplicaSet has still to create (see upcomingReplicas).
-	ReplicaSets appslisters.ReplicaSetLister
 }
 
 // Autoscaler runs one loop at a time over an observation of the cluster.
@@ -42,7 +38,7 @@ type Autoscaler struct {
 	state    *clusterstate.Registry
 	status   *clusterstate.StatusWriter
 	scaleUp  ScaleUpper
-	provreqs *processor.Processor
+	procs    processors.Set
 	cleaner  *cleanup.Cleaner
 	scaleDn  *scaledown.ScaleDown
 	recorder record.EventRecorder
@@ -77,9 +73,10 @@ func WithStatusWriter(w *clusterstate.StatusWriter) AutoscalerOption {
 	return func(a *Autoscaler) { a.status = w }
 }
 
-// WithProvisioningRequests runs ProvisioningRequests through the loop.
-func WithProvisioningRequests(p *processor.Processor) AutoscalerOption {
-	return func(a *Autoscaler) { a.provreqs = p }
+// WithProcessors sets the loop's extension points (see package
+// processors). Without it every pending pod reaches the scale-up.
+func WithProcessors(s processors.Set) AutoscalerOption {
+	return func(a *Autoscaler) { a.procs = s }
 }
 
 // WithCleanup deletes broken instances and fixes drifted target sizes
@@ -111,14 +108,9 @@ func NewAutoscaler(opts config.Options, listers Listers, provider cloudprovider.
 	return a
 }
 
-// Observation is the state one loop decides on; it is read once per loop.
-type Observation struct {
-	Now           time.Time
-	NodeGroups    []cloudprovider.NodeGroup
-	Nodes         []*apiv1.Node
-	ScheduledPods []*apiv1.Pod
-	PendingPods   []*apiv1.Pod
-}
+// Observation is the state one loop decides on; it is read once per loop
+// and is what the processors see of the loop.
+type Observation = processors.Loop
 
 // RunOnce runs the loop's steps in order. Scale-up, scale-down and cleanup
 // are added to this list by the packages that own them.
@@ -153,6 +145,10 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (Result, error)
 		a.clusterEvent(apiv1.EventTypeWarning, "ClusterUnhealthy", "Cluster is unhealthy")
 		return Result{}, nil
 	}
+	if a.procs.Repair(ctx, obs) {
+		klog.FromContext(ctx).V(2).Info("A repair changed the cluster; deciding in the next loop")
+		return Result{Productive: true}, nil
+	}
 	res, session, err := a.runScaleUp(ctx, obs)
 	if err != nil || a.scaleUp == nil {
 		return res, err
@@ -181,11 +177,13 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (Result, error)
 	}
 	start := a.clock.Now()
 	a.metrics.UpdateLastActivity(metrics.ActivityScaleDown, obs.Now)
-	if n := a.scaleDn.Run(ctx, scaledown.Input{Now: obs.Now, Nodes: obs.Nodes, ScheduledPods: obs.ScheduledPods,
-		State: a.state, Session: session}); n > 0 {
+	n := a.scaleDn.Run(ctx, scaledown.Input{Now: obs.Now, Nodes: obs.Nodes, ScheduledPods: obs.ScheduledPods,
+		State: a.state, Session: session})
+	if n > 0 {
 		res.Productive = true
 	}
 	a.metrics.UpdateDuration(metrics.FunctionScaleDown, a.clock.Since(start))
+	a.procs.ScaleDownDone(ctx, obs, processors.ScaleDownStatus{RemovalsStarted: n})
 	return res, nil
 }
 
@@ -248,41 +246,36 @@ func (a *Autoscaler) clusterEvent(eventType, reason, format string, args ...any)
 	a.recorder.Eventf(a.status.Reference(), eventType, reason, format, args...)
 }
 
-// runScaleUp adds nodes for the pods the scheduler marked unschedulable,
-// after the ProvisioningRequests have booked, checked and scaled in the
-// same session.
+// runScaleUp adds nodes for the pending pods the pod-list processors pass
+// on, after the capacity processors (ProvisioningRequests) have booked,
+// checked and scaled in the same session.
 func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, *scaleup.Session, error) {
 	if a.scaleUp == nil {
 		return Result{}, nil, nil
 	}
 	logger := klog.FromContext(ctx)
-	unschedulable := a.unschedulable(ctx, obs)
-	var requests *processor.Loop
-	if a.provreqs != nil {
-		requests = a.provreqs.Begin(ctx, processor.Input{Now: obs.Now, ScheduledPods: obs.ScheduledPods,
-			PendingPods: unschedulable})
-		defer requests.Finish(ctx)
-		unschedulable = requests.Pending()
-	}
-	if len(unschedulable) == 0 && (requests == nil || !requests.HasWork()) {
+	pending := a.procs.Pods(ctx, obs)
+	status := processors.ScaleUpStatus{Pods: pending}
+	defer func() { a.procs.ScaleUpDone(ctx, obs, status) }()
+	if len(pending) == 0 && !a.procs.HasCapacityWork() {
 		return Result{}, nil, nil
 	}
 	start := a.clock.Now()
 	defer func() { a.metrics.UpdateDuration(metrics.FunctionScaleUp, a.clock.Since(start)) }()
 	a.metrics.UpdateLastActivity(metrics.ActivityScaleUp, obs.Now)
-	session := a.scaleUp.Begin(ctx, scaleup.Input{Now: obs.Now, Nodes: obs.Nodes, ScheduledPods: obs.ScheduledPods})
-	productive := false
-	if requests != nil {
-		productive = requests.Run(ctx, session, obs.Nodes, registryInstances(a.state))
-	}
-	if len(unschedulable) == 0 {
+	session := a.scaleUp.Begin(ctx, scaleup.Input{Now: obs.Now, Nodes: obs.Nodes, ScheduledPods: obs.ScheduledPods,
+		Excluded: a.procs.ExcludedNodeGroups(ctx, obs)})
+	productive := a.procs.ProcessCapacity(ctx, obs, session)
+	if len(pending) == 0 {
 		a.metrics.RegisterScaleUp(session.Added())
+		status.Added = session.Added()
 		return Result{Productive: productive || session.Added() > 0}, session, nil
 	}
 	before := session.Added()
-	res := session.ScaleUp(ctx, unschedulable)
+	res := session.ScaleUp(ctx, pending)
 	added := session.Added() - before
 	a.metrics.RegisterScaleUp(session.Added())
+	status.Result, status.Added = res, session.Added()
 	for _, e := range res.Errors {
 		// A transient error (a conflict, throttling, a timeout) that
 		// outlasted the retries is an API call error; the group is not
@@ -300,37 +293,9 @@ func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, 
 		}
 		logger.V(2).Info("Pods left pending", "count", len(res.Remaining))
 	}
-	a.recordScaleUpEvents(res)
-	logger.V(2).Info("Scale-up decision", "unschedulable", len(unschedulable), "fitExisting", res.FitExisting,
+	logger.V(2).Info("Scale-up decision", "unschedulable", len(pending), "fitExisting", res.FitExisting,
 		"increases", len(res.Increases), "nodesAdded", added)
 	return Result{Productive: added > 0 || productive}, session, nil
-}
-
-// unschedulable are the pods the scheduler marked unschedulable that are old
-// enough (--new-pod-scale-up-delay, pod annotation) to trigger a scale-up,
-// with their pending twins the scheduler has not tried yet (see twins).
-func (a *Autoscaler) unschedulable(ctx context.Context, obs *Observation) []*apiv1.Pod {
-	logger := klog.FromContext(ctx)
-	var out []*apiv1.Pod
-	tooNew := 0
-	candidates := twins(ctx, obs.PendingPods)
-	candidates = append(candidates, a.upcomingReplicas(ctx, candidates, obs)...)
-	for _, p := range candidates {
-		old, err := oldEnoughForScaleUp(p, obs.Now, a.opts.NewPodScaleUpDelay)
-		if err != nil {
-			logger.Error(err, "Ignoring the pod's scale-up delay annotation", "pod", klog.KObj(p))
-		}
-		if !old {
-			tooNew++
-			continue
-		}
-		out = append(out, p)
-	}
-	if tooNew > 0 {
-		logger.V(2).Info("Unschedulable pods too new to trigger a scale-up", "count", tooNew,
-			"newPodScaleUpDelay", a.opts.NewPodScaleUpDelay)
-	}
-	return out
 }
 
 // refreshCloud lets the provider update its view; it runs before any other provider call.
@@ -387,7 +352,7 @@ func (a *Autoscaler) report(ctx context.Context, obs *Observation) {
 	a.reportClusterSize(obs)
 	unschedulable := 0
 	for _, p := range obs.PendingPods {
-		if IsUnschedulable(p) {
+		if processors.IsUnschedulable(p) {
 			unschedulable++
 		}
 	}
@@ -396,19 +361,6 @@ func (a *Autoscaler) report(ctx context.Context, obs *Observation) {
 	klog.FromContext(ctx).V(2).Info("Loop summary", "nodeGroups", len(obs.NodeGroups), "ready", counts.Ready, "unready", counts.Unready,
 		"notStarted", counts.NotStarted, "unregistered", counts.Unregistered, "longUnregistered", counts.LongUnregistered,
 		"unschedulablePods", unschedulable)
-}
-
-// IsUnschedulable reports whether the scheduler has marked pod unschedulable.
-func IsUnschedulable(pod *apiv1.Pod) bool {
-	if pod.Spec.NodeName != "" || pod.Status.Phase == apiv1.PodSucceeded || pod.Status.Phase == apiv1.PodFailed {
-		return false
-	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == apiv1.PodScheduled && c.Status == apiv1.ConditionFalse && c.Reason == apiv1.PodReasonUnschedulable {
-			return true
-		}
-	}
-	return false
 }
 
 // reportClusterSize exports the node limit and the cluster's cores and memory

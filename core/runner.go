@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	apiv1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -275,4 +277,13 @@ func (r *Runner) safeRunOnce(ctx context.Context, start time.Time) (res Result, 
 		res = Result{}
 	}()
 	return r.loop.RunOnce(ctx, start)
+}
+
+// WorkloadKey names a pod's workload for batching: its controller's UID, or
+// the pod's own for a pod without one.
+func WorkloadKey(p *apiv1.Pod) string {
+	if ref := metav1.GetControllerOf(p); ref != nil {
+		return string(ref.UID)
+	}
+	return "pod:" + string(p.UID)
 }

@@ -29,6 +29,9 @@ type Input struct {
 	ScheduledPods []*apiv1.Pod
 	// Pending are the pods the scheduler could not place.
 	Pending []*apiv1.Pod
+	// Excluded are node groups this loop must not grow (the loop's
+	// node-group-list processors), by id, with the reason why.
+	Excluded map[string]string
 }
 
 // Increase is one node group's size increase.
@@ -68,6 +71,23 @@ type Orchestrator struct {
 	fromNodes map[string]*cloudprovider.NodeInfo
 	// countDeletions records rolled back instances (deleted_nodes_total).
 	countDeletions func(reason string, n int)
+	templates      []TemplateProcessor
+}
+
+// TemplateProcessor adjusts a node group's template NodeInfo, after it was
+// read from the provider or made from a real node and given its DaemonSet
+// pods, before the session simulates with it. It must not modify the
+// NodeInfo it receives (it may be the provider's or a cached one): it
+// returns a new one, or the same when nothing changes. An error leaves the
+// group out of the session's scale-ups, with the error as the reason.
+type TemplateProcessor interface {
+	ProcessTemplate(ctx context.Context, group cloudprovider.NodeGroup, info *cloudprovider.NodeInfo) (*cloudprovider.NodeInfo, error)
+}
+
+// WithTemplateProcessors runs the template processors, in order, on every
+// node group's template in each session.
+func WithTemplateProcessors(ps ...TemplateProcessor) Option {
+	return func(o *Orchestrator) { o.templates = append(o.templates, ps...) }
 }
 
 // DaemonSetLister lists the DaemonSets whose pods templates carry.
@@ -275,12 +295,17 @@ func (o *Orchestrator) observeGroups(ctx context.Context, in Input) (map[string]
 		default:
 			gs.template = template.AddDaemonSetPods(tmpl, daemonSets)
 		}
+		if gs.template != nil {
+			gs.template, gs.skip = o.processTemplate(ctx, ng, gs.template)
+		}
 		switch {
 		case st.BackedOff:
 			gs.skip = "in backoff after failed scale-up"
 			klog.FromContext(ctx).V(4).Info("Node group in back-off", "nodeGroup", ng.Id(), "errorCode", st.BackoffReason.ErrorCode)
 		case !st.Healthy:
 			gs.skip = "not ready for scale-up"
+		case in.Excluded[ng.Id()] != "":
+			gs.skip = in.Excluded[ng.Id()]
 		}
 		for _, n := range st.NotStartedNodes {
 			excluded[n] = true
@@ -288,6 +313,25 @@ func (o *Orchestrator) observeGroups(ctx context.Context, in Input) (map[string]
 		groups[ng.Id()] = gs
 	}
 	return groups, excluded
+}
+
+// processTemplate runs the template processors on one group's template; on
+// an error it returns no template and the reason to skip the group.
+func (o *Orchestrator) processTemplate(ctx context.Context, ng cloudprovider.NodeGroup,
+	info *cloudprovider.NodeInfo) (*cloudprovider.NodeInfo, string) {
+	for _, p := range o.templates {
+		out, err := p.ProcessTemplate(ctx, ng, info)
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Template processor failed; the node group is not scaled up this loop",
+				"nodeGroup", ng.Id())
+			return nil, fmt.Sprintf("template processor failed: %v", err)
+		}
+		if out == nil {
+			return nil, "template processor returned no template"
+		}
+		info = out
+	}
+	return info, ""
 }
 
 // templateFromNodes makes the group's template from its first ready node

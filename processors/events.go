@@ -1,12 +1,12 @@
-package core
+package processors
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	apiv1 "k8s.io/api/core/v1"
-
-	"k8s.io/autoscaler/cluster-autoscaler/scaleup"
+	"k8s.io/client-go/tools/record"
 )
 
 // Event reasons on pods, as upstream's.
@@ -20,13 +20,20 @@ const (
 // log line has the totals.
 const maxPodEventsPerLoop = 100
 
-// recordScaleUpEvents tells the pods what the scale-up did for them:
-// TriggeredScaleUp on pods a scale-up serves, and, when no group was scaled
-// up in this loop, NotTriggerScaleUp with the reasons on the pods left.
-func (a *Autoscaler) recordScaleUpEvents(res scaleup.Result) {
-	if a.recorder == nil {
+// ScaleUpEvents is the scale-up status processor that tells the pods what
+// the scale-up did for them: TriggeredScaleUp on pods a scale-up serves,
+// and, when no group was scaled up in this loop, NotTriggerScaleUp with the
+// reasons on the pods left. Stand-ins for replicas not created yet get none.
+type ScaleUpEvents struct {
+	Recorder record.EventRecorder
+}
+
+// ScaleUpDone implements ScaleUpStatusProcessor.
+func (e ScaleUpEvents) ScaleUpDone(_ context.Context, _ *Loop, status ScaleUpStatus) {
+	if e.Recorder == nil {
 		return
 	}
+	res := status.Result
 	sent := 0
 	for i, inc := range res.Increases {
 		if i > 0 && res.Increases[i-1].Decision == inc.Decision {
@@ -46,7 +53,7 @@ func (a *Autoscaler) recordScaleUpEvents(res scaleup.Result) {
 			if sent == maxPodEventsPerLoop {
 				return
 			}
-			a.recorder.Event(p, apiv1.EventTypeNormal, EventTriggeredScaleUp, msg)
+			e.Recorder.Event(p, apiv1.EventTypeNormal, EventTriggeredScaleUp, msg)
 			sent++
 		}
 	}
@@ -60,7 +67,7 @@ func (a *Autoscaler) recordScaleUpEvents(res scaleup.Result) {
 		if sent == maxPodEventsPerLoop {
 			return
 		}
-		a.recorder.Event(p, apiv1.EventTypeNormal, EventNotTriggerScaleUp,
+		e.Recorder.Event(p, apiv1.EventTypeNormal, EventNotTriggerScaleUp,
 			"pod didn't trigger scale-up: "+strings.TrimSpace(reason))
 		sent++
 	}

@@ -1,4 +1,4 @@
-package core
+package processors
 
 import (
 	"context"
@@ -68,7 +68,7 @@ func TestUpcomingReplicasOfAScalingReplicaSet(t *testing.T) {
 	replicas := int32(10)
 	_ = indexer.Add(&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a", UID: "a"},
 		Spec: appsv1.ReplicaSetSpec{Replicas: &replicas}})
-	a := &Autoscaler{listers: Listers{ReplicaSets: appslisters.NewReplicaSetLister(indexer)}}
+	u := UnschedulablePods{ReplicaSets: appslisters.NewReplicaSetLister(indexer)}
 	marked := burstPod("a-0", "a", "1", true)
 	untried := burstPod("a-1", "a", "1", false)
 	scheduled := burstPod("a-2", "a", "1", false)
@@ -77,9 +77,9 @@ func TestUpcomingReplicasOfAScalingReplicaSet(t *testing.T) {
 	terminating.Spec.NodeName = "n"
 	terminating.DeletionTimestamp = &metav1.Time{}
 	other := burstPod("b-0", "b", "1", true) // its ReplicaSet is not known: nothing counted for it
-	obs := &Observation{PendingPods: []*apiv1.Pod{marked, untried, other},
+	obs := &Loop{PendingPods: []*apiv1.Pod{marked, untried, other},
 		ScheduledPods: []*apiv1.Pod{scheduled, terminating}}
-	up := a.upcomingReplicas(context.Background(), []*apiv1.Pod{marked, untried, other}, obs)
+	up := u.upcomingReplicas(context.Background(), []*apiv1.Pod{marked, untried, other}, obs)
 	if len(up) != 7 { // 10 wanted, 3 active (the terminating pod does not count)
 		t.Fatalf("%d upcoming replicas, want 7", len(up))
 	}
@@ -95,7 +95,7 @@ func TestUpcomingReplicasOfAScalingReplicaSet(t *testing.T) {
 	}
 	// A scaled-down ReplicaSet has nothing upcoming.
 	replicas = 2
-	if up := a.upcomingReplicas(context.Background(), []*apiv1.Pod{marked}, obs); len(up) != 0 {
+	if up := u.upcomingReplicas(context.Background(), []*apiv1.Pod{marked}, obs); len(up) != 0 {
 		t.Errorf("%d upcoming replicas of a ReplicaSet with more pods than replicas", len(up))
 	}
 }

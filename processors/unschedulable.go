@@ -1,4 +1,4 @@
-package core
+package processors
 
 import (
 	"context"
@@ -7,10 +7,40 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/klog/v2"
 
 	"k8s.io/autoscaler/cluster-autoscaler/estimator"
 )
+
+// UnschedulablePods is the first pod-list processor of the default set: of
+// the pending pods, it keeps those the scheduler marked unschedulable, with
+// their pending twins it has not tried yet (twins) and stand-ins for the
+// replicas their ReplicaSets have still to create (upcomingReplicas).
+type UnschedulablePods struct {
+	// ReplicaSets, when set, let the stand-ins be counted; without it only
+	// the pods that exist are.
+	ReplicaSets appslisters.ReplicaSetLister
+}
+
+// ProcessPods implements PodListProcessor.
+func (u UnschedulablePods) ProcessPods(ctx context.Context, loop *Loop, pods []*apiv1.Pod) []*apiv1.Pod {
+	candidates := twins(ctx, pods)
+	return append(candidates, u.upcomingReplicas(ctx, candidates, loop)...)
+}
+
+// IsUnschedulable reports whether the scheduler has marked pod unschedulable.
+func IsUnschedulable(pod *apiv1.Pod) bool {
+	if pod.Spec.NodeName != "" || pod.Status.Phase == apiv1.PodSucceeded || pod.Status.Phase == apiv1.PodFailed {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == apiv1.PodScheduled && c.Status == apiv1.ConditionFalse && c.Reason == apiv1.PodReasonUnschedulable {
+			return true
+		}
+	}
+	return false
+}
 
 // A burst of pods (a Deployment created or scaled by hundreds of replicas)
 // reaches the autoscaler in pieces: the ReplicaSet controller creates the
@@ -74,15 +104,6 @@ func untriedByScheduler(p *apiv1.Pod) bool {
 	return true
 }
 
-// WorkloadKey names a pod's workload for batching: its controller's UID, or
-// the pod's own for a pod without one.
-func WorkloadKey(p *apiv1.Pod) string {
-	if ref := metav1.GetControllerOf(p); ref != nil {
-		return string(ref.UID)
-	}
-	return "pod:" + string(p.UID)
-}
-
 // MaxUpcomingReplicas bounds the replicas counted ahead of their creation
 // in one loop, so that a ReplicaSet of absurd size costs bounded memory; the
 // rest are counted once they exist.
@@ -104,8 +125,8 @@ func IsUpcomingReplica(p *apiv1.Pod) bool {
 // controller is about to create from the same template, so the scale-up
 // makes room for them now rather than in a staircase of later loops; if they
 // never come, the nodes are unneeded and scaled down as any other.
-func (a *Autoscaler) upcomingReplicas(ctx context.Context, unschedulable []*apiv1.Pod, obs *Observation) []*apiv1.Pod {
-	if a.listers.ReplicaSets == nil || len(unschedulable) == 0 {
+func (u UnschedulablePods) upcomingReplicas(ctx context.Context, unschedulable []*apiv1.Pod, obs *Loop) []*apiv1.Pod {
+	if u.ReplicaSets == nil || len(unschedulable) == 0 {
 		return nil
 	}
 	sample := map[types.UID]*apiv1.Pod{}
@@ -132,7 +153,7 @@ func (a *Autoscaler) upcomingReplicas(ctx context.Context, unschedulable []*apiv
 	var out []*apiv1.Pod
 	for uid, p := range sample {
 		ref := metav1.GetControllerOf(p)
-		rs, err := a.listers.ReplicaSets.ReplicaSets(p.Namespace).Get(ref.Name)
+		rs, err := u.ReplicaSets.ReplicaSets(p.Namespace).Get(ref.Name)
 		if err != nil || rs.UID != uid || rs.DeletionTimestamp != nil {
 			continue
 		}

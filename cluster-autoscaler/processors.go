@@ -1,0 +1,35 @@
+package main
+
+import (
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/record"
+
+	"k8s.io/autoscaler/cluster-autoscaler/config"
+	"k8s.io/autoscaler/cluster-autoscaler/processors"
+	"k8s.io/autoscaler/cluster-autoscaler/processors/provreqs"
+)
+
+// loopProcessors composes the loop's extension points (package processors),
+// each list in the order it runs. requests is nil unless
+// --enable-provisioning-requests is set. A fork adds its own processor with
+// one line in the list it belongs to (FAQ: "How do I extend it in my own
+// build?").
+func loopProcessors(opts config.Options, factory informers.SharedInformerFactory, recorder record.EventRecorder,
+	requests *provreqs.Requests) processors.Set {
+	set := processors.Set{
+		PodLists: []processors.PodListProcessor{
+			// The pods the scheduler marked, with the rest of their burst.
+			processors.UnschedulablePods{ReplicaSets: factory.Apps().V1().ReplicaSets().Lister()},
+			processors.ScaleUpDelay{Delay: opts.NewPodScaleUpDelay},
+		},
+		ScaleUpStatus: []processors.ScaleUpStatusProcessor{
+			processors.ScaleUpEvents{Recorder: recorder},
+		},
+	}
+	if requests != nil {
+		set.PodLists = append(set.PodLists, requests)
+		set.Capacity = append(set.Capacity, requests)
+		set.ScaleUpStatus = append(set.ScaleUpStatus, requests)
+	}
+	return set
+}
