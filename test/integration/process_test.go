@@ -27,9 +27,16 @@ type autoscalerProcess struct {
 // and kills it when the test ends if it is still running.
 func startAutoscaler(t testing.TB, name string, args ...string) *autoscalerProcess {
 	t.Helper()
+	return startAutoscalerBinary(t, autoscalerBinary, name, args...)
+}
+
+// startAutoscalerBinary is startAutoscaler with another build of the
+// binary (a fork).
+func startAutoscalerBinary(t testing.TB, binary, name string, args ...string) *autoscalerProcess {
+	t.Helper()
 	addr := framework.FreeAddress(t)
 	p := &autoscalerProcess{t: t, name: name, address: addr, log: &framework.SyncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(autoscalerBinary, append([]string{"--address=" + addr}, args...)...)
+	p.cmd = exec.Command(binary, append([]string{"--address=" + addr}, args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", name, err)

@@ -88,9 +88,12 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		Token:  token, PIDs: map[string]int{}, Ports: ports,
 		Kubeconfig: filepath.Join(cfg.Dir, "kubeconfig"),
 	}}
+	// Processes already started are stopped if a later step fails; the
+	// returns below set c to nil, so the deferred stop holds its own copy.
+	started := c
 	defer func() {
 		if err != nil {
-			_ = c.Stop()
+			_ = started.Stop()
 		}
 	}()
 	tokenFile := filepath.Join(cfg.Dir, "pki", "tokens.csv")
