@@ -293,7 +293,11 @@ func (o *Orchestrator) observeGroups(ctx context.Context, in Input) (map[string]
 		case err != nil:
 			gs.skip = fmt.Sprintf("template node unavailable: %v", err)
 		default:
-			gs.template = template.AddDaemonSetPods(tmpl, daemonSets)
+			// A provider's template may carry start-up or status taints
+			// that a new node sheds once it is ready: simulated as kept,
+			// they would make every pod that does not tolerate them
+			// "never fit".
+			gs.template = template.AddDaemonSetPods(o.sanitizer.Template(tmpl), daemonSets)
 		}
 		if gs.template != nil {
 			gs.template, gs.skip = o.processTemplate(ctx, ng, gs.template)

@@ -115,6 +115,23 @@ func AddDaemonSetPods(info *cloudprovider.NodeInfo, daemonSets []*appsv1.DaemonS
 	return out
 }
 
+// Template returns a provider's template without the taints a new node
+// would not keep (start-up, status and ignored taints, node conditions, the
+// autoscaler's own): the same taints FromNode drops from copies of real
+// nodes. info is not modified; it is returned as is when nothing is dropped.
+func (s Sanitizer) Template(info *cloudprovider.NodeInfo) *cloudprovider.NodeInfo {
+	if info == nil || info.Node == nil {
+		return info
+	}
+	kept := s.keptTaints(info.Node.Spec.Taints)
+	if len(kept) == len(info.Node.Spec.Taints) {
+		return info
+	}
+	n := info.Node.DeepCopy()
+	n.Spec.Taints = kept
+	return &cloudprovider.NodeInfo{Node: n, Pods: info.Pods}
+}
+
 func (s Sanitizer) keptTaints(taints []apiv1.Taint) []apiv1.Taint {
 	var out []apiv1.Taint
 	for _, t := range taints {
