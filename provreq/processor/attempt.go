@@ -274,7 +274,7 @@ func (l *Loop) watch(ctx context.Context, r *request, capacity Capacity, instanc
 		l.set(r, provreq.ConditionProvisioned, true, provreq.ReasonCapacityIsProvisioned, fmt.Sprintf(
 			"All %d new nodes are %s; the capacity is reserved for %v.", total, what, l.p.opts.BookingTime))
 		if r.pods != nil {
-			capacity.Place(ctx, r.sets, false)
+			r.booked = len(r.pods) - len(capacity.Place(ctx, r.sets, false))
 		}
 	default:
 		if r.pods != nil {

@@ -139,6 +139,9 @@ type request struct {
 	events []event
 	// consumers are the request's consuming pods: scheduled and pending.
 	scheduled, pending int
+	// booked counts the pods whose capacity this loop holds for the
+	// request (the booked-pods gauge counts it while it is provisioned).
+	booked int
 }
 
 type event struct{ kind, reason, message string }
@@ -323,7 +326,13 @@ func (l *Loop) set(r *request, typ string, status bool, reason, message string) 
 	if status {
 		s = "True"
 	}
-	old := provreq.FindCondition(r.status.Conditions, typ)
+	// A copy: SetCondition updates the condition in place, so a pointer
+	// into the slice would read the new values and hide the transition.
+	var old *metav1.Condition
+	if found := provreq.FindCondition(r.status.Conditions, typ); found != nil {
+		prev := *found
+		old = &prev
+	}
 	if old != nil && string(old.Status) == s && old.Reason == reason && old.Message == message {
 		return
 	}

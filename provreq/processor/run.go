@@ -58,13 +58,11 @@ func (l *Loop) Run(ctx context.Context, capacity Capacity, nodes []*apiv1.Node, 
 	for _, n := range nodes {
 		present[n.Name] = true
 	}
-	booked := 0
 	for _, r := range l.requests {
 		if r.provisioned() && r.pods != nil {
-			booked += l.book(ctx, r, capacity, present)
+			r.booked = l.book(ctx, r, capacity, present)
 		}
 	}
-	l.p.metrics.BookedPods(booked)
 	deficit := l.claimAll(instances)
 	for _, r := range l.requests {
 		switch {
@@ -125,6 +123,7 @@ func (l *Loop) book(ctx context.Context, r *request, capacity Capacity, present 
 func (l *Loop) checkCapacity(r *request, capacity Capacity) {
 	if capacity.FitAll(context.Background(), r.sets, true) {
 		r.state.backoff = 0
+		r.booked = len(r.pods)
 		l.set(r, provreq.ConditionProvisioned, true, provreq.ReasonCapacityIsFound,
 			fmt.Sprintf("All %d pods fit the cluster's current nodes; the capacity is reserved for %v.", len(r.pods), l.p.opts.BookingTime))
 		return
@@ -145,6 +144,7 @@ func (l *Loop) checkCapacity(r *request, capacity Capacity) {
 func (l *Loop) scaleUp(ctx context.Context, r *request, capacity Capacity) bool {
 	if capacity.FitAll(ctx, r.sets, true) {
 		r.state.backoff = 0
+		r.booked = len(r.pods)
 		l.set(r, provreq.ConditionProvisioned, true, provreq.ReasonCapacityIsFound,
 			fmt.Sprintf("All %d pods fit the cluster's current nodes.", len(r.pods)))
 		return false
@@ -201,8 +201,12 @@ func nodeReady(n *apiv1.Node) bool {
 func (l *Loop) Finish(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	counts := map[[2]string]int{}
+	booked := 0
 	for _, r := range l.requests {
 		counts[[2]string{r.class, stateOf(r)}]++
+		if r.provisioned() {
+			booked += r.booked
+		}
 		if !equality.Semantic.DeepEqual(*ownStatus(r.pr), r.status) {
 			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			err := l.p.status.ApplyStatus(wctx, r.pr.Namespace, r.pr.Name, r.status)
@@ -221,6 +225,10 @@ func (l *Loop) Finish(ctx context.Context) {
 		}
 	}
 	l.p.metrics.Requests(counts)
+	// Set in every loop, from the requests still provisioned at its end:
+	// those provisioned in this loop count, those whose booking ended or
+	// was revoked do not.
+	l.p.metrics.BookedPods(booked)
 	for i, pod := range l.released {
 		if i == maxReleasedEvents {
 			break
