@@ -349,6 +349,12 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(unschedulablePodTrigger(runner)); err != nil {
 		return fmt.Errorf("watching pods: %w", err)
 	}
+	if requests != nil {
+		if _, err := factory.Core().V1().Nodes().Informer().AddEventHandler(
+			nodeJoinTrigger(runner, requests.WaitingForNodes)); err != nil {
+			return fmt.Errorf("watching nodes: %w", err)
+		}
+	}
 
 	for _, f := range []informers.SharedInformerFactory{factory, nsFactory} {
 		f.Start(informerCtx.Done())
@@ -385,6 +391,36 @@ func unschedulablePodTrigger(r *core.Runner) cache.ResourceEventHandler {
 		},
 		UpdateFunc: func(_, obj any) { check(obj) },
 	}
+}
+
+// nodeJoinTrigger asks for a loop when a node registers or turns Ready
+// while an all-or-nothing ProvisioningRequest waits for its nodes, so that
+// the request is Provisioned within a loop's time of its last node, not a
+// scan interval later. Heartbeats and other node updates start nothing.
+func nodeJoinTrigger(r *core.Runner, waiting func() bool) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initialList bool) {
+			if _, ok := obj.(*apiv1.Node); ok && !initialList && waiting() {
+				r.Trigger()
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			old, ok1 := oldObj.(*apiv1.Node)
+			node, ok2 := newObj.(*apiv1.Node)
+			if ok1 && ok2 && !nodeIsReady(old) && nodeIsReady(node) && waiting() {
+				r.Trigger()
+			}
+		},
+	}
+}
+
+func nodeIsReady(n *apiv1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == apiv1.NodeReady {
+			return c.Status == apiv1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // recentlyUnschedulable reports whether pod became unschedulable within the

@@ -67,6 +67,10 @@ func (r *Requests) ScaleUpDone(ctx context.Context, _ *processors.Loop, _ proces
 	r.loop = nil
 }
 
+// WaitingForNodes reports whether an all-or-nothing request waits for new
+// nodes to join; see processor.Processor.WaitingForNodes.
+func (r *Requests) WaitingForNodes() bool { return r.p.WaitingForNodes() }
+
 // registryInstances answers the request processor's questions about node
 // groups and their instances from the loop's cluster state.
 func registryInstances(state *clusterstate.Registry) processor.Instances {

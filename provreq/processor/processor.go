@@ -252,6 +252,21 @@ func (p *Processor) Begin(ctx context.Context, in Input) *Loop {
 	return l
 }
 
+// WaitingForNodes reports whether an all-or-nothing attempt is waiting for
+// its new nodes to register (or turn Ready): a node joining may then make a
+// request Provisioned, and is worth a loop at once. Safe to call from any
+// goroutine.
+func (p *Processor) WaitingForNodes() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, st := range p.states {
+		if st.attempt != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // handles applies --check-capacity-processor-instance: an instance with a
 // name handles only check-capacity requests that name it; one without
 // handles every request that names no instance.
