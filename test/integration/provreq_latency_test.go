@@ -48,11 +48,11 @@ func provisionAndTime(e *provreqEnv, name, pool string, nodes int, timeout time.
 
 // atomicLatencySetup writes a group whose nodes register 2 s after they are
 // asked for and starts the autoscaler at the default --scan-interval=10s.
-func atomicLatencySetup(e *provreqEnv, nodes int) (pool string, sets []podSet) {
+func atomicLatencySetup(e *provreqEnv, request string, nodes int) (pool string, sets []podSet) {
 	pool = framework.UniqueName("join")
 	path := oneGroupConfig(e.Env, pool, nodes, "registrationDelay: 2s")
 	ps := podSet{name: "main", count: int32(nodes), cpu: "3", selector: map[string]string{"pool": pool}}
-	e.template("join", ps)
+	e.template(request, ps)
 	startAutoscaler(e.T, "autoscaler", provreqArgs(e, path, "--scan-interval=10s")...)
 	time.Sleep(2 * time.Second) // caches synced, the first loops ran
 	return pool, []podSet{ps}
@@ -65,7 +65,7 @@ func atomicLatencySetup(e *provreqEnv, nodes int) (pool string, sets []podSet) {
 func TestAtomicProvisionedWhenItsNodesJoin(t *testing.T) {
 	e := newProvreqEnv(t)
 	e.dumpRequests()
-	pool, sets := atomicLatencySetup(e, 3)
+	pool, sets := atomicLatencySetup(e, "join", 3)
 	jt := provisionAndTime(e, "join", pool, 3, 60*time.Second, sets...)
 	lag := jt.provisioned.Sub(jt.lastNode)
 	t.Logf("created -> Provisioned %v; last node joined -> Provisioned %v", jt.provisioned.Sub(jt.created), lag)
@@ -87,9 +87,10 @@ func BenchmarkAtomicJoinToProvisioned(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		e := newProvreqEnv(b)
-		pool, sets := atomicLatencySetup(e, 8)
+		name := fmt.Sprintf("join-%d", i)
+		pool, sets := atomicLatencySetup(e, name, 8)
 		b.StartTimer()
-		jt := provisionAndTime(e, fmt.Sprintf("join-%d", i), pool, 8, 2*time.Minute, sets...)
+		jt := provisionAndTime(e, name, pool, 8, 2*time.Minute, sets...)
 		b.StopTimer()
 		b.ReportMetric(jt.provisioned.Sub(jt.created).Seconds(), "s-to-provisioned")
 		b.ReportMetric(jt.provisioned.Sub(jt.lastNode).Seconds(), "s-last-node-to-provisioned")
