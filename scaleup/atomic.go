@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -322,7 +323,9 @@ func (s *Session) planAll(ctx context.Context, podGroups []*estimator.Group, t *
 		gs  *groupState
 		est estimator.Estimate
 	}
-	reasons := map[string]int{}
+	// notes say, group by group in id order, why a group holds fewer than
+	// all the pods: the request's condition message is made of them.
+	var notes []string
 	var candidates []candidate
 	ids := make([]string, 0, len(s.groups))
 	for id := range s.groups {
@@ -331,12 +334,15 @@ func (s *Session) planAll(ctx context.Context, podGroups []*estimator.Group, t *
 	sort.Strings(ids)
 	for _, id := range ids {
 		gs := s.groups[id]
-		if gs.template == nil || (!empty && gs.skip != "") {
-			reason := gs.skip
-			if reason == "" {
-				reason = "no template node"
-			}
-			reasons[reason]++
+		switch {
+		case gs.template == nil && gs.skip != "":
+			notes = append(notes, fmt.Sprintf("group %s is left out (%s)", id, gs.skip))
+			continue
+		case gs.template == nil:
+			notes = append(notes, fmt.Sprintf("group %s has no template node", id))
+			continue
+		case !empty && gs.skip != "":
+			notes = append(notes, fmt.Sprintf("group %s is left out (%s)", id, gs.skip))
 			continue
 		}
 		room := gs.group.MaxSize() - gs.target
@@ -344,32 +350,35 @@ func (s *Session) planAll(ctx context.Context, podGroups []*estimator.Group, t *
 			room = gs.group.MaxSize()
 		}
 		if room <= 0 {
-			reasons["max node group size reached"]++
+			notes = append(notes, fmt.Sprintf("group %s is at its max size of %d nodes", id, gs.group.MaxSize()))
 			continue
 		}
 		limits := s.atomicLimits(room, t)
 		if exhausted(limits) {
-			reasons["cluster limits reached"]++
+			notes = append(notes, fmt.Sprintf("group %s: the cluster-wide limits leave room for no node", id))
 			continue
 		}
 		est, err := o.estimator.Estimate(ctx, podGroups, gs.template, id, limits)
 		if err != nil {
-			reasons[fmt.Sprintf("estimate failed: %v", err)]++
+			notes = append(notes, fmt.Sprintf("group %s: the estimate failed: %v", id, err))
 			continue
 		}
-		if est.LimitedBy != estimator.LimitNone {
-			reasons[fmt.Sprintf("limited by %s", est.LimitedBy)]++
+		switch {
+		case est.NodeCount == 0 && est.LimitedBy == estimator.LimitNone:
+			notes = append(notes, fmt.Sprintf("group %s: the pods do not fit on a new node of it", id))
+		case est.NodeCount == 0:
+			notes = append(notes, fmt.Sprintf("group %s holds none of the %d pods: one node would exceed %s",
+				id, total, limitText(est.LimitedBy, limits, room, gs.group.MaxSize())))
+		case est.LimitedBy != estimator.LimitNone:
+			notes = append(notes, fmt.Sprintf("group %s holds %d of the %d pods on %s; more would exceed %s",
+				id, len(est.Scheduled), total, nodesText(est.NodeCount), limitText(est.LimitedBy, limits, room, gs.group.MaxSize())))
 		}
-		if est.NodeCount == 0 {
-			if est.LimitedBy == estimator.LimitNone {
-				reasons["it wouldn't fit if a new node is added"]++
-			}
-			continue
+		if est.NodeCount > 0 {
+			candidates = append(candidates, candidate{gs: gs, est: est})
 		}
-		candidates = append(candidates, candidate{gs: gs, est: est})
 	}
 	if len(candidates) == 0 {
-		return nil, summarise(reasons)
+		return nil, noRoom(total, total, notes)
 	}
 
 	// One group that holds everything, if the expander has a choice.
@@ -409,7 +418,7 @@ func (s *Session) planAll(ctx context.Context, podGroups []*estimator.Group, t *
 		}
 		limits := s.atomicLimits(room, &used)
 		if exhausted(limits) {
-			reasons["cluster limits reached"]++
+			notes = append(notes, "the cluster-wide limits leave room for no more nodes")
 			break
 		}
 		est, err := o.estimator.Estimate(ctx, left, gs.template, gs.group.Id(), limits)
@@ -425,10 +434,49 @@ func (s *Session) planAll(ctx context.Context, podGroups []*estimator.Group, t *
 		for _, g := range left {
 			missing += len(g.Pods)
 		}
-		reasons[fmt.Sprintf("%d of %d pods have no room in any node group", missing, total)]++
-		return nil, summarise(reasons)
+		return nil, noRoom(missing, total, notes)
 	}
 	return plan, ""
+}
+
+// noRoom is the sentence that says how many of a request's pods have no
+// room, and why, group by group.
+func noRoom(missing, total int, notes []string) string {
+	head := fmt.Sprintf("%d of %d pods fit; %d have no room", total-missing, total, missing)
+	if missing == total {
+		head = fmt.Sprintf("none of the %d pods fit", total)
+	}
+	if len(notes) == 0 {
+		return head + ": no node group can take them"
+	}
+	return head + ": " + strings.Join(notes, "; ")
+}
+
+// limitText names the limit an estimate hit, with its numbers. room is
+// how many nodes the group could still add, max its max size.
+func limitText(l estimator.Limit, limits estimator.Limits, room, max int) string {
+	switch {
+	case l == estimator.LimitMaxNodes && limits.MaxNodes == room && room == max:
+		return fmt.Sprintf("its max size of %s", nodesText(max))
+	case l == estimator.LimitMaxNodes && limits.MaxNodes == room:
+		return fmt.Sprintf("the %s its max size of %d leaves room for", nodesText(room), max)
+	case l == estimator.LimitMaxNodes:
+		return fmt.Sprintf("the %s --max-nodes-total leaves room for", nodesText(limits.MaxNodes))
+	case l == estimator.LimitCPU:
+		return "the cluster's CPU limit (--cores-total)"
+	case l == estimator.LimitMemory:
+		return "the cluster's memory limit (--memory-total)"
+	case l == estimator.LimitTime:
+		return "the time an estimate may take"
+	}
+	return string(l)
+}
+
+func nodesText(n int) string {
+	if n == 1 {
+		return "1 node"
+	}
+	return fmt.Sprintf("%d nodes", n)
 }
 
 // atomicLimits are the estimator limits of an all-or-nothing scale-up: the

@@ -77,10 +77,12 @@ func TestScaleUpAllChangesNothingWhenItCannotFit(t *testing.T) {
 		permanent bool
 		reason    string
 	}{
-		{name: "larger than the group's max", target: 0, permanent: true, reason: "pods have no room"},
-		{name: "group nearly full now", target: 9, permanent: false, reason: "pods have no room"},
+		{name: "larger than the group's max", target: 0, permanent: true,
+			reason: "40 of 44 pods fit; 4 have no room: group a holds 40 of the 44 pods on 10 nodes; more would exceed its max size of 10 nodes"},
+		{name: "group nearly full now", target: 9, permanent: false,
+			reason: "4 of 36 pods fit; 32 have no room: group a holds 4 of the 36 pods on 1 node; more would exceed the 1 node its max size of 10 leaves room for"},
 		{name: "max nodes total", target: 0, mutate: func(o *config.Options) { o.MaxNodesTotal = 3 }, permanent: true,
-			reason: "limited by max-nodes"},
+			reason: "12 of 16 pods fit; 4 have no room: group a holds 12 of the 16 pods on 3 nodes; more would exceed the 3 nodes --max-nodes-total leaves room for"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			provider := fakeprovider.NewProvider()
@@ -289,5 +291,19 @@ func TestScaleUpAllIsNotPermanentWhileATemplateIsUnknown(t *testing.T) {
 	res := beginLoop(t, newOrchestrator(t, provider, nil), nil).ScaleUpAll(context.Background(), pendingPods(8, "1"))
 	if res.Fit || !res.Permanent {
 		t.Errorf("fit=%v permanent=%v; want a permanent refusal", res.Fit, res.Permanent)
+	}
+}
+
+// The reason an all-or-nothing request does not fit is a sentence per node
+// group, in a stable order, with the numbers in place.
+func TestScaleUpAllReasonNamesEachGroup(t *testing.T) {
+	provider := fakeprovider.NewProvider()
+	provider.AddNodeGroup("a", 0, 10, 0, templateNode("a", "4"))
+	provider.AddNodeGroup("b", 0, 0, 0, templateNode("b", "64"))
+	o := newOrchestrator(t, provider, nil)
+	res := beginLoop(t, o, nil).ScaleUpAll(context.Background(), pendingPods(2, "8"))
+	want := "none of the 2 pods fit: group a: the pods do not fit on a new node of it; group b is at its max size of 0 nodes"
+	if res.Fit || res.Reason != want {
+		t.Errorf("reason %q, want %q", res.Reason, want)
 	}
 }

@@ -182,7 +182,7 @@ func (l *Loop) scaleUp(ctx context.Context, r *request, capacity Capacity) bool 
 	default:
 		retry := l.backOff(r)
 		l.set(r, provreq.ConditionProvisioned, false, provreq.ReasonCapacityIsNotFound, fmt.Sprintf(
-			"No room for all %d pods now (%s); nothing was changed; next try at %s.", len(r.pods), res.Reason,
+			"No room for all %d pods now: %s. Nothing was changed; next try at %s.", len(r.pods), res.Reason,
 			retry.UTC().Format(time.RFC3339)))
 	}
 	return false
