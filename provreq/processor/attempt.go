@@ -112,6 +112,11 @@ type undo struct {
 	// that they are taken as cancelled, so that a later scale-up's instances
 	// are never mistaken for them.
 	lastChance bool
+	// cancelOnly: the request was deleted. Only the instances the cloud
+	// has not listed yet are cancelled (the target decreased by their
+	// number), and only in a loop with no ordinary pending pod, which might
+	// use them; the instances listed are left to scale-down and cleanup.
+	cancelOnly bool
 }
 
 // abandon ends the request's attempt, if any: everything it made is rolled
@@ -292,6 +297,12 @@ func (l *Loop) finishUndos(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	var keep []*undo
 	for _, u := range l.p.undos {
+		if u.cancelOnly {
+			if l.cancel(ctx, u) {
+				keep = append(keep, u)
+			}
+			continue
+		}
 		plan := map[string]scaleup.Undo{}
 		for g, sh := range u.groups {
 			un := scaleup.Undo{Instances: sh.claimed, Unlisted: sh.unlisted()}
@@ -338,6 +349,55 @@ func (l *Loop) finishUndos(ctx context.Context) {
 		}
 	}
 	l.p.undos = keep
+}
+
+// cancel decreases the targets of a deleted request's groups by the
+// instances not listed yet, and reports whether to try again next loop.
+// While ordinary pods are pending it waits: the upcoming nodes may be
+// theirs (they were counted for them in this loop's snapshot).
+func (l *Loop) cancel(ctx context.Context, u *undo) bool {
+	logger := klog.FromContext(ctx)
+	late := l.now.Sub(u.since) > l.p.opts.MaxNodeProvisionTime
+	plan := map[string]scaleup.Undo{}
+	created := 0
+	for g, sh := range u.groups {
+		created += len(sh.claimed)
+		if n := sh.unlisted(); n > 0 {
+			plan[g] = scaleup.Undo{Unlisted: n}
+		}
+	}
+	switch {
+	case len(plan) == 0:
+		logger.Info("Nothing of the deleted request's scale-up is left to cancel; its created instances are left to scale-down",
+			"reason", u.why, "created", created)
+		return false
+	case late:
+		logger.Info("Not cancelling the deleted request's instances any more: past the provision time",
+			"reason", u.why, "left", describeShares(u.groups))
+		return false
+	case len(l.pending) > 0:
+		logger.V(2).Info("Keeping the deleted request's upcoming instances while pods are pending",
+			"reason", u.why, "pending", len(l.pending), "left", describeShares(u.groups))
+		return true
+	}
+	left, err := l.p.rollback(ctx, plan, u.why)
+	if err != nil {
+		logger.Error(err, "Cancelling the instances of a deleted request's scale-up", "reason", u.why)
+	}
+	cancelled := 0
+	for g, un := range plan {
+		cancelled += un.Unlisted - left[g].Unlisted
+		sh := u.groups[g]
+		sh.asked -= un.Unlisted - left[g].Unlisted
+	}
+	logger.Info("Cancelled the instances of a deleted request's scale-up not created yet; the created ones are left to scale-down",
+		"reason", u.why, "cancelled", cancelled, "created", created)
+	for _, un := range left {
+		if !un.Empty() {
+			return true
+		}
+	}
+	return false
 }
 
 func describeShares(groups map[string]*share) string {

@@ -99,8 +99,12 @@ func TestEndedAttemptsAreRolledBackAndForgotten(t *testing.T) {
 		end    func(c *cluster, pr *v1.ProvisioningRequest)
 		at     time.Duration
 		reason string // the Failed reason, "" when the request is gone
+		undo   string // what is rolled back: by default the listed instance by name and the unlisted one
 	}{
-		{name: "request deleted", end: func(c *cluster, _ *v1.ProvisioningRequest) { c.requests = nil }, at: time.Minute},
+		// A deleted request's listed instance is left to scale-down; only
+		// the one not created yet is cancelled.
+		{name: "request deleted", end: func(c *cluster, _ *v1.ProvisioningRequest) { c.requests = nil }, at: time.Minute,
+			undo: "map[g:{[] 1}]"},
 		{name: "template gone", end: func(c *cluster, _ *v1.ProvisioningRequest) { delete(c.templates, "ns/ppt-a") }, at: 2 * time.Minute,
 			reason: provreq.ReasonFailedToCreatePods},
 		{name: "request expired", end: func(_ *cluster, pr *v1.ProvisioningRequest) {
@@ -122,8 +126,12 @@ func TestEndedAttemptsAreRolledBackAndForgotten(t *testing.T) {
 				}
 			}
 			loop(p, c, t0.Add(tc.at), nil, nil)
-			if len(c.rolledBack) != 1 || undoString(c.rolledBack[0]) != "map[g:{[i1] 1}]" {
-				t.Fatalf("rolled back %v, want the listed instance by name and the unlisted one", c.rolledBack)
+			want := "map[g:{[i1] 1}]"
+			if tc.undo != "" {
+				want = tc.undo
+			}
+			if len(c.rolledBack) != 1 || undoString(c.rolledBack[0]) != want {
+				t.Fatalf("rolled back %v, want %s", c.rolledBack, want)
 			}
 			if tc.reason != "" {
 				wantCond(t, pr, provreq.ConditionFailed, metav1.ConditionTrue, tc.reason)
@@ -149,11 +157,11 @@ func TestEndedAttemptsAreRolledBackAndForgotten(t *testing.T) {
 // in the next loop, naming the instances listed since; then it is dropped.
 func TestUnfinishedRollbackIsRetriedWithNewlyListedInstances(t *testing.T) {
 	c := atomicCluster(2, "i1")
-	c.addRequest("a", provreq.ClassBestEffortAtomicScaleUp, 8, nil, t0)
+	pr := c.addRequest("a", provreq.ClassBestEffortAtomicScaleUp, 8, nil, t0)
 	p := newTestProcessor(c, nil)
 	loop(p, c, t0, nil, nil)
-	c.requests = nil
-	c.left = map[string]scaleup.Undo{"g": {Unlisted: 1}} // i2 was listed just before the rollback
+	pr.CreationTimestamp = metav1.NewTime(t0.Add(-7 * 24 * time.Hour)) // expired: the attempt is rolled back
+	c.left = map[string]scaleup.Undo{"g": {Unlisted: 1}}                // i2 was listed just before the rollback
 	loop(p, c, t0.Add(time.Minute), nil, nil)
 	if len(p.undos) != 1 {
 		t.Fatalf("%d pending rollbacks, want the unfinished one", len(p.undos))
@@ -237,5 +245,39 @@ func TestHugeRequestFailsWithoutBuildingItsPods(t *testing.T) {
 	}
 	if !found {
 		t.Error("no warning event for the huge request")
+	}
+}
+
+// A request deleted during its scale-up: the instances not created yet are
+// cancelled, but only in a loop where no ordinary pod is pending (those
+// might take the upcoming nodes); the ones created are never deleted by it.
+func TestDeletedRequestCancelsOnlyWhatIsNotCreated(t *testing.T) {
+	c := atomicCluster(3, "i1")
+	c.addRequest("a", provreq.ClassBestEffortAtomicScaleUp, 12, nil, t0)
+	p := newTestProcessor(c, nil)
+	loop(p, c, t0, nil, nil)
+	c.requests = nil
+	pending := []*apiv1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}}
+	loop(p, c, t0.Add(time.Minute), nil, pending)
+	if len(c.rolledBack) != 0 || len(p.undos) != 1 {
+		t.Fatalf("with a pod pending: rollbacks %v, %d kept; want none made and one kept", c.rolledBack, len(p.undos))
+	}
+	c.groups["g"] = view(3, "old=old", "i1", "i2") // i2 created meanwhile
+	loop(p, c, t0.Add(2*time.Minute), nil, nil)
+	if len(c.rolledBack) != 1 || undoString(c.rolledBack[0]) != "map[g:{[] 1}]" {
+		t.Fatalf("rollbacks %v, want the one instance never created cancelled and none deleted by name", c.rolledBack)
+	}
+	if len(p.undos) != 0 {
+		t.Errorf("%d rollbacks kept after the cancellation", len(p.undos))
+	}
+	// Everything created: nothing to cancel, nothing deleted.
+	c = atomicCluster(1, "i1")
+	c.addRequest("b", provreq.ClassBestEffortAtomicScaleUp, 4, nil, t0)
+	p = newTestProcessor(c, nil)
+	loop(p, c, t0, nil, nil)
+	c.requests = nil
+	loop(p, c, t0.Add(time.Minute), nil, nil)
+	if len(c.rolledBack) != 0 || len(p.undos) != 0 {
+		t.Errorf("all created: rollbacks %v, %d kept; want none", c.rolledBack, len(p.undos))
 	}
 }

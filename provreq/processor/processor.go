@@ -285,10 +285,14 @@ func (l *Loop) forgetGone(ctx context.Context) {
 	for uid, st := range p.states {
 		if !st.seen.Equal(now) {
 			if st.attempt != nil {
-				klog.FromContext(ctx).Info("ProvisioningRequest deleted during its scale-up; rolling the scale-up back",
+				// The job is gone: what the cloud has not created yet is
+				// cancelled (once no pending pod may need it); what it
+				// created is left to scale-down, or to the cleanup if it
+				// never registers.
+				klog.FromContext(ctx).Info("ProvisioningRequest deleted during its scale-up; cancelling the instances not created yet",
 					"provisioningRequest", st.name)
 				p.undos = append(p.undos, &undo{why: "ProvisioningRequest " + st.name + " was deleted during its scale-up",
-					since: now, groups: st.attempt.groups})
+					since: now, groups: st.attempt.groups, cancelOnly: true})
 			}
 			delete(p.states, uid)
 		}

@@ -420,46 +420,59 @@ func TestProvisionedCapacityRevokedAndOtherLifecycle(t *testing.T) {
 	}
 }
 
-// TestAtomicAttemptDeletedOrListedLate: a request deleted while its nodes
-// are still coming has its instances deleted and nothing of it is left;
-// with a cloud that lists new instances late, a request becomes Provisioned
-// only once its nodes are there.
+// TestAtomicAttemptDeletedOrListedLate: a request deleted during its
+// scale-up has the instances the cloud has not created yet cancelled (its
+// slow group's), while those created (its quick group's) are left to
+// scale-down, which removes them once they registered empty; a cloud that
+// lists new instances late does not make its request Provisioned early.
 func TestAtomicAttemptDeletedOrListedLate(t *testing.T) {
 	e := newProvreqEnv(t)
 	e.dumpRequests()
-	slow, late := framework.UniqueName("slow"), framework.UniqueName("late")
+	slow, quick, late := framework.UniqueName("slow"), framework.UniqueName("quick"), framework.UniqueName("late")
 	path := writeKwokConfig(e.Env, fmt.Sprintf(`
 nodeGroups:
 - name: %[1]s
   maxSize: 4
   template:
-    labels: {%[3]s: %[4]s, pool: %[1]s}
+    labels: {%[4]s: %[5]s, pool: %[1]s}
     capacity: {cpu: "4", memory: 16Gi, pods: "110"}
-  faults: {registrationDelay: 10m, listingDelay: 2s}
+  faults: {registrationDelay: 10m, listingDelay: 40s}
 - name: %[2]s
   maxSize: 4
   template:
-    labels: {%[3]s: %[4]s, pool: %[2]s}
+    labels: {%[4]s: %[5]s, pool: %[2]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  faults: {registrationDelay: 5s}
+- name: %[3]s
+  maxSize: 4
+  template:
+    labels: {%[4]s: %[5]s, pool: %[3]s}
     capacity: {cpu: "4", memory: 16Gi, pods: "110"}
   faults: {registrationDelay: 6s, listingDelay: 4s}
-`, slow, late, framework.TestNamespaceLabel, e.Namespace))
+`, slow, quick, late, framework.TestNamespaceLabel, e.Namespace))
 	e.request("deleted", provreq.ClassBestEffortAtomicScaleUp, nil, false,
-		podSet{name: "main", count: 2, cpu: "3", selector: map[string]string{"pool": slow}})
+		podSet{name: "a", count: 2, cpu: "3", selector: map[string]string{"pool": slow}},
+		podSet{name: "b", count: 2, cpu: "3", selector: map[string]string{"pool": quick}})
 	e.request("listed-late", provreq.ClassBestEffortAtomicScaleUp, nil, false,
 		podSet{name: "main", count: 2, cpu: "3", selector: map[string]string{"pool": late}})
-	p := startAutoscaler(t, "autoscaler", provreqArgs(e, path)...)
+	p := startAutoscaler(t, "autoscaler", provreqArgs(e, path, "--scale-down-unneeded-time=2s",
+		"--scale-down-delay-after-add=0s")...)
 
 	e.condition("deleted", provreq.ConditionProvisioned, metav1.ConditionFalse, "ProvisioningInProgress", 60*time.Second)
-	e.Eventually(60*time.Second, "the slow group's two instances in the kwok state", func(context.Context) (bool, error) {
-		return strings.Count(kwokInstances(e.Env), slow+"-") == 2, nil
+	e.Eventually(30*time.Second, "the quick group's two instances in the kwok state", func(context.Context) (bool, error) {
+		return strings.Count(kwokInstances(e.Env), quick+"-") == 2, nil
 	})
 	if err := e.prs.Delete(e.Context(), "deleted", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.Eventually(60*time.Second, "the deleted request's instances rolled back", func(context.Context) (bool, error) {
+	e.Eventually(30*time.Second, "the deleted request's instances not created yet cancelled", func(context.Context) (bool, error) {
 		return p.log.Contains("ProvisioningRequest deleted during its scale-up") &&
-			p.log.Contains("Rolled back an all-or-nothing scale-up") && !strings.Contains(kwokInstances(e.Env), slow+"-"), nil
+			p.log.Contains("Cancelled the instances of a deleted request's scale-up not created yet") &&
+			!strings.Contains(kwokInstances(e.Env), slow+"-"), nil
 	})
+	if p.log.Contains("Rolled back an all-or-nothing scale-up") {
+		t.Error("the deleted request's scale-up was rolled back whole; its created instances are scale-down's")
+	}
 
 	// Provisioned only with its nodes registered, never before.
 	pr := e.condition("listed-late", provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsProvisioned, 90*time.Second)
@@ -467,8 +480,12 @@ nodeGroups:
 		t.Errorf("listed-late is Provisioned (%s) with %d nodes in %s, want 2",
 			provreq.FindCondition(pr.Status.Conditions, provreq.ConditionProvisioned).Message, got[late], late)
 	}
+	// The quick group's nodes registered empty and scale-down removes them.
+	e.Eventually(90*time.Second, "the deleted request's registered nodes scaled down", func(context.Context) (bool, error) {
+		return nodesPerPool(e.Env)[quick] == 0 && !strings.Contains(kwokInstances(e.Env), quick+"-"), nil
+	})
 	if got := nodesPerPool(e.Env); got[slow] != 0 {
-		t.Errorf("%d nodes of the deleted request's group, want none", got[slow])
+		t.Errorf("%d nodes of the deleted request's slow group, want none", got[slow])
 	}
 }
 
