@@ -588,3 +588,51 @@ func TestHugeProvisioningRequestFails(t *testing.T) {
 		return false, nil
 	})
 }
+
+// TestTemplateStartupTaintsAreIgnored: a group whose nodes boot with a
+// start-up taint (removed by an agent once the node is set up) serves an
+// all-or-nothing request and ordinary pods; the template's taint is not
+// simulated as permanent.
+func TestTemplateStartupTaintsAreIgnored(t *testing.T) {
+	e := newProvreqEnv(t)
+	e.dumpRequests()
+	dumpPods(e.Env)
+	pool := framework.UniqueName("booting")
+	path := writeKwokConfig(e.Env, fmt.Sprintf(`
+nodeGroups:
+- name: %[1]s
+  maxSize: 4
+  template:
+    labels: {%[2]s: %[3]s, pool: %[1]s}
+    taints: [{key: startup-taint.cluster-autoscaler.kubernetes.io/cni, value: "true", effect: NoSchedule}]
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  faults: {registrationDelay: 1s}
+`, pool, framework.TestNamespaceLabel, e.Namespace))
+	sel := map[string]string{"pool": pool}
+	e.request("booting", provreq.ClassBestEffortAtomicScaleUp, nil, false, podSet{name: "main", count: 2, cpu: "3", selector: sel})
+	createPods(e.Env, "web", 1, "3", sel)
+	p := startAutoscaler(t, "autoscaler", provreqArgs(e, path)...)
+	e.condition("booting", provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsProvisioned, 60*time.Second)
+	podEvent(e.Env, "TriggeredScaleUp", pool)
+	// The agent removes the taint from the new nodes; the ordinary pod runs.
+	e.Eventually(60*time.Second, "the ordinary pod Running once the nodes lost their start-up taint", func(ctx context.Context) (bool, error) {
+		nodes, err := e.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "pool=" + pool})
+		if err != nil {
+			return false, err
+		}
+		for i := range nodes.Items {
+			n := &nodes.Items[i]
+			if len(n.Spec.Taints) == 0 {
+				continue
+			}
+			n.Spec.Taints = nil
+			if _, err := e.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+				return false, nil // a conflict with kwok's status updates: next poll
+			}
+		}
+		return allRunning(ctx, e.Env, 1)
+	})
+	if p.log.Contains(provreq.ReasonCapacityIsNotFound) || p.log.Contains("CapacityCanNeverFit") {
+		t.Error("the request was refused for the template's start-up taint")
+	}
+}
