@@ -161,7 +161,7 @@ func TestUnfinishedRollbackIsRetriedWithNewlyListedInstances(t *testing.T) {
 	p := newTestProcessor(c, nil)
 	loop(p, c, t0, nil, nil)
 	pr.CreationTimestamp = metav1.NewTime(t0.Add(-7 * 24 * time.Hour)) // expired: the attempt is rolled back
-	c.left = map[string]scaleup.Undo{"g": {Unlisted: 1}}                // i2 was listed just before the rollback
+	c.left = map[string]scaleup.Undo{"g": {Unlisted: 1}}               // i2 was listed just before the rollback
 	loop(p, c, t0.Add(time.Minute), nil, nil)
 	if len(p.undos) != 1 {
 		t.Fatalf("%d pending rollbacks, want the unfinished one", len(p.undos))
