@@ -7,7 +7,7 @@ LDFLAGS := -X main.version=$(VERSION)
 # Integration tests start a real control plane per package; give them time on 2 cores.
 TEST_TIMEOUT ?= 60m
 
-.PHONY: all build tools test unit integration lint demo local-up local-down clean
+.PHONY: all build tools test unit integration fuzz lint demo local-up local-down clean
 
 all: build
 
@@ -17,8 +17,19 @@ build: ## the cluster-autoscaler binary in _output/bin
 tools: ## the local control plane (etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kubectl, kwok)
 	hack/build-tools.sh
 
-test: tools ## unit and integration tests, as CI runs them
+test: tools ## unit and integration tests, as CI runs them, then a short fuzzing run
 	go test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(MAKE) fuzz
+
+# Fuzz targets of what servers and users send us: package and target.
+FUZZ_TARGETS := ./expander/grpc:FuzzBestOptionsReply
+FUZZ_TIME ?= 10s
+
+fuzz: ## each fuzz target for FUZZ_TIME (their seed corpora also run in go test)
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  echo "fuzzing $${t#*:} in $${t%%:*} for $(FUZZ_TIME)"; \
+	  go test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZ_TIME) "$${t%%:*}"; \
+	done
 
 unit: ## unit tests only: the packages that do not start a control plane
 	go test -race -count=1 $$(go list ./... | grep -v -e /test/ -e /provreq/client)

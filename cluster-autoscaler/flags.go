@@ -137,6 +137,7 @@ func (c *commandLine) registerScaleUp() {
 	fs.Var(commaListValue{&o.Expanders}, "expander", "Expanders to apply in order, comma-separated: random, most-pods, least-waste, least-nodes, price, priority, grpc.")
 	fs.StringVar(&o.GRPCExpanderURL, "grpc-expander-url", o.GRPCExpanderURL, "Address of the gRPC expander server.")
 	fs.StringVar(&o.GRPCExpanderCert, "grpc-expander-cert", o.GRPCExpanderCert, "CA certificate for the gRPC expander's TLS connection.")
+	fs.DurationVar(&o.GRPCExpanderTimeout, "grpc-expander-timeout", o.GRPCExpanderTimeout, "Longest wait for one answer of the gRPC expander; past it, or on an error, an empty answer or an unknown node group, the next expander of --expander decides (least-waste when grpc is the last) (not upstream).")
 	fs.IntVar(&o.MaxNodesPerScaleUp, "max-nodes-per-scaleup", o.MaxNodesPerScaleUp, "Maximum nodes added to one node group by one scale-up decision.")
 	fs.DurationVar(&o.MaxNodeGroupBinpackingDuration, "max-nodegroup-binpacking-duration", o.MaxNodeGroupBinpackingDuration, "Time budget of the estimate for one node group.")
 	fs.DurationVar(&o.MaxBinpackingTime, "max-binpacking-time", o.MaxBinpackingTime, "Time budget of all estimates of one scale-up.")
@@ -169,7 +170,7 @@ func (c *commandLine) registerScaleUp() {
 	fs.Float64Var(&o.UnregisteredBreakerRatio, "unregistered-nodes-breaker-ratio", o.UnregisteredBreakerRatio, "When more than this share of a node group's (or the cluster's) instances is unregistered past the provision time, delete none of them: a provider ID mismatch is likelier (not upstream).")
 	fs.IntVar(&o.UnregisteredBreakerMinimum, "unregistered-nodes-breaker-minimum", o.UnregisteredBreakerMinimum, "The breaker applies only when more than this many instances are unregistered (not upstream).")
 	fs.IntVar(&o.MaxBrokenNodeDeletionsPerLoop, "max-broken-node-deletions-per-loop", o.MaxBrokenNodeDeletionsPerLoop, "Most unregistered and failed instances deleted in one loop (not upstream).")
-	c.mark(notImplemented, "grpc-expander-url", "grpc-expander-cert",
+	c.mark(notImplemented,
 		"max-binpacking-time", "scale-up-from-zero",
 		"startup-taint", "startup-taint-prefix", "status-taint",
 		"ignore-taint", "allowed-scheduler-names", "bypassed-scheduler-names")

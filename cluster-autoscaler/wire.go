@@ -42,6 +42,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/core"
 	"k8s.io/autoscaler/cluster-autoscaler/estimator"
 	"k8s.io/autoscaler/cluster-autoscaler/expander"
+	grpcexpander "k8s.io/autoscaler/cluster-autoscaler/expander/grpc"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 	"k8s.io/autoscaler/cluster-autoscaler/processors"
 	"k8s.io/autoscaler/cluster-autoscaler/processors/provreqs"
@@ -456,6 +457,10 @@ func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.In
 		Recorder:   recorder,
 		Namespace:  opts.Namespace,
 		Nodes:      listers.Nodes,
+		GRPC: func(fallback expander.Filter) (expander.Filter, error) {
+			return grpcexpander.New(grpcexpander.Options{URL: opts.GRPCExpanderURL, CertFile: opts.GRPCExpanderCert,
+				Timeout: opts.GRPCExpanderTimeout}, fallback, m)
+		},
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("--expander: %w", err)

@@ -31,6 +31,7 @@ func Defaults() Options {
 		FrequentLoopsEnabled: true,
 		ScaleUpBatchIdle:     time.Second,
 		ScaleUpBatchMax:      10 * time.Second,
+		GRPCExpanderTimeout:  5 * time.Second,
 		MaxInactivity:        10 * time.Minute,
 		MaxFailingTime:       15 * time.Minute,
 		MaxStartupTime:       20 * time.Minute,

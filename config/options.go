@@ -42,9 +42,12 @@ type Options struct {
 	GPUTotal               []GPULimit
 
 	// Scale-up.
-	Expanders                      []string
-	GRPCExpanderURL                string
-	GRPCExpanderCert               string
+	Expanders        []string
+	GRPCExpanderURL  string
+	GRPCExpanderCert string
+	// GRPCExpanderTimeout bounds one call to the grpc expander (not upstream,
+	// which has a fixed 5 s).
+	GRPCExpanderTimeout            time.Duration
 	MaxNodesPerScaleUp             int
 	MaxNodeGroupBinpackingDuration time.Duration
 	MaxBinpackingTime              time.Duration

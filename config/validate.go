@@ -193,6 +193,7 @@ func (o *Options) validateExpanders(v *validator) {
 	if seen[GRPCExpander] {
 		v.check(o.GRPCExpanderURL != "", "--grpc-expander-url", "is required by the grpc expander")
 		v.check(o.GRPCExpanderCert != "", "--grpc-expander-cert", "is required by the grpc expander: insecure connections are not allowed")
+		v.check(o.GRPCExpanderTimeout > 0, "--grpc-expander-timeout", "must be positive, got %v", o.GRPCExpanderTimeout)
 	}
 }
 

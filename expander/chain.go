@@ -12,8 +12,9 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
-// ErrGRPCNotImplemented is returned by NewChain for --expander=grpc.
-var ErrGRPCNotImplemented = errors.New("grpc expander not implemented yet")
+// ErrGRPCNotWired is returned by NewChain for --expander=grpc when Deps has
+// no GRPC constructor.
+var ErrGRPCNotWired = errors.New("grpc expander: no client constructor in the expander's dependencies")
 
 // chain runs its filters in order, stopping as soon as one option is left,
 // and lets a random choice break whatever tie remains after the last. Like
@@ -38,7 +39,7 @@ func NewChain(ctx context.Context, names []string, deps Deps) (Strategy, error) 
 	}
 	c := &chain{names: slices.Clone(names), final: newRandom(deps.random())}
 	for i, name := range names {
-		f, err := newFilter(ctx, name, deps)
+		f, err := newFilter(ctx, name, deps, i == len(names)-1)
 		if err != nil {
 			return nil, fmt.Errorf("building the expander chain %v: %w", names, err)
 		}
@@ -51,7 +52,9 @@ func NewChain(ctx context.Context, names []string, deps Deps) (Strategy, error) 
 }
 
 // newFilter builds the expander called name.
-func newFilter(ctx context.Context, name string, deps Deps) (Filter, error) {
+// last says whether it ends the chain: a grpc expander that ends it falls
+// back to least-waste, one followed by others to them.
+func newFilter(ctx context.Context, name string, deps Deps, last bool) (Filter, error) {
 	switch name {
 	case config.RandomExpander:
 		return newRandom(deps.random()), nil
@@ -66,7 +69,14 @@ func newFilter(ctx context.Context, name string, deps Deps) (Filter, error) {
 	case config.PriorityExpander:
 		return newPriority(deps.ConfigMaps, deps.Recorder, deps.Namespace)
 	case config.GRPCExpander:
-		return nil, ErrGRPCNotImplemented
+		if deps.GRPC == nil {
+			return nil, ErrGRPCNotWired
+		}
+		var fallback Filter
+		if last {
+			fallback = leastWaste{}
+		}
+		return deps.GRPC(fallback)
 	default:
 		return nil, fmt.Errorf("expander %q is not supported", name)
 	}

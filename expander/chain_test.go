@@ -1,6 +1,7 @@
 package expander
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -25,7 +26,7 @@ func TestNewChainErrors(t *testing.T) {
 		{name: "no name", wantMsg: "no expander named"},
 		{name: "unknown name", names: []string{"cheapest"}, wantMsg: `"cheapest" is not supported`},
 		{name: "grpc", names: []string{config.PriorityExpander, config.GRPCExpander},
-			deps: Deps{ConfigMaps: lister}, wantIs: ErrGRPCNotImplemented, wantMsg: "grpc expander not implemented yet"},
+			deps: Deps{ConfigMaps: lister}, wantIs: ErrGRPCNotWired, wantMsg: "no client constructor"},
 		{name: "price without a provider", names: []string{config.PriceExpander}, wantMsg: "needs a cloud provider"},
 		{name: "price without pricing", names: []string{config.PriceExpander}, deps: Deps{Provider: newWorld().provider},
 			wantIs: cloudprovider.ErrNotImplemented, wantMsg: "pricing model"},
@@ -124,5 +125,30 @@ func TestChainReturnsACopy(t *testing.T) {
 	best.NodeCount = 7
 	if diff := cmp.Diff([]string{"a/1"}, ids(options)); diff != "" {
 		t.Errorf("changing the result changed the input (-want +got):\n%s", diff)
+	}
+}
+
+// The grpc expander falls back to least-waste when it ends the chain, and
+// to the rest of the chain when others follow it.
+func TestGRPCFallbackDependsOnItsPlace(t *testing.T) {
+	var got []Filter
+	deps := Deps{GRPC: func(fallback Filter) (Filter, error) {
+		got = append(got, fallback)
+		return mostPods{}, nil
+	}}
+	if _, err := NewChain(context.Background(), []string{config.GRPCExpander}, deps); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewChain(context.Background(), []string{config.GRPCExpander, config.MostPodsExpander}, deps); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("%d grpc expanders built, want 2", len(got))
+	}
+	if _, ok := got[0].(leastWaste); !ok {
+		t.Errorf("alone, grpc falls back to %T, want least-waste", got[0])
+	}
+	if got[1] != nil {
+		t.Errorf("followed by most-pods, grpc falls back to %T, want the rest of the chain", got[1])
 	}
 }

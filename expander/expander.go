@@ -65,6 +65,10 @@ type Deps struct {
 	Random func(n int) int
 	// Clock places the price expander's one-hour window; nil means the real clock.
 	Clock clock.PassiveClock
+	// GRPC builds the grpc expander (package expander/grpc) with the filter
+	// it falls back to (nil: the rest of the chain decides); needed only
+	// when the chain has grpc.
+	GRPC func(fallback Filter) (Filter, error)
 }
 
 func (d Deps) random() func(int) int {

@@ -74,6 +74,7 @@ type Metrics struct {
 	memoryLimitsBytes        *prometheus.GaugeVec
 	clusterSafeToAutoscale   prometheus.Gauge
 	provreq                  *provreqMetrics
+	expanderFallbacks        *prometheus.CounterVec
 	scaleDown                *scaleDownMetrics
 	nodeGroups               *nodeGroupMetrics
 	deletedNodes             *prometheus.CounterVec
@@ -176,6 +177,8 @@ func New(reg prometheus.Registerer) *Metrics {
 	}
 	m.provreq = newProvreqMetrics()
 	reg.MustRegister(m.provreq.collectors()...)
+	m.expanderFallbacks = newExpanderFallbacks()
+	reg.MustRegister(m.expanderFallbacks)
 	reg.MustRegister(m.clusterSafeToAutoscale, m.lastActivity, m.functionDuration, m.functionDurationQuantile, m.errorsTotal,
 		m.nodesCount, m.unschedulablePodsCount, m.nodeGroupsCount, m.scaledUpNodes, m.failedScaleUps,
 		m.maxNodesCount, m.cpuCurrentCores, m.memoryCurrentBytes, m.cpuLimitsCores, m.memoryLimitsBytes)

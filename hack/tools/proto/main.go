@@ -95,4 +95,3 @@ func run(root string, plugs []string, files []string) error {
 	}
 	return nil
 }
-
