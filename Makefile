@@ -7,7 +7,7 @@ LDFLAGS := -X main.version=$(VERSION)
 # Integration tests start a real control plane per package; give them time on 2 cores.
 TEST_TIMEOUT ?= 60m
 
-.PHONY: all build tools test unit integration fuzz lint demo local-up local-down clean
+.PHONY: all build tools test unit integration fuzz image lint demo local-up local-down clean
 
 all: build
 
@@ -43,6 +43,9 @@ lint: ## gofmt, go vet and golangci-lint (built from the module proxy)
 	go vet ./...
 	cd hack/tools/lint && go build -o ../../../$(BIN)/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 	$(BIN)/golangci-lint run ./...
+
+image: ## the container image as an OCI layout tar: _output/cluster-autoscaler-image.tar (ARCH, VERSION, IMAGE_OUT)
+	hack/build-image.sh
 
 demo: tools build ## local control plane + autoscaler + sample workload; Ctrl-C stops it
 	hack/demo.sh

@@ -45,6 +45,7 @@ require (
 	github.com/google/uuid v1.6.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/spf13/pflag v1.0.10
+	golang.org/x/crypto/x509roots/fallback v0.0.0-20261030153154-30a33513ff6d
 	golang.org/x/time v0.14.0
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12

@@ -8,8 +8,12 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	_ "time/tzdata" // the scratch image has no zoneinfo
 
 	"github.com/spf13/pflag"
+	// The image is scratch-based: CA roots are compiled in, used only where
+	// the system has none.
+	_ "golang.org/x/crypto/x509roots/fallback"
 	"k8s.io/klog/v2"
 )
 

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds the container image without a Docker daemon: a static
+# cluster-autoscaler binary for linux/$ARCH in a scratch image (non-root
+# user 65534, CA roots and time zones compiled into the binary, the version
+# in the labels), written as an OCI image layout in a tar file.
+#
+#   hack/build-image.sh                  # _output/cluster-autoscaler-image.tar, host architecture
+#   ARCH=arm64 IMAGE_OUT=/tmp/x.tar VERSION=v1.2.3 hack/build-image.sh
+#
+# Push it with any OCI tool, e.g. crane (go install github.com/google/go-containerregistry/cmd/crane):
+#   mkdir l && tar -C l -xf _output/cluster-autoscaler-image.tar && crane push l registry.example/cluster-autoscaler:v1.2.3
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+out=${OUTPUT_DIR:-$root/_output}
+bin=$out/bin
+mod=$root/hack/tools/image
+arch=${ARCH:-$(go env GOARCH)}
+version=${VERSION:-$(git -C "$root" describe --tags --always --dirty 2>/dev/null || echo v0.1.0-dev)}
+image=${IMAGE_OUT:-$out/cluster-autoscaler-image.tar}
+mkdir -p "$bin" "$out/linux_$arch" "$(dirname "$image")"
+
+want=$(cat "$mod"/go.mod "$mod"/go.sum "$mod"/*.go | sha256sum | cut -c1-16)
+if [ ! -x "$bin/imagebuild" ] || [ "$(cat "$bin/.stamp-image" 2>/dev/null)" != "$want" ]; then
+  echo "building imagebuild (module hack/tools/image)" >&2
+  (cd "$mod" && go build -trimpath -o "$bin/imagebuild" .)
+  echo "$want" > "$bin/.stamp-image"
+fi
+
+(cd "$root" && CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath \
+  -ldflags "-s -w -X main.version=$version" -o "$out/linux_$arch/cluster-autoscaler" ./cluster-autoscaler)
+"$bin/imagebuild" -binary "$out/linux_$arch/cluster-autoscaler" -version "$version" -arch "$arch" -out "$image"
+echo "wrote $image (linux/$arch, $version)"
