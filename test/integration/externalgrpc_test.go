@@ -249,6 +249,50 @@ func TestExternalGRPCAtomicProvisioningRequest(t *testing.T) {
 	})
 }
 
+// TestExternalGRPCAtomicRollback: a request split over two groups, the
+// second out of capacity: the increases succeed over the protocol, the
+// second group reports a failed (out-of-resources) instance, and every
+// instance of the attempt is deleted through the protocol.
+func TestExternalGRPCAtomicRollback(t *testing.T) {
+	e := newProvreqEnv(t)
+	e.dumpRequests()
+	bin := buildKwokServer(t)
+	ok, stockout, shape := framework.UniqueName("ok"), framework.UniqueName("stockout"), framework.UniqueName("shape")
+	path := writeKwokConfig(e.Env, fmt.Sprintf(`
+nodeGroups:
+- name: %[1]s
+  maxSize: 2
+  template:
+    labels: {%[3]s: %[4]s, pool: %[1]s, shape: %[5]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  faults: {registrationDelay: 1s}
+- name: %[2]s
+  maxSize: 2
+  template:
+    labels: {%[3]s: %[4]s, pool: %[2]s, shape: %[5]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  faults: {registrationDelay: 1s, outOfCapacityAfter: 1}
+`, ok, stockout, framework.TestNamespaceLabel, e.Namespace, shape))
+	if _, err := e.Client.CoreV1().ConfigMaps(e.Namespace).Create(e.Context(),
+		priorityConfigMap(e.Env, fmt.Sprintf("20:\n  - ^%s$\n10:\n  - .*\n", ok)), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	srv := startKwokServer(e.Env, bin, "kwokserver", "", path)
+	e.request("split", provreq.ClassBestEffortAtomicScaleUp, nil, false,
+		podSet{name: "main", count: 16, cpu: "1", selector: map[string]string{"shape": shape}})
+	p := startAutoscaler(t, "autoscaler", externalGRPCArgs(e.Env, "address: "+srv.address+"\n",
+		"--enable-provisioning-requests", "--provisioning-request-initial-backoff-time=2s",
+		"--provisioning-request-max-backoff-time=4s", "--expander=priority")...)
+	e.condition("split", provreq.ConditionProvisioned, metav1.ConditionFalse, provreq.ReasonCapacityIsNotFound, 60*time.Second)
+	e.Eventually(30*time.Second, "the rolled back instances deleted by name", func(context.Context) (bool, error) {
+		return p.log.Contains("Deleted instance of a rolled back all-or-nothing scale-up"), nil
+	})
+	e.Eventually(30*time.Second, "no node of the attempt left", func(context.Context) (bool, error) {
+		got := nodesPerPool(e.Env)
+		return got[ok] == 0 && got[stockout] == 0, nil
+	})
+}
+
 // logLine reports whether a line of log holds every part.
 func logLine(log string, parts ...string) bool {
 	for _, line := range strings.Split(log, "\n") {
