@@ -53,14 +53,17 @@ type Provider struct {
 	mu sync.Mutex
 	// gen counts the Refresh calls; per-loop caches carry the gen they
 	// were filled in, and are void in any other.
-	gen      uint64
-	loaded   bool
-	groups   []*NodeGroup
-	byID     map[string]*NodeGroup
-	skipped  map[string]error
-	forNode  map[string]string // node key -> group id ("" = not autoscaled)
-	gpuLabel *string
-	gpuTypes map[string]struct{}
+	gen     uint64
+	loaded  bool
+	groups  []*NodeGroup
+	byID    map[string]*NodeGroup
+	skipped map[string]error
+	forNode map[string]string // node key -> group id ("" = not autoscaled)
+	// byInstance maps the instance ids the listed groups reported this loop
+	// to their group, so that NodeGroupForNode needs no call for them.
+	byInstance map[string]string
+	gpuLabel   *string
+	gpuTypes   map[string]struct{}
 }
 
 var _ cloudprovider.CloudProvider = (*Provider)(nil)
@@ -194,6 +197,7 @@ func (p *Provider) Refresh(ctx context.Context) error {
 	p.mu.Lock()
 	p.gen++
 	p.loaded, p.groups, p.byID, p.skipped, p.forNode = false, nil, map[string]*NodeGroup{}, map[string]error{}, map[string]string{}
+	p.byInstance = nil
 	haveGPU := p.gpuLabel != nil && p.gpuTypes != nil
 	p.mu.Unlock()
 	cctx, cancel := p.callCtx(ctx)
@@ -290,11 +294,36 @@ func (p *Provider) load(ctx context.Context) ([]*NodeGroup, error) {
 		return groups, nil // a Refresh came in between: serve, but do not keep
 	}
 	p.loaded, p.groups, p.skipped = true, groups, skipped
+	p.byInstance = indexInstances(ctx, groups)
 	for _, g := range groups {
 		p.byID[g.id] = g
 	}
 	logger.V(4).Info("Read the external gRPC cloud provider's node groups", "nodeGroups", len(groups), "skipped", len(skipped))
 	return groups, nil
+}
+
+// indexInstances maps the instances the groups listed (primed this loop) to
+// their group. An instance two groups claim is left out, with an error log:
+// the server's NodeGroupForNode decides for it.
+func indexInstances(ctx context.Context, groups []*NodeGroup) map[string]string {
+	index := map[string]string{}
+	ambiguous := map[string]bool{}
+	for _, g := range groups {
+		g.mu.Lock()
+		for _, in := range g.instances {
+			if other, dup := index[in.Id]; dup && other != g.id {
+				klog.FromContext(ctx).Error(badAnswer("instance %q is listed by node groups %q and %q", in.Id, other, g.id),
+					"Asking the server for the instance's node group")
+				ambiguous[in.Id] = true
+			}
+			index[in.Id] = g.id
+		}
+		g.mu.Unlock()
+	}
+	for id := range ambiguous {
+		delete(index, id)
+	}
+	return index
 }
 
 // checkGroup validates a node group description; n is how many groups of
@@ -322,6 +351,9 @@ func (p *Provider) NodeGroupForNode(ctx context.Context, node *apiv1.Node) (clou
 	key := nodeKey(node)
 	p.mu.Lock()
 	id, cached := p.forNode[key]
+	if !cached && node.Spec.ProviderID != "" {
+		id, cached = p.byInstance[node.Spec.ProviderID]
+	}
 	gen := p.gen
 	p.mu.Unlock()
 	if !cached {

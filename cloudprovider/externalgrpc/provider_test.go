@@ -72,7 +72,9 @@ func TestCachingUntilRefresh(t *testing.T) {
 			}
 		}
 		want := map[string]int{"Refresh": loop, "NodeGroups": loop, "NodeGroupTargetSize": 2 * loop,
-			"NodeGroupNodes": 2 * loop, "NodeGroupForNode": 2 * loop, "GPULabel": 1}
+			"NodeGroupNodes": 2 * loop, "GPULabel": 1,
+			// a-1 is found among the instances a listed; only the other node is asked about.
+			"NodeGroupForNode": loop}
 		for rpc, n := range want {
 			if got := s.callsOf(rpc); got != n {
 				t.Errorf("loop %d: %s called %d times, want %d", loop, rpc, got, n)
@@ -206,11 +208,13 @@ func TestBadGroupForNodeAndTemplate(t *testing.T) {
 	if _, err := groups[0].TemplateNodeInfo(ctx); !errors.Is(err, ErrBadAnswer) {
 		t.Errorf("undecodable template: err = %v, want ErrBadAnswer", err)
 	}
-	// The same group described with other sizes is refused.
+	// The same group described with other sizes is refused (for a node
+	// the group's instances do not list, so the server is asked).
 	s.mu.Lock()
 	s.groups = []*protos.NodeGroup{{Id: "a", MinSize: 0, MaxSize: 99}}
+	s.forNode["a-unlisted"] = "a"
 	s.mu.Unlock()
-	if _, err := p.NodeGroupForNode(ctx, node("a-0")); !errors.Is(err, ErrBadAnswer) {
+	if _, err := p.NodeGroupForNode(ctx, node("a-unlisted")); !errors.Is(err, ErrBadAnswer) {
 		t.Errorf("group described twice differently: err = %v, want ErrBadAnswer", err)
 	}
 }
@@ -310,5 +314,22 @@ func TestInstanceStatusMapping(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("instances (-want +got):\n%s", diff)
+	}
+}
+
+func TestInstanceClaimedByTwoGroupsAsksTheServer(t *testing.T) {
+	ctx := context.Background()
+	s := newFakeServer()
+	s.addGroup("a", 0, 10, 1)
+	s.addGroup("b", 0, 10, 1)
+	s.instances["b"] = append(s.instances["b"], &protos.Instance{Id: "a-0"})
+	s.targets["b"] = 2
+	p := serve(t, s)
+	g, err := p.NodeGroupForNode(ctx, node("a-0"))
+	if err != nil || g == nil || g.Id() != "a" {
+		t.Fatalf("NodeGroupForNode(a-0) = %v, %v; want a", g, err)
+	}
+	if got := s.callsOf("NodeGroupForNode"); got != 1 {
+		t.Errorf("the server was asked %d times, want 1", got)
 	}
 }
