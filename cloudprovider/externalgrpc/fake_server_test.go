@@ -162,13 +162,13 @@ func (s *fakeServer) NodeGroupTemplateNodeInfo(_ context.Context, req *protos.No
 }
 
 // serve runs s on a loopback listener and returns a provider connected to it.
-func serve(t testing.TB, s *fakeServer) *Provider {
+func serve(t testing.TB, s *fakeServer, opts ...grpc.ServerOption) *Provider {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer()
+	srv := grpc.NewServer(opts...)
 	protos.RegisterCloudProviderServer(srv, s)
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)

@@ -17,9 +17,12 @@ import (
 )
 
 // NodeGroup is one node group of the server. Its id, sizes and debug are
-// those of the answer it was made from; its template is read once; its
-// target size and instances are read at most once per loop (and again after
-// any change the group is asked for).
+// those of the answer it was made from; its template is read once. Its
+// target size and instances are read (and checked against each other) when
+// the groups are listed; those values go to the first caller of TargetSize
+// and Nodes in the same loop (clusterstate), and every later call asks the
+// server again, so that a size change or a deletion never relies on a
+// listing older than the call.
 type NodeGroup struct {
 	p     *Provider
 	id    string
@@ -28,12 +31,15 @@ type NodeGroup struct {
 	debug string
 
 	mu sync.Mutex
-	// gen is the provider's loop the cached target and instances belong to.
+	// gen is the provider's loop the primed values belong to.
 	gen       uint64
 	target    *int
 	instances []cloudprovider.Instance
-	template  *apiv1.Node
-	noTmpl    error
+	// listed are the instances read when the group was listed, kept for
+	// the provider's instance index.
+	listed   []cloudprovider.Instance
+	template *apiv1.Node
+	noTmpl   error
 }
 
 var _ cloudprovider.NodeGroup = (*NodeGroup)(nil)
@@ -42,30 +48,54 @@ func (p *Provider) newGroup(pg *protos.NodeGroup) *NodeGroup {
 	return &NodeGroup{p: p, id: pg.GetId(), min: int(pg.GetMinSize()), max: int(pg.GetMaxSize()), debug: pg.GetDebug()}
 }
 
-// prime reads the target size and instances for loop gen.
+// prime reads and checks the target size and instances for loop gen. A
+// target below the instances that are neither failed nor being deleted is
+// an ErrBadAnswer.
 func (g *NodeGroup) prime(ctx context.Context, gen uint64) error {
-	g.mu.Lock()
-	g.gen = gen
-	g.mu.Unlock()
-	if _, err := g.Nodes(ctx); err != nil {
+	ins, err := g.readInstances(ctx)
+	if err != nil {
 		return err
 	}
-	_, err := g.TargetSize(ctx)
-	return err
+	t, err := g.readTarget(ctx)
+	if err != nil {
+		return err
+	}
+	if live := liveInstances(ins); t < live {
+		return badAnswer("node group %q has target size %d below its %d live instances", g.id, t, live)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.gen, g.target, g.instances, g.listed = gen, &t, ins, ins
+	return nil
 }
 
-// cached returns the loop's cached target and instances, if still valid.
-func (g *NodeGroup) cached() (*int, []cloudprovider.Instance) {
+// takeTarget returns the primed target once, if it is of the current loop.
+func (g *NodeGroup) takeTarget() *int {
 	gen := g.p.currentGen()
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	t := g.target
+	g.target = nil
 	if g.gen != gen {
-		g.gen, g.target, g.instances = gen, nil, nil
+		return nil
 	}
-	return g.target, g.instances
+	return t
 }
 
-// forget voids the cached target and instances after a change.
+// takeInstances returns the primed instances once, if of the current loop.
+func (g *NodeGroup) takeInstances() []cloudprovider.Instance {
+	gen := g.p.currentGen()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ins := g.instances
+	g.instances = nil
+	if g.gen != gen {
+		return nil
+	}
+	return ins
+}
+
+// forget voids the primed values after a change.
 func (g *NodeGroup) forget() {
 	g.mu.Lock()
 	g.target, g.instances = nil, nil
@@ -102,25 +132,12 @@ func (g *NodeGroup) Exist() bool { return true }
 func (g *NodeGroup) Autoprovisioned() bool { return false }
 
 // TargetSize implements cloudprovider.NodeGroup. A negative or absurd
-// target, or one below the instances that are neither failed nor being
-// deleted, is an ErrBadAnswer.
+// target is an ErrBadAnswer.
 func (g *NodeGroup) TargetSize(ctx context.Context) (int, error) {
-	if t, _ := g.cached(); t != nil {
+	if t := g.takeTarget(); t != nil {
 		return *t, nil
 	}
-	t, err := g.readTarget(ctx)
-	if err != nil {
-		return 0, err
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.instances != nil {
-		if live := liveInstances(g.instances); t < live {
-			return 0, badAnswer("node group %q has target size %d below its %d live instances", g.id, t, live)
-		}
-	}
-	g.target = &t
-	return t, nil
+	return g.readTarget(ctx)
 }
 
 func (g *NodeGroup) readTarget(ctx context.Context) (int, error) {
@@ -156,7 +173,7 @@ func (g *NodeGroup) IncreaseSize(ctx context.Context, delta int) error {
 	if delta <= 0 {
 		return fmt.Errorf("size increase of node group %q must be positive, got %d", g.id, delta)
 	}
-	target, err := g.TargetSize(ctx)
+	target, err := g.readTarget(ctx)
 	if err != nil {
 		return err
 	}
@@ -192,7 +209,7 @@ func (g *NodeGroup) DeleteNodes(ctx context.Context, nodes []*apiv1.Node) error 
 		return nil
 	}
 	g.forget()
-	current, err := g.Nodes(ctx)
+	current, err := g.readInstances(ctx)
 	if err != nil {
 		return fmt.Errorf("listing the instances of node group %q before deleting: %w", g.id, err)
 	}
@@ -212,7 +229,7 @@ func (g *NodeGroup) DeleteNodes(ctx context.Context, nodes []*apiv1.Node) error 
 			req.Nodes = append(req.Nodes, toProtoNode(n))
 		}
 	}
-	target, err := g.TargetSize(ctx)
+	target, err := g.readTarget(ctx)
 	if err != nil {
 		return err
 	}
@@ -243,11 +260,11 @@ func (g *NodeGroup) DecreaseTargetSize(ctx context.Context, delta int) error {
 		return fmt.Errorf("size decrease of node group %q must be negative, got %d", g.id, delta)
 	}
 	g.forget()
-	current, err := g.Nodes(ctx)
+	current, err := g.readInstances(ctx)
 	if err != nil {
 		return err
 	}
-	target, err := g.TargetSize(ctx)
+	target, err := g.readTarget(ctx)
 	if err != nil {
 		return err
 	}
@@ -268,23 +285,20 @@ func (g *NodeGroup) DecreaseTargetSize(ctx context.Context, delta int) error {
 // Nodes implements cloudprovider.NodeGroup. Duplicate or empty instance
 // ids, or an absurd count, are an ErrBadAnswer.
 func (g *NodeGroup) Nodes(ctx context.Context) ([]cloudprovider.Instance, error) {
-	if _, ins := g.cached(); ins != nil {
+	if ins := g.takeInstances(); ins != nil {
 		return append([]cloudprovider.Instance(nil), ins...), nil
 	}
+	return g.readInstances(ctx)
+}
+
+func (g *NodeGroup) readInstances(ctx context.Context) ([]cloudprovider.Instance, error) {
 	cctx, cancel := g.p.callCtx(ctx)
 	resp, err := g.p.client.NodeGroupNodes(cctx, &protos.NodeGroupNodesRequest{Id: g.id})
 	cancel()
 	if err != nil {
 		return nil, rpcError(fmt.Sprintf("listing the instances of node group %q", g.id), err, true)
 	}
-	ins, err := decodeInstances(g.id, resp)
-	if err != nil {
-		return nil, err
-	}
-	g.mu.Lock()
-	g.instances = ins
-	g.mu.Unlock()
-	return append([]cloudprovider.Instance(nil), ins...), nil
+	return decodeInstances(g.id, resp)
 }
 
 // decodeInstances validates and translates a NodeGroupNodes answer.

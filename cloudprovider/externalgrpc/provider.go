@@ -268,7 +268,7 @@ func (p *Provider) load(ctx context.Context) ([]*NodeGroup, error) {
 	for _, pg := range resp.GetNodeGroups() {
 		count[pg.GetId()]++
 	}
-	var groups []*NodeGroup
+	var candidates []*NodeGroup
 	skipped := map[string]error{}
 	for _, pg := range resp.GetNodeGroups() {
 		id := pg.GetId()
@@ -277,16 +277,20 @@ func (p *Provider) load(ctx context.Context) ([]*NodeGroup, error) {
 			skipped[id] = err
 			continue
 		}
-		g := p.newGroup(pg)
-		if err := g.prime(ctx, gen); err != nil {
-			if !errors.Is(err, ErrBadAnswer) {
-				return nil, err
-			}
-			logger.Error(err, "Leaving out a node group the external gRPC cloud provider answered badly about", "nodeGroup", id)
-			skipped[id] = err
-			continue
+		candidates = append(candidates, p.newGroup(pg))
+	}
+	errs := p.primeAll(ctx, candidates, gen)
+	var groups []*NodeGroup
+	for i, g := range candidates {
+		switch err := errs[i]; {
+		case err == nil:
+			groups = append(groups, g)
+		case errors.Is(err, ErrBadAnswer):
+			logger.Error(err, "Leaving out a node group the external gRPC cloud provider answered badly about", "nodeGroup", g.id)
+			skipped[g.id] = err
+		default:
+			return nil, err
 		}
-		groups = append(groups, g)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -302,6 +306,27 @@ func (p *Provider) load(ctx context.Context) ([]*NodeGroup, error) {
 	return groups, nil
 }
 
+// primeConcurrency bounds the groups whose target and instances are read at once.
+const primeConcurrency = 8
+
+// primeAll primes the groups, a few at a time, and returns each one's error.
+func (p *Provider) primeAll(ctx context.Context, groups []*NodeGroup, gen uint64) []error {
+	errs := make([]error, len(groups))
+	sem := make(chan struct{}, primeConcurrency)
+	var wg sync.WaitGroup
+	for i, g := range groups {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs[i] = g.prime(ctx, gen)
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
 // indexInstances maps the instances the groups listed (primed this loop) to
 // their group. An instance two groups claim is left out, with an error log:
 // the server's NodeGroupForNode decides for it.
@@ -310,7 +335,7 @@ func indexInstances(ctx context.Context, groups []*NodeGroup) map[string]string 
 	ambiguous := map[string]bool{}
 	for _, g := range groups {
 		g.mu.Lock()
-		for _, in := range g.instances {
+		for _, in := range g.listed {
 			if other, dup := index[in.Id]; dup && other != g.id {
 				klog.FromContext(ctx).Error(badAnswer("instance %q is listed by node groups %q and %q", in.Id, other, g.id),
 					"Asking the server for the instance's node group")

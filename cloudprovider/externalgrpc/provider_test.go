@@ -71,8 +71,10 @@ func TestCachingUntilRefresh(t *testing.T) {
 				t.Errorf("GPULabel = %q", got)
 			}
 		}
-		want := map[string]int{"Refresh": loop, "NodeGroups": loop, "NodeGroupTargetSize": 2 * loop,
-			"NodeGroupNodes": 2 * loop, "GPULabel": 1,
+		// Targets and instances are read when the groups are listed and
+		// handed to the first caller; the two later rounds ask again.
+		want := map[string]int{"Refresh": loop, "NodeGroups": loop, "NodeGroupTargetSize": 6 * loop,
+			"NodeGroupNodes": 6 * loop, "GPULabel": 1,
 			// a-1 is found among the instances a listed; only the other node is asked about.
 			"NodeGroupForNode": loop}
 		for rpc, n := range want {
