@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -101,7 +102,14 @@ func run(ctx context.Context, f flags) error {
 		srv.GracefulStop()
 	}()
 	logger.Info("Serving the kwok provider over the external gRPC protocol", "address", lis.Addr().String(), "mTLS", f.key != "")
-	return srv.Serve(lis)
+	serveErr := srv.Serve(lis)
+	// Save the instances still pending, so that a restarted server finds them.
+	saveCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := provider.Cleanup(saveCtx); err != nil {
+		logger.Error(err, "Saving the kwok provider state on shutdown")
+	}
+	return serveErr
 }
 
 func serverTLS(f flags) (*tls.Config, error) {
