@@ -293,6 +293,48 @@ nodeGroups:
 	})
 }
 
+// TestExternalGRPCOutOfCapacityBacksOff: the preferred group's instances
+// beyond the first fail with an out-of-resources error class; reported over
+// the protocol, they back the group off at once and the pods go to the
+// fallback group.
+func TestExternalGRPCOutOfCapacityBacksOff(t *testing.T) {
+	e := framework.New(t)
+	bin := buildKwokServer(t)
+	preferred, fallback := framework.UniqueName("preferred"), framework.UniqueName("fallback")
+	path := writeKwokConfig(e, fmt.Sprintf(`
+nodeGroups:
+- name: %[1]s
+  maxSize: 10
+  template:
+    labels: {%[3]s: %[4]s, pool: %[1]s, shape: standard}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  faults: {registrationDelay: 1s, outOfCapacityAfter: 1}
+- name: %[2]s
+  maxSize: 10
+  template:
+    labels: {%[3]s: %[4]s, pool: %[2]s, shape: standard}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  faults: {registrationDelay: 1s}
+`, preferred, fallback, framework.TestNamespaceLabel, e.Namespace))
+	if _, err := e.Client.CoreV1().ConfigMaps(e.Namespace).Create(e.Context(),
+		priorityConfigMap(e, fmt.Sprintf("20:\n  - ^%s$\n10:\n  - .*\n", preferred)), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dumpPods(e)
+	srv := startKwokServer(e, bin, "kwokserver", "", path)
+	createPods(e, "web", 8, "1", map[string]string{"shape": "standard"}) // two 4-CPU nodes
+	p := startAutoscaler(t, "autoscaler", externalGRPCArgs(e, "address: "+srv.address+"\n", "--expander=priority")...)
+	e.Eventually(60*time.Second, "all 8 pods Running", func(ctx context.Context) (bool, error) {
+		return allRunning(ctx, e, 8)
+	})
+	if got := nodesPerPool(e); got[preferred] != 1 || got[fallback] < 1 {
+		t.Errorf("nodes per group = %v, want 1 in %s (its capacity) and the rest in %s", got, preferred, fallback)
+	}
+	if !logLine(p.log.String(), `"Node group backed off"`, `errorCode="STOCKOUT"`) {
+		t.Error("the back-off is not logged with the STOCKOUT error code")
+	}
+}
+
 // logLine reports whether a line of log holds every part.
 func logLine(log string, parts ...string) bool {
 	for _, line := range strings.Split(log, "\n") {
