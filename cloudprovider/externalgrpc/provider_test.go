@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	apiv1 "k8s.io/api/core/v1"
@@ -333,5 +334,70 @@ func TestInstanceClaimedByTwoGroupsAsksTheServer(t *testing.T) {
 	}
 	if got := s.callsOf("NodeGroupForNode"); got != 1 {
 		t.Errorf("the server was asked %d times, want 1", got)
+	}
+}
+
+func TestHungServerTimesOut(t *testing.T) {
+	s := newFakeServer()
+	s.addGroup("a", 0, 10, 1)
+	release := make(chan struct{})
+	defer close(release)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo,
+		h grpc.UnaryHandler) (any, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return h(ctx, req)
+	}))
+	protos.RegisterCloudProviderServer(srv, s)
+	go func() { _ = srv.Serve(lis) }()
+	defer srv.Stop()
+	p, err := New(context.Background(), &Config{Address: lis.Addr().String(), Timeout: Duration{300 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.conn.Close() }()
+	start := time.Now()
+	if err := p.Refresh(context.Background()); !errors.Is(err, cloudprovider.ErrTransient) {
+		t.Errorf("Refresh of a hung server: err = %v, want a transient timeout", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("Refresh of a hung server took %v with a 300ms timeout", d)
+	}
+}
+
+func TestBadListingNeverDeletes(t *testing.T) {
+	ctx := context.Background()
+	s := newFakeServer()
+	s.addGroup("a", 0, 10, 2)
+	p := serve(t, s)
+	groups, err := p.NodeGroups(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// After the listing the server starts answering nonsense.
+	s.mu.Lock()
+	s.instances["a"] = append(s.instances["a"], &protos.Instance{Id: "a-0"})
+	s.mu.Unlock()
+	if err := groups[0].DeleteNodes(ctx, []*apiv1.Node{node("a-0")}); !errors.Is(err, ErrBadAnswer) {
+		t.Errorf("DeleteNodes over a bad listing: err = %v, want ErrBadAnswer", err)
+	}
+	s.mu.Lock()
+	s.instances["a"] = s.instances["a"][:2]
+	s.targets["a"] = -1
+	s.mu.Unlock()
+	if err := groups[0].DeleteNodes(ctx, []*apiv1.Node{node("a-0")}); !errors.Is(err, ErrBadAnswer) {
+		t.Errorf("DeleteNodes with a negative target: err = %v, want ErrBadAnswer", err)
+	}
+	if err := groups[0].DecreaseTargetSize(ctx, -1); !errors.Is(err, ErrBadAnswer) {
+		t.Errorf("DecreaseTargetSize with a negative target: err = %v, want ErrBadAnswer", err)
+	}
+	if n := s.callsOf("NodeGroupDeleteNodes") + s.callsOf("NodeGroupDecreaseTargetSize"); n != 0 {
+		t.Errorf("%d destructive calls reached the server", n)
 	}
 }
