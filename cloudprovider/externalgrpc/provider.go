@@ -62,8 +62,11 @@ type Provider struct {
 	// byInstance maps the instance ids the listed groups reported this loop
 	// to their group, so that NodeGroupForNode needs no call for them.
 	byInstance map[string]string
-	gpuLabel   *string
-	gpuTypes   map[string]struct{}
+	// unlisted are the groups named by NodeGroupForNode but not listed,
+	// logged once per loop.
+	unlisted map[string]bool
+	gpuLabel *string
+	gpuTypes map[string]struct{}
 }
 
 var _ cloudprovider.CloudProvider = (*Provider)(nil)
@@ -139,7 +142,8 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Provider, error) {
 	}
 	logger.Info("Using the external gRPC cloud provider", "address", cfg.Address, "mTLS", cfg.TLS(), "timeout", cfg.Timeout.Duration)
 	return &Provider{client: protos.NewCloudProviderClient(conn), conn: conn, timeout: cfg.Timeout.Duration,
-		limiter: o.limiter, byID: map[string]*NodeGroup{}, skipped: map[string]error{}, forNode: map[string]string{}}, nil
+		limiter: o.limiter, byID: map[string]*NodeGroup{}, skipped: map[string]error{}, forNode: map[string]string{},
+		unlisted: map[string]bool{}}, nil
 }
 
 func clientTLS(cfg *Config) (*tls.Config, error) {
@@ -197,7 +201,7 @@ func (p *Provider) Refresh(ctx context.Context) error {
 	p.mu.Lock()
 	p.gen++
 	p.loaded, p.groups, p.byID, p.skipped, p.forNode = false, nil, map[string]*NodeGroup{}, map[string]error{}, map[string]string{}
-	p.byInstance = nil
+	p.byInstance, p.unlisted = nil, map[string]bool{}
 	haveGPU := p.gpuLabel != nil && p.gpuTypes != nil
 	p.mu.Unlock()
 	cctx, cancel := p.callCtx(ctx)
@@ -413,7 +417,12 @@ func (p *Provider) NodeGroupForNode(ctx context.Context, node *apiv1.Node) (clou
 	if err, ok := p.skipped[id]; ok {
 		return nil, fmt.Errorf("node %q is in node group %q, left out of this loop: %w", node.Name, id, err)
 	}
-	return nil, badAnswer("node %q is in node group %q, which the server did not list", node.Name, id)
+	err := badAnswer("node %q is in node group %q, which the server did not list", node.Name, id)
+	if !p.unlisted[id] {
+		p.unlisted[id] = true // one log line per group and loop
+		klog.FromContext(ctx).Error(err, "Ignoring the external gRPC cloud provider's node group of a node", "node", node.Name)
+	}
+	return nil, err
 }
 
 // checkSameGroup checks a group named in an answer against the listed one.
