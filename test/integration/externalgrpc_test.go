@@ -1,0 +1,415 @@
+package integration
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"k8s.io/autoscaler/cluster-autoscaler/provreq"
+	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+)
+
+// buildKwokServer builds the example externalgrpc server (the kwok provider
+// served over the protocol) into the test's temporary directory.
+func buildKwokServer(t *testing.T) string {
+	t.Helper()
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "kwokserver")
+	build := exec.Command("go", "build", "-o", bin, "./cloudprovider/externalgrpc/examples/kwokserver")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the kwok externalgrpc server: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startKwokServer runs the example server on a free loopback address (the
+// process's address) with the kwok config at kwokConfig.
+func startKwokServer(e *framework.Env, bin, name, address, kwokConfig string, extra ...string) *autoscalerProcess {
+	e.T.Helper()
+	args := append([]string{"--kubeconfig=" + e.Kubeconfig, "--kwok-config=" + kwokConfig, "--namespace=" + e.Namespace}, extra...)
+	if address != "" {
+		args = append(args, "--address="+address)
+	}
+	p := startAutoscalerBinary(e.T, bin, name, args...)
+	if address != "" {
+		p.address = address
+	}
+	waitListening(e, p.address)
+	return p
+}
+
+func waitListening(e *framework.Env, address string) {
+	e.T.Helper()
+	e.Eventually(30*time.Second, "the externalgrpc server listening on "+address, func(ctx context.Context) (bool, error) {
+		c, err := net.DialTimeout("tcp", address, time.Second)
+		if err != nil {
+			return false, nil
+		}
+		_ = c.Close()
+		return true, nil
+	})
+}
+
+// externalGRPCArgs are the autoscaler's arguments for the externalgrpc
+// provider whose --cloud-config is cloudConfig.
+func externalGRPCArgs(e *framework.Env, cloudConfig string, extra ...string) []string {
+	path := filepath.Join(e.T.TempDir(), "externalgrpc.yaml")
+	if err := os.WriteFile(path, []byte(cloudConfig), 0o600); err != nil {
+		e.T.Fatal(err)
+	}
+	args := []string{"--kubeconfig=" + e.Kubeconfig, "--namespace=" + e.Namespace, "--cloud-provider=externalgrpc",
+		"--cloud-config=" + path, "--scan-interval=1s", "--v=4"}
+	return append(args, extra...)
+}
+
+// TestExternalGRPCPlaintextScaleUp: the real binary, talking plaintext to
+// the example server, scales the kwok groups up for pending pods, which run.
+func TestExternalGRPCPlaintextScaleUp(t *testing.T) {
+	e := framework.New(t)
+	bin := buildKwokServer(t)
+	path, small, large := scaleUpConfig(e)
+	dumpPods(e)
+	srv := startKwokServer(e, bin, "kwokserver", "", path)
+	createPods(e, "web", 6, "1", map[string]string{"pool": small}) // 2 small nodes
+	createPods(e, "batch", 1, "8", map[string]string{"pool": large})
+
+	p := startAutoscaler(t, "autoscaler", externalGRPCArgs(e, fmt.Sprintf("address: %s\ngrpc_timeout: 2s\n", srv.address))...)
+	e.Eventually(60*time.Second, "all 7 pods Running", func(ctx context.Context) (bool, error) {
+		return allRunning(ctx, e, 7)
+	})
+	if got := nodesPerPool(e); got[small] != 2 || got[large] != 1 {
+		t.Errorf("nodes per group = %v, want %s:2 %s:1", got, small, large)
+	}
+	if !p.log.Contains("NOT encrypted") {
+		t.Error("no warning about the plaintext connection logged")
+	}
+}
+
+// TestExternalGRPCMutualTLS: with a CA, a server and a client certificate
+// made here, the binary talks mTLS to the example server and scales up.
+func TestExternalGRPCMutualTLS(t *testing.T) {
+	e := framework.New(t)
+	bin := buildKwokServer(t)
+	path, small, _ := scaleUpConfig(e)
+	pki := newTestPKI(t)
+	srv := startKwokServer(e, bin, "kwokserver", "", path,
+		"--key="+pki.serverKey, "--cert="+pki.serverCert, "--cacert="+pki.ca)
+	createPods(e, "web", 3, "1", map[string]string{"pool": small})
+	cfg := fmt.Sprintf("address: %s\nkey: %s\ncert: %s\ncacert: %s\n", srv.address, pki.clientKey, pki.clientCert, pki.ca)
+	p := startAutoscaler(t, "autoscaler", externalGRPCArgs(e, cfg)...)
+	e.Eventually(60*time.Second, "all 3 pods Running", func(ctx context.Context) (bool, error) {
+		return allRunning(ctx, e, 3)
+	})
+	if got := nodesPerPool(e); got[small] != 1 {
+		t.Errorf("nodes per group = %v, want %s:1", got, small)
+	}
+	if p.log.Contains("NOT encrypted") {
+		t.Error("the mTLS connection was reported as plaintext")
+	}
+
+	// A client without a certificate is refused: the plaintext binary's
+	// loops fail with a cloud-provider error.
+	if code := p.terminate(30 * time.Second); code != 0 {
+		t.Errorf("the mTLS autoscaler exited with %d", code)
+	}
+	plain := startAutoscaler(t, "plaintext-autoscaler", externalGRPCArgs(e, "address: "+srv.address+"\n")...)
+	e.Eventually(30*time.Second, "the plaintext client's loops fail", func(context.Context) (bool, error) {
+		return plain.log.Contains(`"Loop failed"`) && plain.log.Contains("cloudProviderError"), nil
+	})
+}
+
+// TestExternalGRPCServerRestart: while the server is down the loops report
+// a cloud-provider error and nothing is deleted; once it is back, scaling
+// works again.
+func TestExternalGRPCServerRestart(t *testing.T) {
+	e := framework.New(t)
+	bin := buildKwokServer(t)
+	path, small, _ := scaleUpConfig(e)
+	dumpPods(e)
+	address := framework.FreeAddress(t)
+	srv := startKwokServer(e, bin, "kwokserver", address, path)
+	createPods(e, "web", 3, "1", map[string]string{"pool": small})
+	p := startAutoscaler(t, "autoscaler", externalGRPCArgs(e, "address: "+address+"\ngrpc_timeout: 1s\n",
+		"--scale-down-unneeded-time=1s", "--scale-down-delay-after-add=0s")...)
+	e.Eventually(60*time.Second, "all 3 pods Running", func(ctx context.Context) (bool, error) {
+		return allRunning(ctx, e, 3)
+	})
+
+	if err := srv.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	srv.waitExit(10 * time.Second)
+	before := nodesPerPool(e)[small]
+	// Deleting the pods makes the nodes unneeded: with the server down
+	// they must stay; new pending pods must wait.
+	if err := e.Client.CoreV1().Pods(e.Namespace).DeleteCollection(e.Context(), metav1.DeleteOptions{GracePeriodSeconds: new(int64)},
+		metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createPods(e, "late", 2, "3", map[string]string{"pool": small})
+	mark := len(p.log.String())
+	e.Eventually(30*time.Second, "loops failing with a cloud-provider error", func(context.Context) (bool, error) {
+		tail := p.log.String()[mark:]
+		return strings.Count(tail, `"Loop failed"`) >= 3 && strings.Contains(tail, "cloudProviderError"), nil
+	})
+	if got := nodesPerPool(e)[small]; got != before {
+		t.Fatalf("nodes of %s changed from %d to %d while the server was down", small, before, got)
+	}
+	_, body, _ := p.get(e.Context(), "/metrics")
+	if !strings.Contains(body, `cluster_autoscaler_errors_total{type="cloudProviderError"}`) {
+		t.Error("/metrics lacks cloudProviderError errors")
+	}
+
+	startKwokServer(e, bin, "kwokserver-restarted", address, path)
+	e.Eventually(90*time.Second, "the 2 late pods Running after the restart", func(ctx context.Context) (bool, error) {
+		return allRunning(ctx, e, 2)
+	})
+}
+
+// TestExternalGRPCRemovesUnneededNodesByName: of a group's three nodes, the
+// one with a pod stays and the two empty ones are deleted by name through the
+// protocol (the group's minimum of 1 is kept either way).
+func TestExternalGRPCRemovesUnneededNodesByName(t *testing.T) {
+	e := framework.New(t)
+	bin := buildKwokServer(t)
+	group := framework.UniqueName("sd")
+	path := groupsConfig(e, group+":1")
+	dumpPods(e)
+	for _, n := range []string{"a", "b", "c"} {
+		groupNode(e, group, group+"-"+n, nil)
+	}
+	replicaSet(e, "web", group, 1, "3", false)
+	e.Eventually(30*time.Second, "the web pod Running", func(ctx context.Context) (bool, error) {
+		running, _, err := podsOf(ctx, e, "web")
+		return err == nil && running == 1, err
+	})
+	_, nodes, err := podsOf(e.Context(), e, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := startKwokServer(e, bin, "kwokserver", "", path)
+	p := startAutoscaler(t, "autoscaler", externalGRPCArgs(e, "address: "+srv.address+"\n",
+		"--scale-down-unneeded-time=2s", "--scale-down-delay-after-add=0s", "--node-delete-delay-after-taint=1s")...)
+	// The log line follows the deletion: wait for both.
+	e.Eventually(60*time.Second, "only the web pod's node left, the others' removal logged by name", func(context.Context) (bool, error) {
+		left := nodeNames(e, group)
+		if len(left) != 1 || nodes[left[0]] != 1 {
+			return false, nil
+		}
+		for _, n := range []string{"a", "b", "c"} {
+			name := group + "-" + n
+			if nodes[name] == 0 && !logLine(p.log.String(), `"Scaled down an empty node"`, `node="`+name+`"`) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// TestExternalGRPCAtomicProvisioningRequest: the protocol has no atomic
+// increase, so an all-or-nothing request is served by IncreaseSize; it is
+// provisioned, and its pods run on the new nodes.
+func TestExternalGRPCAtomicProvisioningRequest(t *testing.T) {
+	e := newProvreqEnv(t)
+	e.dumpRequests()
+	dumpPods(e.Env)
+	bin := buildKwokServer(t)
+	path, small, _ := scaleUpConfig(e.Env)
+	srv := startKwokServer(e.Env, bin, "kwokserver", "", path)
+	e.request("gang", provreq.ClassBestEffortAtomicScaleUp, nil, false,
+		podSet{name: "main", count: 6, cpu: "2", selector: map[string]string{"pool": small}})
+	p := startAutoscaler(t, "autoscaler", externalGRPCArgs(e.Env, "address: "+srv.address+"\n",
+		"--enable-provisioning-requests", "--provisioning-request-initial-backoff-time=2s",
+		"--provisioning-request-max-backoff-time=4s")...)
+	e.condition("gang", provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsProvisioned, 60*time.Second)
+	if got := nodesPerPool(e.Env); got[small] != 3 {
+		t.Errorf("nodes per group = %v, want %s:3", got, small)
+	}
+	if !p.log.Contains("Scaled up for a ProvisioningRequest") {
+		t.Error("no atomic scale-up logged")
+	}
+	e.consumers("gang", 6, "2", map[string]string{"pool": small})
+	e.Eventually(60*time.Second, "all 6 consuming pods Running", func(ctx context.Context) (bool, error) {
+		return allRunning(ctx, e.Env, 6)
+	})
+}
+
+// TestExternalGRPCAtomicRollback: a request split over two groups, the
+// second out of capacity: the increases succeed over the protocol, the
+// second group reports a failed (out-of-resources) instance, and every
+// instance of the attempt is deleted through the protocol.
+func TestExternalGRPCAtomicRollback(t *testing.T) {
+	e := newProvreqEnv(t)
+	e.dumpRequests()
+	bin := buildKwokServer(t)
+	ok, stockout, shape := framework.UniqueName("ok"), framework.UniqueName("stockout"), framework.UniqueName("shape")
+	path := writeKwokConfig(e.Env, fmt.Sprintf(`
+nodeGroups:
+- name: %[1]s
+  maxSize: 2
+  template:
+    labels: {%[3]s: %[4]s, pool: %[1]s, shape: %[5]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  faults: {registrationDelay: 1s}
+- name: %[2]s
+  maxSize: 2
+  template:
+    labels: {%[3]s: %[4]s, pool: %[2]s, shape: %[5]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  faults: {registrationDelay: 1s, outOfCapacityAfter: 1}
+`, ok, stockout, framework.TestNamespaceLabel, e.Namespace, shape))
+	if _, err := e.Client.CoreV1().ConfigMaps(e.Namespace).Create(e.Context(),
+		priorityConfigMap(e.Env, fmt.Sprintf("20:\n  - ^%s$\n10:\n  - .*\n", ok)), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	srv := startKwokServer(e.Env, bin, "kwokserver", "", path)
+	e.request("split", provreq.ClassBestEffortAtomicScaleUp, nil, false,
+		podSet{name: "main", count: 16, cpu: "1", selector: map[string]string{"shape": shape}})
+	p := startAutoscaler(t, "autoscaler", externalGRPCArgs(e.Env, "address: "+srv.address+"\n",
+		"--enable-provisioning-requests", "--provisioning-request-initial-backoff-time=2s",
+		"--provisioning-request-max-backoff-time=4s", "--expander=priority")...)
+	e.condition("split", provreq.ConditionProvisioned, metav1.ConditionFalse, provreq.ReasonCapacityIsNotFound, 60*time.Second)
+	e.Eventually(30*time.Second, "the rolled back instances deleted by name", func(context.Context) (bool, error) {
+		return p.log.Contains("Deleted instance of a rolled back all-or-nothing scale-up"), nil
+	})
+	e.Eventually(30*time.Second, "no node of the attempt left", func(context.Context) (bool, error) {
+		got := nodesPerPool(e.Env)
+		return got[ok] == 0 && got[stockout] == 0, nil
+	})
+}
+
+// TestExternalGRPCOutOfCapacityBacksOff: the preferred group's instances
+// beyond the first fail with an out-of-resources error class; reported over
+// the protocol, they back the group off at once and the pods go to the
+// fallback group.
+func TestExternalGRPCOutOfCapacityBacksOff(t *testing.T) {
+	e := framework.New(t)
+	bin := buildKwokServer(t)
+	preferred, fallback := framework.UniqueName("preferred"), framework.UniqueName("fallback")
+	path := writeKwokConfig(e, fmt.Sprintf(`
+nodeGroups:
+- name: %[1]s
+  maxSize: 10
+  template:
+    labels: {%[3]s: %[4]s, pool: %[1]s, shape: standard}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  faults: {registrationDelay: 1s, outOfCapacityAfter: 1}
+- name: %[2]s
+  maxSize: 10
+  template:
+    labels: {%[3]s: %[4]s, pool: %[2]s, shape: standard}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  faults: {registrationDelay: 1s}
+`, preferred, fallback, framework.TestNamespaceLabel, e.Namespace))
+	if _, err := e.Client.CoreV1().ConfigMaps(e.Namespace).Create(e.Context(),
+		priorityConfigMap(e, fmt.Sprintf("20:\n  - ^%s$\n10:\n  - .*\n", preferred)), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dumpPods(e)
+	srv := startKwokServer(e, bin, "kwokserver", "", path)
+	createPods(e, "web", 8, "1", map[string]string{"shape": "standard"}) // two 4-CPU nodes
+	p := startAutoscaler(t, "autoscaler", externalGRPCArgs(e, "address: "+srv.address+"\n", "--expander=priority")...)
+	e.Eventually(60*time.Second, "all 8 pods Running", func(ctx context.Context) (bool, error) {
+		return allRunning(ctx, e, 8)
+	})
+	if got := nodesPerPool(e); got[preferred] != 1 || got[fallback] < 1 {
+		t.Errorf("nodes per group = %v, want 1 in %s (its capacity) and the rest in %s", got, preferred, fallback)
+	}
+	if !logLine(p.log.String(), `"Node group backed off"`, `errorCode="STOCKOUT"`) {
+		t.Error("the back-off is not logged with the STOCKOUT error code")
+	}
+}
+
+// logLine reports whether a line of log holds every part.
+func logLine(log string, parts ...string) bool {
+	for _, line := range strings.Split(log, "\n") {
+		all := true
+		for _, part := range parts {
+			all = all && strings.Contains(line, part)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+// testPKI is a CA with a server certificate for 127.0.0.1 and a client certificate.
+type testPKI struct {
+	ca, serverCert, serverKey, clientCert, clientKey string
+}
+
+func newTestPKI(t *testing.T) testPKI {
+	t.Helper()
+	dir := t.TempDir()
+	caKey := newKey(t)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature, BasicConstraintsValid: true}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		t.Fatal(err)
+	}
+	issue := func(serial int64, cn string, usage x509.ExtKeyUsage, ips []net.IP) (certPath, keyPath string) {
+		key := newKey(t)
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keyDER, err := x509.MarshalECPrivateKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		certPath, keyPath = filepath.Join(dir, cn+".crt"), filepath.Join(dir, cn+".key")
+		writePEM(t, certPath, "CERTIFICATE", der)
+		writePEM(t, keyPath, "EC PRIVATE KEY", keyDER)
+		return certPath, keyPath
+	}
+	p := testPKI{ca: filepath.Join(dir, "ca.crt")}
+	writePEM(t, p.ca, "CERTIFICATE", caDER)
+	p.serverCert, p.serverKey = issue(2, "server", x509.ExtKeyUsageServerAuth, []net.IP{net.ParseIP("127.0.0.1")})
+	p.clientCert, p.clientKey = issue(3, "client", x509.ExtKeyUsageClientAuth, nil)
+	return p
+}
+
+func newKey(t *testing.T) *ecdsa.PrivateKey {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func writePEM(t *testing.T, path, typ string, der []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
