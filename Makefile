@@ -22,7 +22,7 @@ test: tools ## unit and integration tests, as CI runs them, then a short fuzzing
 	$(MAKE) fuzz
 
 # Fuzz targets of what servers and users send us: package and target.
-FUZZ_TARGETS := ./expander/grpc:FuzzBestOptionsReply
+FUZZ_TARGETS := ./expander/grpc:FuzzBestOptionsReply ./cloudprovider/externalgrpc:FuzzDecodeReplies
 FUZZ_TIME ?= 10s
 
 fuzz: ## each fuzz target for FUZZ_TIME (their seed corpora also run in go test)

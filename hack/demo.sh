@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # make demo: starts the local control plane, the autoscaler against it with
-# --cloud-provider=kwok, applies a sample workload, and prints what happens
-# until Ctrl-C (or for DEMO_DURATION seconds). Everything listens on 127.0.0.1.
+# --cloud-provider=kwok (or, with DEMO_CLOUD_PROVIDER=externalgrpc, through the
+# example external gRPC server), applies a sample workload, and prints what
+# happens until Ctrl-C (or for DEMO_DURATION seconds). Everything listens on
+# 127.0.0.1.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -25,9 +27,27 @@ $kubectl apply --server-side -f provreq/crd/autoscaling.x-k8s.io_provisioningreq
 $kubectl wait --for condition=established --timeout=60s crd/provisioningrequests.autoscaling.x-k8s.io
 $kubectl apply -f hack/demo/provisioning-request.yaml
 
-echo "== starting cluster-autoscaler (log: $ca_log)"
+# DEMO_CLOUD_PROVIDER=externalgrpc runs the same demo through the external gRPC
+# cloud provider: the example server serves the kwok provider over the protocol.
+provider_args=(--cloud-provider=kwok)
+server_pid=
+if [ "${DEMO_CLOUD_PROVIDER:-kwok}" = externalgrpc ]; then
+  server_address=${DEMO_GRPC_ADDRESS:-127.0.0.1:8086}
+  echo "== building and starting the example external gRPC server (log: $LOCAL_CLUSTER_DIR/logs/kwokserver.log)"
+  go build -o _output/bin/kwokserver ./cloudprovider/externalgrpc/examples/kwokserver
+  _output/bin/kwokserver --address="$server_address" --kubeconfig="$KUBECONFIG" --namespace=kube-system \
+    >"$LOCAL_CLUSTER_DIR/logs/kwokserver.log" 2>&1 &
+  server_pid=$!
+  printf 'address: %s\ngrpc_timeout: 5s\n' "$server_address" >"$LOCAL_CLUSTER_DIR/externalgrpc.yaml"
+  provider_args=(--cloud-provider=externalgrpc --cloud-config="$LOCAL_CLUSTER_DIR/externalgrpc.yaml")
+elif [ "${DEMO_CLOUD_PROVIDER:-kwok}" != kwok ]; then
+  echo "DEMO_CLOUD_PROVIDER must be kwok or externalgrpc, not ${DEMO_CLOUD_PROVIDER}" >&2
+  exit 2
+fi
+
+echo "== starting cluster-autoscaler (${provider_args[*]}; log: $ca_log)"
 _output/bin/cluster-autoscaler \
-  --kubeconfig="$KUBECONFIG" --cloud-provider=kwok --namespace=kube-system \
+  --kubeconfig="$KUBECONFIG" "${provider_args[@]}" --namespace=kube-system \
   --address="$address" --scan-interval=5s --v=2 --enable-provisioning-requests \
   --scale-down-unneeded-time=15s --scale-down-delay-after-add=20s --scale-down-delay-after-delete=0s \
   --max-graceful-termination-sec=5 >"$ca_log" 2>&1 &
@@ -38,6 +58,9 @@ cleanup() {
   echo
   echo "== stopping cluster-autoscaler"
   kill -TERM "$ca_pid" 2>/dev/null && wait "$ca_pid" 2>/dev/null || true
+  if [ -n "$server_pid" ]; then
+    kill -TERM "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null || true
+  fi
   if [ "${DEMO_KEEP_CLUSTER:-0}" = 1 ]; then
     echo "== the control plane keeps running (KUBECONFIG=$KUBECONFIG); stop it with hack/local-down.sh"
   else

@@ -45,7 +45,7 @@ func main() {
 	fs := flag.NewFlagSet("kwokserver", flag.ExitOnError)
 	fs.StringVar(&f.address, "address", "127.0.0.1:8086", "host:port to serve the protocol on")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster whose kwok nodes the provider manages")
-	fs.StringVar(&f.kwokConfig, "kwok-config", "", "the kwok provider's config file (node groups, faults)")
+	fs.StringVar(&f.kwokConfig, "kwok-config", "", "the kwok provider's config file (node groups, faults); empty: the ConfigMap kwok-provider-config of --namespace, as the kwok provider reads it")
 	fs.StringVar(&f.namespace, "namespace", "kube-system", "namespace of the kwok provider's state ConfigMap")
 	fs.StringVar(&f.key, "key", "", "server TLS key (with --cert and --cacert: mTLS)")
 	fs.StringVar(&f.cert, "cert", "", "server TLS certificate")
@@ -63,9 +63,6 @@ func main() {
 
 func run(ctx context.Context, f flags) error {
 	logger := klog.FromContext(ctx)
-	if f.kwokConfig == "" {
-		return errors.New("--kwok-config is required")
-	}
 	rc, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("loading --kubeconfig: %w", err)
