@@ -29,5 +29,9 @@ fi
 
 (cd "$root" && CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath \
   -ldflags "-s -w -X main.version=$version" -o "$out/linux_$arch/cluster-autoscaler" ./cluster-autoscaler)
-"$bin/imagebuild" -binary "$out/linux_$arch/cluster-autoscaler" -version "$version" -arch "$arch" -out "$image"
+# The example external gRPC server goes in too, for the chart's externalGRPC.exampleServer.
+(cd "$root" && CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -ldflags "-s -w" \
+  -o "$out/linux_$arch/kwokserver" ./cloudprovider/externalgrpc/examples/kwokserver)
+"$bin/imagebuild" -binary "$out/linux_$arch/cluster-autoscaler" -add "kwokserver=$out/linux_$arch/kwokserver" \
+  -version "$version" -arch "$arch" -out "$image"
 echo "wrote $image (linux/$arch, $version)"

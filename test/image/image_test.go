@@ -79,6 +79,11 @@ func TestImageRunsTheBinary(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "--scan-interval") {
 		t.Errorf("--help: %v; output lacks --scan-interval:\n%s", err, out)
 	}
+	// The example external gRPC server the chart can deploy from the same image.
+	out, err = exec.Command(filepath.Join(rootfs, "kwokserver"), "-help").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "-kwok-config") {
+		t.Errorf("kwokserver -help: %v; output lacks -kwok-config:\n%s", err, out)
+	}
 }
 
 func blob(layout, digest string) string {

@@ -107,8 +107,10 @@ The container's arguments, one per line, as a YAML list.
 {{- define "cluster-autoscaler.args" -}}
 - {{ printf "--cloud-provider=%s" .Values.cloudProvider | quote }}
 - {{ printf "--namespace=%s" .Release.Namespace | quote }}
-{{- with .Values.cloudConfigPath }}
-- {{ printf "--cloud-config=%s" . | quote }}
+{{- if .Values.cloudConfigPath }}
+- {{ printf "--cloud-config=%s" .Values.cloudConfigPath | quote }}
+{{- else if eq .Values.cloudProvider "externalgrpc" }}
+- {{ printf "--cloud-config=%s/cloud-config.yaml" (include "cluster-autoscaler.externalGRPCConfigDir" .) | quote }}
 {{- end }}
 {{- range .Values.autoscalingGroups }}
 {{- if or (kindIs "invalid" .minSize) (kindIs "invalid" .maxSize) (not .name) }}
@@ -122,4 +124,33 @@ The container's arguments, one per line, as a YAML list.
 {{- range .Values.customArgs }}
 - {{ . | quote }}
 {{- end }}
+{{- end -}}
+
+{{/* Where the external gRPC provider's rendered --cloud-config and TLS files are mounted. */}}
+{{- define "cluster-autoscaler.externalGRPCConfigDir" -}}
+/etc/cluster-autoscaler/externalgrpc
+{{- end -}}
+{{- define "cluster-autoscaler.externalGRPCTLSDir" -}}
+/etc/cluster-autoscaler/externalgrpc-tls
+{{- end -}}
+
+{{/* True (non-empty) when the chart renders and mounts the external gRPC provider's --cloud-config. */}}
+{{- define "cluster-autoscaler.externalGRPCConfig" -}}
+{{- if and (eq .Values.cloudProvider "externalgrpc") (not .Values.cloudConfigPath) }}true{{ end -}}
+{{- end -}}
+
+{{/* The example external gRPC server's name. */}}
+{{- define "cluster-autoscaler.exampleServerName" -}}
+{{- printf "%s-kwokserver" (include "cluster-autoscaler.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The external gRPC server's address: the value, or the example server's Service. */}}
+{{- define "cluster-autoscaler.externalGRPCAddress" -}}
+{{- if .Values.externalGRPC.address -}}
+{{ .Values.externalGRPC.address }}
+{{- else if .Values.externalGRPC.exampleServer.enabled -}}
+{{ printf "%s.%s.svc:%d" (include "cluster-autoscaler.exampleServerName" .) .Release.Namespace (int .Values.externalGRPC.exampleServer.port) }}
+{{- else -}}
+{{ fail "cloudProvider externalgrpc needs externalGRPC.address (or externalGRPC.exampleServer.enabled, or cloudConfigPath)" }}
+{{- end -}}
 {{- end -}}

@@ -1,7 +1,8 @@
 // Command imagebuild writes the cluster-autoscaler container image as an
 // OCI image layout packed in a tar file, without a Docker daemon: an empty
 // base (scratch) with one layer holding the static binary at
-// /cluster-autoscaler (CA roots and time zones are compiled into it), an
+// /cluster-autoscaler (CA roots and time zones are compiled into it), other
+// binaries given with -add (the example external gRPC server), an
 // /etc/passwd naming the non-root user 65534, and /tmp; the image runs as
 // 65534:65534 and carries the version in its labels.
 //
@@ -16,6 +17,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -31,8 +33,10 @@ func main() {
 	arch := flag.String("arch", "amd64", "image architecture")
 	repo := flag.String("repository", "cluster-autoscaler", "image name recorded in the index annotations")
 	out := flag.String("out", "", "OCI layout tar file to write")
+	var extra extraFiles
+	flag.Var(&extra, "add", "name=path: another binary, at /name (repeatable)")
 	flag.Parse()
-	if err := run(*binary, *version, *arch, *repo, *out); err != nil {
+	if err := run(*binary, *version, *arch, *repo, *out, extra); err != nil {
 		fmt.Fprintln(os.Stderr, "imagebuild:", err)
 		os.Exit(1)
 	}
@@ -42,7 +46,20 @@ func main() {
 // same image digest.
 var epoch = time.Unix(0, 0)
 
-func run(binary, version, arch, repo, out string) error {
+// extraFiles are other binaries of the image, by name.
+type extraFiles [][2]string
+
+func (e *extraFiles) String() string { return fmt.Sprint(*e) }
+func (e *extraFiles) Set(v string) error {
+	name, path, ok := strings.Cut(v, "=")
+	if !ok || name == "" || path == "" || strings.Contains(name, "/") {
+		return fmt.Errorf("want name=path, got %q", v)
+	}
+	*e = append(*e, [2]string{name, path})
+	return nil
+}
+
+func run(binary, version, arch, repo, out string, extra extraFiles) error {
 	if binary == "" || out == "" {
 		return fmt.Errorf("-binary and -out are required")
 	}
@@ -63,6 +80,18 @@ func run(binary, version, arch, repo, out string) error {
 		{name: "etc/group", mode: 0o644, data: []byte("root:x:0:\nnogroup:x:65534:\n")},
 		{name: "tmp/", mode: 0o1777, dir: true},
 		{name: "cluster-autoscaler", mode: 0o755, data: bin},
+	}
+	for _, e := range extra {
+		data, err := os.ReadFile(e[1])
+		if err != nil {
+			return err
+		}
+		files = append(files, struct {
+			name string
+			mode int64
+			data []byte
+			dir  bool
+		}{name: e[0], mode: 0o755, data: data})
 	}
 	for _, f := range files {
 		h := &tar.Header{Name: f.name, Mode: f.mode, ModTime: epoch, Size: int64(len(f.data)), Typeflag: tar.TypeReg,
