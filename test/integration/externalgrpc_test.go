@@ -89,7 +89,7 @@ func TestExternalGRPCPlaintextScaleUp(t *testing.T) {
 	path, small, large := scaleUpConfig(e)
 	dumpPods(e)
 	srv := startKwokServer(e, bin, "kwokserver", "", path)
-	createPods(e, "web", 6, "1", map[string]string{"pool": small}) // 2 small nodes
+	deployment(e, "web", 6, map[string]string{"pool": small}) // a pending Deployment: 2 small nodes
 	createPods(e, "batch", 1, "8", map[string]string{"pool": large})
 
 	p := startAutoscaler(t, "autoscaler", externalGRPCArgs(e, fmt.Sprintf("address: %s\ngrpc_timeout: 2s\n", srv.address))...)
