@@ -86,7 +86,9 @@ nodeGroups:
   faults: {registrationDelay: 1s}
 `, small, large, framework.TestNamespaceLabel, e.Namespace))
 			addr := startPriceServer(t, server, f, tc.mode)
-			createPods(e, "web", 10, "1", nil)
+			// Pinned to this test's groups: pods that earlier tests leave pending
+			// while their namespaces go must not change the decision.
+			createPods(e, "web", 10, "1", map[string]string{framework.TestNamespaceLabel: e.Namespace})
 			p := startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--expander=grpc", "--grpc-expander-url="+addr,
 				"--grpc-expander-cert="+f.CA, "--grpc-expander-timeout=1s")...)
 			e.Eventually(60*time.Second, "a scale-up", func(context.Context) (bool, error) {
