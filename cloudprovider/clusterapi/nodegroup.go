@@ -126,9 +126,11 @@ func (g *NodeGroup) scale(ctx context.Context, old, replicas int) error {
 	_, err = g.provider.client.Resource(g.provider.gvr(g.kind)).Namespace(g.obj.GetNamespace()).
 		Patch(ctx, g.obj.GetName(), types.JSONPatchType, patch, metav1.PatchOptions{}, "scale")
 	if err != nil {
-		if apierrors.IsInvalid(err) || apierrors.IsConflict(err) || strings.Contains(err.Error(), "test operation") {
-			// The replicas changed since the last Refresh: nothing was written.
-			return fmt.Errorf("%w: replicas are no longer %d: %w", cloudprovider.ErrTransient, old, err)
+		if apierrors.IsInvalid(err) || apierrors.IsConflict(err) || strings.Contains(err.Error(), "test failed") {
+			// Most likely the replicas changed since the last Refresh (the
+			// test operation failed); either way nothing was written.
+			return fmt.Errorf("%w: replicas of %s/%s are no longer %d: %w", cloudprovider.ErrTransient,
+				g.obj.GetNamespace(), g.obj.GetName(), old, err)
 		}
 		return fmt.Errorf("patching %s/%s scale: %w", g.obj.GetNamespace(), g.obj.GetName(), err)
 	}

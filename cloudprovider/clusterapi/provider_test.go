@@ -1,0 +1,460 @@
+package clusterapi
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	apiv1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+)
+
+const testVersion = "v1beta2"
+
+// obj is a fluent builder of Cluster API objects.
+type obj struct{ u *unstructured.Unstructured }
+
+func makeObj(kind, ns, name string) *obj {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetAPIVersion(DefaultGroup + "/" + testVersion)
+	u.SetKind(kind)
+	u.SetNamespace(ns)
+	u.SetName(name)
+	return &obj{u: u}
+}
+
+func (o *obj) sizes(minS, maxS string) *obj {
+	return o.ann(MinSizeAnnotation, minS).ann(MaxSizeAnnotation, maxS)
+}
+
+func (o *obj) ann(k, v string) *obj {
+	a := o.u.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[k] = v
+	o.u.SetAnnotations(a)
+	return o
+}
+
+func (o *obj) label(k, v string) *obj {
+	l := o.u.GetLabels()
+	if l == nil {
+		l = map[string]string{}
+	}
+	l[k] = v
+	o.u.SetLabels(l)
+	return o
+}
+
+func (o *obj) replicas(n int64) *obj {
+	_ = unstructured.SetNestedField(o.u.Object, n, "spec", "replicas")
+	return o
+}
+
+func (o *obj) set(v any, path ...string) *obj {
+	_ = unstructured.SetNestedField(o.u.Object, v, path...)
+	return o
+}
+
+func (o *obj) owner(kind, name string) *obj {
+	o.u.SetOwnerReferences(append(o.u.GetOwnerReferences(), metav1.OwnerReference{
+		APIVersion: DefaultGroup + "/" + testVersion, Kind: kind, Name: name, UID: types.UID("uid-" + name)}))
+	return o
+}
+
+// machine is a Running Machine of MachineSet set with a provider ID and a node.
+func machine(ns, name, set, providerID, node string) *obj {
+	o := makeObj("Machine", ns, name).owner(kindMachineSet, set).set("Running", "status", "phase")
+	if providerID != "" {
+		o.set(providerID, "spec", "providerID")
+	}
+	if node != "" {
+		o.set(node, "status", "nodeRef", "name")
+	}
+	return o
+}
+
+func newFake(t *testing.T, objs ...*obj) (*dynamicfake.FakeDynamicClient, []runtime.Object) {
+	t.Helper()
+	lists := map[schema.GroupVersionResource]string{}
+	for kind, res := range resourceOf {
+		lists[schema.GroupVersionResource{Group: DefaultGroup, Version: testVersion, Resource: res}] = kind + "List"
+	}
+	var ro []runtime.Object
+	for _, o := range objs {
+		ro = append(ro, o.u)
+	}
+	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), lists, ro...), ro
+}
+
+func newProvider(t *testing.T, specs []string, objs ...*obj) (*Provider, *dynamicfake.FakeDynamicClient) {
+	t.Helper()
+	client, _ := newFake(t, objs...)
+	d, err := WithAutoDiscovery(specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := New(client, DefaultGroup, testVersion, d, WithClock(clocktesting.NewFakePassiveClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))))
+	if err := p.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return p, client
+}
+
+func groupIDs(t *testing.T, p *Provider) []string {
+	t.Helper()
+	gs, err := p.NodeGroups(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, g := range gs {
+		ids = append(ids, g.Id())
+	}
+	return ids
+}
+
+func TestNodeGroupDiscovery(t *testing.T) {
+	objs := []*obj{
+		makeObj(kindMachineDeployment, "ns", "md-ok").sizes("1", "5").replicas(2).set("c1", "spec", "clusterName"),
+		makeObj(kindMachineDeployment, "ns", "md-plain").replicas(2),
+		makeObj(kindMachineDeployment, "ns", "md-nan").sizes("one", "5"),
+		makeObj(kindMachineDeployment, "ns", "md-neg").sizes("-1", "5"),
+		makeObj(kindMachineDeployment, "ns", "md-inverted").sizes("6", "5"),
+		makeObj(kindMachineDeployment, "ns", "md-halfway").ann(MinSizeAnnotation, "1"),
+		makeObj(kindMachineSet, "ns", "md-ok-abc").sizes("0", "3").owner(kindMachineDeployment, "md-ok"),
+		makeObj(kindMachineSet, "ns", "ms-alone").sizes("0", "3").replicas(1).label("pool", "blue"),
+		makeObj(kindMachinePool, "other", "mp").sizes("0", "4").replicas(0).label(ClusterNameLabel, "c2"),
+	}
+	tests := []struct {
+		name  string
+		specs []string
+		want  []string
+	}{
+		{"all", nil, []string{"MachineDeployment/ns/md-ok", "MachinePool/other/mp", "MachineSet/ns/ms-alone"}},
+		{"namespace", []string{"clusterapi:namespace=other"}, []string{"MachinePool/other/mp"}},
+		{"cluster name from spec", []string{"clusterapi:clusterName=c1"}, []string{"MachineDeployment/ns/md-ok"}},
+		{"cluster name from label", []string{"clusterapi:clusterName=c2"}, []string{"MachinePool/other/mp"}},
+		{"label", []string{"clusterapi:namespace=ns,pool=blue"}, []string{"MachineSet/ns/ms-alone"}},
+		{"two specs", []string{"clusterapi:pool=blue", "clusterapi:clusterName=c1"},
+			[]string{"MachineDeployment/ns/md-ok", "MachineSet/ns/ms-alone"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, _ := newProvider(t, tc.specs, objs...)
+			if diff := cmp.Diff(tc.want, groupIDs(t, p)); diff != "" {
+				t.Errorf("groups (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseDiscoverySpecsErrors(t *testing.T) {
+	for _, s := range []string{"asg:tag=x", "clusterapi:namespace", "clusterapi:=v", "clusterapi:k="} {
+		if _, err := parseDiscoverySpecs([]string{s}); err == nil {
+			t.Errorf("%q: no error", s)
+		}
+	}
+}
+
+func TestParseSizes(t *testing.T) {
+	tests := []struct {
+		name       string
+		minS, maxS string
+		wantMin    int
+		wantMax    int
+		wantErr    string
+	}{
+		{"ok", "0", "10", 0, 10, ""},
+		{"spaces", " 2 ", "2", 2, 2, ""},
+		{"not a number", "x", "10", 0, 0, "not an integer"},
+		{"negative max", "0", "-3", 0, 0, "negative"},
+		{"min above max", "4", "3", 0, 0, "above max size"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			gotMin, gotMax, err := parseSizes(makeObj(kindMachineDeployment, "ns", "x").sizes(tc.minS, tc.maxS).u)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || gotMin != tc.wantMin || gotMax != tc.wantMax {
+				t.Errorf("got %d, %d, %v; want %d, %d", gotMin, gotMax, err, tc.wantMin, tc.wantMax)
+			}
+		})
+	}
+}
+
+func getReplicas(t *testing.T, c *dynamicfake.FakeDynamicClient, kind, ns, name string) int64 {
+	t.Helper()
+	gvr := schema.GroupVersionResource{Group: DefaultGroup, Version: testVersion, Resource: resourceOf[kind]}
+	u, err := c.Resource(gvr).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
+	return n
+}
+
+func onlyGroup(t *testing.T, p *Provider) cloudprovider.NodeGroup {
+	t.Helper()
+	gs, _ := p.NodeGroups(context.Background())
+	if len(gs) != 1 {
+		t.Fatalf("%d groups, want 1", len(gs))
+	}
+	return gs[0]
+}
+
+func TestScaling(t *testing.T) {
+	ctx := context.Background()
+	p, c := newProvider(t, nil,
+		makeObj(kindMachineDeployment, "ns", "md").sizes("1", "5").replicas(2),
+		makeObj(kindMachineSet, "ns", "md-1").owner(kindMachineDeployment, "md"),
+		machine("ns", "m1", "md-1", "aws:///i-1", "n1"),
+	)
+	g := onlyGroup(t, p)
+	if err := g.IncreaseSize(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if got := getReplicas(t, c, kindMachineDeployment, "ns", "md"); got != 4 {
+		t.Errorf("replicas = %d after +2, want 4", got)
+	}
+	if n, _ := g.TargetSize(ctx); n != 4 {
+		t.Errorf("TargetSize = %d, want 4", n)
+	}
+	if err := g.IncreaseSize(ctx, 2); err == nil {
+		t.Error("increase above max size accepted")
+	}
+	if err := g.DecreaseTargetSize(ctx, -2); err != nil {
+		t.Fatal(err)
+	}
+	if got := getReplicas(t, c, kindMachineDeployment, "ns", "md"); got != 2 {
+		t.Errorf("replicas = %d after -2, want 2", got)
+	}
+	if err := g.DecreaseTargetSize(ctx, -2); err == nil {
+		t.Error("decrease below the existing Machine accepted")
+	}
+	// Someone else changed replicas: the test operation fails, nothing is written.
+	gvr := p.gvr(kindMachineDeployment)
+	u, _ := c.Resource(gvr).Namespace("ns").Get(ctx, "md", metav1.GetOptions{})
+	_ = unstructured.SetNestedField(u.Object, int64(3), "spec", "replicas")
+	if _, err := c.Resource(gvr).Namespace("ns").Update(ctx, u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.IncreaseSize(ctx, 1); err == nil || !cloudprovider.IsTransient(err) {
+		t.Errorf("increase over a stale size: err = %v, want a transient error", err)
+	}
+	if got := getReplicas(t, c, kindMachineDeployment, "ns", "md"); got != 3 {
+		t.Errorf("replicas = %d, want the other writer's 3", got)
+	}
+}
+
+func machineAnnotations(t *testing.T, c *dynamicfake.FakeDynamicClient, ns, name string) map[string]string {
+	t.Helper()
+	gvr := schema.GroupVersionResource{Group: DefaultGroup, Version: testVersion, Resource: "machines"}
+	u, err := c.Resource(gvr).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.GetAnnotations()
+}
+
+func node(name, providerID string) *apiv1.Node {
+	n := &apiv1.Node{}
+	n.Name, n.Spec.ProviderID = name, providerID
+	return n
+}
+
+func TestDeleteNodes(t *testing.T) {
+	ctx := context.Background()
+	objs := []*obj{
+		makeObj(kindMachineDeployment, "ns", "md").sizes("1", "5").replicas(3),
+		makeObj(kindMachineSet, "ns", "md-1").owner(kindMachineDeployment, "md"),
+		machine("ns", "m1", "md-1", "aws:///i-1", "n1"),
+		machine("ns", "m2", "md-1", "aws:///i-2", "n2"),
+		machine("ns", "m3", "md-1", "", "n3"),
+		makeObj(kindMachineSet, "ns", "other").sizes("0", "5").replicas(1),
+		machine("ns", "o1", "other", "aws:///i-9", "n9"),
+	}
+	tests := []struct {
+		name         string
+		nodes        []*apiv1.Node
+		wantErr      string
+		wantMarked   []string
+		wantReplicas int64
+	}{
+		{"by provider ID", []*apiv1.Node{node("n2", "aws:///i-2")}, "", []string{"m2"}, 2},
+		{"by nodeRef", []*apiv1.Node{node("n3", "")}, "", []string{"m3"}, 2},
+		{"unregistered placeholder", []*apiv1.Node{cloudprovider.InstanceNode("clusterapi://ns/m3")}, "", []string{"m3"}, 2},
+		{"two", []*apiv1.Node{node("n1", "aws:///i-1"), node("n2", "aws:///i-2")}, "", []string{"m1", "m2"}, 1},
+		{"below min", []*apiv1.Node{node("n1", "aws:///i-1"), node("n2", "aws:///i-2"), node("n3", "")}, "below min size", nil, 3},
+		{"foreign node", []*apiv1.Node{node("n1", "aws:///i-1"), node("n9", "aws:///i-9")}, "no Machine in this group", nil, 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, c := newProvider(t, nil, objs...)
+			g, err := p.NodeGroupForNode(ctx, node("n1", "aws:///i-1"))
+			if err != nil || g == nil || g.Id() != "MachineDeployment/ns/md" {
+				t.Fatalf("NodeGroupForNode = %v, %v", g, err)
+			}
+			err = g.DeleteNodes(ctx, tc.nodes)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			var marked []string
+			for _, m := range []string{"m1", "m2", "m3", "o1"} {
+				if v, ok := machineAnnotations(t, c, "ns", m)[DeleteMachineAnnotation]; ok {
+					marked = append(marked, m)
+					if v != "2026-01-02T03:04:05Z" {
+						t.Errorf("annotation value %q", v)
+					}
+				}
+			}
+			if diff := cmp.Diff(tc.wantMarked, marked); diff != "" {
+				t.Errorf("marked machines (-want +got):\n%s", diff)
+			}
+			if got := getReplicas(t, c, kindMachineDeployment, "ns", "md"); got != tc.wantReplicas {
+				t.Errorf("replicas = %d, want %d", got, tc.wantReplicas)
+			}
+		})
+	}
+}
+
+func TestNodesAndPhases(t *testing.T) {
+	failed := machine("ns", "mf", "ms", "aws:///f", "").set("Failed", "status", "phase").
+		set("InsufficientCapacity", "status", "deprecated", "v1beta1", "failureReason").
+		set("no m5 left", "status", "deprecated", "v1beta1", "failureMessage")
+	deleting := machine("ns", "md", "ms", "aws:///d", "")
+	deleting.u.SetDeletionTimestamp(&metav1.Time{Time: time.Unix(1, 0)})
+	p, _ := newProvider(t, nil,
+		makeObj(kindMachineSet, "ns", "ms").sizes("0", "9").replicas(7),
+		machine("ns", "mr", "ms", "aws:///r", "").set("Running", "status", "phase"),
+		machine("ns", "mp", "ms", "aws:///p", "").set("Provisioning", "status", "phase"),
+		machine("ns", "mpd", "ms", "aws:///pd", "").set("Provisioned", "status", "phase"),
+		machine("ns", "mnone", "ms", "", "").set("Pending", "status", "phase"),
+		machine("ns", "mdel", "ms", "aws:///del", "").set("Deleting", "status", "phase"),
+		failed, deleting,
+	)
+	ins, err := onlyGroup(t, p).Nodes(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]cloudprovider.InstanceStatus{}
+	for _, in := range ins {
+		got[in.Id] = *in.Status
+	}
+	creating := cloudprovider.InstanceStatus{State: cloudprovider.InstanceCreating}
+	want := map[string]cloudprovider.InstanceStatus{
+		"aws:///r":              {State: cloudprovider.InstanceRunning},
+		"aws:///p":              creating,
+		"aws:///pd":             creating,
+		"clusterapi://ns/mnone": creating,
+		"aws:///del":            {State: cloudprovider.InstanceDeleting},
+		"aws:///d":              {State: cloudprovider.InstanceDeleting},
+		"aws:///f": {State: cloudprovider.InstanceCreating, ErrorInfo: &cloudprovider.InstanceErrorInfo{
+			ErrorClass: cloudprovider.OtherErrorClass, ErrorCode: "InsufficientCapacity", ErrorMessage: "no m5 left"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("instances (-want +got):\n%s", diff)
+	}
+}
+
+func TestMachinePoolInstances(t *testing.T) {
+	p, _ := newProvider(t, nil, makeObj(kindMachinePool, "ns", "mp").sizes("0", "3").replicas(2).
+		set([]any{"aws:///a", "aws:///b"}, "spec", "providerIDList"))
+	g := onlyGroup(t, p)
+	ins, _ := g.Nodes(context.Background())
+	if len(ins) != 2 || ins[0].Id != "aws:///a" || ins[0].Status.State != cloudprovider.InstanceRunning {
+		t.Errorf("instances = %+v", ins)
+	}
+	if err := g.DeleteNodes(context.Background(), []*apiv1.Node{node("a", "aws:///a")}); err == nil {
+		t.Error("deleting a MachinePool instance without a Machine succeeded")
+	}
+}
+
+func TestTemplateNode(t *testing.T) {
+	tests := []struct {
+		name    string
+		ann     map[string]string
+		wantErr string
+		check   func(t *testing.T, n *apiv1.Node)
+	}{
+		{name: "no annotations", ann: map[string]string{}, wantErr: "not implemented"},
+		{name: "cpu only", ann: map[string]string{CPUAnnotation: "2"}, wantErr: "not implemented"},
+		{name: "full", ann: map[string]string{
+			CPUAnnotation: "4", MemoryAnnotation: "16G", DiskAnnotation: "100Gi", MaxPodsAnnotation: "58",
+			GPUTypeAnnotation: "nvidia.com/gpu", GPUCountAnnotation: "2",
+			LabelsAnnotation: "pool=gpu, zone=a", TaintsAnnotation: "gpu=true:NoSchedule,dedicated:NoExecute",
+		}, check: func(t *testing.T, n *apiv1.Node) {
+			c := n.Status.Allocatable
+			if c.Cpu().String() != "4" || c.Memory().String() != "16G" || c.Pods().Value() != 58 ||
+				c.StorageEphemeral().String() != "100Gi" {
+				t.Errorf("allocatable = %v", c)
+			}
+			if q := c[apiv1.ResourceName("nvidia.com/gpu")]; q.Value() != 2 {
+				t.Errorf("gpus = %v", q.String())
+			}
+			if n.Labels["pool"] != "gpu" || n.Labels["zone"] != "a" || n.Labels["kubernetes.io/os"] != "linux" {
+				t.Errorf("labels = %v", n.Labels)
+			}
+			want := []apiv1.Taint{{Key: "gpu", Value: "true", Effect: apiv1.TaintEffectNoSchedule}, {Key: "dedicated", Effect: apiv1.TaintEffectNoExecute}}
+			if diff := cmp.Diff(want, n.Spec.Taints); diff != "" {
+				t.Errorf("taints (-want +got):\n%s", diff)
+			}
+		}},
+		{name: "default max pods", ann: map[string]string{CPUAnnotation: "1", MemoryAnnotation: "1Gi"},
+			check: func(t *testing.T, n *apiv1.Node) {
+				if n.Status.Capacity.Pods().Value() != 110 {
+					t.Errorf("pods = %v", n.Status.Capacity.Pods())
+				}
+			}},
+		{name: "bad cpu", ann: map[string]string{CPUAnnotation: "lots", MemoryAnnotation: "1Gi"}, wantErr: "cpu"},
+		{name: "negative memory", ann: map[string]string{CPUAnnotation: "1", MemoryAnnotation: "-1Gi"}, wantErr: "negative"},
+		{name: "bad max pods", ann: map[string]string{CPUAnnotation: "1", MemoryAnnotation: "1Gi", MaxPodsAnnotation: "many"}, wantErr: "maxPods"},
+		{name: "bad gpu count", ann: map[string]string{CPUAnnotation: "1", MemoryAnnotation: "1Gi", GPUCountAnnotation: "-1"}, wantErr: "gpu-count"},
+		{name: "bad label", ann: map[string]string{CPUAnnotation: "1", MemoryAnnotation: "1Gi", LabelsAnnotation: "novalue"}, wantErr: "labels"},
+		{name: "bad taint effect", ann: map[string]string{CPUAnnotation: "1", MemoryAnnotation: "1Gi", TaintsAnnotation: "a=b:Never"}, wantErr: "unknown effect"},
+		{name: "taint without effect", ann: map[string]string{CPUAnnotation: "1", MemoryAnnotation: "1Gi", TaintsAnnotation: "a=b"}, wantErr: "taints"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := makeObj(kindMachineDeployment, "ns", "md").sizes("0", "3").replicas(0)
+			for k, v := range tc.ann {
+				o.ann(k, v)
+			}
+			p, _ := newProvider(t, nil, o)
+			ni, err := onlyGroup(t, p).TemplateNodeInfo(context.Background())
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				if tc.wantErr == "not implemented" && !errors.Is(err, cloudprovider.ErrNotImplemented) {
+					t.Errorf("err = %v is not ErrNotImplemented", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, ni.Node)
+		})
+	}
+}
