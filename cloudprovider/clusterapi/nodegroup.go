@@ -149,6 +149,10 @@ func (g *NodeGroup) DeleteNodes(ctx context.Context, nodes []*apiv1.Node) error 
 	seen := map[string]bool{}
 	for _, n := range nodes {
 		m := g.machineOf(n)
+		if m == nil && g.kind == kindMachinePool && g.hasInstance(n.Spec.ProviderID) {
+			return fmt.Errorf("deleting node %s of node group %q: %w: a MachinePool instance without a Machine",
+				n.Name, g.Id(), cloudprovider.ErrNotImplemented)
+		}
 		if m == nil {
 			return fmt.Errorf("deleting nodes of node group %q: node %s (provider ID %q) has no Machine in this group",
 				g.Id(), n.Name, n.Spec.ProviderID)
@@ -166,14 +170,6 @@ func (g *NodeGroup) DeleteNodes(ctx context.Context, nodes []*apiv1.Node) error 
 		return fmt.Errorf("deleting %d nodes of node group %q: size %d would go below min size %d",
 			len(marked), g.Id(), g.target-len(marked), g.minSize)
 	}
-	if g.kind == kindMachinePool {
-		for _, m := range marked {
-			if ownerOfKind(m, g.provider.group, kindMachinePool) == "" {
-				return fmt.Errorf("deleting nodes of node group %q: %w: instances of a MachinePool without Machines",
-					g.Id(), cloudprovider.ErrNotImplemented)
-			}
-		}
-	}
 	machines := g.provider.client.Resource(g.provider.gvr("Machine")).Namespace(g.obj.GetNamespace())
 	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, DeleteMachineAnnotation, g.provider.clock.Now().UTC().Format(time.RFC3339))
 	for _, m := range marked {
@@ -188,6 +184,15 @@ func (g *NodeGroup) DeleteNodes(ctx context.Context, nodes []*apiv1.Node) error 
 	logger.Info("Scaled Cluster API node group down", "nodeGroup", g.Id(), "from", g.target, "to", g.target-len(marked))
 	g.target -= len(marked)
 	return nil
+}
+
+func (g *NodeGroup) hasInstance(id string) bool {
+	for _, in := range g.instances {
+		if id != "" && in.Id == id {
+			return true
+		}
+	}
+	return false
 }
 
 // machineOf finds the group's Machine of node by provider ID (or

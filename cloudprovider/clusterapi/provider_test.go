@@ -18,6 +18,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
 const testVersion = "v1beta2"
@@ -385,8 +386,8 @@ func TestMachinePoolInstances(t *testing.T) {
 	if len(ins) != 2 || ins[0].Id != "aws:///a" || ins[0].Status.State != cloudprovider.InstanceRunning {
 		t.Errorf("instances = %+v", ins)
 	}
-	if err := g.DeleteNodes(context.Background(), []*apiv1.Node{node("a", "aws:///a")}); err == nil {
-		t.Error("deleting a MachinePool instance without a Machine succeeded")
+	if err := g.DeleteNodes(context.Background(), []*apiv1.Node{node("a", "aws:///a")}); !errors.Is(err, cloudprovider.ErrNotImplemented) {
+		t.Errorf("deleting a MachinePool instance without a Machine: err = %v, want ErrNotImplemented", err)
 	}
 }
 
@@ -456,5 +457,107 @@ func TestTemplateNode(t *testing.T) {
 			}
 			tc.check(t, ni.Node)
 		})
+	}
+}
+
+func TestNodeGroupForNodeAndHasInstance(t *testing.T) {
+	ctx := context.Background()
+	p, _ := newProvider(t, nil,
+		makeObj(kindMachineSet, "ns", "ms").sizes("0", "3").replicas(2),
+		machine("ns", "m1", "ms", "aws:///i-1", "n1"),
+		machine("ns", "m2", "ms", "", "n2"),
+		machine("ns", "free", "unmanaged", "aws:///i-3", "n3"),
+	)
+	tests := []struct {
+		name      string
+		node      *apiv1.Node
+		wantGroup string
+		wantHas   bool
+		wantErr   error
+	}{
+		{"provider ID", node("n1", "aws:///i-1"), "MachineSet/ns/ms", true, nil},
+		{"nodeRef", node("n2", "aws:///late"), "MachineSet/ns/ms", true, nil},
+		{"placeholder", cloudprovider.InstanceNode("clusterapi://ns/m2"), "MachineSet/ns/ms", true, nil},
+		{"machine of no group", node("n3", "aws:///i-3"), "", true, nil},
+		{"machine gone", func() *apiv1.Node {
+			n := node("n4", "aws:///i-4")
+			n.Annotations = map[string]string{NodeMachineAnnotation: "gone"}
+			return n
+		}(), "", false, nil},
+		{"unknown", node("n5", "gce://x"), "", false, cloudprovider.ErrNotImplemented},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := p.NodeGroupForNode(ctx, tc.node)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if g != nil {
+				got = g.Id()
+			}
+			if got != tc.wantGroup {
+				t.Errorf("NodeGroupForNode = %q, want %q", got, tc.wantGroup)
+			}
+			has, err := p.HasInstance(ctx, tc.node)
+			if !errors.Is(err, tc.wantErr) || (err == nil && has != tc.wantHas) {
+				t.Errorf("HasInstance = %v, %v; want %v, %v", has, err, tc.wantHas, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestGetOptions(t *testing.T) {
+	defaults := config.NodeGroupAutoscalingOptions{ScaleDownUtilizationThreshold: 0.5, ScaleDownUnneededTime: 10 * time.Minute}
+	tests := []struct {
+		name string
+		ann  map[string]string
+		want *config.NodeGroupAutoscalingOptions
+	}{
+		{"none", nil, nil},
+		{"overrides", map[string]string{
+			optionPrefix + "scaledownutilizationthreshold": "0.3",
+			optionPrefix + "scaledownunneededtime":         "2m",
+			optionPrefix + "maxnodeprovisiontime":          "20m",
+		}, &config.NodeGroupAutoscalingOptions{ScaleDownUtilizationThreshold: 0.3, ScaleDownUnneededTime: 2 * time.Minute,
+			MaxNodeProvisionTime: 20 * time.Minute}},
+		{"invalid values keep defaults", map[string]string{
+			optionPrefix + "scaledownutilizationthreshold": "2",
+			optionPrefix + "scaledownunneededtime":         "soon",
+		}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := makeObj(kindMachineSet, "ns", "ms").sizes("0", "3")
+			for k, v := range tc.ann {
+				o.ann(k, v)
+			}
+			p, _ := newProvider(t, nil, o)
+			got, err := onlyGroup(t, p).GetOptions(context.Background(), defaults)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("options (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+type fakeGroups struct{ groups *metav1.APIGroupList }
+
+func (f fakeGroups) ServerGroups() (*metav1.APIGroupList, error) { return f.groups, nil }
+
+func TestPreferredVersion(t *testing.T) {
+	list := &metav1.APIGroupList{Groups: []metav1.APIGroup{
+		{Name: "apps", PreferredVersion: metav1.GroupVersionForDiscovery{Version: "v1"}},
+		{Name: DefaultGroup, PreferredVersion: metav1.GroupVersionForDiscovery{Version: "v1beta2"},
+			Versions: []metav1.GroupVersionForDiscovery{{Version: "v1beta2"}, {Version: "v1beta1"}}},
+	}}
+	if v, err := preferredVersion(fakeGroups{list}, DefaultGroup); err != nil || v != "v1beta2" {
+		t.Errorf("preferredVersion = %q, %v", v, err)
+	}
+	if _, err := preferredVersion(fakeGroups{list}, "cluster.example.com"); err == nil || !strings.Contains(err.Error(), GroupEnv) {
+		t.Errorf("missing group: err = %v", err)
 	}
 }
