@@ -179,6 +179,14 @@ func (g *NodeGroup) DeleteNodes(ctx context.Context, nodes []*apiv1.Node) error 
 		logger.Info("Marked a Cluster API Machine for deletion", "nodeGroup", g.Id(), "machine", klog.KObj(m))
 	}
 	if err := g.scale(ctx, g.target, g.target-len(marked)); err != nil {
+		// Unmark, so that a later shrink by someone else does not pick
+		// these Machines; best effort, the error that matters is err.
+		unmark := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:null}}}`, DeleteMachineAnnotation)
+		for _, m := range marked {
+			if _, uerr := machines.Patch(ctx, m.GetName(), types.MergePatchType, unmark, metav1.PatchOptions{}); uerr != nil {
+				logger.Error(uerr, "Could not remove the delete-machine annotation after a failed scale-down", "machine", klog.KObj(m))
+			}
+		}
 		return fmt.Errorf("deleting %d nodes of node group %q: %w", len(marked), g.Id(), err)
 	}
 	logger.Info("Scaled Cluster API node group down", "nodeGroup", g.Id(), "from", g.target, "to", g.target-len(marked))

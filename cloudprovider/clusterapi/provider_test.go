@@ -561,3 +561,29 @@ func TestPreferredVersion(t *testing.T) {
 		t.Errorf("missing group: err = %v", err)
 	}
 }
+
+func TestDeleteNodesUnmarksWhenScalingFails(t *testing.T) {
+	ctx := context.Background()
+	p, c := newProvider(t, nil,
+		makeObj(kindMachineSet, "ns", "ms").sizes("0", "3").replicas(2),
+		machine("ns", "m1", "ms", "aws:///i-1", "n1"),
+		machine("ns", "m2", "ms", "aws:///i-2", "n2"),
+	)
+	g := onlyGroup(t, p)
+	// Another writer changes the replicas after the Refresh.
+	gvr := p.gvr(kindMachineSet)
+	u, _ := c.Resource(gvr).Namespace("ns").Get(ctx, "ms", metav1.GetOptions{})
+	_ = unstructured.SetNestedField(u.Object, int64(3), "spec", "replicas")
+	if _, err := c.Resource(gvr).Namespace("ns").Update(ctx, u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.DeleteNodes(ctx, []*apiv1.Node{node("n1", "aws:///i-1")}); !cloudprovider.IsTransient(err) {
+		t.Fatalf("err = %v, want a transient error", err)
+	}
+	if _, marked := machineAnnotations(t, c, "ns", "m1")[DeleteMachineAnnotation]; marked {
+		t.Error("m1 still marked after the failed scale-down")
+	}
+	if got := getReplicas(t, c, kindMachineSet, "ns", "ms"); got != 3 {
+		t.Errorf("replicas = %d, want 3", got)
+	}
+}
