@@ -2,10 +2,8 @@ package clusterapi
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -113,26 +111,35 @@ func (g *NodeGroup) DecreaseTargetSize(ctx context.Context, delta int) error {
 	return nil
 }
 
-// scale sets replicas from old to replicas through the scale subresource,
-// with a JSON patch whose test fails if another writer changed them.
+// scale sets replicas from old to replicas through the scale subresource:
+// it reads the Scale, refuses (as a transient error, nothing written) when
+// its replicas are no longer old, and writes it back with its
+// resourceVersion, so a concurrent change makes the update conflict.
+// (A JSON patch with a test operation cannot be used: a Scale of 0 replicas
+// omits spec.replicas.)
 func (g *NodeGroup) scale(ctx context.Context, old, replicas int) error {
-	patch, err := json.Marshal([]map[string]any{
-		{"op": "test", "path": "/spec/replicas", "value": old},
-		{"op": "replace", "path": "/spec/replicas", "value": replicas},
-	})
+	res := g.provider.client.Resource(g.provider.gvr(g.kind)).Namespace(g.obj.GetNamespace())
+	sc, err := res.Get(ctx, g.obj.GetName(), metav1.GetOptions{}, "scale")
 	if err != nil {
+		return fmt.Errorf("reading the scale of %s/%s: %w", g.obj.GetNamespace(), g.obj.GetName(), err)
+	}
+	cur, _, err := unstructured.NestedInt64(sc.Object, "spec", "replicas") // absent means 0
+	if err != nil {
+		return fmt.Errorf("reading the scale of %s/%s: %w", g.obj.GetNamespace(), g.obj.GetName(), err)
+	}
+	if int(cur) != old {
+		return fmt.Errorf("%w: replicas of %s/%s are %d, not %d as last seen", cloudprovider.ErrTransient,
+			g.obj.GetNamespace(), g.obj.GetName(), cur, old)
+	}
+	if err := unstructured.SetNestedField(sc.Object, int64(replicas), "spec", "replicas"); err != nil {
 		return err
 	}
-	_, err = g.provider.client.Resource(g.provider.gvr(g.kind)).Namespace(g.obj.GetNamespace()).
-		Patch(ctx, g.obj.GetName(), types.JSONPatchType, patch, metav1.PatchOptions{}, "scale")
-	if err != nil {
-		if apierrors.IsInvalid(err) || apierrors.IsConflict(err) || strings.Contains(err.Error(), "test failed") {
-			// Most likely the replicas changed since the last Refresh (the
-			// test operation failed); either way nothing was written.
-			return fmt.Errorf("%w: replicas of %s/%s are no longer %d: %w", cloudprovider.ErrTransient,
-				g.obj.GetNamespace(), g.obj.GetName(), old, err)
+	if _, err := res.Update(ctx, sc, metav1.UpdateOptions{}, "scale"); err != nil {
+		if apierrors.IsConflict(err) {
+			return fmt.Errorf("%w: replicas of %s/%s changed meanwhile: %w", cloudprovider.ErrTransient,
+				g.obj.GetNamespace(), g.obj.GetName(), err)
 		}
-		return fmt.Errorf("patching %s/%s scale: %w", g.obj.GetNamespace(), g.obj.GetName(), err)
+		return fmt.Errorf("updating the scale of %s/%s: %w", g.obj.GetNamespace(), g.obj.GetName(), err)
 	}
 	return nil
 }

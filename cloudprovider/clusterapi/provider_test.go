@@ -518,3 +518,14 @@ func TestDeleteNodesUnmarksWhenScalingFails(t *testing.T) {
 		t.Errorf("replicas = %d, want 3", got)
 	}
 }
+
+// A Scale of 0 replicas carries no spec.replicas: scaling from it works.
+func TestIncreaseFromAbsentReplicas(t *testing.T) {
+	p, c := newProvider(t, nil, makeObj(kindMachineSet, "ns", "ms").sizes("0", "3"))
+	if err := onlyGroup(t, p).IncreaseSize(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := getReplicas(t, c, kindMachineSet, "ns", "ms"); got != 1 {
+		t.Errorf("replicas = %d, want 1", got)
+	}
+}

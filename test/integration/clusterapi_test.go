@@ -155,3 +155,52 @@ func TestClusterAPIScalesMachineDeployment(t *testing.T) {
 		t.Errorf("%d pods Running after the scale-down, want 2", running)
 	}
 }
+
+// TestClusterAPIScalesFromZero: a MachineDeployment at 0 replicas with the
+// capacity annotations is scaled up for a pod that only its template fits,
+// with --cloud-config naming the management cluster's kubeconfig; a group
+// with invalid size annotations is logged and left alone.
+func TestClusterAPIScalesFromZero(t *testing.T) {
+	e := framework.New(t)
+	dumpPods(e)
+	dyn := startCAPI(e)
+	md, bad := framework.UniqueName("zero"), framework.UniqueName("bad")
+	mds := dyn.Resource(capi.GVR("machinedeployments")).Namespace(e.Namespace)
+	for _, o := range []*unstructured.Unstructured{
+		capi.MachineDeployment(e.Namespace, md, 0, map[string]string{
+			"cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size": "0",
+			"cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size": "3",
+			"capacity.cluster-autoscaler.kubernetes.io/cpu":               "8",
+			"capacity.cluster-autoscaler.kubernetes.io/memory":            "32Gi",
+			"capacity.cluster-autoscaler.kubernetes.io/labels":            capi.PoolLabel + "=" + md,
+		}),
+		capi.MachineDeployment(e.Namespace, bad, 0, map[string]string{
+			"cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size": "3",
+			"cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size": "two",
+			"capacity.cluster-autoscaler.kubernetes.io/cpu":               "8",
+			"capacity.cluster-autoscaler.kubernetes.io/memory":            "32Gi",
+			"capacity.cluster-autoscaler.kubernetes.io/labels":            capi.PoolLabel + "=" + md,
+		}),
+	} {
+		if _, err := mds.Create(e.Context(), o, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	createPods(e, "big", 1, "6", map[string]string{capi.PoolLabel: md})
+	p := startAutoscaler(t, "autoscaler", "--kubeconfig="+e.Kubeconfig, "--cloud-config="+e.Kubeconfig,
+		"--namespace="+e.Namespace, "--cloud-provider=clusterapi",
+		"--node-group-auto-discovery=clusterapi:namespace="+e.Namespace+",clusterName=test",
+		"--scan-interval=1s", "--v=4")
+	e.Eventually(90*time.Second, "the pod Running", func(ctx context.Context) (bool, error) {
+		return allRunning(ctx, e, 1)
+	})
+	if got := mdReplicas(e, dyn, md); got != 1 {
+		t.Errorf("replicas of %s = %d, want 1", md, got)
+	}
+	if got := mdReplicas(e, dyn, bad); got != 0 {
+		t.Errorf("replicas of the invalid group %s = %d, want 0", bad, got)
+	}
+	if !p.log.Contains("Skipping a Cluster API node group with invalid size annotations") || !p.log.Contains(bad) {
+		t.Error("the invalid group is not logged")
+	}
+}
