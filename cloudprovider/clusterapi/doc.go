@@ -14,6 +14,9 @@
 // replicas so Cluster API removes exactly those. Templates for scale from zero
 // come from the capacity.cluster-autoscaler.kubernetes.io annotations.
 //
+// Objects are watched with dynamic informers; each Refresh takes one
+// consistent view of them for the loop.
+//
 // It owns the translation between Cluster API objects and the cloudprovider
 // interfaces and must not import any other provider, nor anything of the
 // autoscaler above package cloudprovider.

@@ -7,15 +7,19 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"time"
 
 	apiv1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -38,8 +42,9 @@ type Provider struct {
 	limiter *cloudprovider.ResourceLimiter
 	clock   clock.PassiveClock
 
-	mu   sync.Mutex
-	snap *snapshot
+	mu      sync.Mutex
+	snap    *snapshot
+	listers map[string]cache.GenericLister // by kind, after Watch
 }
 
 var _ cloudprovider.CloudProvider = (*Provider)(nil)
@@ -94,15 +99,19 @@ func Build(ctx context.Context, opts cloudprovider.BuildOptions) (cloudprovider.
 	if g := os.Getenv(GroupEnv); g != "" {
 		group = g
 	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building the management cluster's discovery client: %w", err)
+	}
 	version := os.Getenv(VersionEnv)
 	if version == "" {
-		dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-		if err != nil {
-			return nil, fmt.Errorf("building the management cluster's discovery client: %w", err)
-		}
 		if version, err = preferredVersion(dc, group); err != nil {
 			return nil, err
 		}
+	}
+	withPools, err := servesMachinePools(dc, group, version)
+	if err != nil {
+		return nil, err
 	}
 	discoveryOpt, err := WithAutoDiscovery(opts.Options.NodeGroupAutoDiscovery)
 	if err != nil {
@@ -114,6 +123,9 @@ func Build(ctx context.Context, opts cloudprovider.BuildOptions) (cloudprovider.
 	logger.Info("Cluster API provider", "group", group, "version", version,
 		"managementKubeconfig", opts.Options.CloudConfig, "autoDiscovery", opts.Options.NodeGroupAutoDiscovery)
 	p := New(client, group, version, discoveryOpt, WithResourceLimiter(opts.ResourceLimiter))
+	if err := p.Watch(ctx, withPools); err != nil {
+		return nil, err
+	}
 	if err := p.Refresh(ctx); err != nil {
 		return nil, err
 	}
@@ -143,6 +155,21 @@ func managementConfig(opts cloudprovider.BuildOptions) (*rest.Config, error) {
 		return nil, fmt.Errorf("in-cluster configuration for the management cluster: %w", err)
 	}
 	return cfg, nil
+}
+
+// servesMachinePools reports whether group/version has MachinePools (an
+// optional part of Cluster API).
+func servesMachinePools(dc discovery.ServerResourcesInterface, group, version string) (bool, error) {
+	list, err := dc.ServerResourcesForGroupVersion(group + "/" + version)
+	if err != nil {
+		return false, fmt.Errorf("discovering the resources of %s/%s: %w", group, version, err)
+	}
+	for _, r := range list.APIResources {
+		if r.Name == resourceOf[kindMachinePool] {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 func preferredVersion(dc discovery.ServerGroupsInterface, group string) (string, error) {
@@ -243,12 +270,58 @@ func (p *Provider) current() *snapshot {
 	return p.snap
 }
 
-// Refresh implements cloudprovider.CloudProvider: it lists the scalable
-// resources and Machines once and rebuilds the node groups from them.
+var kinds = []string{kindMachineDeployment, kindMachineSet, kindMachinePool, "Machine"}
+
+// Watch makes Refresh read from informers instead of listing from the API
+// server in every loop. The informers run until ctx ends; Watch returns once
+// they are synced. withPools is false when the server has no MachinePools.
+func (p *Provider) Watch(ctx context.Context, withPools bool) error {
+	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(p.client, 0, namespaceOf(p.specs), nil)
+	listers := map[string]cache.GenericLister{}
+	for _, kind := range kinds {
+		if kind == kindMachinePool && !withPools {
+			continue
+		}
+		listers[kind] = f.ForResource(p.gvr(kind)).Lister()
+	}
+	f.Start(ctx.Done())
+	syncCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for gvr, ok := range f.WaitForCacheSync(syncCtx.Done()) {
+		if !ok {
+			return fmt.Errorf("watching %s: the cache did not sync: %w", gvr.Resource, context.Cause(syncCtx))
+		}
+	}
+	p.mu.Lock()
+	p.listers = listers
+	p.mu.Unlock()
+	return nil
+}
+
+// Refresh implements cloudprovider.CloudProvider: it reads the scalable
+// resources and Machines once (from the informers after Watch, else by
+// listing) and rebuilds the node groups from them.
 func (p *Provider) Refresh(ctx context.Context) error {
+	p.mu.Lock()
+	listers := p.listers
+	p.mu.Unlock()
 	ns := namespaceOf(p.specs)
 	lists := map[string][]unstructured.Unstructured{}
-	for _, kind := range []string{kindMachineDeployment, kindMachineSet, kindMachinePool, "Machine"} {
+	for _, kind := range kinds {
+		if listers != nil {
+			if l, ok := listers[kind]; ok {
+				objs, err := l.List(labels.Everything())
+				if err != nil {
+					return fmt.Errorf("listing %s.%s/%s from the cache: %w", resourceOf[kind], p.group, p.version, err)
+				}
+				for _, o := range objs {
+					if u, ok := o.(*unstructured.Unstructured); ok {
+						lists[kind] = append(lists[kind], *u)
+					}
+				}
+			}
+			continue
+		}
 		l, err := p.client.Resource(p.gvr(kind)).Namespace(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			if kind == kindMachinePool && apierrors.IsNotFound(err) {

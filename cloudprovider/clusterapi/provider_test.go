@@ -529,3 +529,34 @@ func TestIncreaseFromAbsentReplicas(t *testing.T) {
 		t.Errorf("replicas = %d, want 1", got)
 	}
 }
+
+// After Watch, Refresh reads the informers' caches.
+func TestRefreshFromInformers(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client, _ := newFake(t, makeObj(kindMachineDeployment, "ns", "md").sizes("0", "3").replicas(1))
+	p := New(client, DefaultGroup, testVersion)
+	if err := p.Watch(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"MachineDeployment/ns/md"}, groupIDs(t, p)); diff != "" {
+		t.Errorf("groups (-want +got):\n%s", diff)
+	}
+	if _, err := client.Resource(p.gvr(kindMachineSet)).Namespace("ns").Create(ctx,
+		makeObj(kindMachineSet, "ns", "ms").sizes("0", "2").u, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(groupIDs(t, p)) != 2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		if err := p.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if diff := cmp.Diff([]string{"MachineDeployment/ns/md", "MachineSet/ns/ms"}, groupIDs(t, p)); diff != "" {
+		t.Errorf("groups after a create (-want +got):\n%s", diff)
+	}
+}
