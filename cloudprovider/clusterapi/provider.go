@@ -91,6 +91,8 @@ func Build(ctx context.Context, opts cloudprovider.BuildOptions) (cloudprovider.
 	if err != nil {
 		return nil, err
 	}
+	cfg.QPS, cfg.Burst = float32(opts.Options.KubeClientQPS), opts.Options.KubeClientBurst
+	cfg.UserAgent = opts.Options.UserAgent
 	client, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building the management cluster's dynamic client: %w", err)
