@@ -34,7 +34,7 @@ const (
 	kindMachinePool       = "MachinePool"
 )
 
-// resources are the plural names of the kinds this provider reads.
+// resourceOf maps the kinds this provider reads to their plural resource names.
 var resourceOf = map[string]string{
 	kindMachineDeployment: "machinedeployments",
 	kindMachineSet:        "machinesets",
@@ -112,7 +112,7 @@ func matchesAny(specs []discoverySpec, obj *unstructured.Unstructured) bool {
 	return false
 }
 
-// namespaces returns the one namespace every spec restricts to, or "" for all.
+// namespaceOf returns the one namespace every spec restricts to, or "" for all.
 func namespaceOf(specs []discoverySpec) string {
 	if len(specs) == 0 {
 		return ""
