@@ -124,12 +124,12 @@ func (c *commandLine) registerLoopAndCloud() {
 	fs.StringVar(&o.CloudProvider, "cloud-provider", o.CloudProvider, "Cloud provider that owns the node groups.")
 	fs.StringVar(&o.CloudConfig, "cloud-config", o.CloudConfig, "Path to the cloud provider's configuration file; empty for none.")
 	fs.StringArrayVar(&o.NodeGroups, "nodes", o.NodeGroups, "Node group as <min>:<max>:<name>; repeat the flag for more groups.")
-	fs.StringArrayVar(&o.NodeGroupAutoDiscovery, "node-group-auto-discovery", o.NodeGroupAutoDiscovery, "Node group auto-discovery spec <discoverer>:[<key>[=<value>]]; repeatable.")
+	fs.StringArrayVar(&o.NodeGroupAutoDiscovery, "node-group-auto-discovery", o.NodeGroupAutoDiscovery, "Node group auto-discovery spec <discoverer>:[<key>[=<value>]]; repeatable. This build acts on clusterapi:namespace=<ns>,clusterName=<name>,<label>=<value> (the clusterapi provider); other providers ignore it.")
 	fs.IntVar(&o.MaxNodesTotal, "max-nodes-total", o.MaxNodesTotal, "Maximum number of nodes in all node groups; 0 means no limit.")
 	fs.Var(rangeValue{&o.Cores}, "cores-total", "Minimum and maximum cores in the cluster, <min>:<max>.")
 	fs.Var(rangeValue{&o.MemoryGiB}, "memory-total", "Minimum and maximum memory in the cluster in GiB, <min>:<max>.")
 	fs.Var(gpuLimitsValue{&o.GPUTotal}, "gpu-total", "Minimum and maximum count of a GPU type, <gpu_type>:<min>:<max>; repeatable.")
-	c.mark(notImplemented, "node-group-auto-discovery", "gpu-total")
+	c.mark(notImplemented, "gpu-total")
 }
 
 func (c *commandLine) registerScaleUp() {

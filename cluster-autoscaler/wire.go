@@ -36,6 +36,7 @@ import (
 
 	"k8s.io/autoscaler/cluster-autoscaler/cleanup"
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider/clusterapi"
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider/externalgrpc"
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider/kwok"
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
@@ -134,6 +135,7 @@ func buildRESTConfig(opts config.Options) (*rest.Config, error) {
 // newProviderRegistry lists the cloud providers this build ships.
 func newProviderRegistry() *cloudprovider.Registry {
 	r := cloudprovider.NewRegistry()
+	r.Register(clusterapi.Name, clusterapi.Build)
 	r.Register(kwok.Name, kwok.Build)
 	r.Register(externalgrpc.Name, externalgrpc.Build)
 	return r

@@ -1,0 +1,23 @@
+// Package clusterapi is the cloud provider for clusters whose machines are
+// managed by Cluster API: --cloud-provider=clusterapi, with --cloud-config
+// naming the kubeconfig of the management cluster (empty: the autoscaled
+// cluster is its own management cluster).
+//
+// It talks to Cluster API objects through the dynamic client only (no Cluster
+// API Go types): group cluster.x-k8s.io (env CAPI_GROUP), the version the API
+// server prefers (env CAPI_VERSION). Node groups are the MachineDeployments,
+// the MachineSets no MachineDeployment owns and the MachinePools that carry
+// both size annotations and match --node-group-auto-discovery=clusterapi:...
+// A group whose annotations do not parse is logged and left out; it is never
+// scaled. Sizes change through the scale subresource; DeleteNodes marks the
+// named Machines with the delete-machine annotation before lowering the
+// replicas so Cluster API removes exactly those. Templates for scale from zero
+// come from the capacity.cluster-autoscaler.kubernetes.io annotations.
+//
+// Objects are watched with dynamic informers; each Refresh takes one
+// consistent view of them for the loop.
+//
+// It owns the translation between Cluster API objects and the cloudprovider
+// interfaces and must not import any other provider, nor anything of the
+// autoscaler above package cloudprovider.
+package clusterapi

@@ -1,0 +1,338 @@
+package clusterapi
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+	"k8s.io/autoscaler/cluster-autoscaler/config"
+)
+
+// NodeGroup is one annotated MachineDeployment, MachineSet or MachinePool.
+type NodeGroup struct {
+	provider         *Provider
+	kind             string
+	obj              *unstructured.Unstructured
+	minSize, maxSize int
+	machines         []*unstructured.Unstructured
+	instances        []cloudprovider.Instance
+
+	mu     sync.Mutex
+	target int
+}
+
+var _ cloudprovider.NodeGroup = (*NodeGroup)(nil)
+
+// Id is <Kind>/<namespace>/<name>.
+func (g *NodeGroup) Id() string { return g.kind + "/" + g.obj.GetNamespace() + "/" + g.obj.GetName() }
+
+// MinSize implements cloudprovider.NodeGroup.
+func (g *NodeGroup) MinSize() int { return g.minSize }
+
+// MaxSize implements cloudprovider.NodeGroup.
+func (g *NodeGroup) MaxSize() int { return g.maxSize }
+
+// Debug implements cloudprovider.NodeGroup.
+func (g *NodeGroup) Debug() string {
+	return fmt.Sprintf("%s (min: %d, max: %d, replicas: %d)", g.Id(), g.minSize, g.maxSize, g.targetSize())
+}
+
+// Exist implements cloudprovider.NodeGroup.
+func (g *NodeGroup) Exist() bool { return true }
+
+// Autoprovisioned implements cloudprovider.NodeGroup.
+func (g *NodeGroup) Autoprovisioned() bool { return false }
+
+// AtomicIncreaseSize implements cloudprovider.NodeGroup.
+func (g *NodeGroup) AtomicIncreaseSize(context.Context, int) error {
+	return cloudprovider.ErrNotImplemented
+}
+
+// ForceDeleteNodes implements cloudprovider.NodeGroup.
+func (g *NodeGroup) ForceDeleteNodes(context.Context, []*apiv1.Node) error {
+	return cloudprovider.ErrNotImplemented
+}
+
+func (g *NodeGroup) targetSize() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.target
+}
+
+// TargetSize is spec.replicas as of the last Refresh and this loop's changes.
+func (g *NodeGroup) TargetSize(context.Context) (int, error) { return g.targetSize(), nil }
+
+// IncreaseSize implements cloudprovider.NodeGroup.
+func (g *NodeGroup) IncreaseSize(ctx context.Context, delta int) error {
+	if delta <= 0 {
+		return fmt.Errorf("increasing size of node group %q: delta %d must be positive", g.Id(), delta)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.target+delta > g.maxSize {
+		return fmt.Errorf("increasing size of node group %q by %d: %d is above max size %d",
+			g.Id(), delta, g.target+delta, g.maxSize)
+	}
+	if err := g.scale(ctx, g.target, g.target+delta); err != nil {
+		return fmt.Errorf("increasing size of node group %q by %d: %w", g.Id(), delta, err)
+	}
+	klog.FromContext(ctx).Info("Scaled Cluster API node group up", "nodeGroup", g.Id(), "from", g.target, "to", g.target+delta)
+	g.target += delta
+	return nil
+}
+
+// DecreaseTargetSize lowers replicas by -delta, no lower than the Machines
+// that exist, so that no existing Machine is removed.
+func (g *NodeGroup) DecreaseTargetSize(ctx context.Context, delta int) error {
+	if delta >= 0 {
+		return fmt.Errorf("decreasing target size of node group %q: delta %d must be negative", g.Id(), delta)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.target+delta < len(g.instances) {
+		return fmt.Errorf("decreasing target size of node group %q by %d: %d would be below its %d existing instances",
+			g.Id(), -delta, g.target+delta, len(g.instances))
+	}
+	if err := g.scale(ctx, g.target, g.target+delta); err != nil {
+		return fmt.Errorf("decreasing target size of node group %q by %d: %w", g.Id(), -delta, err)
+	}
+	klog.FromContext(ctx).Info("Lowered the target of a Cluster API node group", "nodeGroup", g.Id(), "from", g.target, "to", g.target+delta)
+	g.target += delta
+	return nil
+}
+
+// scale sets replicas from old to replicas through the scale subresource:
+// it reads the Scale, refuses (as a transient error, nothing written) when
+// its replicas are no longer old, and writes it back with its
+// resourceVersion, so a concurrent change makes the update conflict.
+// (A JSON patch with a test operation cannot be used: a Scale of 0 replicas
+// omits spec.replicas.)
+func (g *NodeGroup) scale(ctx context.Context, old, replicas int) error {
+	res := g.provider.client.Resource(g.provider.gvr(g.kind)).Namespace(g.obj.GetNamespace())
+	sc, err := res.Get(ctx, g.obj.GetName(), metav1.GetOptions{}, "scale")
+	if err != nil {
+		return fmt.Errorf("reading the scale of %s/%s: %w", g.obj.GetNamespace(), g.obj.GetName(), err)
+	}
+	cur, _, err := unstructured.NestedInt64(sc.Object, "spec", "replicas") // absent means 0
+	if err != nil {
+		return fmt.Errorf("reading the scale of %s/%s: %w", g.obj.GetNamespace(), g.obj.GetName(), err)
+	}
+	if int(cur) != old {
+		return fmt.Errorf("%w: replicas of %s/%s are %d, not %d as last seen", cloudprovider.ErrTransient,
+			g.obj.GetNamespace(), g.obj.GetName(), cur, old)
+	}
+	if err := unstructured.SetNestedField(sc.Object, int64(replicas), "spec", "replicas"); err != nil {
+		return err
+	}
+	if _, err := res.Update(ctx, sc, metav1.UpdateOptions{}, "scale"); err != nil {
+		if apierrors.IsConflict(err) {
+			return fmt.Errorf("%w: replicas of %s/%s changed meanwhile: %w", cloudprovider.ErrTransient,
+				g.obj.GetNamespace(), g.obj.GetName(), err)
+		}
+		return fmt.Errorf("updating the scale of %s/%s: %w", g.obj.GetNamespace(), g.obj.GetName(), err)
+	}
+	return nil
+}
+
+// DeleteNodes marks the Machine of each node with the delete-machine
+// annotation, then lowers replicas by the number of Machines marked, so that
+// Cluster API deletes exactly those. Nodes of other groups, and a request
+// that would go below the min size, are refused before anything changes.
+func (g *NodeGroup) DeleteNodes(ctx context.Context, nodes []*apiv1.Node) error {
+	logger := klog.FromContext(ctx)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var marked []*unstructured.Unstructured
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		m := g.machineOf(n)
+		if m == nil && g.kind == kindMachinePool && g.hasInstance(n.Spec.ProviderID) {
+			return fmt.Errorf("deleting node %s of node group %q: %w: a MachinePool instance without a Machine",
+				n.Name, g.Id(), cloudprovider.ErrNotImplemented)
+		}
+		if m == nil {
+			return fmt.Errorf("deleting nodes of node group %q: node %s (provider ID %q) has no Machine in this group",
+				g.Id(), n.Name, n.Spec.ProviderID)
+		}
+		if seen[m.GetName()] || m.GetDeletionTimestamp() != nil {
+			continue // already going; do not lower replicas twice
+		}
+		seen[m.GetName()] = true
+		marked = append(marked, m)
+	}
+	if len(marked) == 0 {
+		return nil
+	}
+	if g.target-len(marked) < g.minSize {
+		return fmt.Errorf("deleting %d nodes of node group %q: size %d would go below min size %d",
+			len(marked), g.Id(), g.target-len(marked), g.minSize)
+	}
+	machines := g.provider.client.Resource(g.provider.gvr("Machine")).Namespace(g.obj.GetNamespace())
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, DeleteMachineAnnotation, g.provider.clock.Now().UTC().Format(time.RFC3339))
+	for _, m := range marked {
+		if _, err := machines.Patch(ctx, m.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("marking Machine %s/%s of node group %q for deletion: %w", m.GetNamespace(), m.GetName(), g.Id(), err)
+		}
+		logger.Info("Marked a Cluster API Machine for deletion", "nodeGroup", g.Id(), "machine", klog.KObj(m))
+	}
+	if err := g.scale(ctx, g.target, g.target-len(marked)); err != nil {
+		// Unmark, so that a later shrink by someone else does not pick
+		// these Machines; best effort, the error that matters is err.
+		unmark := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:null}}}`, DeleteMachineAnnotation)
+		for _, m := range marked {
+			if _, uerr := machines.Patch(ctx, m.GetName(), types.MergePatchType, unmark, metav1.PatchOptions{}); uerr != nil {
+				logger.Error(uerr, "Could not remove the delete-machine annotation after a failed scale-down", "machine", klog.KObj(m))
+			}
+		}
+		return fmt.Errorf("deleting %d nodes of node group %q: %w", len(marked), g.Id(), err)
+	}
+	logger.Info("Scaled Cluster API node group down", "nodeGroup", g.Id(), "from", g.target, "to", g.target-len(marked))
+	g.target -= len(marked)
+	return nil
+}
+
+func (g *NodeGroup) hasInstance(id string) bool {
+	for _, in := range g.instances {
+		if id != "" && in.Id == id {
+			return true
+		}
+	}
+	return false
+}
+
+// machineOf finds the group's Machine of node by provider ID (or
+// placeholder id), then by nodeRef.
+func (g *NodeGroup) machineOf(n *apiv1.Node) *unstructured.Unstructured {
+	for _, m := range g.machines {
+		if n.Spec.ProviderID != "" && machineInstanceID(m) == n.Spec.ProviderID {
+			return m
+		}
+	}
+	for _, m := range g.machines {
+		if nodeRefName(m) != "" && nodeRefName(m) == n.Name {
+			return m
+		}
+	}
+	return nil
+}
+
+// Nodes implements cloudprovider.NodeGroup.
+func (g *NodeGroup) Nodes(context.Context) ([]cloudprovider.Instance, error) {
+	return append([]cloudprovider.Instance(nil), g.instances...), nil
+}
+
+// buildInstances lists the group's Machines, with their states, and for a
+// MachinePool the provider IDs of its list that no Machine stands for.
+func (g *NodeGroup) buildInstances() []cloudprovider.Instance {
+	var out []cloudprovider.Instance
+	seen := map[string]bool{}
+	for _, m := range g.machines {
+		id := machineInstanceID(m)
+		seen[id] = true
+		out = append(out, cloudprovider.Instance{Id: id, Status: machineStatus(m)})
+	}
+	if g.kind == kindMachinePool {
+		ids, _, _ := unstructured.NestedStringSlice(g.obj.Object, "spec", "providerIDList")
+		for _, id := range ids {
+			if id != "" && !seen[id] {
+				seen[id] = true
+				out = append(out, cloudprovider.Instance{Id: id, Status: &cloudprovider.InstanceStatus{State: cloudprovider.InstanceRunning}})
+			}
+		}
+	}
+	return out
+}
+
+// machineStatus maps a Machine's phase to an instance state.
+func machineStatus(m *unstructured.Unstructured) *cloudprovider.InstanceStatus {
+	if m.GetDeletionTimestamp() != nil {
+		return &cloudprovider.InstanceStatus{State: cloudprovider.InstanceDeleting}
+	}
+	phase, _, _ := unstructured.NestedString(m.Object, "status", "phase")
+	switch phase {
+	case "Running":
+		return &cloudprovider.InstanceStatus{State: cloudprovider.InstanceRunning}
+	case "Deleting", "Deleted":
+		return &cloudprovider.InstanceStatus{State: cloudprovider.InstanceDeleting}
+	case "Failed":
+		reason, msg := failure(m)
+		return &cloudprovider.InstanceStatus{State: cloudprovider.InstanceCreating, ErrorInfo: &cloudprovider.InstanceErrorInfo{
+			ErrorClass: cloudprovider.OtherErrorClass, ErrorCode: reason, ErrorMessage: msg}}
+	default: // Pending, Provisioning, Provisioned, Unknown, or no phase yet
+		return &cloudprovider.InstanceStatus{State: cloudprovider.InstanceCreating}
+	}
+}
+
+// failure returns failureReason and failureMessage (v1beta1 places, or the
+// v1beta2 status.deprecated.v1beta1 ones).
+func failure(m *unstructured.Unstructured) (reason, message string) {
+	for _, path := range [][]string{{"status"}, {"status", "deprecated", "v1beta1"}} {
+		r, _, _ := unstructured.NestedString(m.Object, append(path, "failureReason")...)
+		msg, _, _ := unstructured.NestedString(m.Object, append(path, "failureMessage")...)
+		if r != "" || msg != "" {
+			reason, message = r, msg
+			break
+		}
+	}
+	if reason == "" {
+		reason = "MachineFailed"
+	}
+	if message == "" {
+		message = fmt.Sprintf("Machine %s/%s is in phase Failed", m.GetNamespace(), m.GetName())
+	}
+	return reason, message
+}
+
+// Per-group option annotations (upstream's keys).
+const optionPrefix = "cluster.x-k8s.io/autoscaling-options-"
+
+// GetOptions reads per-group overrides from the group's annotations;
+// a value that does not parse is logged and the default kept.
+func (g *NodeGroup) GetOptions(ctx context.Context, defaults config.NodeGroupAutoscalingOptions) (*config.NodeGroupAutoscalingOptions, error) {
+	out := defaults
+	found := false
+	a := g.obj.GetAnnotations()
+	floats := map[string]*float64{
+		"scaledownutilizationthreshold":    &out.ScaleDownUtilizationThreshold,
+		"scaledowngpuutilizationthreshold": &out.ScaleDownGPUUtilizationThreshold,
+	}
+	for k, dst := range floats {
+		if v, ok := a[optionPrefix+k]; ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || f < 0 || f > 1 {
+				klog.FromContext(ctx).Info("Ignoring an invalid per-group option", "nodeGroup", g.Id(), "annotation", optionPrefix+k, "value", v)
+				continue
+			}
+			*dst, found = f, true
+		}
+	}
+	durations := map[string]*time.Duration{
+		"scaledownunneededtime": &out.ScaleDownUnneededTime,
+		"scaledownunreadytime":  &out.ScaleDownUnreadyTime,
+		"maxnodeprovisiontime":  &out.MaxNodeProvisionTime,
+	}
+	for k, dst := range durations {
+		if v, ok := a[optionPrefix+k]; ok {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				klog.FromContext(ctx).Info("Ignoring an invalid per-group option", "nodeGroup", g.Id(), "annotation", optionPrefix+k, "value", v)
+				continue
+			}
+			*dst, found = d, true
+		}
+	}
+	if !found {
+		return nil, nil
+	}
+	return &out, nil
+}
