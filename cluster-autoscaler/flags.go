@@ -156,10 +156,10 @@ func (c *commandLine) registerScaleUp() {
 	fs.DurationVar(&o.NodeGroupBackoffResetTimeout, "node-group-backoff-reset-timeout", o.NodeGroupBackoffResetTimeout, "A node group's back-off resets after this long without failures.")
 	fs.IntVar(&o.OkTotalUnreadyCount, "ok-total-unready-count", o.OkTotalUnreadyCount, "Unready nodes tolerated whatever their share.")
 	fs.Float64Var(&o.MaxTotalUnreadyPercentage, "max-total-unready-percentage", o.MaxTotalUnreadyPercentage, "Share of unready nodes above which the autoscaler stops scaling.")
-	fs.StringArrayVar(&o.StartupTaints, "startup-taint", o.StartupTaints, "Taint key treated as a startup taint: stripped from templates, node counted as starting; repeatable.")
-	fs.StringArrayVar(&o.StartupTaintPrefixes, "startup-taint-prefix", o.StartupTaintPrefixes, "Taint key prefix treated as a startup taint; repeatable.")
-	fs.StringArrayVar(&o.StatusTaints, "status-taint", o.StatusTaints, "Taint key stripped from templates without making the node unready; repeatable.")
-	fs.StringArrayVar(&o.IgnoreTaints, "ignore-taint", o.IgnoreTaints, "Deprecated alias of --startup-taint; repeatable.")
+	fs.StringArrayVar(&o.StartupTaints, "startup-taint", o.StartupTaints, "Taint key treated as a startup taint: stripped from node group templates (not yet: a node carrying it counted as starting); repeatable.")
+	fs.StringArrayVar(&o.StartupTaintPrefixes, "startup-taint-prefix", o.StartupTaintPrefixes, "Taint key prefix treated as a startup taint: stripped from templates (not yet: the node counted as starting); repeatable.")
+	fs.StringArrayVar(&o.StatusTaints, "status-taint", o.StatusTaints, "Taint key stripped from node group templates without making the node unready; repeatable.")
+	fs.StringArrayVar(&o.IgnoreTaints, "ignore-taint", o.IgnoreTaints, "Deprecated alias of --startup-taint: stripped from templates; repeatable.")
 	fs.StringSliceVar(&o.AllowedSchedulerNames, "allowed-scheduler-names", o.AllowedSchedulerNames, "Only pods of these schedulers are considered; empty means all.")
 	fs.StringSliceVar(&o.BypassedSchedulerNames, "bypassed-scheduler-names", o.BypassedSchedulerNames, "Pods of these schedulers are considered before their scheduler has processed them.")
 	fs.StringVar(&o.SchedulerConfigFile, "scheduler-config-file", o.SchedulerConfigFile, "KubeSchedulerConfiguration whose Filter plugins the simulation uses.")
@@ -172,8 +172,7 @@ func (c *commandLine) registerScaleUp() {
 	fs.IntVar(&o.MaxBrokenNodeDeletionsPerLoop, "max-broken-node-deletions-per-loop", o.MaxBrokenNodeDeletionsPerLoop, "Most unregistered and failed instances deleted in one loop (not upstream).")
 	c.mark(notImplemented,
 		"max-binpacking-time", "scale-up-from-zero",
-		"startup-taint", "startup-taint-prefix", "status-taint",
-		"ignore-taint", "allowed-scheduler-names", "bypassed-scheduler-names")
+		"allowed-scheduler-names", "bypassed-scheduler-names")
 
 	// Upstream's experimental scale-up knobs.
 	c.ignoredBool("parallel-scale-up", false, "Experimental upstream knob: parallel scale-up of node groups.")
