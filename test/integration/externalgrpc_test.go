@@ -304,26 +304,7 @@ nodeGroups:
 func TestExternalGRPCOutOfCapacityBacksOff(t *testing.T) {
 	e := framework.New(t)
 	bin := buildKwokServer(t)
-	preferred, fallback := framework.UniqueName("preferred"), framework.UniqueName("fallback")
-	path := writeKwokConfig(e, fmt.Sprintf(`
-nodeGroups:
-- name: %[1]s
-  maxSize: 10
-  template:
-    labels: {%[3]s: %[4]s, pool: %[1]s, shape: standard}
-    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
-  faults: {registrationDelay: 1s, outOfCapacityAfter: 1}
-- name: %[2]s
-  maxSize: 10
-  template:
-    labels: {%[3]s: %[4]s, pool: %[2]s, shape: standard}
-    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
-  faults: {registrationDelay: 1s}
-`, preferred, fallback, framework.TestNamespaceLabel, e.Namespace))
-	if _, err := e.Client.CoreV1().ConfigMaps(e.Namespace).Create(e.Context(),
-		priorityConfigMap(e, fmt.Sprintf("20:\n  - ^%s$\n10:\n  - .*\n", preferred)), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	path, preferred, fallback := outOfCapacityGroups(e)
 	dumpPods(e)
 	srv := startKwokServer(e, bin, "kwokserver", "", path)
 	createPods(e, "web", 8, "1", map[string]string{"shape": "standard"}) // two 4-CPU nodes
