@@ -123,6 +123,8 @@ func (c *commandLine) registerLoopAndCloud() {
 
 	fs.StringVar(&o.CloudProvider, "cloud-provider", o.CloudProvider, "Cloud provider that owns the node groups.")
 	fs.StringVar(&o.CloudConfig, "cloud-config", o.CloudConfig, "Path to the cloud provider's configuration file; empty for none.")
+	fs.BoolVar(&o.ClusterAPICloudConfigAuthoritative, "clusterapi-cloud-config-authoritative", o.ClusterAPICloudConfigAuthoritative,
+		"Cluster API only: --cloud-config alone names the management cluster; when it is empty the management cluster is the in-cluster one, never --kubeconfig's.")
 	fs.StringArrayVar(&o.NodeGroups, "nodes", o.NodeGroups, "Node group as <min>:<max>:<name>; repeat the flag for more groups.")
 	fs.StringArrayVar(&o.NodeGroupAutoDiscovery, "node-group-auto-discovery", o.NodeGroupAutoDiscovery, "Node group auto-discovery spec <discoverer>:[<key>[=<value>]]; repeatable. This build acts on clusterapi:namespace=<ns>,clusterName=<name>,<label>=<value> (the clusterapi provider); other providers ignore it.")
 	fs.IntVar(&o.MaxNodesTotal, "max-nodes-total", o.MaxNodesTotal, "Maximum number of nodes in all node groups; 0 means no limit.")
@@ -311,11 +313,10 @@ func (c *commandLine) registerOtherProviders() {
 	c.ignoredDuration("gce-mig-instances-min-refresh-wait-time", 5*time.Second, "GCE only.")
 	c.ignoredSlice("cloud-provider-gce-l7lb-src-cidrs", []string{"130.211.0.0/22", "35.191.0.0/16"}, "GCE only.")
 	c.ignoredSlice("cloud-provider-gce-lb-src-cidrs", []string{"130.211.0.0/22", "209.85.152.0/22", "209.85.204.0/22", "35.191.0.0/16"}, "GCE only.")
-	c.ignoredBool("clusterapi-cloud-config-authoritative", false, "Cluster API only.")
 	c.ignoredBool("regional", false, "GCE only: the cluster is regional.")
 	c.mark(otherProvider, "aws-use-static-instance-list", "bulk-mig-instances-listing-enabled", "gce-concurrent-refreshes",
 		"gce-mig-instances-min-refresh-wait-time", "cloud-provider-gce-l7lb-src-cidrs", "cloud-provider-gce-lb-src-cidrs",
-		"clusterapi-cloud-config-authoritative", "regional")
+		"regional")
 }
 
 // registerRemoved accepts flags upstream removed but old manifests still pass.
