@@ -46,6 +46,9 @@ type Provider struct {
 	clock   clock.PassiveClock
 	mapper  meta.RESTMapper // finds infrastructure templates' resources; nil: none read
 
+	infraMu    sync.Mutex
+	infraCache map[string]infraCacheEntry // by group/kind/namespace/name
+
 	mu      sync.Mutex
 	snap    *snapshot
 	listers map[string]cache.GenericLister // by kind, after Watch

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -84,6 +85,36 @@ func (g *NodeGroup) infraTemplate(ctx context.Context) (*infraFacts, error) {
 	}
 	logger := klog.FromContext(ctx)
 	where := fmt.Sprintf("%s/%s/%s", kind, g.obj.GetNamespace(), name)
+	key := group + "/" + where
+	now := g.provider.clock.Now()
+	g.provider.infraMu.Lock()
+	cached, hit := g.provider.infraCache[key]
+	g.provider.infraMu.Unlock()
+	if hit && now.Sub(cached.read) < infraCacheTTL {
+		return cached.facts, cached.err
+	}
+	facts, err := g.readInfraTemplate(ctx, logger, group, kind, name, where)
+	g.provider.infraMu.Lock()
+	if g.provider.infraCache == nil {
+		g.provider.infraCache = map[string]infraCacheEntry{}
+	}
+	g.provider.infraCache[key] = infraCacheEntry{facts: facts, err: err, read: now}
+	g.provider.infraMu.Unlock()
+	return facts, err
+}
+
+// infraCacheTTL is how long what an infrastructure template says is reused
+// before it is read again: its status changes rarely, and reading it for
+// every group in every loop would cost an API call each.
+const infraCacheTTL = time.Minute
+
+type infraCacheEntry struct {
+	facts *infraFacts
+	err   error
+	read  time.Time
+}
+
+func (g *NodeGroup) readInfraTemplate(ctx context.Context, logger klog.Logger, group, kind, name, where string) (*infraFacts, error) {
 	mapping, err := g.provider.mapper.RESTMapping(schema.GroupKind{Group: group, Kind: kind})
 	if err != nil {
 		logger.V(4).Info("Cannot map the infrastructure template of a Cluster API node group", "nodeGroup", g.Id(), "template", where, "err", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	apiv1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 )
@@ -170,5 +172,53 @@ func TestTemplateFromInfrastructureTemplate(t *testing.T) {
 				t.Errorf("arch label = %q, want the template's arm64", ni.Node.Labels["kubernetes.io/arch"])
 			}
 		})
+	}
+}
+
+// TestInfrastructureTemplateIsCachedForAMinute: the template is read once
+// per minute, not once per group and loop.
+func TestInfrastructureTemplateIsCachedForAMinute(t *testing.T) {
+	gvr := schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta1", Resource: "testmachinetemplates"}
+	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{gvr.GroupVersion()})
+	mapper.Add(gvr.GroupVersion().WithKind("TestMachineTemplate"), meta.RESTScopeNamespace)
+	o := makeObj(kindMachineDeployment, "ns", "md").sizes("0", "3").replicas(0).
+		set(map[string]any{"apiGroup": gvr.Group, "kind": "TestMachineTemplate", "name": "tmpl"}, "spec", "template", "spec", "infrastructureRef")
+	client, _ := newFake(t, o)
+	tmpl := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": gvr.GroupVersion().String(), "kind": "TestMachineTemplate",
+		"metadata": map[string]any{"namespace": "ns", "name": "tmpl"},
+		"status":   map[string]any{"capacity": map[string]any{"cpu": "4", "memory": "8Gi"}},
+	}}
+	ctx := context.Background()
+	if _, err := client.Resource(gvr).Namespace("ns").Create(ctx, tmpl, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	p := New(client, DefaultGroup, testVersion, WithRESTMapper(mapper), WithClock(clk))
+	if err := p.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cpu := func() string {
+		t.Helper()
+		ni, err := onlyGroup(t, p).TemplateNodeInfo(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ni.Node.Status.Capacity.Cpu().String()
+	}
+	if got := cpu(); got != "4" {
+		t.Fatalf("cpu = %s, want 4", got)
+	}
+	_ = unstructured.SetNestedField(tmpl.Object, "16", "status", "capacity", "cpu")
+	if _, err := client.Resource(gvr).Namespace("ns").Update(ctx, tmpl, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clk.SetTime(clk.Now().Add(30 * time.Second))
+	if got := cpu(); got != "4" {
+		t.Errorf("cpu = %s 30s later, want the cached 4", got)
+	}
+	clk.SetTime(clk.Now().Add(31 * time.Second))
+	if got := cpu(); got != "16" {
+		t.Errorf("cpu = %s after a minute, want the re-read 16", got)
 	}
 }

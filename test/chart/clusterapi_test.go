@@ -393,7 +393,7 @@ autoDiscovery:
 	}
 
 	mds := admin.Resource(capi.GVR("machinedeployments")).Namespace(ns)
-	md := capi.MachineDeployment(ns, "workers", 0, map[string]string{
+	md := capi.MachineDeployment(ns, "test", "workers", "workers", 0, map[string]string{
 		clusterapi.MinSizeAnnotation: "0", clusterapi.MaxSizeAnnotation: "3",
 		clusterapi.CPUAnnotation: "4", clusterapi.MemoryAnnotation: "16Gi",
 		clusterapi.LabelsAnnotation: "pool=" + pool,
@@ -403,7 +403,7 @@ autoDiscovery:
 		t.Fatal(err)
 	}
 	// One that auto-discovery must leave alone: same cluster, not the label.
-	other := capi.MachineDeployment(ns, "not-discovered", 0, md.GetAnnotations())
+	other := capi.MachineDeployment(ns, "test", "not-discovered", "workers", 0, md.GetAnnotations())
 	if _, err := mds.Create(ctx, other, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
