@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/klog/v2"
+	logsapi "k8s.io/component-base/logs/api/v1"
 
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
@@ -36,6 +36,11 @@ type commandLine struct {
 	ignored ignoredValues
 	// Removed upstream flags.
 	maxEmptyBulkDelete int
+
+	// Logging: component-base's configuration and klog's flags (logging.go).
+	logging      *logsapi.LoggingConfiguration
+	klogFlags    *goflag.FlagSet
+	featureGates map[string]bool
 }
 
 // ignoredValues holds flags that are parsed and type-checked but have no
@@ -287,24 +292,6 @@ func (c *commandLine) registerStatusAndProvReq() {
 		"check-capacity-provisioning-request-max-batch-size", "enable-dynamic-resource-allocation")
 }
 
-// registerLogging adds klog's flags and component-base's logging flags.
-func (c *commandLine) registerLogging() {
-	gfs := goflag.NewFlagSet("klog", goflag.ContinueOnError)
-	klog.InitFlags(gfs)
-	// Upstream logs everything to stderr from INFO up.
-	_ = gfs.Set("stderrthreshold", "INFO")
-	gfs.Lookup("stderrthreshold").DefValue = "INFO"
-	c.fs.AddGoFlagSet(gfs)
-
-	c.ignoredString("logging-format", "text", "Log format: text (json is accepted and logged as text).")
-	c.ignoredDuration("log-flush-frequency", 5*time.Second, "Longest time between log flushes.")
-	c.ignoredString("log-json-info-buffer-size", "0", "[Alpha] JSON info buffer size.")
-	c.ignoredBool("log-json-split-stream", false, "[Alpha] JSON: errors to stderr, info to stdout.")
-	c.ignoredString("log-text-info-buffer-size", "0", "[Alpha] text info buffer size.")
-	c.ignoredBool("log-text-split-stream", false, "[Alpha] text: errors to stderr, info to stdout.")
-	c.ignoredString("feature-gates", "", "Kubernetes feature gates as key=value pairs.")
-}
-
 // registerOtherProviders accepts the flags of cloud providers this build does not ship.
 func (c *commandLine) registerOtherProviders() {
 	c.ignoredBool("aws-use-static-instance-list", false, "AWS only.")
@@ -387,8 +374,8 @@ func (c *commandLine) parse(args []string) error {
 	if c.opts.DrainPriorityConfig != "" && changed("max-graceful-termination-sec") {
 		errs = append(errs, fmt.Errorf("--drain-priority-config: cannot be combined with --max-graceful-termination-sec"))
 	}
-	if f := *c.ignored.strings["logging-format"]; f != "text" && f != "json" {
-		errs = append(errs, fmt.Errorf("--logging-format: must be text or json, got %q", f))
+	if err := c.validateLogging(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := c.opts.Validate(); err != nil {
 		errs = append(errs, err)
