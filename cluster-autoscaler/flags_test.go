@@ -199,7 +199,6 @@ func TestInvalidFlagsNameTheFlag(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--scale-down-utilization-threshold=2"}, "--scale-down-utilization-threshold"},
 		{[]string{"--nodes=a:b:c"}, "--nodes"},
 		{[]string{"--nodes=5:1:ng"}, "--nodes"},
 		{[]string{"--nodes=1:5"}, "--nodes"},
@@ -220,7 +219,6 @@ func TestInvalidFlagsNameTheFlag(t *testing.T) {
 		{[]string{"--expander=random,least-waste"}, "--expander"},
 		{[]string{"--expander=priority,priority"}, "--expander"},
 		{[]string{"--expander=grpc"}, "--grpc-expander"},
-		{[]string{"--max-total-unready-percentage=101"}, "--max-total-unready-percentage"},
 		{[]string{"--leader-elect-lease-duration=5s", "--leader-elect-renew-deadline=10s"}, "--leader-elect-lease-duration"},
 		{[]string{"--leader-elect-resource-lock=configmaps"}, "--leader-elect-resource-lock"},
 		{[]string{"--drain-priority-config=1:2", "--max-graceful-termination-sec=30"}, "--drain-priority-config"},
@@ -229,7 +227,6 @@ func TestInvalidFlagsNameTheFlag(t *testing.T) {
 		{[]string{"--allowed-scheduler-names=a", "--bypassed-scheduler-names=b"}, "--bypassed-scheduler-names"},
 		{[]string{"--balancing-label=a", "--balancing-ignore-label=b"}, "--balancing-label"},
 		{[]string{"--kube-client-qps=0"}, "--kube-client-qps"},
-		{[]string{"--namespace=Not_Valid"}, "--namespace"},
 		{[]string{"--logging-format=xml"}, "--logging-format"},
 		{[]string{"--no-such-flag"}, "no-such-flag"},
 		{[]string{"stray-argument"}, "unexpected arguments"},

@@ -48,6 +48,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer klog.Flush()
 	logger := klog.Background()
 	logger.Info("Starting cluster-autoscaler", "version", version)
+	for _, w := range cl.opts.Warnings() {
+		logger.Info("Warning: odd flag value, accepted as upstream accepts it", "problem", w)
+	}
 	notYet, otherProviders, removed := cl.notices()
 	if len(notYet) > 0 {
 		logger.Info("Flags accepted, not yet implemented: their values have no effect in this version", "flags", notYet)

@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -79,17 +80,46 @@ func TestDefaultsAreValid(t *testing.T) {
 
 func TestValidateReportsEveryProblem(t *testing.T) {
 	o := Defaults()
-	o.NodeGroupDefaults.ScaleDownUtilizationThreshold = 2
+	o.PredicateParallelism = 0
 	o.MaxNodesPerScaleUp = 0
 	o.Expanders = []string{"nope"}
 	err := o.Validate()
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, flag := range []string{"--scale-down-utilization-threshold", "--max-nodes-per-scaleup", "--expander"} {
+	for _, flag := range []string{"--predicate-parallelism", "--max-nodes-per-scaleup", "--expander"} {
 		if !strings.Contains(err.Error(), flag) {
 			t.Errorf("error does not name %s: %v", flag, err)
 		}
+	}
+}
+
+// TestOddValuesUpstreamAcceptsAreWarnings: values upstream accepts are not
+// refused, however odd; each gets a warning naming its flag.
+func TestOddValuesUpstreamAcceptsAreWarnings(t *testing.T) {
+	o := Defaults()
+	o.Namespace = "Not_A_Label"
+	o.NodeGroupDefaults.ScaleDownUtilizationThreshold = 2
+	o.MaxFreeDifferenceRatio = -0.5
+	o.MaxScaleDownParallelism = 0
+	o.MaxDrainParallelism = 0
+	o.InitialNodeGroupBackoff, o.MaxNodeGroupBackoff = 10*time.Minute, time.Minute
+	o.ProvReqInitialBackoff, o.ProvReqMaxBackoff = 10*time.Minute, time.Minute
+	o.MaxTotalUnreadyPercentage = 150
+	if err := o.Validate(); err != nil {
+		t.Fatalf("refused: %v", err)
+	}
+	warns := strings.Join(o.Warnings(), "\n")
+	for _, flag := range []string{"--namespace", "--scale-down-utilization-threshold", "--max-free-difference-ratio",
+		"--max-scale-down-parallelism", "--max-drain-parallelism", "--max-node-group-backoff-duration",
+		"--provisioning-request-max-backoff-time", "--max-total-unready-percentage"} {
+		if !strings.Contains(warns, flag) {
+			t.Errorf("no warning names %s:\n%s", flag, warns)
+		}
+	}
+	d := Defaults()
+	if w := d.Warnings(); len(w) != 0 {
+		t.Errorf("the defaults give warnings: %v", w)
 	}
 }
 

@@ -40,11 +40,19 @@ var dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]
 
 // Validate reports every invalid option at once. Each message starts with the
 // flag that sets the option, so an operator can fix a manifest in one pass.
-func (o *Options) Validate() error {
+// Values upstream accepts are never refused here, however odd: Warnings
+// lists those, for a start-up log line.
+func (o *Options) Validate() error { return o.validate().err() }
+
+// Warnings lists the values upstream accepts that are odd enough to be
+// worth a start-up warning (each starts with its flag), with what they do.
+func (o *Options) Warnings() []string { return o.validate().warns }
+
+func (o *Options) validate() *validator {
 	v := &validator{}
 
 	v.check(o.Address != "", "--address", "must not be empty")
-	v.check(dnsLabel.MatchString(o.Namespace), "--namespace", "%q is not a valid namespace name", o.Namespace)
+	v.odd(dnsLabel.MatchString(o.Namespace), "--namespace", "%q is not a valid namespace name: the status ConfigMap, the Lease and the events there will fail", o.Namespace)
 	v.check(o.KubeClientQPS > 0 && !math.IsInf(o.KubeClientQPS, 1), "--kube-client-qps", "must be positive and finite, got %v", o.KubeClientQPS)
 	v.check(o.KubeClientBurst > 0, "--kube-client-burst", "must be positive, got %d", o.KubeClientBurst)
 	v.check(slices.Contains([]string{"application/vnd.kubernetes.protobuf", "application/json"}, o.KubeAPIContentType),
@@ -85,12 +93,13 @@ func (o *Options) Validate() error {
 	v.ratio(o.MaxFreeDifferenceRatio, "--max-free-difference-ratio")
 	v.ratio(o.MemoryDifferenceRatio, "--memory-difference-ratio")
 	v.positive(o.InitialNodeGroupBackoff, "--initial-node-group-backoff-duration")
-	v.check(o.MaxNodeGroupBackoff >= o.InitialNodeGroupBackoff, "--max-node-group-backoff-duration",
-		"must not be below --initial-node-group-backoff-duration (%v), got %v", o.InitialNodeGroupBackoff, o.MaxNodeGroupBackoff)
+	v.odd(o.MaxNodeGroupBackoff >= o.InitialNodeGroupBackoff, "--max-node-group-backoff-duration",
+		"%v is below --initial-node-group-backoff-duration (%v): the first back-off lasts the initial duration, every later one the maximum", o.MaxNodeGroupBackoff, o.InitialNodeGroupBackoff)
 	v.positive(o.NodeGroupBackoffResetTimeout, "--node-group-backoff-reset-timeout")
 	v.check(o.OkTotalUnreadyCount >= 0, "--ok-total-unready-count", "must not be negative, got %d", o.OkTotalUnreadyCount)
-	v.check(o.MaxTotalUnreadyPercentage >= 0 && o.MaxTotalUnreadyPercentage <= 100, "--max-total-unready-percentage",
-		"must be between 0 and 100, got %v", o.MaxTotalUnreadyPercentage)
+	v.check(!math.IsNaN(o.MaxTotalUnreadyPercentage), "--max-total-unready-percentage", "must be a number, got %v", o.MaxTotalUnreadyPercentage)
+	v.odd(o.MaxTotalUnreadyPercentage >= 0 && o.MaxTotalUnreadyPercentage <= 100, "--max-total-unready-percentage",
+		"%v is outside 0..100", o.MaxTotalUnreadyPercentage)
 	v.check(o.PredicateParallelism >= 1, "--predicate-parallelism", "must be at least 1, got %d", o.PredicateParallelism)
 	if len(o.AllowedSchedulerNames) > 0 {
 		for _, n := range o.BypassedSchedulerNames {
@@ -110,8 +119,8 @@ func (o *Options) Validate() error {
 	v.nonNegative(o.ScaleDownDelayAfterAdd, "--scale-down-delay-after-add")
 	v.nonNegative(o.ScaleDownDelayAfterDelete, "--scale-down-delay-after-delete")
 	v.nonNegative(o.ScaleDownDelayAfterFailure, "--scale-down-delay-after-failure")
-	v.check(o.MaxScaleDownParallelism >= 1, "--max-scale-down-parallelism", "must be at least 1, got %d", o.MaxScaleDownParallelism)
-	v.check(o.MaxDrainParallelism >= 1, "--max-drain-parallelism", "must be at least 1, got %d", o.MaxDrainParallelism)
+	v.odd(o.MaxScaleDownParallelism >= 1, "--max-scale-down-parallelism", "%d: no node will be removed by scale-down", o.MaxScaleDownParallelism)
+	v.odd(o.MaxDrainParallelism >= 1, "--max-drain-parallelism", "%d: no node with pods to move will be removed by scale-down", o.MaxDrainParallelism)
 	v.check(o.MaxGracefulTerminationSec >= 0 && int64(o.MaxGracefulTerminationSec) <= math.MaxInt64/int64(time.Second),
 		"--max-graceful-termination-sec", "must be between 0 and %d, got %d", math.MaxInt64/int64(time.Second), o.MaxGracefulTerminationSec)
 	v.positive(o.MaxPodEvictionTime, "--max-pod-eviction-time")
@@ -137,8 +146,8 @@ func (o *Options) Validate() error {
 		"--status-config-map-name", "%q is not a valid ConfigMap name", o.StatusConfigMapName)
 
 	v.positive(o.ProvReqInitialBackoff, "--provisioning-request-initial-backoff-time")
-	v.check(o.ProvReqMaxBackoff >= o.ProvReqInitialBackoff, "--provisioning-request-max-backoff-time",
-		"must not be below --provisioning-request-initial-backoff-time (%v), got %v", o.ProvReqInitialBackoff, o.ProvReqMaxBackoff)
+	v.odd(o.ProvReqMaxBackoff >= o.ProvReqInitialBackoff, "--provisioning-request-max-backoff-time",
+		"%v is below --provisioning-request-initial-backoff-time (%v): the first retry waits the initial time, every later one the maximum", o.ProvReqMaxBackoff, o.ProvReqInitialBackoff)
 	v.check(o.ProvReqMaxBackoffCacheSize >= 1, "--provisioning-request-max-backoff-cache-size", "must be at least 1")
 	v.positive(o.CheckCapacityBatchTimebox, "--check-capacity-provisioning-request-batch-timebox")
 	v.check(o.CheckCapacityMaxBatchSize >= 1, "--check-capacity-provisioning-request-max-batch-size", "must be at least 1")
@@ -154,7 +163,7 @@ func (o *Options) Validate() error {
 	v.positive(o.ProvReqRetentionTime, "--provisioning-request-retention-time")
 	v.check(o.ProvReqMaxPods >= 1, "--max-pods-per-provisioning-request", "must be at least 1, got %d", o.ProvReqMaxPods)
 	v.check(o.EnableDynamicResourceAllocation, "--enable-dynamic-resource-allocation", "is locked to true")
-	return v.err()
+	return v
 }
 
 func (o *Options) validateLeaderElection(v *validator) {
@@ -197,7 +206,17 @@ func (o *Options) validateExpanders(v *validator) {
 	}
 }
 
-type validator struct{ errs []error }
+type validator struct {
+	errs  []error
+	warns []string
+}
+
+// odd records a warning (the value is accepted) unless ok.
+func (v *validator) odd(ok bool, flag, format string, args ...any) {
+	if !ok {
+		v.warns = append(v.warns, fmt.Sprintf("%s: %s", flag, fmt.Sprintf(format, args...)))
+	}
+}
 
 func (v *validator) add(flag, format string, args ...any) {
 	v.errs = append(v.errs, fmt.Errorf("%s: %s", flag, fmt.Sprintf(format, args...)))
@@ -217,8 +236,11 @@ func (v *validator) nonNegative(d time.Duration, flag string) {
 	v.check(d >= 0, flag, "must not be negative, got %v", d)
 }
 
+// ratio refuses what is not a number and warns about a value outside 0..1,
+// which upstream accepts (a threshold of 2 makes every node underutilized).
 func (v *validator) ratio(f float64, flag string) {
-	v.check(f >= 0 && f <= 1, flag, "must be between 0 and 1, got %v", f)
+	v.check(!math.IsNaN(f) && !math.IsInf(f, 0), flag, "must be a finite number, got %v", f)
+	v.odd(math.IsNaN(f) || (f >= 0 && f <= 1), flag, "%v is outside 0..1", f)
 }
 
 func (v *validator) err() error { return errors.Join(v.errs...) }

@@ -154,12 +154,18 @@ func (a *Actuator) Remove(ctx context.Context, cs []*Candidate) int {
 		}
 	}
 	started := 0
+	if a.opts.MaxScaleDownParallelism < 1 {
+		fresh = nil // --max-scale-down-parallelism=0: no removal at all, as upstream
+	}
 	for _, j := range jobsOf(fresh) {
 		budget := a.opts.MaxScaleDownParallelism - len(a.inFlight)
 		drains := a.opts.MaxDrainParallelism - a.drains
 		switch {
 		case j.atomic:
 			if len(a.inFlight) > 0 && (len(j.cs) > budget || j.drains() > drains) {
+				continue
+			}
+			if j.drains() > 0 && a.opts.MaxDrainParallelism < 1 {
 				continue
 			}
 		case j.drains() > 0:

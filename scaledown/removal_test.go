@@ -322,3 +322,33 @@ func TestRemoveBudgetsCountRemovalsInFlight(t *testing.T) {
 	}
 	waitDone(t, a)
 }
+
+// --max-scale-down-parallelism=0 (accepted, as upstream, with a warning)
+// removes nothing, a whole zeroOrMax group included; --max-drain-parallelism=0
+// removes only empty nodes.
+func TestZeroParallelismRemovesNothing(t *testing.T) {
+	f, a := actuatorFixture(t, 0, map[string]string{"a": "", "b": "1"}, func(o *config.Options) {
+		o.MaxScaleDownParallelism = 0
+	})
+	o := config.Defaults().NodeGroupDefaults
+	o.ZeroOrMaxNodeScaling = true
+	f.g.SetOptions(&o)
+	if n := a.Remove(context.Background(), f.candidates(t)); n != 0 {
+		t.Errorf("started %d with --max-scale-down-parallelism=0, want 0", n)
+	}
+	waitDone(t, a)
+	if got := f.deleteCalls(); len(got) != 0 {
+		t.Errorf("DeleteNodes calls %v, want none", got)
+	}
+
+	f, a = actuatorFixture(t, 0, map[string]string{"a": "", "b": "1"}, func(o *config.Options) {
+		o.MaxDrainParallelism = 0
+	})
+	if n := a.Remove(context.Background(), f.candidates(t)); n != 1 {
+		t.Errorf("started %d with --max-drain-parallelism=0, want 1 (the empty node)", n)
+	}
+	waitDone(t, a)
+	if got := f.deleteCalls(); len(got) != 1 || len(got[0]) != 1 || got[0][0] != "a" {
+		t.Errorf("DeleteNodes calls %v, want one of a", got)
+	}
+}
