@@ -249,6 +249,7 @@ prometheusAlerts:
 		"prometheusAlerts: {enabled: true, disabled: [ClusterAutoscalerTypo]}\n": "prometheusAlerts.disabled: ClusterAutoscalerTypo is not a shipped alert; they are ClusterAutoscalerDown,",
 		"prometheusAlerts: {enabled: true, disabled: ClusterAutoscalerDown}\n":   "prometheusAlerts.disabled must be a list of alert names",
 		"prometheusAlerts: {enabled: true, labels: [team]}\n":                    "prometheusAlerts.labels must be a map of labels",
+		"prometheusAlerts: {enabled: true, labels: {tier: 1}}\n":                 "prometheusAlerts.labels.tier must be a string (quote it), not 1",
 	} {
 		if _, err := helmTemplate(t, release, namespace, values); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("values %q: err %v, want %q", values, err, want)

@@ -167,6 +167,11 @@ groups: prometheusAlerts.disabled left out, prometheusAlerts.labels added.
 {{- if not (kindIs "map" ($cfg.labels | default dict)) -}}
 {{- fail "prometheusAlerts.labels must be a map of labels" -}}
 {{- end -}}
+{{- range $k, $v := ($cfg.labels | default dict) -}}
+{{- if not (kindIs "string" $v) -}}
+{{- fail (printf "prometheusAlerts.labels.%s must be a string (quote it), not %v" $k $v) -}}
+{{- end -}}
+{{- end -}}
 {{- $file := .Files.Get "files/alerts.yaml" | fromYaml -}}
 {{- $group := index $file.groups 0 -}}
 {{- $known := list -}}
