@@ -223,12 +223,13 @@ func checkSelectors(ctx context.Context, t *testing.T, prom *prometheusServer, w
 }
 
 // TestDashboardAndAlertsAgainstPrometheus runs the real binary through a
-// scale-up (pods and an all-or-nothing ProvisioningRequest) and a
-// scale-down while a real Prometheus scrapes it every second with the
-// chart's alert rules loaded, then runs every query of the chart's dashboard
-// as Grafana would (a range query over the test) and asserts that each
-// returns numbers, that every metric and label it names exists, and that
-// every alert rule evaluates without error.
+// scale-up (pods, a group out of stock that is backed off, and two
+// all-or-nothing ProvisioningRequests) and a scale-down while a real
+// Prometheus scrapes it every second with the chart's alert rules loaded,
+// then runs every query of the chart's dashboard as Grafana would (a range
+// query over the test) and asserts that each returns numbers and that every
+// metric and label it names exists; and that every alert rule evaluates
+// without error, names existing series, and does not fire.
 func TestDashboardAndAlertsAgainstPrometheus(t *testing.T) {
 	e := newProvreqEnv(t)
 	e.dumpRequests()
