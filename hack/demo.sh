@@ -2,8 +2,9 @@
 # make demo: starts the local control plane, the autoscaler against it with
 # --cloud-provider=kwok (or, with DEMO_CLOUD_PROVIDER=externalgrpc, through the
 # example external gRPC server), applies a sample workload, and prints what
-# happens until Ctrl-C (or for DEMO_DURATION seconds). Everything listens on
-# 127.0.0.1.
+# happens until Ctrl-C (or for DEMO_DURATION seconds). With DEMO_PROMETHEUS=1 a
+# Prometheus beside it scrapes the autoscaler every 5s with the chart's alert
+# rules loaded. Everything listens on 127.0.0.1.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -16,6 +17,11 @@ workload_for=${DEMO_WORKLOAD_SECONDS:-45}
 kubectl=_output/bin/kubectl
 export KUBECONFIG=$LOCAL_CLUSTER_DIR/kubeconfig
 ca_log=$LOCAL_CLUSTER_DIR/logs/cluster-autoscaler.log
+
+case "${DEMO_PROMETHEUS:-0}" in
+  0|1) ;;
+  *) echo "DEMO_PROMETHEUS must be 0 or 1, not ${DEMO_PROMETHEUS}" >&2; exit 2 ;;
+esac
 
 hack/local-up.sh
 echo "== configuring the kwok provider's node groups (hack/demo/kwok-provider-config.yaml)"
@@ -50,14 +56,44 @@ _output/bin/cluster-autoscaler \
   --kubeconfig="$KUBECONFIG" "${provider_args[@]}" --namespace=kube-system \
   --address="$address" --scan-interval=5s --v=2 --enable-provisioning-requests \
   --scale-down-unneeded-time=15s --scale-down-delay-after-add=20s --scale-down-delay-after-delete=0s \
-  --max-graceful-termination-sec=5 >"$ca_log" 2>&1 &
+  --max-graceful-termination-sec=5 --emit-per-nodegroup-metrics >"$ca_log" 2>&1 &
 ca_pid=$!
+
+# DEMO_PROMETHEUS=1: Prometheus (built by hack/build-tools.sh) scrapes the
+# autoscaler and evaluates charts/cluster-autoscaler/files/alerts.yaml.
+prom_pid=
+prom_address=${DEMO_PROMETHEUS_ADDRESS:-127.0.0.1:9090}
+case "${DEMO_PROMETHEUS:-0}" in
+  0) ;;
+  1)
+    prom_dir=$LOCAL_CLUSTER_DIR/prometheus
+    mkdir -p "$prom_dir"
+    cat >"$prom_dir/prometheus.yml" <<EOF_PROM
+global:
+  scrape_interval: 5s
+  evaluation_interval: 5s
+rule_files: ["$root/charts/cluster-autoscaler/files/alerts.yaml"]
+scrape_configs:
+  - job_name: cluster-autoscaler
+    static_configs:
+      - targets: ["$address"]
+EOF_PROM
+    echo "== starting prometheus on $prom_address (log: $LOCAL_CLUSTER_DIR/logs/prometheus.log)"
+    _output/bin/prometheus --config.file="$prom_dir/prometheus.yml" --storage.tsdb.path="$prom_dir/data" \
+      --web.listen-address="$prom_address" >"$LOCAL_CLUSTER_DIR/logs/prometheus.log" 2>&1 &
+    prom_pid=$!
+    ;;
+esac
 
 cleanup() {
   trap - INT TERM EXIT
   echo
   echo "== stopping cluster-autoscaler"
   kill -TERM "$ca_pid" 2>/dev/null && wait "$ca_pid" 2>/dev/null || true
+  if [ -n "$prom_pid" ]; then
+    echo "== stopping prometheus"
+    kill -TERM "$prom_pid" 2>/dev/null && wait "$prom_pid" 2>/dev/null || true
+  fi
   if [ -n "$server_pid" ]; then
     kill -TERM "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null || true
   fi
@@ -77,6 +113,23 @@ for _ in $(seq 60); do # the autoscaler answers once its informers have synced
   [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$address/health-check" || true)" = 200 ] && break
   sleep 0.5
 done
+if [ -n "$prom_pid" ]; then
+  for i in $(seq 61); do
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$prom_address/-/ready" || true)" = 200 ] && break
+    if [ "$i" = 61 ] || ! kill -0 "$prom_pid" 2>/dev/null; then
+      echo "prometheus did not become ready on $prom_address; last lines of its log:"
+      tail -20 "$LOCAL_CLUSTER_DIR/logs/prometheus.log"; exit 1
+    fi
+    sleep 0.5
+  done
+  cat <<EOF_PROM
+== Prometheus: http://$prom_address (job cluster-autoscaler, scraped every 5s, the chart's alerts loaded)
+   Its HTTP API answers; the web UI is not built (its assets need npm). Try:
+     curl -s 'http://$prom_address/api/v1/query?query=sum%20by%20(state)%20(cluster_autoscaler_nodes_count)'
+     curl -s 'http://$prom_address/api/v1/alerts'
+   or add it to a Grafana as a Prometheus data source and import charts/cluster-autoscaler/files/dashboard.json.
+EOF_PROM
+fi
 echo "== watching (Ctrl-C to stop); the workload is deleted after ${workload_for}s, then unneeded nodes go"
 start=$SECONDS
 deleted=0
@@ -100,6 +153,11 @@ while :; do
   printf '          provisioningrequest/demo-training: %s\n' \
     "$($kubectl get provisioningrequests demo-training -n default \
       -o jsonpath='{range .status.conditions[*]}{.type}={.status}({.reason}) {end}' 2>/dev/null || true)"
+  if [ -n "$prom_pid" ]; then
+    printf '          prometheus: alerts firing=%s pending=%s\n' \
+      "$(curl -s "http://$prom_address/api/v1/alerts" | grep -o '"state":"firing"' | wc -l)" \
+      "$(curl -s "http://$prom_address/api/v1/alerts" | grep -o '"state":"pending"' | wc -l)"
+  fi
   if [ "$deleted" = 0 ] && [ $((SECONDS - start)) -ge "$workload_for" ]; then
     echo "== deleting the demo workload: the nodes it needed become unneeded and are removed"
     $kubectl delete deployment -n default demo-app demo-batch demo-training --wait=false >/dev/null

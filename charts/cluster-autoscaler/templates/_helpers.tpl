@@ -156,3 +156,47 @@ The container's arguments, one per line, as a YAML list.
 {{ fail "cloudProvider externalgrpc needs externalGRPC.address (or externalGRPC.exampleServer.enabled, or cloudConfigPath)" }}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The shipped alert group (files/alerts.yaml) as one item of a PrometheusRule's
+groups: prometheusAlerts.disabled left out, prometheusAlerts.labels added.
+*/}}
+{{- define "cluster-autoscaler.alertsGroup" -}}
+{{- $cfg := .Values.prometheusAlerts -}}
+{{- if not (kindIs "slice" ($cfg.disabled | default list)) -}}
+{{- fail "prometheusAlerts.disabled must be a list of alert names" -}}
+{{- end -}}
+{{- if not (kindIs "map" ($cfg.labels | default dict)) -}}
+{{- fail "prometheusAlerts.labels must be a map of labels" -}}
+{{- end -}}
+{{- range $k, $v := ($cfg.labels | default dict) -}}
+{{- if not (kindIs "string" $v) -}}
+{{- fail (printf "prometheusAlerts.labels.%s must be a string (quote it), not %v" $k $v) -}}
+{{- end -}}
+{{- end -}}
+{{- $file := .Files.Get "files/alerts.yaml" | fromYaml -}}
+{{- $group := index $file.groups 0 -}}
+{{- $known := list -}}
+{{- range $group.rules }}{{ $known = append $known .alert }}{{ end -}}
+{{- range ($cfg.disabled | default list) -}}
+{{- if not (has . $known) -}}
+{{- fail (printf "prometheusAlerts.disabled: %v is not a shipped alert; they are %s" . (join ", " $known)) -}}
+{{- end -}}
+{{- end -}}
+{{- $rules := list -}}
+{{- range $group.rules -}}
+{{- if not (has .alert ($cfg.disabled | default list)) -}}
+{{- $rule := deepCopy . -}}
+{{- if $cfg.labels -}}
+{{- $_ := set $rule "labels" (merge (deepCopy ($cfg.labels | default dict)) ($rule.labels | default dict)) -}}
+{{- end -}}
+{{- $rules = append $rules $rule -}}
+{{- end -}}
+{{- end -}}
+- name: {{ printf "%s-alerts" (include "cluster-autoscaler.fullname" .) }}
+  {{- with .Values.prometheusRule.interval }}
+  interval: {{ . }}
+  {{- end }}
+  rules:
+    {{- toYaml $rules | nindent 4 }}
+{{- end -}}
