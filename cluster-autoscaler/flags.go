@@ -204,7 +204,8 @@ func (c *commandLine) registerScaleUp() {
 	c.ignoredBool("capacity-buffer-pod-injection-enabled", false, "Inject pods for ready CapacityBuffers.")
 	c.ignoredBool("capacity-buffer-pod-dry-run-enabled", true, "Build CapacityBuffer pod templates by server dry-run.")
 	c.ignoredBool("capacity-quotas-enabled", false, "Handle CapacityQuota objects.")
-	c.ignoredBool("debugging-snapshot-enabled", false, "Serve /snapshotz.")
+	c.fs.BoolVar(&c.opts.DebuggingSnapshotEnabled, "debugging-snapshot-enabled", c.opts.DebuggingSnapshotEnabled,
+		"Serve /snapshotz on --address: a GET waits for the next loop and answers its view of the cluster (nodes with their pods, each group's template node, the pending pods) as JSON.")
 }
 
 func (c *commandLine) registerNodeGroupDefaults() {

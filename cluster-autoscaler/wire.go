@@ -86,7 +86,11 @@ func start(ctx context.Context, opts config.Options) error {
 	if err != nil {
 		return fmt.Errorf("--address %q: %w", opts.Address, err)
 	}
-	server := &http.Server{Handler: newMux(registry, health, opts.Profiling), ReadHeaderTimeout: 10 * time.Second}
+	var snapshots *core.Snapshotter
+	if opts.DebuggingSnapshotEnabled {
+		snapshots = core.NewSnapshotter()
+	}
+	server := &http.Server{Handler: newMux(registry, health, opts.Profiling, snapshots), ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- server.Serve(listener) }()
 	logger.Info("Serving metrics and health", "address", listener.Addr().String())
@@ -106,7 +110,7 @@ func start(ctx context.Context, opts config.Options) error {
 	}()
 
 	act := func(leadCtx context.Context) error {
-		return runAutoscaler(leadCtx, runCtx, opts, restConfig, client, providers, m, health)
+		return runAutoscaler(leadCtx, runCtx, opts, restConfig, client, providers, m, health, snapshots)
 	}
 	if !opts.LeaderElection.Enabled {
 		return act(runCtx)
@@ -141,10 +145,13 @@ func newProviderRegistry() *cloudprovider.Registry {
 	return r
 }
 
-func newMux(registry *prometheus.Registry, health http.Handler, profiling bool) *http.ServeMux {
+func newMux(registry *prometheus.Registry, health http.Handler, profiling bool, snapshots *core.Snapshotter) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}))
 	mux.Handle("/health-check", health)
+	if snapshots != nil {
+		mux.Handle("/snapshotz", snapshots)
+	}
 	if profiling {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -250,7 +257,7 @@ func runWithLeaderElection(ctx context.Context, opts config.Options, client kube
 // processCtx ends only when the process is told to stop, so that a lost
 // Lease (ctx over, processCtx live) can be told from a shutdown.
 func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restConfig *rest.Config, client kubernetes.Interface,
-	providers *cloudprovider.Registry, m *metrics.Metrics, health *core.HealthCheck) error {
+	providers *cloudprovider.Registry, m *metrics.Metrics, health *core.HealthCheck, snapshots *core.Snapshotter) error {
 	logger := klog.FromContext(ctx)
 	// Informers stop before the deferred shutdowns wait for them, whatever
 	// ends this function (an error, a recovered panic, the end of ctx).
@@ -341,6 +348,9 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 		requests = provreqs.New(p, state)
 	}
 	loopOpts = append(loopOpts, core.WithProcessors(loopProcessors(opts, factory, recorder, requests)))
+	if snapshots != nil {
+		loopOpts = append(loopOpts, core.WithSnapshotter(snapshots))
+	}
 	autoscaler := core.NewAutoscaler(opts, listers, provider, m, loopOpts...)
 	runner := core.NewRunner(autoscaler, opts.ScanInterval, health, m, core.WithFrequentLoops(opts.FrequentLoopsEnabled),
 		core.WithPodBatching(opts.ScaleUpBatchIdle, opts.ScaleUpBatchMax))

@@ -46,6 +46,10 @@ type Options struct {
 	// autoscaled cluster; the management cluster is then the in-cluster one.
 	ClusterAPICloudConfigAuthoritative bool
 
+	// DebuggingSnapshotEnabled serves /snapshotz: the next loop's
+	// observation as JSON.
+	DebuggingSnapshotEnabled bool
+
 	// Scale-up.
 	Expanders        []string
 	GRPCExpanderURL  string

@@ -44,6 +44,9 @@ type Autoscaler struct {
 	recorder record.EventRecorder
 	metrics  *metrics.Metrics
 	clock    clock.PassiveClock
+	// snapshots, when set, is fed the observation of a loop that a
+	// /snapshotz request waits for.
+	snapshots *Snapshotter
 }
 
 // ScaleUpper starts the loop's scale-up session; *scaleup.Orchestrator implements it.
@@ -121,6 +124,9 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (Result, error)
 	obs, err := a.observe(ctx, now)
 	if err != nil {
 		return Result{}, err
+	}
+	if a.snapshots.wanted() {
+		a.snapshots.deliver(a.snapshot(ctx, obs, now))
 	}
 	if err := a.updateClusterState(ctx, obs); err != nil {
 		return Result{}, err
