@@ -21,13 +21,20 @@ type Config struct {
 	CreateQPS float64 `json:"createQPS,omitempty"`
 	// Workers is the number of concurrent Node writers (default 16).
 	Workers int `json:"workers,omitempty"`
+	// GPULabel is the node label that names a node's GPU type (default
+	// kwok.x-k8s.io/gpu); AvailableGPUTypes lists the types there are.
+	GPULabel          string   `json:"gpuLabel,omitempty"`
+	AvailableGPUTypes []string `json:"availableGPUTypes,omitempty"`
 }
 
 // NodeGroupConfig is one simulated node group.
 type NodeGroupConfig struct {
-	Name         string         `json:"name"`
-	MinSize      int            `json:"minSize"`
-	MaxSize      int            `json:"maxSize"`
+	Name    string `json:"name"`
+	MinSize int    `json:"minSize"`
+	MaxSize int    `json:"maxSize"`
+	// InitialSize is the size a group with no instance at all is given when
+	// the provider starts (upstream's desired-count).
+	InitialSize  int            `json:"initialSize,omitempty"`
 	PricePerHour float64        `json:"pricePerHour,omitempty"`
 	Template     TemplateConfig `json:"template"`
 	Faults       FaultConfig    `json:"faults,omitempty"`
@@ -155,6 +162,9 @@ func (c *Config) Validate() error {
 		seen[g.Name] = true
 		if g.MinSize < 0 || g.MaxSize < g.MinSize {
 			add("%s: want 0 <= minSize <= maxSize, got %d and %d", where, g.MinSize, g.MaxSize)
+		}
+		if g.InitialSize < 0 || g.InitialSize > g.MaxSize {
+			add("%s: want 0 <= initialSize <= maxSize, got %d", where, g.InitialSize)
 		}
 		if g.PricePerHour < 0 {
 			add("%s: pricePerHour must not be negative", where)

@@ -33,13 +33,15 @@ const ConfigMapName = "kwok-provider-config"
 
 // Provider is the kwok CloudProvider.
 type Provider struct {
-	client  kubernetes.Interface
-	store   *stateStore
-	clock   clock.PassiveClock
-	limiter *cloudprovider.ResourceLimiter
-	rate    *rate.Limiter
-	workers int
-	random  func() float64
+	gpuLabel string
+	gpuTypes []string
+	client   kubernetes.Interface
+	store    *stateStore
+	clock    clock.PassiveClock
+	limiter  *cloudprovider.ResourceLimiter
+	rate     *rate.Limiter
+	workers  int
+	random   func() float64
 
 	mu        sync.Mutex
 	groups    map[string]*NodeGroup
@@ -79,7 +81,8 @@ func Build(ctx context.Context, opts cloudprovider.BuildOptions) (cloudprovider.
 
 func loadConfig(ctx context.Context, opts cloudprovider.BuildOptions) (*Config, error) {
 	var data []byte
-	source := fmt.Sprintf("ConfigMap %s/%s", opts.Options.Namespace, ConfigMapName)
+	cmNamespace, cmName := upstreamLocation(opts.Options.Namespace)
+	source := fmt.Sprintf("ConfigMap %s/%s", cmNamespace, cmName)
 	if path := opts.Options.CloudConfig; path != "" {
 		source = "--cloud-config " + path
 		b, err := os.ReadFile(path)
@@ -88,19 +91,28 @@ func loadConfig(ctx context.Context, opts cloudprovider.BuildOptions) (*Config, 
 		}
 		data = b
 	} else {
-		cm, err := opts.KubeClient.CoreV1().ConfigMaps(opts.Options.Namespace).Get(ctx, ConfigMapName, metav1.GetOptions{})
+		cm, err := opts.KubeClient.CoreV1().ConfigMaps(cmNamespace).Get(ctx, cmName, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err) && len(opts.Options.NodeGroups) > 0:
 			data = []byte("nodeGroups: []")
 			source = "--nodes"
 		case err != nil:
 			return nil, fmt.Errorf("reading ConfigMap %s/%s (or pass --cloud-config or --nodes): %w",
-				opts.Options.Namespace, ConfigMapName, err)
+				cmNamespace, cmName, err)
 		default:
 			data = []byte(cm.Data["config"])
 		}
 	}
-	cfg, err := ParseConfig(data)
+	var cfg *Config
+	var err error
+	if isUpstreamFormat(data) {
+		cfg, err = translateUpstream(ctx, opts.KubeClient, cmNamespace, data)
+		if err == nil {
+			klog.FromContext(ctx).Info("Read upstream's kwok provider format", "source", source, "nodeGroups", len(cfg.NodeGroups))
+		}
+	} else {
+		cfg, err = ParseConfig(data)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", source, err)
 	}
@@ -121,6 +133,7 @@ func New(ctx context.Context, cfg *Config, client kubernetes.Interface, namespac
 		limiter = cloudprovider.NewResourceLimiter(nil, nil)
 	}
 	p := &Provider{
+		gpuLabel: cfg.GPULabel, gpuTypes: cfg.AvailableGPUTypes,
 		client: client, store: &stateStore{client: client, namespace: namespace}, clock: clock.RealClock{},
 		limiter: limiter, rate: rate.NewLimiter(rate.Limit(cfg.CreateQPS), max(1, int(cfg.CreateQPS))),
 		workers: cfg.Workers, random: randomFloat,
@@ -140,6 +153,18 @@ func New(ctx context.Context, cfg *Config, client kubernetes.Interface, namespac
 	}
 	p.wg.Add(1)
 	go p.scheduler(ctx)
+	for _, name := range p.order {
+		g := p.groups[name]
+		p.mu.Lock()
+		have := len(g.members())
+		p.mu.Unlock()
+		if g.cfg.InitialSize > 0 && have == 0 {
+			if err := g.IncreaseSize(ctx, g.cfg.InitialSize); err != nil {
+				return nil, fmt.Errorf("node group %s: initial size %d: %w", name, g.cfg.InitialSize, err)
+			}
+			klog.FromContext(ctx).Info("Created the initial instances of a kwok node group", "nodeGroup", name, "size", g.cfg.InitialSize)
+		}
+	}
 	return p, nil
 }
 
@@ -399,10 +424,24 @@ func (p *Provider) GetResourceLimiter(context.Context) (*cloudprovider.ResourceL
 }
 
 // GPULabel implements cloudprovider.CloudProvider.
-func (p *Provider) GPULabel() string { return "kwok.x-k8s.io/gpu" }
+func (p *Provider) GPULabel() string {
+	if p.gpuLabel != "" {
+		return p.gpuLabel
+	}
+	return "kwok.x-k8s.io/gpu"
+}
 
 // GetAvailableGPUTypes implements cloudprovider.CloudProvider.
-func (p *Provider) GetAvailableGPUTypes(context.Context) map[string]struct{} { return nil }
+func (p *Provider) GetAvailableGPUTypes(context.Context) map[string]struct{} {
+	if len(p.gpuTypes) == 0 {
+		return nil
+	}
+	out := make(map[string]struct{}, len(p.gpuTypes))
+	for _, t := range p.gpuTypes {
+		out[t] = struct{}{}
+	}
+	return out
+}
 
 // GetNodeGpuConfig implements cloudprovider.CloudProvider.
 func (p *Provider) GetNodeGpuConfig(_ context.Context, node *apiv1.Node) *cloudprovider.GpuConfig {
