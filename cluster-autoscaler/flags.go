@@ -131,7 +131,7 @@ func (c *commandLine) registerLoopAndCloud() {
 	fs.BoolVar(&o.ClusterAPICloudConfigAuthoritative, "clusterapi-cloud-config-authoritative", o.ClusterAPICloudConfigAuthoritative,
 		"Cluster API only: --cloud-config alone names the management cluster; when it is empty the management cluster is the in-cluster one, never --kubeconfig's.")
 	fs.StringArrayVar(&o.NodeGroups, "nodes", o.NodeGroups, "Node group as <min>:<max>:<name>; repeat the flag for more groups.")
-	fs.StringArrayVar(&o.NodeGroupAutoDiscovery, "node-group-auto-discovery", o.NodeGroupAutoDiscovery, "Node group auto-discovery spec <discoverer>:[<key>[=<value>]]; repeatable. This build acts on clusterapi:namespace=<ns>,clusterName=<name>,<label>=<value> (the clusterapi provider); other providers ignore it.")
+	fs.StringArrayVar(&o.NodeGroupAutoDiscovery, "node-group-auto-discovery", o.NodeGroupAutoDiscovery, "Node group auto-discovery spec <discoverer>:[<key>[=<value>]]; repeatable, specs are ORed. clusterapi:namespace=<ns>,clusterName=<name>,<label>=<value> (the clusterapi provider); kwok:<label>[=<value>],... keeps the kwok groups whose template has those labels; the externalgrpc provider's server lists its groups itself.")
 	fs.IntVar(&o.MaxNodesTotal, "max-nodes-total", o.MaxNodesTotal, "Maximum number of nodes in all node groups; 0 means no limit.")
 	fs.Var(rangeValue{&o.Cores}, "cores-total", "Minimum and maximum cores in the cluster, <min>:<max>.")
 	fs.Var(rangeValue{&o.MemoryGiB}, "memory-total", "Minimum and maximum memory in the cluster in GiB, <min>:<max>.")

@@ -119,6 +119,9 @@ func loadConfig(ctx context.Context, opts cloudprovider.BuildOptions) (*Config, 
 	if err := cfg.MergeNodeSpecs(opts.Options.NodeGroups); err != nil {
 		return nil, err
 	}
+	if err := cfg.FilterByDiscovery(opts.Options.NodeGroupAutoDiscovery); err != nil {
+		return nil, err
+	}
 	if len(cfg.NodeGroups) == 0 {
 		return nil, errors.New("the kwok provider config defines no node groups")
 	}

@@ -288,3 +288,51 @@ func upstreamLocation(namespace string) (string, string) {
 	}
 	return namespace, name
 }
+
+// FilterByDiscovery keeps the node groups that --node-group-auto-discovery
+// selects: each spec kwok:<label>=<value>,... selects the groups whose
+// template has every one of those labels (a key alone: the label with any
+// value); several specs are ORed. No spec keeps every group. A spec of
+// another discoverer, or a malformed one, is an error.
+func (c *Config) FilterByDiscovery(specs []string) error {
+	if len(specs) == 0 {
+		return nil
+	}
+	type pair struct{ key, value string }
+	var filters [][]pair
+	for _, spec := range specs {
+		disc, rest, ok := strings.Cut(spec, ":")
+		if !ok || disc != Name {
+			return fmt.Errorf("--node-group-auto-discovery %q: the kwok provider takes kwok:<label>=<value>,...", spec)
+		}
+		var f []pair
+		for _, kv := range strings.Split(rest, ",") {
+			k, v, _ := strings.Cut(strings.TrimSpace(kv), "=")
+			if k == "" {
+				return fmt.Errorf("--node-group-auto-discovery %q: empty label key", spec)
+			}
+			f = append(f, pair{k, v})
+		}
+		filters = append(filters, f)
+	}
+	matches := func(labels map[string]string, f []pair) bool {
+		for _, p := range f {
+			v, ok := labels[p.key]
+			if !ok || (p.value != "" && v != p.value) {
+				return false
+			}
+		}
+		return true
+	}
+	var kept []NodeGroupConfig
+	for _, g := range c.NodeGroups {
+		for _, f := range filters {
+			if matches(g.Template.Labels, f) {
+				kept = append(kept, g)
+				break
+			}
+		}
+	}
+	c.NodeGroups = kept
+	return nil
+}

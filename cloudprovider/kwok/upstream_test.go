@@ -180,3 +180,51 @@ nodeGroups:
 		t.Errorf("initialSize above maxSize accepted: %v", err)
 	}
 }
+
+func TestFilterByDiscovery(t *testing.T) {
+	cfg := func() *Config {
+		c, err := ParseConfig([]byte(`
+nodeGroups:
+- {name: a, maxSize: 1, template: {labels: {team: x, tier: web}, capacity: {cpu: "1", memory: 1Gi, pods: "10"}}}
+- {name: b, maxSize: 1, template: {labels: {team: "y"}, capacity: {cpu: "1", memory: 1Gi, pods: "10"}}}
+- {name: c, maxSize: 1, template: {capacity: {cpu: "1", memory: 1Gi, pods: "10"}}}
+`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	names := func(c *Config) string {
+		var n []string
+		for _, g := range c.NodeGroups {
+			n = append(n, g.Name)
+		}
+		return strings.Join(n, ",")
+	}
+	for _, tc := range []struct {
+		specs []string
+		want  string
+		err   string
+	}{
+		{specs: nil, want: "a,b,c"},
+		{specs: []string{"kwok:team=x"}, want: "a"},
+		{specs: []string{"kwok:team"}, want: "a,b"},
+		{specs: []string{"kwok:team=x,tier=db"}, want: ""},
+		{specs: []string{"kwok:team=x", "kwok:team=y"}, want: "a,b"},
+		{specs: []string{"asg:tag=k8s.io/cluster-autoscaler/enabled"}, err: "kwok:<label>=<value>"},
+		{specs: []string{"kwok:=x"}, err: "empty label key"},
+	} {
+		c := cfg()
+		err := c.FilterByDiscovery(tc.specs)
+		switch {
+		case tc.err != "":
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%v: err %v, want %q", tc.specs, err, tc.err)
+			}
+		case err != nil:
+			t.Errorf("%v: %v", tc.specs, err)
+		case names(c) != tc.want:
+			t.Errorf("%v: groups %q, want %q", tc.specs, names(c), tc.want)
+		}
+	}
+}
