@@ -132,7 +132,9 @@ func (r *Reporting) ScaledDown(ctx context.Context, node *apiv1.Node, reason str
 }
 
 // RegisterEvictions implements scaledown.Metrics.
-func (r *Reporting) RegisterEvictions(succeeded, failed int) { r.metrics.RegisterEvictions(succeeded, failed) }
+func (r *Reporting) RegisterEvictions(succeeded, failed int) {
+	r.metrics.RegisterEvictions(succeeded, failed)
+}
 
 // ObserveNodeRemoval implements scaledown.Metrics.
 func (r *Reporting) ObserveNodeRemoval(deleted bool, sinceUnneeded time.Duration) {

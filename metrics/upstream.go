@@ -149,7 +149,9 @@ func listed(available map[string]struct{}, typ string) bool {
 
 // isTemplate tells a node group's template (whose GPU capacity may be set
 // only once a real node runs the device plugin) from a real node.
-func isTemplate(n *apiv1.Node) bool { return n.Labels["cluster-autoscaler.kubernetes.io/template-node"] == "true" }
+func isTemplate(n *apiv1.Node) bool {
+	return n.Labels["cluster-autoscaler.kubernetes.io/template-node"] == "true"
+}
 
 func draDrivers(names []string) string {
 	set := map[string]bool{}
@@ -251,15 +253,15 @@ const (
 
 // namedTaintTypes are the taint keys node_taints_count names as they are.
 var namedTaintTypes = map[string]bool{
-	"ToBeDeletedByClusterAutoscaler":               true,
-	"DeletionCandidateOfClusterAutoscaler":         true,
-	apiv1.TaintNodeNotReady:                        true,
-	apiv1.TaintNodeUnreachable:                     true,
-	apiv1.TaintNodeUnschedulable:                   true,
-	apiv1.TaintNodeMemoryPressure:                  true,
-	apiv1.TaintNodeDiskPressure:                    true,
-	apiv1.TaintNodeNetworkUnavailable:              true,
-	apiv1.TaintNodePIDPressure:                     true,
+	"ToBeDeletedByClusterAutoscaler":                 true,
+	"DeletionCandidateOfClusterAutoscaler":           true,
+	apiv1.TaintNodeNotReady:                          true,
+	apiv1.TaintNodeUnreachable:                       true,
+	apiv1.TaintNodeUnschedulable:                     true,
+	apiv1.TaintNodeMemoryPressure:                    true,
+	apiv1.TaintNodeDiskPressure:                      true,
+	apiv1.TaintNodeNetworkUnavailable:                true,
+	apiv1.TaintNodePIDPressure:                       true,
 	"node.cloudprovider.kubernetes.io/uninitialized": true,
 	"node.cloudprovider.kubernetes.io/shutdown":      true,
 	"cloud.google.com/impending-node-termination":    true,
