@@ -221,13 +221,13 @@ func (a *Autoscaler) writeStatus(ctx context.Context, now time.Time) {
 		candidates = a.scaleDn.Candidates
 	}
 	st := a.state.Status(now, candidates)
-	if a.scaleDn != nil && st.ClusterWide != nil {
+	var unremovable []clusterstate.UnremovableNode
+	if a.scaleDn != nil {
 		for _, u := range a.scaleDn.Unremovable(100) {
-			st.ClusterWide.ScaleDown.UnremovableNodes = append(st.ClusterWide.ScaleDown.UnremovableNodes,
-				clusterstate.UnremovableNode{Name: u[0], Reason: u[1]})
+			unremovable = append(unremovable, clusterstate.UnremovableNode{Name: u[0], Reason: u[1]})
 		}
 	}
-	if err := a.status.Write(ctx, st); err != nil {
+	if err := a.status.Write(ctx, st, unremovable...); err != nil {
 		klog.FromContext(ctx).Error(err, "Writing the status ConfigMap")
 	}
 }
