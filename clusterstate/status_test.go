@@ -8,8 +8,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 	fakeprovider "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
+	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
 // The golden files are upstream's YAML for the same state, written by hand
