@@ -111,6 +111,9 @@ func observeDuration(m *metrics.Metrics, function string, d time.Duration) {
 	m.UpdateDuration(function, d)
 }
 
+// OverflowingControllers implements scaleup.Reporter.
+func (r *Reporting) OverflowingControllers(n int) { r.metrics.UpdateOverflowingControllers(n) }
+
 // RemovingNode implements scaledown.Metrics.
 func (r *Reporting) RemovingNode(_ context.Context, node *apiv1.Node, empty bool, utilization float64, pods []string) {
 	if empty {

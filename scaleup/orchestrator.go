@@ -183,6 +183,7 @@ func (s *Session) ScaleUp(ctx context.Context, pendingPods []*apiv1.Pod) Result 
 
 	var podGroups []*estimator.Group
 	o.timed(metrics.FunctionBuildPodEquivalenceGroups, func() { podGroups = estimator.GroupPods(remaining) })
+	o.report.OverflowingControllers(overflowing(podGroups))
 	for len(podGroups) > 0 {
 		options, infos, reasons := o.options(ctx, podGroups, groups, totals)
 		if len(options) == 0 {

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	"k8s.io/autoscaler/cluster-autoscaler/estimator"
@@ -35,6 +37,10 @@ type Reporter interface {
 	Binpacking(template *apiv1.Node, namespaces, groups int)
 	// UpdateDuration records how long a step (metrics.Function*) took.
 	UpdateDuration(function string, d time.Duration)
+	// OverflowingControllers is called with the number of controllers
+	// whose pending pods form more than maxGroupsPerController equivalence
+	// groups (upstream's overflowing controllers).
+	OverflowingControllers(n int)
 }
 
 // WithReporter reports the scale-ups' actions and step durations to r.
@@ -50,6 +56,7 @@ func (nopReporter) SkippedScaleUp(string)                     {}
 func (nopReporter) MaxNodesTotalReached(context.Context, int) {}
 func (nopReporter) Binpacking(*apiv1.Node, int, int)          {}
 func (nopReporter) UpdateDuration(string, time.Duration)      {}
+func (nopReporter) OverflowingControllers(int)                {}
 
 // grow is grow for gs, reported: the increase about to be made, what took
 // effect and what failed.
@@ -86,4 +93,28 @@ func namespaces(groups []*estimator.Group) int {
 		}
 	}
 	return len(seen)
+}
+
+// maxGroupsPerController is upstream's limit of equivalence groups per
+// controller beyond which it calls the controller overflowing (it then stops
+// grouping that controller's pods; grouping here costs nothing per group, so
+// the pods stay grouped and the controllers are only counted).
+const maxGroupsPerController = 10
+
+// overflowing counts the controllers with more than maxGroupsPerController
+// of the groups.
+func overflowing(groups []*estimator.Group) int {
+	perOwner := map[types.UID]int{}
+	for _, g := range groups {
+		if ref := metav1.GetControllerOf(g.Pods[0]); ref != nil {
+			perOwner[ref.UID]++
+		}
+	}
+	n := 0
+	for _, c := range perOwner {
+		if c > maxGroupsPerController {
+			n++
+		}
+	}
+	return n
 }
