@@ -311,3 +311,52 @@ func TestMaxNodesTotalReachedEvent(t *testing.T) {
 		t.Errorf("the group has %d nodes, want its 1: none added beyond --max-nodes-total", got)
 	}
 }
+
+// TestFailedToScaleUpGroupEvent: an all-or-nothing increase the cloud refuses
+// (out of capacity) records a Warning FailedToScaleUpGroup on the status
+// ConfigMap and counts the failed scale-up and its nodes.
+func TestFailedToScaleUpGroupEvent(t *testing.T) {
+	e := framework.New(t)
+	group := framework.UniqueName("refused")
+	path := writeKwokConfig(e, fmt.Sprintf(`nodeGroups:
+- name: %[1]s
+  minSize: 0
+  maxSize: 3
+  options: {zeroOrMaxNodeScaling: true}
+  template:
+    labels: {%[2]s: %[3]s, pool: %[1]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  faults: {outOfCapacityAfter: 1}
+`, group, framework.TestNamespaceLabel, e.Namespace))
+	dumpPods(e)
+	createPods(e, "refused", 1, "1", map[string]string{"pool": group})
+	p := startAutoscaler(t, "autoscaler", scaleUpArgs(e, path)...)
+	e.Eventually(30*time.Second, "FailedToScaleUpGroup on the status ConfigMap", func(ctx context.Context) (bool, error) {
+		events, err := statusEvents(ctx, e)
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range events {
+			if strings.HasPrefix(ev, "Warning FailedToScaleUpGroup Scale-up failed for group "+group+": ") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	time.Sleep(3 * time.Second) // more loops: the backed-off group is counted once
+	_, body, err := p.get(e.Context(), "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`cluster_autoscaler_failed_scale_ups_total{dra_drivers="",gpu_name="",gpu_resource_name="",reason="cloudProviderError"} 1`,
+		`cluster_autoscaler_failed_node_creations_total{reason="cloudProviderError"} 3`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s:\n%s", want, grepLines(body, "failed_"))
+		}
+	}
+	if got := len(nodeNames(e, group)); got != 0 {
+		t.Errorf("%d nodes added by a refused all-or-nothing increase", got)
+	}
+}
