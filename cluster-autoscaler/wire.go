@@ -9,6 +9,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -182,7 +183,7 @@ func runWithLeaderElection(ctx context.Context, opts config.Options, client kube
 	le := opts.LeaderElection
 	// The election records upstream's LeaderElection events ("... became
 	// leader") on the lock object.
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster := newEventBroadcaster(ctx, opts)
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
 	electionEvents := broadcaster.NewRecorder(clientgoscheme.Scheme, apiv1.EventSource{Component: "cluster-autoscaler", Host: hostname})
@@ -290,7 +291,7 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 	if err != nil {
 		return fmt.Errorf("building the events client: %w", err)
 	}
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster := newEventBroadcaster(ctx, opts)
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventsClient.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(clientgoscheme.Scheme, apiv1.EventSource{Component: "cluster-autoscaler"})
@@ -399,6 +400,35 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 	logger.Info("Informer caches synced; starting the loop", "scanInterval", opts.ScanInterval)
 	health.StartMonitoring()
 	return runner.Run(loopCtx)
+}
+
+// newEventBroadcaster builds the events' broadcaster as upstream does.
+// Unless --record-duplicated-events, client-go's spam filter lets through
+// one event per reason and object (any type, any message) and refills once
+// per five minutes, remembering 8192 keys; events on the status ConfigMap
+// are told apart by their message only, so that each distinct cluster-level
+// event is recorded. (Upstream recognises the status ConfigMap only under its
+// default name in kube-system; here it is --status-config-map-name in
+// --namespace.) With --record-duplicated-events client-go's defaults apply.
+func newEventBroadcaster(ctx context.Context, opts config.Options) record.EventBroadcaster {
+	if opts.RecordDuplicatedEvents {
+		return record.NewBroadcaster(record.WithContext(ctx))
+	}
+	return record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{
+		QPS: 1. / 300., BurstSize: 1, LRUCacheSize: 8192,
+		SpamKeyFunc: spamKey(opts.Namespace, opts.StatusConfigMapName)}))
+}
+
+// spamKey is the spam filter's key of an event: see newEventBroadcaster.
+func spamKey(statusNamespace, statusName string) record.EventSpamKeyFunc {
+	return func(ev *apiv1.Event) string {
+		o := ev.InvolvedObject
+		if o.Kind == "ConfigMap" && o.Namespace == statusNamespace && o.Name == statusName {
+			return ev.Message
+		}
+		return strings.Join([]string{ev.Reason, ev.Source.Component, ev.Source.Host, o.Kind, o.Namespace, o.Name,
+			string(o.UID), o.APIVersion}, "")
+	}
 }
 
 // unschedulablePodTrigger asks for a loop when the scheduler newly marks a pod
