@@ -237,7 +237,9 @@ type skipCounter struct {
 	skipped map[string]int
 }
 
-func (s *skipCounter) RegisterSkippedScaleEvent(direction, reason string) { s.skipped[direction+"/"+reason]++ }
+func (s *skipCounter) RegisterSkippedScaleEvent(direction, reason string) {
+	s.skipped[direction+"/"+reason]++
+}
 
 // TestPlannerKeepsTheMinimumCores: three empty 4-core nodes, --cores-total
 // minimum 6: one may go (8 cores stay), the others are kept for the limit

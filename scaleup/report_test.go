@@ -30,13 +30,17 @@ func (r *recordingReporter) ScaledUp(_ context.Context, g cloudprovider.NodeGrou
 	r.calls = append(r.calls, fmt.Sprintf("scaled %s %d->%d", g.Id(), from, to))
 }
 
-func (r *recordingReporter) SkippedScaleUp(reason string) { r.calls = append(r.calls, "skipped "+reason) }
+func (r *recordingReporter) SkippedScaleUp(reason string) {
+	r.calls = append(r.calls, "skipped "+reason)
+}
 
 func (r *recordingReporter) MaxNodesTotalReached(_ context.Context, n int) {
 	r.calls = append(r.calls, fmt.Sprintf("max nodes total %d", n))
 }
 
-func (r *recordingReporter) UpdateDuration(function string, _ time.Duration) { r.functions[function] = true }
+func (r *recordingReporter) UpdateDuration(function string, _ time.Duration) {
+	r.functions[function] = true
+}
 
 func TestReporterSeesScaleUpsAndSteps(t *testing.T) {
 	ctx := context.Background()
