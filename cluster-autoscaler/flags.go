@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/klog/v2"
+	logsapi "k8s.io/component-base/logs/api/v1"
 
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
@@ -36,6 +36,11 @@ type commandLine struct {
 	ignored ignoredValues
 	// Removed upstream flags.
 	maxEmptyBulkDelete int
+
+	// Logging: component-base's configuration and klog's flags (logging.go).
+	logging      *logsapi.LoggingConfiguration
+	klogFlags    *goflag.FlagSet
+	featureGates map[string]bool
 }
 
 // ignoredValues holds flags that are parsed and type-checked but have no
@@ -123,6 +128,8 @@ func (c *commandLine) registerLoopAndCloud() {
 
 	fs.StringVar(&o.CloudProvider, "cloud-provider", o.CloudProvider, "Cloud provider that owns the node groups.")
 	fs.StringVar(&o.CloudConfig, "cloud-config", o.CloudConfig, "Path to the cloud provider's configuration file; empty for none.")
+	fs.BoolVar(&o.ClusterAPICloudConfigAuthoritative, "clusterapi-cloud-config-authoritative", o.ClusterAPICloudConfigAuthoritative,
+		"Cluster API only: --cloud-config alone names the management cluster; when it is empty the management cluster is the in-cluster one, never --kubeconfig's.")
 	fs.StringArrayVar(&o.NodeGroups, "nodes", o.NodeGroups, "Node group as <min>:<max>:<name>; repeat the flag for more groups.")
 	fs.StringArrayVar(&o.NodeGroupAutoDiscovery, "node-group-auto-discovery", o.NodeGroupAutoDiscovery, "Node group auto-discovery spec <discoverer>:[<key>[=<value>]]; repeatable. This build acts on clusterapi:namespace=<ns>,clusterName=<name>,<label>=<value> (the clusterapi provider); other providers ignore it.")
 	fs.IntVar(&o.MaxNodesTotal, "max-nodes-total", o.MaxNodesTotal, "Maximum number of nodes in all node groups; 0 means no limit.")
@@ -285,24 +292,6 @@ func (c *commandLine) registerStatusAndProvReq() {
 		"check-capacity-provisioning-request-max-batch-size", "enable-dynamic-resource-allocation")
 }
 
-// registerLogging adds klog's flags and component-base's logging flags.
-func (c *commandLine) registerLogging() {
-	gfs := goflag.NewFlagSet("klog", goflag.ContinueOnError)
-	klog.InitFlags(gfs)
-	// Upstream logs everything to stderr from INFO up.
-	_ = gfs.Set("stderrthreshold", "INFO")
-	gfs.Lookup("stderrthreshold").DefValue = "INFO"
-	c.fs.AddGoFlagSet(gfs)
-
-	c.ignoredString("logging-format", "text", "Log format: text (json is accepted and logged as text).")
-	c.ignoredDuration("log-flush-frequency", 5*time.Second, "Longest time between log flushes.")
-	c.ignoredString("log-json-info-buffer-size", "0", "[Alpha] JSON info buffer size.")
-	c.ignoredBool("log-json-split-stream", false, "[Alpha] JSON: errors to stderr, info to stdout.")
-	c.ignoredString("log-text-info-buffer-size", "0", "[Alpha] text info buffer size.")
-	c.ignoredBool("log-text-split-stream", false, "[Alpha] text: errors to stderr, info to stdout.")
-	c.ignoredString("feature-gates", "", "Kubernetes feature gates as key=value pairs.")
-}
-
 // registerOtherProviders accepts the flags of cloud providers this build does not ship.
 func (c *commandLine) registerOtherProviders() {
 	c.ignoredBool("aws-use-static-instance-list", false, "AWS only.")
@@ -311,11 +300,10 @@ func (c *commandLine) registerOtherProviders() {
 	c.ignoredDuration("gce-mig-instances-min-refresh-wait-time", 5*time.Second, "GCE only.")
 	c.ignoredSlice("cloud-provider-gce-l7lb-src-cidrs", []string{"130.211.0.0/22", "35.191.0.0/16"}, "GCE only.")
 	c.ignoredSlice("cloud-provider-gce-lb-src-cidrs", []string{"130.211.0.0/22", "209.85.152.0/22", "209.85.204.0/22", "35.191.0.0/16"}, "GCE only.")
-	c.ignoredBool("clusterapi-cloud-config-authoritative", false, "Cluster API only.")
 	c.ignoredBool("regional", false, "GCE only: the cluster is regional.")
 	c.mark(otherProvider, "aws-use-static-instance-list", "bulk-mig-instances-listing-enabled", "gce-concurrent-refreshes",
 		"gce-mig-instances-min-refresh-wait-time", "cloud-provider-gce-l7lb-src-cidrs", "cloud-provider-gce-lb-src-cidrs",
-		"clusterapi-cloud-config-authoritative", "regional")
+		"regional")
 }
 
 // registerRemoved accepts flags upstream removed but old manifests still pass.
@@ -386,8 +374,8 @@ func (c *commandLine) parse(args []string) error {
 	if c.opts.DrainPriorityConfig != "" && changed("max-graceful-termination-sec") {
 		errs = append(errs, fmt.Errorf("--drain-priority-config: cannot be combined with --max-graceful-termination-sec"))
 	}
-	if f := *c.ignored.strings["logging-format"]; f != "text" && f != "json" {
-		errs = append(errs, fmt.Errorf("--logging-format: must be text or json, got %q", f))
+	if err := c.validateLogging(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := c.opts.Validate(); err != nil {
 		errs = append(errs, err)

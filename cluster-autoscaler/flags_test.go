@@ -96,7 +96,11 @@ func sampleValue(f *pflag.Flag) string {
 	case "drain-priority-config":
 		return "10000:20,1000:100,0:60"
 	case "feature-gates":
-		return "SomeGate=true"
+		return "ContextualLogging=true"
+	case "log-json-split-stream", "log-text-split-stream":
+		// true needs --feature-gates=LoggingAlphaOptions=true, as upstream
+		// (TestLoggingFlags).
+		return "false"
 	case "bypassed-scheduler-names", "allowed-scheduler-names":
 		return "my-scheduler"
 	case "log-backtrace-at":

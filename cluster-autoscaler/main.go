@@ -41,6 +41,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		_, _ = fmt.Fprintf(stdout, "cluster-autoscaler %s\n", version)
 		return 0
 	}
+	if err := cl.applyLogging(); err != nil {
+		_, _ = fmt.Fprintf(stderr, "cluster-autoscaler: invalid flags:\n%v\n", err)
+		return 2
+	}
 	defer klog.Flush()
 	logger := klog.Background()
 	logger.Info("Starting cluster-autoscaler", "version", version)

@@ -181,13 +181,20 @@ func runWithLeaderElection(ctx context.Context, opts config.Options, client kube
 	}
 	identity := hostname + "_" + uuid.NewString()
 	le := opts.LeaderElection
+	if le.ResourceNamespace != "" && le.ResourceNamespace != opts.Namespace {
+		// Upstream ignores this flag too; honouring it would put an
+		// upstream replica and this one on different Leases during a
+		// rolling swap, and both would act.
+		klog.FromContext(ctx).Info("Warning: --leader-elect-resource-namespace is ignored, as upstream: the Lease lives in --namespace",
+			"leaderElectResourceNamespace", le.ResourceNamespace, "namespace", opts.Namespace)
+	}
 	// The election records upstream's LeaderElection events ("... became
 	// leader") on the lock object.
 	broadcaster := newEventBroadcaster(ctx, opts)
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
 	electionEvents := broadcaster.NewRecorder(clientgoscheme.Scheme, apiv1.EventSource{Component: "cluster-autoscaler", Host: hostname})
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, opts.Namespace, le.ResourceName,
+	lock, err := resourcelock.New(le.ResourceLock, opts.Namespace, le.ResourceName,
 		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity, EventRecorder: electionEvents})
 	if err != nil {
 		return fmt.Errorf("building the leader-election lock: %w", err)

@@ -41,6 +41,11 @@ type Options struct {
 	MemoryGiB              Range // GiB, as on the command line
 	GPUTotal               []GPULimit
 
+	// ClusterAPICloudConfigAuthoritative: the clusterapi provider never
+	// falls back from an empty CloudConfig to the kubeconfig of the
+	// autoscaled cluster; the management cluster is then the in-cluster one.
+	ClusterAPICloudConfigAuthoritative bool
+
 	// Scale-up.
 	Expanders        []string
 	GRPCExpanderURL  string

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the local control-plane binaries (etcd, kube-apiserver, kube-scheduler,
-# kube-controller-manager, kubectl, kwok), and helm for test/chart, from the Go
+# kube-controller-manager, kubectl, kwok), helm for test/chart and Cluster API's
+# controller manager for the clusterapi tests, from the Go
 # module proxy into _output/bin. A binary is rebuilt only when the module that
 # pins it changed, so a warm run costs a few seconds. Cold, on 2 cores, expect
 # about 20 minutes.
@@ -44,6 +45,9 @@ build kube "$kube_ldflags" \
   k8s.io/kubernetes/cmd/kube-scheduler \
   k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kubectl
+# Cluster API's core controller manager (MachineDeployment, MachineSet, Machine,
+# Cluster controllers) for the clusterapi provider's integration tests.
+build capi "-s -w" sigs.k8s.io/cluster-api
 build helm "-s -w -X helm.sh/helm/v4/internal/version.version=v4.3.1" helm.sh/helm/v4/cmd/helm
 
 # kwok has no built-in stages: take the ones its module ships (read from the

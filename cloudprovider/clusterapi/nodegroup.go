@@ -253,7 +253,11 @@ func (g *NodeGroup) buildInstances() []cloudprovider.Instance {
 	return out
 }
 
-// machineStatus maps a Machine's phase to an instance state.
+// machineStatus maps a Machine's phase to an instance state. A Machine
+// that has not finished being created and carries a failure reason or
+// message is a failed creation: Cluster API v1beta1 set phase Failed, while
+// v1beta2 keeps the phase (e.g. Provisioning) and reports the failure its
+// infrastructure machine gave in status.deprecated.v1beta1.
 func machineStatus(m *unstructured.Unstructured) *cloudprovider.InstanceStatus {
 	if m.GetDeletionTimestamp() != nil {
 		return &cloudprovider.InstanceStatus{State: cloudprovider.InstanceDeleting}
@@ -264,23 +268,34 @@ func machineStatus(m *unstructured.Unstructured) *cloudprovider.InstanceStatus {
 		return &cloudprovider.InstanceStatus{State: cloudprovider.InstanceRunning}
 	case "Deleting", "Deleted":
 		return &cloudprovider.InstanceStatus{State: cloudprovider.InstanceDeleting}
-	case "Failed":
-		reason, msg := failure(m)
-		return &cloudprovider.InstanceStatus{State: cloudprovider.InstanceCreating, ErrorInfo: &cloudprovider.InstanceErrorInfo{
-			ErrorClass: cloudprovider.OtherErrorClass, ErrorCode: reason, ErrorMessage: msg}}
-	default: // Pending, Provisioning, Provisioned, Unknown, or no phase yet
-		return &cloudprovider.InstanceStatus{State: cloudprovider.InstanceCreating}
 	}
+	reason, msg, failed := failure(m)
+	if phase == "Failed" || failed {
+		return &cloudprovider.InstanceStatus{State: cloudprovider.InstanceCreating, ErrorInfo: &cloudprovider.InstanceErrorInfo{
+			ErrorClass: errorClass(reason), ErrorCode: reason, ErrorMessage: msg}}
+	}
+	// Pending, Provisioning, Provisioned, Unknown, or no phase yet.
+	return &cloudprovider.InstanceStatus{State: cloudprovider.InstanceCreating}
+}
+
+// errorClass: Cluster API's InsufficientResources is the cloud being out of
+// capacity or quota (early back-off); any other reason is another error.
+func errorClass(reason string) cloudprovider.InstanceErrorClass {
+	if reason == "InsufficientResources" {
+		return cloudprovider.OutOfResourcesErrorClass
+	}
+	return cloudprovider.OtherErrorClass
 }
 
 // failure returns failureReason and failureMessage (v1beta1 places, or the
-// v1beta2 status.deprecated.v1beta1 ones).
-func failure(m *unstructured.Unstructured) (reason, message string) {
+// v1beta2 status.deprecated.v1beta1 ones), defaulted, and whether either
+// was set.
+func failure(m *unstructured.Unstructured) (reason, message string, found bool) {
 	for _, path := range [][]string{{"status"}, {"status", "deprecated", "v1beta1"}} {
 		r, _, _ := unstructured.NestedString(m.Object, append(path, "failureReason")...)
 		msg, _, _ := unstructured.NestedString(m.Object, append(path, "failureMessage")...)
 		if r != "" || msg != "" {
-			reason, message = r, msg
+			reason, message, found = r, msg, true
 			break
 		}
 	}
@@ -288,9 +303,9 @@ func failure(m *unstructured.Unstructured) (reason, message string) {
 		reason = "MachineFailed"
 	}
 	if message == "" {
-		message = fmt.Sprintf("Machine %s/%s is in phase Failed", m.GetNamespace(), m.GetName())
+		message = fmt.Sprintf("Machine %s/%s failed to be created", m.GetNamespace(), m.GetName())
 	}
-	return reason, message
+	return reason, message, found
 }
 
 // Per-group option annotations (upstream's keys).

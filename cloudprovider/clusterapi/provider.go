@@ -11,14 +11,17 @@ import (
 
 	apiv1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -41,6 +44,10 @@ type Provider struct {
 	specs   []discoverySpec
 	limiter *cloudprovider.ResourceLimiter
 	clock   clock.PassiveClock
+	mapper  meta.RESTMapper // finds infrastructure templates' resources; nil: none read
+
+	infraMu    sync.Mutex
+	infraCache map[string]infraCacheEntry // by group/kind/namespace/name
 
 	mu      sync.Mutex
 	snap    *snapshot
@@ -69,6 +76,10 @@ func WithResourceLimiter(l *cloudprovider.ResourceLimiter) Option {
 		}
 	}
 }
+
+// WithRESTMapper sets the mapper through which infrastructure machine
+// templates (scale from zero from their status.capacity) are found.
+func WithRESTMapper(m meta.RESTMapper) Option { return func(p *Provider) { p.mapper = m } }
 
 // WithClock sets the clock that stamps the delete-machine annotation.
 func WithClock(c clock.PassiveClock) Option { return func(p *Provider) { p.clock = c } }
@@ -124,7 +135,8 @@ func Build(ctx context.Context, opts cloudprovider.BuildOptions) (cloudprovider.
 	}
 	logger.Info("Cluster API provider", "group", group, "version", version,
 		"managementKubeconfig", opts.Options.CloudConfig, "autoDiscovery", opts.Options.NodeGroupAutoDiscovery)
-	p := New(client, group, version, discoveryOpt, WithResourceLimiter(opts.ResourceLimiter))
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	p := New(client, group, version, discoveryOpt, WithResourceLimiter(opts.ResourceLimiter), WithRESTMapper(mapper))
 	if err := p.Watch(ctx, withPools); err != nil {
 		return nil, err
 	}
@@ -135,7 +147,10 @@ func Build(ctx context.Context, opts cloudprovider.BuildOptions) (cloudprovider.
 }
 
 // managementConfig is the REST config of the management cluster: the
-// kubeconfig at --cloud-config, else the autoscaler's own cluster.
+// kubeconfig at --cloud-config; else, with
+// --clusterapi-cloud-config-authoritative, the in-cluster configuration
+// (the autoscaler runs in the management cluster and --kubeconfig names the
+// workload cluster); else the autoscaler's own cluster.
 func managementConfig(opts cloudprovider.BuildOptions) (*rest.Config, error) {
 	o := opts.Options
 	if o.CloudConfig != "" {
@@ -145,7 +160,7 @@ func managementConfig(opts cloudprovider.BuildOptions) (*rest.Config, error) {
 		}
 		return cfg, nil
 	}
-	if o.Kubeconfig != "" || o.KubernetesURL != "" {
+	if (o.Kubeconfig != "" || o.KubernetesURL != "") && !o.ClusterAPICloudConfigAuthoritative {
 		cfg, err := clientcmd.BuildConfigFromFlags(o.KubernetesURL, o.Kubeconfig)
 		if err != nil {
 			return nil, fmt.Errorf("loading the kubeconfig for the management cluster: %w", err)
@@ -154,6 +169,9 @@ func managementConfig(opts cloudprovider.BuildOptions) (*rest.Config, error) {
 	}
 	cfg, err := rest.InClusterConfig()
 	if err != nil {
+		if o.ClusterAPICloudConfigAuthoritative {
+			return nil, fmt.Errorf("--clusterapi-cloud-config-authoritative without --cloud-config: the management cluster is the in-cluster one: %w", err)
+		}
 		return nil, fmt.Errorf("in-cluster configuration for the management cluster: %w", err)
 	}
 	return cfg, nil

@@ -353,6 +353,13 @@ func TestNodesAndPhases(t *testing.T) {
 		machine("ns", "mnone", "ms", "", "").set("Pending", "status", "phase"),
 		machine("ns", "mdel", "ms", "aws:///del", "").set("Deleting", "status", "phase"),
 		failed, deleting,
+		// Cluster API v1beta2: the phase stays Provisioning, the failure is
+		// in status.deprecated.v1beta1; InsufficientResources is a stock-out.
+		machine("ns", "mq", "ms", "", "").set("Provisioning", "status", "phase").
+			set("InsufficientResources", "status", "deprecated", "v1beta1", "failureReason").
+			set("quota exceeded", "status", "deprecated", "v1beta1", "failureMessage"),
+		machine("ns", "mc", "ms", "aws:///c", "").set("Provisioned", "status", "phase").
+			set("CreateError", "status", "failureReason"),
 	)
 	ins, err := onlyGroup(t, p).Nodes(context.Background())
 	if err != nil {
@@ -372,6 +379,10 @@ func TestNodesAndPhases(t *testing.T) {
 		"aws:///d":              {State: cloudprovider.InstanceDeleting},
 		"aws:///f": {State: cloudprovider.InstanceCreating, ErrorInfo: &cloudprovider.InstanceErrorInfo{
 			ErrorClass: cloudprovider.OtherErrorClass, ErrorCode: "InsufficientCapacity", ErrorMessage: "no m5 left"}},
+		"clusterapi://ns/mq": {State: cloudprovider.InstanceCreating, ErrorInfo: &cloudprovider.InstanceErrorInfo{
+			ErrorClass: cloudprovider.OutOfResourcesErrorClass, ErrorCode: "InsufficientResources", ErrorMessage: "quota exceeded"}},
+		"aws:///c": {State: cloudprovider.InstanceCreating, ErrorInfo: &cloudprovider.InstanceErrorInfo{
+			ErrorClass: cloudprovider.OtherErrorClass, ErrorCode: "CreateError", ErrorMessage: "Machine ns/mc failed to be created"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("instances (-want +got):\n%s", diff)

@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 )
@@ -27,44 +31,148 @@ const (
 	defaultGPUResourceKey = "nvidia.com/gpu"
 )
 
-// TemplateNodeInfo builds a node from the capacity annotations; without cpu
-// and memory annotations it returns ErrNotImplemented so that the autoscaler
-// copies a real node of the group. Annotations that do not parse are an
-// error of this group only.
-func (g *NodeGroup) TemplateNodeInfo(context.Context) (*cloudprovider.NodeInfo, error) {
-	node, err := templateNode(g.Id(), g.obj.GetName(), g.obj.GetAnnotations())
+// TemplateNodeInfo builds a node from the capacity annotations and, under
+// them, the status.capacity (and status.nodeInfo) of the group's
+// infrastructure machine template, Cluster API's scale-from-zero contract.
+// Without cpu and memory from either it returns ErrNotImplemented so that
+// the autoscaler copies a real node of the group. Values that do not parse
+// are an error of this group only.
+func (g *NodeGroup) TemplateNodeInfo(ctx context.Context) (*cloudprovider.NodeInfo, error) {
+	infra, err := g.infraTemplate(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("template of node group %q: %w", g.Id(), err)
+	}
+	node, err := templateNode(g.Id(), g.obj.GetName(), g.obj.GetAnnotations(), infra)
 	if err != nil {
 		return nil, fmt.Errorf("template of node group %q: %w", g.Id(), err)
 	}
 	return &cloudprovider.NodeInfo{Node: node}, nil
 }
 
-func templateNode(id, name string, a map[string]string) (*apiv1.Node, error) {
-	cpuS, hasCPU := a[CPUAnnotation]
-	memS, hasMem := a[MemoryAnnotation]
-	if !hasCPU || !hasMem {
-		return nil, fmt.Errorf("%w: no %s and %s annotations", cloudprovider.ErrNotImplemented, CPUAnnotation, MemoryAnnotation)
+// infraFacts is what an infrastructure machine template says of its machines.
+type infraFacts struct {
+	capacity  apiv1.ResourceList
+	arch, os  string
+	reference string // kind/namespace/name, for messages
+}
+
+// infraTemplate reads the group's infrastructure machine template
+// (spec.template.spec.infrastructureRef: apiGroup in v1beta2, apiVersion in
+// v1beta1). A template that cannot be found or read is logged and ignored
+// (nil): the annotations, or a copy of a node, still work.
+func (g *NodeGroup) infraTemplate(ctx context.Context) (*infraFacts, error) {
+	if g.provider.mapper == nil {
+		return nil, nil
 	}
+	ref, ok, _ := unstructured.NestedMap(g.obj.Object, "spec", "template", "spec", "infrastructureRef")
+	if !ok {
+		return nil, nil
+	}
+	kind, _ := ref["kind"].(string)
+	name, _ := ref["name"].(string)
+	group, _ := ref["apiGroup"].(string)
+	if group == "" {
+		if av, _ := ref["apiVersion"].(string); av != "" {
+			gv, err := schema.ParseGroupVersion(av)
+			if err != nil {
+				return nil, fmt.Errorf("infrastructureRef apiVersion %q: %w", av, err)
+			}
+			group = gv.Group
+		}
+	}
+	if kind == "" || name == "" || group == "" {
+		return nil, nil
+	}
+	logger := klog.FromContext(ctx)
+	where := fmt.Sprintf("%s/%s/%s", kind, g.obj.GetNamespace(), name)
+	key := group + "/" + where
+	now := g.provider.clock.Now()
+	g.provider.infraMu.Lock()
+	cached, hit := g.provider.infraCache[key]
+	g.provider.infraMu.Unlock()
+	if hit && now.Sub(cached.read) < infraCacheTTL {
+		return cached.facts, cached.err
+	}
+	facts, err := g.readInfraTemplate(ctx, logger, group, kind, name, where)
+	g.provider.infraMu.Lock()
+	if g.provider.infraCache == nil {
+		g.provider.infraCache = map[string]infraCacheEntry{}
+	}
+	g.provider.infraCache[key] = infraCacheEntry{facts: facts, err: err, read: now}
+	g.provider.infraMu.Unlock()
+	return facts, err
+}
+
+// infraCacheTTL is how long what an infrastructure template says is reused
+// before it is read again: its status changes rarely, and reading it for
+// every group in every loop would cost an API call each.
+const infraCacheTTL = time.Minute
+
+type infraCacheEntry struct {
+	facts *infraFacts
+	err   error
+	read  time.Time
+}
+
+func (g *NodeGroup) readInfraTemplate(ctx context.Context, logger klog.Logger, group, kind, name, where string) (*infraFacts, error) {
+	mapping, err := g.provider.mapper.RESTMapping(schema.GroupKind{Group: group, Kind: kind})
+	if err != nil {
+		logger.V(4).Info("Cannot map the infrastructure template of a Cluster API node group", "nodeGroup", g.Id(), "template", where, "err", err)
+		return nil, nil
+	}
+	obj, err := g.provider.client.Resource(mapping.Resource).Namespace(g.obj.GetNamespace()).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		logger.V(4).Info("Cannot read the infrastructure template of a Cluster API node group", "nodeGroup", g.Id(), "template", where, "err", err)
+		return nil, nil
+	}
+	facts := &infraFacts{capacity: apiv1.ResourceList{}, reference: where}
+	capacity, _, err := unstructured.NestedStringMap(obj.Object, "status", "capacity")
+	if err != nil {
+		return nil, fmt.Errorf("%s status.capacity: %w", where, err)
+	}
+	for k, v := range capacity {
+		q, err := parseQuantity(where+" status.capacity."+k, v)
+		if err != nil {
+			return nil, err
+		}
+		facts.capacity[apiv1.ResourceName(k)] = q
+	}
+	facts.arch, _, _ = unstructured.NestedString(obj.Object, "status", "nodeInfo", "architecture")
+	facts.os, _, _ = unstructured.NestedString(obj.Object, "status", "nodeInfo", "operatingSystem")
+	return facts, nil
+}
+
+func templateNode(id, name string, a map[string]string, infra *infraFacts) (*apiv1.Node, error) {
 	capacity := apiv1.ResourceList{}
+	if infra != nil {
+		for k, v := range infra.capacity {
+			capacity[k] = v.DeepCopy()
+		}
+	}
 	for _, r := range []struct {
 		key  string
 		name apiv1.ResourceName
-		val  string
-	}{{CPUAnnotation, apiv1.ResourceCPU, cpuS}, {MemoryAnnotation, apiv1.ResourceMemory, memS}} {
-		q, err := parseQuantity(r.key, r.val)
+	}{{CPUAnnotation, apiv1.ResourceCPU}, {MemoryAnnotation, apiv1.ResourceMemory}, {DiskAnnotation, apiv1.ResourceEphemeralStorage}} {
+		v, ok := a[r.key]
+		if !ok {
+			continue
+		}
+		q, err := parseQuantity(r.key, v)
 		if err != nil {
 			return nil, err
 		}
 		capacity[r.name] = q
 	}
-	if v, ok := a[DiskAnnotation]; ok {
-		q, err := parseQuantity(DiskAnnotation, v)
-		if err != nil {
-			return nil, err
-		}
-		capacity[apiv1.ResourceEphemeralStorage] = q
+	_, hasCPU := capacity[apiv1.ResourceCPU]
+	_, hasMem := capacity[apiv1.ResourceMemory]
+	if !hasCPU || !hasMem {
+		return nil, fmt.Errorf("%w: no cpu and memory in the %s and %s annotations or the infrastructure template's status.capacity",
+			cloudprovider.ErrNotImplemented, CPUAnnotation, MemoryAnnotation)
 	}
 	pods := int64(defaultMaxPods)
+	if q, ok := capacity[apiv1.ResourcePods]; ok {
+		pods = q.Value()
+	}
 	if v, ok := a[MaxPodsAnnotation]; ok {
 		n, err := parseCount(MaxPodsAnnotation, v)
 		if err != nil {
@@ -90,6 +198,12 @@ func templateNode(id, name string, a map[string]string) (*apiv1.Node, error) {
 	labels := map[string]string{
 		"kubernetes.io/os":   "linux",
 		"kubernetes.io/arch": "amd64",
+	}
+	if infra != nil && infra.arch != "" {
+		labels["kubernetes.io/arch"] = infra.arch
+	}
+	if infra != nil && infra.os != "" {
+		labels["kubernetes.io/os"] = infra.os
 	}
 	extra, err := parseLabels(a[LabelsAnnotation])
 	if err != nil {

@@ -5,9 +5,15 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 )
@@ -78,5 +84,141 @@ func TestTemplateNode(t *testing.T) {
 			}
 			tc.check(t, ni.Node)
 		})
+	}
+}
+
+// TestTemplateFromInfrastructureTemplate: without capacity annotations the
+// template comes from the infrastructure machine template's status.capacity
+// and status.nodeInfo (found through a RESTMapper by the group's
+// infrastructureRef); annotations override it key by key.
+func TestTemplateFromInfrastructureTemplate(t *testing.T) {
+	infraGVR := schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta1", Resource: "testmachinetemplates"}
+	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{infraGVR.GroupVersion()})
+	mapper.Add(schema.GroupVersionKind{Group: infraGVR.Group, Version: infraGVR.Version, Kind: "TestMachineTemplate"}, meta.RESTScopeNamespace)
+	infra := func(capacity map[string]any) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": infraGVR.Group + "/" + infraGVR.Version, "kind": "TestMachineTemplate",
+			"metadata": map[string]any{"namespace": "ns", "name": "tmpl"},
+			"status": map[string]any{"capacity": capacity,
+				"nodeInfo": map[string]any{"architecture": "arm64", "operatingSystem": "linux"}},
+		}}
+		return u
+	}
+	tests := []struct {
+		name     string
+		ref      map[string]any
+		ann      map[string]string
+		template *unstructured.Unstructured
+		wantErr  string
+		want     map[apiv1.ResourceName]string
+	}{
+		{name: "status.capacity (v1beta2 reference)",
+			ref:      map[string]any{"apiGroup": infraGVR.Group, "kind": "TestMachineTemplate", "name": "tmpl"},
+			template: infra(map[string]any{"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "1", "pods": "58"}),
+			want:     map[apiv1.ResourceName]string{"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "1", "pods": "58"}},
+		{name: "annotations win (v1beta1 reference)",
+			ref:      map[string]any{"apiVersion": infraGVR.Group + "/v1beta1", "kind": "TestMachineTemplate", "name": "tmpl"},
+			ann:      map[string]string{CPUAnnotation: "2", MaxPodsAnnotation: "20"},
+			template: infra(map[string]any{"cpu": "8", "memory": "32Gi"}),
+			want:     map[apiv1.ResourceName]string{"cpu": "2", "memory": "32Gi", "pods": "20"}},
+		{name: "bad quantity in status.capacity",
+			ref:      map[string]any{"apiGroup": infraGVR.Group, "kind": "TestMachineTemplate", "name": "tmpl"},
+			template: infra(map[string]any{"cpu": "eight", "memory": "32Gi"}), wantErr: "status.capacity.cpu"},
+		{name: "template not found: copy a node",
+			ref:     map[string]any{"apiGroup": infraGVR.Group, "kind": "TestMachineTemplate", "name": "gone"},
+			wantErr: "not implemented"},
+		{name: "unknown kind: copy a node",
+			ref:     map[string]any{"apiGroup": infraGVR.Group, "kind": "Other", "name": "tmpl"},
+			wantErr: "not implemented"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := makeObj(kindMachineDeployment, "ns", "md").sizes("0", "3").replicas(0).
+				set(tc.ref, "spec", "template", "spec", "infrastructureRef")
+			for k, v := range tc.ann {
+				o.ann(k, v)
+			}
+			client, _ := newFake(t, o)
+			if tc.template != nil {
+				if _, err := client.Resource(infraGVR).Namespace("ns").Create(context.Background(), tc.template, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := New(client, DefaultGroup, testVersion, WithRESTMapper(mapper))
+			if err := p.Refresh(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			ni, err := onlyGroup(t, p).TemplateNodeInfo(context.Background())
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				if tc.wantErr == "not implemented" && !errors.Is(err, cloudprovider.ErrNotImplemented) {
+					t.Errorf("err = %v is not ErrNotImplemented", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[apiv1.ResourceName]string{}
+			for k, v := range ni.Node.Status.Allocatable {
+				got[k] = v.String()
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("allocatable (-want +got):\n%s", diff)
+			}
+			if ni.Node.Labels["kubernetes.io/arch"] != "arm64" {
+				t.Errorf("arch label = %q, want the template's arm64", ni.Node.Labels["kubernetes.io/arch"])
+			}
+		})
+	}
+}
+
+// TestInfrastructureTemplateIsCachedForAMinute: the template is read once
+// per minute, not once per group and loop.
+func TestInfrastructureTemplateIsCachedForAMinute(t *testing.T) {
+	gvr := schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta1", Resource: "testmachinetemplates"}
+	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{gvr.GroupVersion()})
+	mapper.Add(gvr.GroupVersion().WithKind("TestMachineTemplate"), meta.RESTScopeNamespace)
+	o := makeObj(kindMachineDeployment, "ns", "md").sizes("0", "3").replicas(0).
+		set(map[string]any{"apiGroup": gvr.Group, "kind": "TestMachineTemplate", "name": "tmpl"}, "spec", "template", "spec", "infrastructureRef")
+	client, _ := newFake(t, o)
+	tmpl := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": gvr.GroupVersion().String(), "kind": "TestMachineTemplate",
+		"metadata": map[string]any{"namespace": "ns", "name": "tmpl"},
+		"status":   map[string]any{"capacity": map[string]any{"cpu": "4", "memory": "8Gi"}},
+	}}
+	ctx := context.Background()
+	if _, err := client.Resource(gvr).Namespace("ns").Create(ctx, tmpl, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	p := New(client, DefaultGroup, testVersion, WithRESTMapper(mapper), WithClock(clk))
+	if err := p.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cpu := func() string {
+		t.Helper()
+		ni, err := onlyGroup(t, p).TemplateNodeInfo(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ni.Node.Status.Capacity.Cpu().String()
+	}
+	if got := cpu(); got != "4" {
+		t.Fatalf("cpu = %s, want 4", got)
+	}
+	_ = unstructured.SetNestedField(tmpl.Object, "16", "status", "capacity", "cpu")
+	if _, err := client.Resource(gvr).Namespace("ns").Update(ctx, tmpl, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clk.SetTime(clk.Now().Add(30 * time.Second))
+	if got := cpu(); got != "4" {
+		t.Errorf("cpu = %s 30s later, want the cached 4", got)
+	}
+	clk.SetTime(clk.Now().Add(31 * time.Second))
+	if got := cpu(); got != "16" {
+		t.Errorf("cpu = %s after a minute, want the re-read 16", got)
 	}
 }

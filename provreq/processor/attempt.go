@@ -74,7 +74,29 @@ func (sh *share) unlisted() int { return max(0, sh.asked-len(sh.claimed)) }
 
 // claim attributes newly listed instances to the share; taken are the
 // instances other shares hold, and gains those claimed now.
+//
+// An instance claimed earlier whose id is no longer listed, while a new
+// instance nobody holds is, was renamed by the cloud: some providers list a
+// requested instance under a placeholder id until it exists (a Cluster API
+// Machine before its provider ID is set, for one), so the new id takes the
+// old one's place instead of the attempt seeing an instance vanish.
 func (sh *share) claim(view GroupView, taken map[string]bool) {
+	listed := make(map[string]bool, len(view.Instances))
+	for _, in := range view.Instances {
+		listed[in.Id] = true
+	}
+	for i, id := range sh.claimed {
+		if listed[id] {
+			continue
+		}
+		for _, in := range view.Instances {
+			if !sh.before[in.Id] && !taken[in.Id] {
+				sh.claimed[i] = in.Id
+				taken[in.Id] = true
+				break
+			}
+		}
+	}
 	for _, in := range view.Instances {
 		if len(sh.claimed) >= sh.asked {
 			return

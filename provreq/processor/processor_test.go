@@ -403,6 +403,34 @@ func TestAtomicAttemptRollsBackOnFailureAndTimeout(t *testing.T) {
 	}
 }
 
+// TestAtomicAttemptFollowsRenamedInstances: an instance first listed under a
+// placeholder id and then under its real one (a Cluster API Machine getting
+// its provider ID) is the same instance: no rollback, and the request is
+// Provisioned once it registers; an unrelated instance that was there before
+// the attempt is never taken for it.
+func TestAtomicAttemptFollowsRenamedInstances(t *testing.T) {
+	c := &cluster{atomic: scaleup.AtomicResult{Fit: true, Increases: []scaleup.Increase{{NodeGroup: "g", From: 1, To: 2}},
+		Before: map[string][]string{"g": {"old"}}, Instances: map[string][]string{"g": {"placeholder://i1"}}},
+		groups: map[string]GroupView{}}
+	pr := c.addRequest("a", provreq.ClassBestEffortAtomicScaleUp, 2, nil, t0)
+	p := newTestProcessor(c, nil)
+	loop(p, c, t0, nil, nil)
+	c.groups["g"] = view(2, "old=n0", "placeholder://i1")
+	loop(p, c, t0.Add(time.Minute), nil, nil)
+	c.groups["g"] = view(2, "old=n0", "cloud://i1")
+	loop(p, c, t0.Add(2*time.Minute), nil, nil)
+	if len(c.rolledBack) != 0 {
+		t.Fatalf("rolled back %v after a rename", c.rolledBack)
+	}
+	wantCond(t, pr, provreq.ConditionProvisioned, metav1.ConditionFalse, ReasonProvisioningInProgress)
+	c.groups["g"] = view(2, "old=n0", "cloud://i1=n1")
+	loop(p, c, t0.Add(3*time.Minute), nil, nil)
+	wantCond(t, pr, provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsProvisioned)
+	if len(c.rolledBack) != 0 {
+		t.Errorf("rolled back %v", c.rolledBack)
+	}
+}
+
 func TestAtomicThatCanNeverFitFails(t *testing.T) {
 	c := &cluster{atomic: scaleup.AtomicResult{Permanent: true, Reason: "larger than every group"}}
 	pr := c.addRequest("a", provreq.ClassBestEffortAtomicScaleUp, 2, nil, t0)

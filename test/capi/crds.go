@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,16 +19,9 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Module is the Cluster API release whose CRDs the tests install.
+// Module is the Cluster API release whose CRDs and controllers the tests run;
+// hack/tools/capi/go.mod pins the same version for the controller manager.
 const Module = "sigs.k8s.io/cluster-api@v1.11.3"
-
-// CRDFiles are the CRDs the clusterapi provider reads.
-var CRDFiles = []string{
-	"cluster.x-k8s.io_machinedeployments.yaml",
-	"cluster.x-k8s.io_machinesets.yaml",
-	"cluster.x-k8s.io_machines.yaml",
-	"cluster.x-k8s.io_machinepools.yaml",
-}
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
@@ -51,11 +45,20 @@ func CRDDir(ctx context.Context) (string, error) {
 	return filepath.Join(info.Dir, "config", "crd", "bases"), nil
 }
 
-// InstallCRDs creates (or leaves in place) the CRDs of CRDFiles from dir and
-// waits until they are established.
+// InstallCRDs creates (or leaves in place) every CRD of Cluster API's core
+// in dir (the controller manager watches all of them) and the test
+// provider's CRDs, and waits until they are established.
 func InstallCRDs(ctx context.Context, client dynamic.Interface, dir string) error {
-	for _, f := range CRDFiles {
-		data, err := os.ReadFile(filepath.Join(dir, f))
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("no CRDs in %s", dir)
+	}
+	var crds []*unstructured.Unstructured
+	for _, f := range files {
+		data, err := os.ReadFile(f)
 		if err != nil {
 			return err
 		}
@@ -63,10 +66,16 @@ func InstallCRDs(ctx context.Context, client dynamic.Interface, dir string) erro
 		if err := yaml.Unmarshal(data, &u.Object); err != nil {
 			return fmt.Errorf("%s: %w", f, err)
 		}
+		crds = append(crds, u)
+	}
+	crds = append(crds, testCRDs()...)
+	for _, u := range crds {
 		_, err = client.Resource(crdGVR).Create(ctx, u, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating CRD %s: %w", u.GetName(), err)
 		}
+	}
+	for _, u := range crds {
 		err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 			got, err := client.Resource(crdGVR).Get(ctx, u.GetName(), metav1.GetOptions{})
 			if err != nil {
@@ -85,4 +94,48 @@ func InstallCRDs(ctx context.Context, client dynamic.Interface, dir string) erro
 		}
 	}
 	return nil
+}
+
+// The test provider's API: kinds in Cluster API's provider groups, at
+// version v1alpha1, labelled as implementing the v1beta2 contract (Cluster
+// API finds the version of a referenced kind through that label).
+const (
+	InfraGroup        = "infrastructure.cluster.x-k8s.io"
+	ControlPlaneGroup = "controlplane.cluster.x-k8s.io"
+	TestVersion       = "v1alpha1"
+)
+
+// TestGVR is the resource of one of the test provider's kinds.
+func TestGVR(group, kind string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: group, Version: TestVersion, Resource: strings.ToLower(kind) + "s"}
+}
+
+// testCRDs are schemaless CRDs (any fields) with a status subresource.
+func testCRDs() []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, k := range []struct{ group, kind string }{
+		{InfraGroup, "TestCluster"}, {InfraGroup, "TestMachine"}, {InfraGroup, "TestMachineTemplate"},
+		{ControlPlaneGroup, "TestControlPlane"},
+	} {
+		plural := strings.ToLower(k.kind) + "s"
+		out = append(out, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+			"metadata": map[string]any{
+				"name":   plural + "." + k.group,
+				"labels": map[string]any{Group + "/v1beta2": TestVersion},
+			},
+			"spec": map[string]any{
+				"group": k.group, "scope": "Namespaced",
+				"names": map[string]any{"kind": k.kind, "listKind": k.kind + "List", "plural": plural,
+					"singular": strings.ToLower(k.kind)},
+				"versions": []any{map[string]any{
+					"name": TestVersion, "served": true, "storage": true,
+					"subresources": map[string]any{"status": map[string]any{}},
+					"schema": map[string]any{"openAPIV3Schema": map[string]any{
+						"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+				}},
+			},
+		}})
+	}
+	return out
 }

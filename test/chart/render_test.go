@@ -347,7 +347,7 @@ expanderPriorities:
 
 func TestUnsupportedValuesFail(t *testing.T) {
 	for name, tc := range map[string]struct{ values, want string }{
-		"auto-discovery":   {"autoDiscovery: {clusterName: prod}\n", "autoDiscovery is not supported"},
+		"auto-discovery":   {"autoDiscovery: {clusterName: prod}\n", "autoDiscovery is used only with cloudProvider clusterapi"},
 		"both pdb bounds":  {"podDisruptionBudget: {minAvailable: 1, maxUnavailable: 1}\n", "either minAvailable or maxUnavailable"},
 		"incomplete group": {"autoscalingGroups: [{name: a, maxSize: 3}]\n", "needs name, minSize and maxSize"},
 	} {

@@ -89,7 +89,7 @@ func lease(t *testing.T, e *framework.Env) *coordinationv1.Lease {
 const acquired = "Acquired the leader-election lease"
 
 // TestLeaderElectionFailover: a second replica waits while the first holds the
-// Lease, and takes over within the lease duration once the first gets SIGTERM.
+// Lease (even when it names another --leader-elect-resource-namespace), and takes over within the lease duration once the first gets SIGTERM.
 func TestLeaderElectionFailover(t *testing.T) {
 	e := framework.New(t)
 	first := startAutoscaler(t, "first", leaderArgs(e)...)
@@ -98,10 +98,15 @@ func TestLeaderElectionFailover(t *testing.T) {
 	})
 	holder := *lease(t, e).Spec.HolderIdentity
 
-	second := startAutoscaler(t, "second", leaderArgs(e)...)
+	// The second replica names another namespace for the Lease: ignored, as
+	// upstream, so both replicas still compete for the same Lease.
+	second := startAutoscaler(t, "second", append(leaderArgs(e), "--leader-elect-resource-namespace=kube-system")...)
 	e.Eventually(30*time.Second, "second replica waits for the lease", func(context.Context) (bool, error) {
 		return second.log.Contains("Waiting for the leader-election lease"), nil
 	})
+	if !second.log.Contains("--leader-elect-resource-namespace is ignored") {
+		t.Error("the ignored --leader-elect-resource-namespace is not warned about")
+	}
 	// Several renewals of the first replica pass; the second must still wait.
 	time.Sleep(3 * time.Second)
 	if second.log.Contains(acquired) {

@@ -106,8 +106,10 @@ The container's arguments, one per line, as a YAML list.
 */}}
 {{- define "cluster-autoscaler.args" -}}
 - {{ printf "--cloud-provider=%s" .Values.cloudProvider | quote }}
-- {{ printf "--namespace=%s" .Release.Namespace | quote }}
-{{- if .Values.cloudConfigPath }}
+- {{ printf "--namespace=%s" (include "cluster-autoscaler.namespaceArg" .) | quote }}
+{{- if eq .Values.cloudProvider "clusterapi" }}
+{{- include "cluster-autoscaler.capi.args" . }}
+{{- else if .Values.cloudConfigPath }}
 - {{ printf "--cloud-config=%s" .Values.cloudConfigPath | quote }}
 {{- else if eq .Values.cloudProvider "externalgrpc" }}
 - {{ printf "--cloud-config=%s/cloud-config.yaml" (include "cluster-autoscaler.externalGRPCConfigDir" .) | quote }}

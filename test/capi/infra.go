@@ -1,0 +1,171 @@
+package capi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Infra is the test provider's controller: the cloud and the kubelet of the
+// test infrastructure kinds in one namespace.
+type Infra struct {
+	dyn        dynamic.Interface
+	kube       kubernetes.Interface
+	namespace  string
+	nodeLabels map[string]string
+}
+
+// NewInfra returns the controller of namespace; nodeLabels go on every Node it creates.
+func NewInfra(dyn dynamic.Interface, kube kubernetes.Interface, namespace string, nodeLabels map[string]string) *Infra {
+	return &Infra{dyn: dyn, kube: kube, namespace: namespace, nodeLabels: nodeLabels}
+}
+
+// Run syncs every interval until ctx ends; errors are passed to report.
+func (in *Infra) Run(ctx context.Context, interval time.Duration, report func(error)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if err := in.Sync(ctx); err != nil && ctx.Err() == nil && !apierrors.IsConflict(err) {
+			report(err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Sync runs one pass: infrastructure clusters and control planes are
+// reported ready, infrastructure machines get a Node or fail.
+func (in *Infra) Sync(ctx context.Context) error {
+	var errs []error
+	ready := map[string]map[string]any{
+		"TestCluster": {"initialization": map[string]any{"provisioned": true}, "ready": true},
+		"TestControlPlane": {"initialization": map[string]any{"controlPlaneInitialized": true}, "initialized": true, "ready": true,
+			// The workload cluster's control plane is not made of Machines
+			// (as with a managed control plane), so Cluster API may delete
+			// the Nodes of worker Machines.
+			"externalManagedControlPlane": true},
+	}
+	for _, k := range []struct{ group, kind string }{{InfraGroup, "TestCluster"}, {ControlPlaneGroup, "TestControlPlane"}} {
+		res := in.dyn.Resource(TestGVR(k.group, k.kind)).Namespace(in.namespace)
+		list, err := res.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for i := range list.Items {
+			o := &list.Items[i]
+			if _, done := o.Object["status"]; done {
+				continue
+			}
+			o.Object["status"] = ready[k.kind]
+			if _, err := res.UpdateStatus(ctx, o, metav1.UpdateOptions{}); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	list, err := in.dyn.Resource(TestGVR(InfraGroup, "TestMachine")).Namespace(in.namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for i := range list.Items {
+		if err := in.syncMachine(ctx, &list.Items[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (in *Infra) syncMachine(ctx context.Context, tm *unstructured.Unstructured) error {
+	if tm.GetDeletionTimestamp() != nil {
+		return nil
+	}
+	res := in.dyn.Resource(TestGVR(InfraGroup, "TestMachine")).Namespace(in.namespace)
+	if reason, _, _ := unstructured.NestedString(tm.Object, "spec", "failReason"); reason != "" {
+		if got, _, _ := unstructured.NestedString(tm.Object, "status", "failureReason"); got != "" {
+			return nil
+		}
+		tm.Object["status"] = map[string]any{"failureReason": reason,
+			"failureMessage": fmt.Sprintf("the test provider could not create machine %s: %s", tm.GetName(), reason)}
+		_, err := res.UpdateStatus(ctx, tm, metav1.UpdateOptions{})
+		return err
+	}
+	if p, _, _ := unstructured.NestedBool(tm.Object, "status", "initialization", "provisioned"); p {
+		return nil
+	}
+	// Cluster API names an infrastructure machine after its Machine and
+	// makes the Machine its owner; wait for the Machine.
+	machine, err := in.dyn.Resource(GVR("machines")).Namespace(in.namespace).Get(ctx, tm.GetName(), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	providerID := ProviderIDPrefix + in.namespace + "/" + machine.GetName()
+	if err := in.ensureNode(ctx, machine, tm, providerID); err != nil {
+		return err
+	}
+	if id, _, _ := unstructured.NestedString(tm.Object, "spec", "providerID"); id == "" {
+		_ = unstructured.SetNestedField(tm.Object, providerID, "spec", "providerID")
+		if tm, err = res.Update(ctx, tm, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	tm.Object["status"] = map[string]any{"initialization": map[string]any{"provisioned": true}, "ready": true,
+		"addresses": []any{map[string]any{"type": "InternalIP", "address": "127.0.0.1"}}}
+	_, err = res.UpdateStatus(ctx, tm, metav1.UpdateOptions{})
+	return err
+}
+
+// ensureNode creates the kwok Node of a Machine: the capacity and labels of
+// its infrastructure machine's spec (4 CPU, 16Gi by default), 110 pods.
+func (in *Infra) ensureNode(ctx context.Context, machine, tm *unstructured.Unstructured, providerID string) error {
+	cpu, _, _ := unstructured.NestedString(tm.Object, "spec", "cpu")
+	mem, _, _ := unstructured.NestedString(tm.Object, "spec", "memory")
+	if cpu == "" {
+		cpu = "4"
+	}
+	if mem == "" {
+		mem = "16Gi"
+	}
+	cpuQ, err := resource.ParseQuantity(cpu)
+	if err != nil {
+		return fmt.Errorf("TestMachine %s: cpu: %w", tm.GetName(), err)
+	}
+	memQ, err := resource.ParseQuantity(mem)
+	if err != nil {
+		return fmt.Errorf("TestMachine %s: memory: %w", tm.GetName(), err)
+	}
+	rl := apiv1.ResourceList{apiv1.ResourceCPU: cpuQ, apiv1.ResourceMemory: memQ, apiv1.ResourcePods: resource.MustParse("110")}
+	name := machine.GetName()
+	labels := map[string]string{"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+		"type": "kwok", PoolLabel: machine.GetLabels()[DeploymentNameLabel]}
+	extra, _, _ := unstructured.NestedStringMap(tm.Object, "spec", "nodeLabels")
+	for k, v := range extra {
+		labels[k] = v
+	}
+	for k, v := range in.nodeLabels {
+		labels[k] = v
+	}
+	n := &apiv1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}},
+		Spec:       apiv1.NodeSpec{ProviderID: providerID},
+		Status:     apiv1.NodeStatus{Capacity: rl, Allocatable: rl.DeepCopy()},
+	}
+	_, err = in.kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating node %s: %w", name, err)
+	}
+	return nil
+}

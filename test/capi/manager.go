@@ -1,0 +1,111 @@
+package capi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/autoscaler/cluster-autoscaler/test/certs"
+	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+)
+
+// Manager is a running Cluster API core controller manager.
+type Manager struct {
+	cmd  *exec.Cmd
+	Log  *framework.SyncBuffer
+	done chan struct{}
+}
+
+// StartManager runs _output/bin/cluster-api against the cluster of
+// kubeconfig, reconciling namespace only, and waits until it is healthy. It
+// is stopped when the test ends (its log is printed if the test failed).
+// Its webhooks serve on loopback with throw-away certificates; nothing
+// registers them with the API server, so objects must be complete as
+// created (see the builders of this package).
+func StartManager(t testing.TB, kubeconfig, namespace string) *Manager {
+	t.Helper()
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(root, "_output", "bin", "cluster-api")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("Cluster API's manager is not built (run hack/build-tools.sh): %v", err)
+	}
+	dir := t.TempDir()
+	c := certs.Write(t, dir)
+	if err := os.Rename(c.ServerCert, filepath.Join(dir, "tls.crt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(c.ServerKey, filepath.Join(dir, "tls.key")); err != nil {
+		t.Fatal(err)
+	}
+	health := framework.FreeAddress(t)
+	webhookPort := strings.TrimPrefix(framework.FreeAddress(t), "127.0.0.1:")
+	m := &Manager{Log: &framework.SyncBuffer{}, done: make(chan struct{})}
+	m.cmd = exec.Command(bin,
+		"--kubeconfig="+kubeconfig, "--namespace="+namespace,
+		"--health-addr="+health, "--insecure-diagnostics", "--diagnostics-address="+framework.FreeAddress(t),
+		"--webhook-port="+webhookPort, "--webhook-cert-dir="+dir,
+		"--skip-crd-migration-phases=StorageVersionMigration,CleanupManagedFields",
+		"--kube-api-qps=100", "--kube-api-burst=200", "--sync-period=1m", "--v=2")
+	m.cmd.Stdout, m.cmd.Stderr = m.Log, m.Log
+	if err := m.cmd.Start(); err != nil {
+		t.Fatalf("starting Cluster API's manager: %v", err)
+	}
+	go func() { _ = m.cmd.Wait(); close(m.done) }()
+	t.Cleanup(func() {
+		m.Stop()
+		if t.Failed() {
+			out := m.Log.String()
+			if len(out) > 30000 {
+				out = "...\n" + out[len(out)-30000:]
+			}
+			t.Logf("Cluster API manager log:\n%s", out)
+		}
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		select {
+		case <-m.done:
+			t.Fatalf("Cluster API's manager exited at start-up:\n%s", m.Log.String())
+		default:
+		}
+		resp, err := http.Get(fmt.Sprintf("http://%s/readyz", health))
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return m
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Cluster API's manager not ready after 60s:\n%s", m.Log.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Stop ends the manager (SIGTERM, then SIGKILL after 10 s) and waits for it.
+func (m *Manager) Stop() {
+	select {
+	case <-m.done:
+		return
+	default:
+	}
+	_ = m.cmd.Process.Signal(syscall.SIGTERM)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	select {
+	case <-m.done:
+	case <-ctx.Done():
+		_ = m.cmd.Process.Kill()
+		<-m.done
+	}
+}
