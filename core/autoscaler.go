@@ -191,17 +191,31 @@ func (a *Autoscaler) updateClusterState(ctx context.Context, obs *Observation) e
 	}
 	for _, f := range a.state.Failures() {
 		if f.Reason.ErrorCode == clusterstate.TimeoutErrorCode {
-			a.metrics.RegisterFailedScaleUp(metrics.TimeoutError, 0, metrics.GPU{})
+			a.metrics.RegisterFailedScaleUp(metrics.TimeoutError, 0, a.groupGPU(ctx, f.NodeGroup))
 			a.clusterEvent(apiv1.EventTypeWarning, "ScaleUpTimedOut", "Nodes added to group %s failed to register within %v",
 				f.NodeGroup, a.provisionTime(f.NodeGroup))
 			continue
 		}
-		a.metrics.RegisterFailedScaleUp(metrics.CloudProviderError, 0, metrics.GPU{})
+		a.metrics.RegisterFailedScaleUp(metrics.CloudProviderError, 0, a.groupGPU(ctx, f.NodeGroup))
 		a.clusterEvent(apiv1.EventTypeWarning, "ScaleUpFailed", "Failed adding nodes to group %s due to %s: %s",
 			f.NodeGroup, f.Reason.ErrorCode, f.Reason.ErrorMessage)
 	}
 	a.metrics.UpdateClusterSafeToAutoscale(a.state.ClusterHealthy())
 	return nil
+}
+
+// groupGPU tells the GPU labels of a group's template, for the metrics of
+// its failures (none when the template cannot be read).
+func (a *Autoscaler) groupGPU(ctx context.Context, group string) metrics.GPU {
+	gs := a.state.Group(group)
+	if gs == nil {
+		return metrics.GPU{}
+	}
+	info, err := gs.NodeGroup.TemplateNodeInfo(ctx)
+	if err != nil || info == nil || info.Node == nil {
+		return metrics.GPU{}
+	}
+	return metrics.GPUOf(a.provider.GetNodeGpuConfig(ctx, info.Node), info.Node, a.provider.GetAvailableGPUTypes(ctx))
 }
 
 func (a *Autoscaler) provisionTime(group string) time.Duration {
