@@ -8,17 +8,12 @@ import (
 
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/klog/v2"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 	"k8s.io/autoscaler/cluster-autoscaler/scaledown"
 	"k8s.io/autoscaler/cluster-autoscaler/scaleup"
 )
-
-// logLongDuration is how long a step may take before its duration is
-// also logged (at V(4)), as upstream.
-const logLongDuration = 5 * time.Second
 
 // Reporting turns what scale-up and scale-down do into metrics, with the
 // GPU labels the cloud provider tells for the nodes, and into the
@@ -104,12 +99,7 @@ func (r *Reporting) UpdateDuration(function string, d time.Duration) {
 	observeDuration(r.metrics, function, d)
 }
 
-func observeDuration(m *metrics.Metrics, function string, d time.Duration) {
-	if d > logLongDuration {
-		klog.V(4).InfoS("Function took long to complete", "function", function, "duration", d)
-	}
-	m.UpdateDuration(function, d)
-}
+func observeDuration(m *metrics.Metrics, function string, d time.Duration) { m.UpdateDuration(function, d) }
 
 // OverflowingControllers implements scaleup.Reporter.
 func (r *Reporting) OverflowingControllers(n int) { r.metrics.UpdateOverflowingControllers(n) }

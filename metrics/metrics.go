@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/klog/v2"
 )
 
 const namespace = "cluster_autoscaler"
@@ -227,8 +228,15 @@ func (m *Metrics) UpdateLastActivity(activity string, now time.Time) {
 	m.lastActivity.WithLabelValues(activity).Set(float64(now.Unix()))
 }
 
+// logLongDuration is how long a step may take before its duration is also
+// logged (at V(4)), as upstream.
+const logLongDuration = 5 * time.Second
+
 // UpdateDuration records how long function took.
 func (m *Metrics) UpdateDuration(function string, d time.Duration) {
+	if d > logLongDuration {
+		klog.V(4).InfoS("Function took long to complete", "function", function, "duration", d)
+	}
 	m.functionDuration.WithLabelValues(function).Observe(d.Seconds())
 	m.functionDurationQuantile.WithLabelValues(function).Observe(d.Seconds())
 }
