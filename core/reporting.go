@@ -99,7 +99,9 @@ func (r *Reporting) UpdateDuration(function string, d time.Duration) {
 	observeDuration(r.metrics, function, d)
 }
 
-func observeDuration(m *metrics.Metrics, function string, d time.Duration) { m.UpdateDuration(function, d) }
+func observeDuration(m *metrics.Metrics, function string, d time.Duration) {
+	m.UpdateDuration(function, d)
+}
 
 // OverflowingControllers implements scaleup.Reporter.
 func (r *Reporting) OverflowingControllers(n int) { r.metrics.UpdateOverflowingControllers(n) }
