@@ -289,7 +289,7 @@ func (c *commandLine) registerStatusAndProvReq() {
 	fs.IntVar(&o.CheckCapacityMaxBatchSize, "check-capacity-provisioning-request-max-batch-size", o.CheckCapacityMaxBatchSize, "Most check-capacity requests in one batch.")
 	fs.StringVar(&o.CheckCapacityProcessorInstance, "check-capacity-processor-instance", o.CheckCapacityProcessorInstance, "Handle only check-capacity requests whose processorInstance parameter equals this.")
 	fs.BoolVar(&o.EnableDynamicResourceAllocation, "enable-dynamic-resource-allocation", o.EnableDynamicResourceAllocation, "Handle DRA objects; locked to true.")
-	c.mark(notImplemented, "record-duplicated-events", "check-capacity-batch-processing",
+	c.mark(notImplemented, "check-capacity-batch-processing",
 		"check-capacity-provisioning-request-max-batch-size", "enable-dynamic-resource-allocation")
 }
 

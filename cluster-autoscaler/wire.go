@@ -9,11 +9,11 @@ import (
 	"net/http/pprof"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	apiv1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,6 +31,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/metrics/legacyregistry"
+	_ "k8s.io/component-base/metrics/prometheus/restclient" // client-go's rest_client_* series, as upstream
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -78,7 +80,6 @@ func start(ctx context.Context, opts config.Options) error {
 	}
 
 	registry := prometheus.NewRegistry()
-	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := metrics.New(registry)
 	health := core.NewHealthCheck(clock.RealClock{}, opts.MaxInactivity, opts.MaxFailingTime, opts.MaxStartupTime)
 
@@ -90,7 +91,7 @@ func start(ctx context.Context, opts config.Options) error {
 	if opts.DebuggingSnapshotEnabled {
 		snapshots = core.NewSnapshotter()
 	}
-	server := &http.Server{Handler: newMux(registry, health, opts.Profiling, snapshots), ReadHeaderTimeout: 10 * time.Second}
+	server := &http.Server{Handler: newMux(metricsGatherer(registry), health, opts.Profiling, snapshots), ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- server.Serve(listener) }()
 	logger.Info("Serving metrics and health", "address", listener.Addr().String())
@@ -145,9 +146,18 @@ func newProviderRegistry() *cloudprovider.Registry {
 	return r
 }
 
-func newMux(registry *prometheus.Registry, health http.Handler, profiling bool, snapshots *core.Snapshotter) *http.ServeMux {
+// metricsGatherer serves the autoscaler's own series (registry) with
+// component-base's legacy registry, as upstream does: the Go runtime and
+// process collectors, component-base's own series and client-go's
+// rest_client_* series, which client-go can only report to one process-wide
+// sink (package restclient registers it at import).
+func metricsGatherer(registry *prometheus.Registry) prometheus.Gatherer {
+	return prometheus.Gatherers{registry, legacyregistry.DefaultGatherer}
+}
+
+func newMux(gatherer prometheus.Gatherer, health http.Handler, profiling bool, snapshots *core.Snapshotter) *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}))
+	mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 	mux.Handle("/health-check", health)
 	if snapshots != nil {
 		mux.Handle("/snapshotz", snapshots)
@@ -185,8 +195,14 @@ func runWithLeaderElection(ctx context.Context, opts config.Options, client kube
 		klog.FromContext(ctx).Info("Warning: --leader-elect-resource-namespace is ignored, as upstream: the Lease lives in --namespace",
 			"leaderElectResourceNamespace", le.ResourceNamespace, "namespace", opts.Namespace)
 	}
+	// The election records upstream's LeaderElection events ("... became
+	// leader") on the lock object.
+	broadcaster := newEventBroadcaster(ctx, opts)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	electionEvents := broadcaster.NewRecorder(clientgoscheme.Scheme, apiv1.EventSource{Component: "cluster-autoscaler", Host: hostname})
 	lock, err := resourcelock.New(le.ResourceLock, opts.Namespace, le.ResourceName,
-		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
+		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity, EventRecorder: electionEvents})
 	if err != nil {
 		return fmt.Errorf("building the leader-election lock: %w", err)
 	}
@@ -289,18 +305,25 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 	if err != nil {
 		return fmt.Errorf("building the events client: %w", err)
 	}
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster := newEventBroadcaster(ctx, opts)
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventsClient.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(clientgoscheme.Scheme, apiv1.EventSource{Component: "cluster-autoscaler"})
 	state := clusterstate.NewRegistry(opts)
-	orchestrator, nsFactory, err := buildScaleUp(ctx, opts, client, factory, provider, listers, recorder, state, m)
+	statusRef := &apiv1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: opts.Namespace, Name: opts.StatusConfigMapName}
+	// Cluster-level events go to the status ConfigMap only when it is
+	// written, as upstream.
+	var clusterEvents *apiv1.ObjectReference
+	if opts.WriteStatusConfigMap {
+		clusterEvents = statusRef
+	}
+	reporting := core.NewReporting(m, provider, recorder, clusterEvents)
+	orchestrator, nsFactory, err := buildScaleUp(ctx, opts, client, factory, provider, listers, recorder, state, m, reporting)
 	if err != nil {
 		return err
 	}
 	loopOpts := []core.AutoscalerOption{core.WithScaleUp(orchestrator), core.WithEventRecorder(recorder),
 		core.WithClusterState(state)}
-	statusRef := &apiv1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: opts.Namespace, Name: opts.StatusConfigMapName}
 	loopOpts = append(loopOpts, core.WithCleanup(cleanup.New(cleanup.Options{
 		ForceDeleteUnregistered: opts.ForceDeleteUnregisteredNodes,
 		ForceDeleteFailed:       opts.ForceDeleteFailedNodes,
@@ -330,7 +353,7 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 		}()
 		loopOpts = append(loopOpts, core.WithStatusWriter(status))
 	}
-	sd, taints := buildScaleDown(opts, client, factory, provider, recorder, m)
+	sd, taints := buildScaleDown(opts, client, factory, provider, recorder, m, reporting)
 	loopOpts = append(loopOpts, core.WithScaleDown(sd))
 	// Scale-down's removals run on the loop's context: whatever ends the
 	// loop (lost Lease, shutdown, an error) stops them, and they are waited
@@ -394,6 +417,35 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 	logger.Info("Informer caches synced; starting the loop", "scanInterval", opts.ScanInterval)
 	health.StartMonitoring()
 	return runner.Run(loopCtx)
+}
+
+// newEventBroadcaster builds the events' broadcaster as upstream does.
+// Unless --record-duplicated-events, client-go's spam filter lets through
+// one event per reason and object (any type, any message) and refills once
+// per five minutes, remembering 8192 keys; events on the status ConfigMap
+// are told apart by their message only, so that each distinct cluster-level
+// event is recorded. (Upstream recognises the status ConfigMap only under its
+// default name in kube-system; here it is --status-config-map-name in
+// --namespace.) With --record-duplicated-events client-go's defaults apply.
+func newEventBroadcaster(ctx context.Context, opts config.Options) record.EventBroadcaster {
+	if opts.RecordDuplicatedEvents {
+		return record.NewBroadcaster(record.WithContext(ctx))
+	}
+	return record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{
+		QPS: 1. / 300., BurstSize: 1, LRUCacheSize: 8192,
+		SpamKeyFunc: spamKey(opts.Namespace, opts.StatusConfigMapName)}))
+}
+
+// spamKey is the spam filter's key of an event: see newEventBroadcaster.
+func spamKey(statusNamespace, statusName string) record.EventSpamKeyFunc {
+	return func(ev *apiv1.Event) string {
+		o := ev.InvolvedObject
+		if o.Kind == "ConfigMap" && o.Namespace == statusNamespace && o.Name == statusName {
+			return ev.Message
+		}
+		return strings.Join([]string{ev.Reason, ev.Source.Component, ev.Source.Host, o.Kind, o.Namespace, o.Name,
+			string(o.UID), o.APIVersion}, "")
+	}
 }
 
 // unschedulablePodTrigger asks for a loop when the scheduler newly marks a pod
@@ -462,7 +514,7 @@ func recentlyUnschedulable(pod *apiv1.Pod, now time.Time) bool {
 // ConfigMap lister and must be started with the cluster-wide one.
 func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.Interface, factory informers.SharedInformerFactory,
 	provider cloudprovider.CloudProvider, listers core.Listers, recorder record.EventRecorder,
-	state *clusterstate.Registry, m *metrics.Metrics) (*scaleup.Orchestrator, informers.SharedInformerFactory, error) {
+	state *clusterstate.Registry, m *metrics.Metrics, reporting *core.Reporting) (*scaleup.Orchestrator, informers.SharedInformerFactory, error) {
 	simOpts := []simframework.Option{simframework.WithParallelism(opts.PredicateParallelism), simframework.WithClient(client)}
 	if opts.SchedulerConfigFile != "" {
 		simOpts = append(simOpts, simframework.WithSchedulerConfigFile(opts.SchedulerConfigFile))
@@ -488,7 +540,7 @@ func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.In
 	}
 	return scaleup.New(provider, sim, estimator.New(sim), chain, opts, state,
 		scaleup.WithDaemonSets(factory.Apps().V1().DaemonSets().Lister()),
-		scaleup.WithDeletionCounter(m.RegisterDeletedNodes)), nsFactory, nil
+		scaleup.WithDeletionCounter(m.RegisterDeletedNodes), scaleup.WithReporter(reporting)), nsFactory, nil
 }
 
 // buildProvReqProcessor wires the ProvisioningRequest processor: its typed
@@ -553,7 +605,8 @@ func (s provreqStatus) Delete(ctx context.Context, namespace, name string, uid t
 // buildScaleDown wires the planner (with the drain rules on informer
 // listers) and the actuator.
 func buildScaleDown(opts config.Options, client kubernetes.Interface, factory informers.SharedInformerFactory,
-	provider cloudprovider.CloudProvider, recorder record.EventRecorder, m *metrics.Metrics) (*scaledown.ScaleDown, *scaledown.Taints) {
+	provider cloudprovider.CloudProvider, recorder record.EventRecorder, m *metrics.Metrics,
+	reporting *core.Reporting) (*scaledown.ScaleDown, *scaledown.Taints) {
 	rules := drain.NewRules(drain.Options{
 		SkipNodesWithSystemPods:            opts.SkipNodesWithSystemPods,
 		SkipNodesWithLocalStorage:          opts.SkipNodesWithLocalStorage,
@@ -571,7 +624,7 @@ func buildScaleDown(opts config.Options, client kubernetes.Interface, factory in
 	})
 	taints := scaledown.NewTaints(client, opts.MaxBulkSoftTaintCount, opts.CordonNodeBeforeTerminating)
 	planner := scaledown.NewPlanner(opts, provider, rules, taints)
-	actuator := scaledown.NewActuator(opts, client, taints, recorder, m, clock.RealClock{})
+	actuator := scaledown.NewActuator(opts, client, taints, recorder, reporting, clock.RealClock{})
 	return scaledown.New(opts, planner, actuator, m), taints
 }
 

@@ -148,7 +148,7 @@ func TestRegistryCreationFailureBacksOffOnce(t *testing.T) {
 	// The status says Backoff with the truncated message.
 	st := r.Status(t0.Add(10*time.Second), nil)
 	up := st.NodeGroups[0].ScaleUp
-	if up.Status != ScaleUpBackoff || up.BackoffInfo == nil || !strings.HasSuffix(up.BackoffInfo.ErrorMessage, "<truncated>") ||
+	if up.Status != ScaleUpBackoff || !strings.HasSuffix(up.BackoffInfo.ErrorMessage, "<truncated>") ||
 		len(up.BackoffInfo.ErrorMessage) != maxStatusMessage+len("<truncated>") {
 		t.Errorf("scale-up status %+v", up)
 	}
@@ -220,7 +220,9 @@ func TestStatusFormat(t *testing.T) {
 			t.Errorf("status lacks %q:\n%s", want, text)
 		}
 	}
-	// Transition times stay put while the status does not change.
+	// Transition times stay put while the status does not change; a
+	// change starts at the probe (the Update) that saw it.
+	update(t, r, p, nodes, t0.Add(time.Minute))
 	later := r.Status(t0.Add(time.Minute), nil)
 	if !later.ClusterWide.Health.LastTransitionTime.Time.Equal(t0) {
 		t.Errorf("health transition moved to %v", later.ClusterWide.Health.LastTransitionTime)

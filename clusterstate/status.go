@@ -37,37 +37,49 @@ const (
 	maxStatusMessage = 500
 )
 
-// Status is the content of the status ConfigMap's data key.
+// Status is the content of the status ConfigMap's data key. The types
+// mirror upstream's, field for field and with the same JSON names and
+// omitempty rules, so that the YAML (written through JSON, keys sorted) is
+// byte for byte upstream's for the same state: struct fields are always
+// written (zero counts included), zero times are written as null.
 type Status struct {
-	Time             string          `json:"time"`
-	AutoscalerStatus string          `json:"autoscalerStatus"`
+	Time             string          `json:"time,omitempty"`
+	AutoscalerStatus string          `json:"autoscalerStatus,omitempty"`
 	Message          string          `json:"message,omitempty"`
-	ClusterWide      *ClusterStatus  `json:"clusterWide,omitempty"`
+	ClusterWide      ClusterStatus   `json:"clusterWide,omitempty"`
 	NodeGroups       []NodeGroupStat `json:"nodeGroups,omitempty"`
 }
 
 // ClusterStatus is the cluster-wide part.
 type ClusterStatus struct {
-	Health    HealthStatus    `json:"health"`
-	ScaleUp   ScaleUpStatus   `json:"scaleUp"`
-	ScaleDown ScaleDownStatus `json:"scaleDown"`
+	Health    ClusterHealth   `json:"health,omitempty"`
+	ScaleUp   ClusterScaleUp  `json:"scaleUp,omitempty"`
+	ScaleDown ScaleDownStatus `json:"scaleDown,omitempty"`
 }
 
 // NodeGroupStat is one node group's part.
 type NodeGroupStat struct {
-	Name      string          `json:"name"`
-	Health    HealthStatus    `json:"health"`
-	ScaleUp   ScaleUpStatus   `json:"scaleUp"`
-	ScaleDown ScaleDownStatus `json:"scaleDown"`
+	Name      string          `json:"name,omitempty"`
+	Health    NodeGroupHealth `json:"health,omitempty"`
+	ScaleUp   ScaleUpStatus   `json:"scaleUp,omitempty"`
+	ScaleDown ScaleDownStatus `json:"scaleDown,omitempty"`
 }
 
-// HealthStatus says whether a group or the cluster is healthy.
-type HealthStatus struct {
-	Status              string         `json:"status"`
-	NodeCounts          NodeCountsStat `json:"nodeCounts"`
-	CloudProviderTarget *int           `json:"cloudProviderTarget,omitempty"`
-	MinSize             *int           `json:"minSize,omitempty"`
-	MaxSize             *int           `json:"maxSize,omitempty"`
+// ClusterHealth says whether the cluster is healthy.
+type ClusterHealth struct {
+	Status             string         `json:"status,omitempty"`
+	NodeCounts         NodeCountsStat `json:"nodeCounts,omitempty"`
+	LastProbeTime      metav1.Time    `json:"lastProbeTime,omitempty"`
+	LastTransitionTime metav1.Time    `json:"lastTransitionTime,omitempty"`
+}
+
+// NodeGroupHealth says whether a node group is healthy, with its sizes.
+type NodeGroupHealth struct {
+	Status              string         `json:"status,omitempty"`
+	NodeCounts          NodeCountsStat `json:"nodeCounts,omitempty"`
+	CloudProviderTarget int            `json:"cloudProviderTarget"`
+	MinSize             int            `json:"minSize"`
+	MaxSize             int            `json:"maxSize"`
 	LastProbeTime       metav1.Time    `json:"lastProbeTime,omitempty"`
 	LastTransitionTime  metav1.Time    `json:"lastTransitionTime,omitempty"`
 }
@@ -81,11 +93,11 @@ type NodeCountsStat struct {
 
 // RegisteredStat are registered nodes by state.
 type RegisteredStat struct {
-	Total        int          `json:"total"`
-	Ready        int          `json:"ready"`
-	NotStarted   int          `json:"notStarted"`
-	BeingDeleted int          `json:"beingDeleted,omitempty"`
-	Unready      *UnreadyStat `json:"unready,omitempty"`
+	Total        int         `json:"total"`
+	Ready        int         `json:"ready"`
+	NotStarted   int         `json:"notStarted"`
+	BeingDeleted int         `json:"beingDeleted,omitempty"`
+	Unready      UnreadyStat `json:"unready,omitempty"`
 }
 
 // UnreadyStat counts unready nodes.
@@ -94,32 +106,37 @@ type UnreadyStat struct {
 	ResourceUnready int `json:"resourceUnready"`
 }
 
-// ScaleUpStatus is the scale-up state.
+// ClusterScaleUp is the cluster-wide scale-up state.
+type ClusterScaleUp struct {
+	Status             string      `json:"status,omitempty"`
+	LastProbeTime      metav1.Time `json:"lastProbeTime,omitempty"`
+	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
+}
+
+// ScaleUpStatus is a node group's scale-up state.
 type ScaleUpStatus struct {
-	Status             string       `json:"status"`
-	BackoffInfo        *BackoffInfo `json:"backoffInfo,omitempty"`
-	LastProbeTime      metav1.Time  `json:"lastProbeTime,omitempty"`
-	LastTransitionTime metav1.Time  `json:"lastTransitionTime,omitempty"`
+	Status             string      `json:"status,omitempty"`
+	BackoffInfo        BackoffInfo `json:"backoffInfo,omitempty"`
+	LastProbeTime      metav1.Time `json:"lastProbeTime,omitempty"`
+	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
 }
 
 // BackoffInfo says why a group is backed off.
 type BackoffInfo struct {
-	ErrorCode    string `json:"errorCode"`
-	ErrorMessage string `json:"errorMessage"`
+	ErrorCode    string `json:"errorCode,omitempty"`
+	ErrorMessage string `json:"errorMessage,omitempty"`
 }
 
 // ScaleDownStatus is the scale-down state.
 type ScaleDownStatus struct {
-	Status     string `json:"status"`
-	Candidates int    `json:"candidates,omitempty"`
-	// UnremovableNodes says why nodes cannot be removed (cluster-wide part
-	// only, at most 100 nodes; not in upstream's format).
-	UnremovableNodes   []UnremovableNode `json:"unremovableNodes,omitempty"`
-	LastProbeTime      metav1.Time       `json:"lastProbeTime,omitempty"`
-	LastTransitionTime metav1.Time       `json:"lastTransitionTime,omitempty"`
+	Status             string      `json:"status,omitempty"`
+	Candidates         int         `json:"candidates,omitempty"`
+	LastProbeTime      metav1.Time `json:"lastProbeTime,omitempty"`
+	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
 }
 
-// UnremovableNode is a node scale-down keeps, and why.
+// UnremovableNode is a node scale-down keeps, and why. The list goes to
+// the ConfigMap's own key UnremovableDataKey, not into upstream's status.
 type UnremovableNode struct {
 	Name   string `json:"name"`
 	Reason string `json:"reason"`
@@ -129,7 +146,12 @@ type UnremovableNode struct {
 // the cluster and each group have; nil means none anywhere.
 type ScaleDownCandidates func(group string) int
 
-// Status builds the status of the last Update at now. candidates may be nil.
+// Status builds the status of the last Update at now, as upstream builds
+// it: the probe time of the cluster's parts is the Update's; a node group
+// without any node (registered or not) has no probe time for its health and
+// scale-up, like upstream's groups without readiness; a part's transition
+// time is the probe time at which its status last changed. candidates may
+// be nil.
 func (r *Registry) Status(now time.Time, candidates ScaleDownCandidates) *Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -146,73 +168,72 @@ func (r *Registry) Status(now time.Time, candidates ScaleDownCandidates) *Status
 	if len(r.scaleUps) > 0 {
 		scaleUp = ScaleUpInProgress
 	}
-	cluster := &ClusterStatus{
-		Health: HealthStatus{Status: health, NodeCounts: countsStat(r.cluster), LastProbeTime: probe,
-			LastTransitionTime: r.transition("cluster/health", health, now)},
-		ScaleUp: ScaleUpStatus{Status: scaleUp, LastProbeTime: probe,
-			LastTransitionTime: r.transition("cluster/scaleUp", scaleUp, now)},
+	st.ClusterWide = ClusterStatus{
+		Health: ClusterHealth{Status: health, NodeCounts: countsStat(r.cluster), LastProbeTime: probe,
+			LastTransitionTime: r.transition("cluster/health", health, probe)},
+		ScaleUp: ClusterScaleUp{Status: scaleUp, LastProbeTime: probe,
+			LastTransitionTime: r.transition("cluster/scaleUp", scaleUp, probe)},
+		ScaleDown: r.scaleDownStat("cluster", candidates(""), probe),
 	}
-	total := candidates("")
-	cluster.ScaleDown = r.scaleDownStat("cluster", total, probe, now)
-	st.ClusterWide = cluster
 
 	for _, gs := range r.sortedGroups() {
 		id := gs.NodeGroup.Id()
-		target, minSize, maxSize := gs.Target, gs.NodeGroup.MinSize(), gs.NodeGroup.MaxSize()
+		groupProbe := probe
+		if gs.Counts.Registered() == 0 && gs.Counts.Unregistered == 0 && gs.Counts.LongUnregistered == 0 {
+			groupProbe = metav1.Time{}
+		}
 		health := HealthUnhealthy
 		if gs.Healthy {
 			health = HealthHealthy
 		}
-		up := ScaleUpStatus{Status: ScaleUpNoActivity, LastProbeTime: probe}
+		up := ScaleUpStatus{Status: ScaleUpNoActivity, LastProbeTime: groupProbe}
 		switch {
-		case gs.BackedOff:
-			up.Status = ScaleUpBackoff
-			up.BackoffInfo = &BackoffInfo{ErrorCode: gs.BackoffReason.ErrorCode,
-				ErrorMessage: truncate(gs.BackoffReason.ErrorMessage)}
 		case gs.ScaleUp != nil:
 			up.Status = ScaleUpInProgress
+		case !gs.Healthy:
+			up.Status = HealthUnhealthy
+		case gs.BackedOff:
+			up.Status = ScaleUpBackoff
+			up.BackoffInfo = BackoffInfo{ErrorCode: gs.BackoffReason.ErrorCode,
+				ErrorMessage: truncate(gs.BackoffReason.ErrorMessage)}
 		}
-		up.LastTransitionTime = r.transition(id+"/scaleUp", up.Status, now)
+		up.LastTransitionTime = r.transition(id+"/scaleUp", up.Status, groupProbe)
 		st.NodeGroups = append(st.NodeGroups, NodeGroupStat{
 			Name: id,
-			Health: HealthStatus{Status: health, NodeCounts: countsStat(gs.Counts), CloudProviderTarget: &target,
-				MinSize: &minSize, MaxSize: &maxSize, LastProbeTime: probe,
-				LastTransitionTime: r.transition(id+"/health", health, now)},
+			Health: NodeGroupHealth{Status: health, NodeCounts: countsStat(gs.Counts), CloudProviderTarget: gs.Target,
+				MinSize: gs.NodeGroup.MinSize(), MaxSize: gs.NodeGroup.MaxSize(), LastProbeTime: groupProbe,
+				LastTransitionTime: r.transition(id+"/health", health, groupProbe)},
 			ScaleUp:   up,
-			ScaleDown: r.scaleDownStat(id, candidates(id), probe, now),
+			ScaleDown: r.scaleDownStat(id, candidates(id), probe),
 		})
 	}
 	return st
 }
 
-func (r *Registry) scaleDownStat(key string, candidates int, probe metav1.Time, now time.Time) ScaleDownStatus {
+func (r *Registry) scaleDownStat(key string, candidates int, probe metav1.Time) ScaleDownStatus {
 	s := ScaleDownStatus{Status: ScaleDownNoCandidates, Candidates: candidates, LastProbeTime: probe}
 	if candidates > 0 {
 		s.Status = ScaleDownCandidatesPresent
 	}
-	s.LastTransitionTime = r.transition(key+"/scaleDown", s.Status, now)
+	s.LastTransitionTime = r.transition(key+"/scaleDown", s.Status, probe)
 	return s
 }
 
-// transition returns since when key has had value, remembering changes.
-// The caller holds r.mu.
-func (r *Registry) transition(key, value string, now time.Time) metav1.Time {
+// transition returns since when key has had value, remembering changes:
+// a changed value starts at probe. The caller holds r.mu.
+func (r *Registry) transition(key, value string, probe metav1.Time) metav1.Time {
 	t, ok := r.transitions[key]
 	if !ok || t.value != value {
-		t = transition{value: value, since: now}
+		t = transition{value: value, since: probe.Time}
 		r.transitions[key] = t
 	}
-	return metav1.NewTime(t.since)
+	return metav1.Time{Time: t.since}
 }
 
 func countsStat(c NodeCounts) NodeCountsStat {
-	s := NodeCountsStat{LongUnregistered: c.LongUnregistered, Unregistered: c.Unregistered,
+	return NodeCountsStat{LongUnregistered: c.LongUnregistered, Unregistered: c.Unregistered,
 		Registered: RegisteredStat{Total: c.Registered(), Ready: c.Ready, NotStarted: c.NotStarted,
-			BeingDeleted: c.BeingDeleted}}
-	if c.Unready > 0 {
-		s.Registered.Unready = &UnreadyStat{Total: c.Unready}
-	}
-	return s
+			BeingDeleted: c.BeingDeleted, Unready: UnreadyStat{Total: c.Unready}}}
 }
 
 func truncate(msg string) string {
@@ -229,11 +250,23 @@ type StatusWriter struct {
 	Name      string
 }
 
-// Write creates or replaces the ConfigMap with st.
-func (w *StatusWriter) Write(ctx context.Context, st *Status) error {
+// UnremovableDataKey is this autoscaler's own ConfigMap key (not
+// upstream's) listing the nodes scale-down keeps, with their reasons.
+const UnremovableDataKey = "unremovableNodes"
+
+// Write writes st into the ConfigMap's status key (creating the ConfigMap
+// when missing) and unremovable, when not empty, into UnremovableDataKey;
+// the ConfigMap's other keys, labels and annotations are left as they are.
+func (w *StatusWriter) Write(ctx context.Context, st *Status, unremovable ...UnremovableNode) error {
 	body, err := yaml.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("encoding the status: %w", err)
+	}
+	var extra []byte
+	if len(unremovable) > 0 {
+		if extra, err = yaml.Marshal(unremovable); err != nil {
+			return fmt.Errorf("encoding the unremovable nodes: %w", err)
+		}
 	}
 	cms := w.Client.CoreV1().ConfigMaps(w.Namespace)
 	cm, err := cms.Get(ctx, w.Name, metav1.GetOptions{})
@@ -247,7 +280,15 @@ func (w *StatusWriter) Write(ctx context.Context, st *Status) error {
 		cm.Annotations = map[string]string{}
 	}
 	cm.Annotations[LastUpdatedAnnotation] = st.Time
-	cm.Data = map[string]string{StatusDataKey: string(body)}
+	if cm.Data == nil {
+		cm.Data = map[string]string{}
+	}
+	cm.Data[StatusDataKey] = string(body)
+	if extra != nil {
+		cm.Data[UnremovableDataKey] = string(extra)
+	} else {
+		delete(cm.Data, UnremovableDataKey)
+	}
 	if cm.ResourceVersion == "" {
 		_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
 	} else {

@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -164,11 +163,6 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (Result, error)
 			session = a.scaleUp.Begin(ctx, scaleup.Input{Now: obs.Now, Nodes: obs.Nodes, ScheduledPods: obs.ScheduledPods})
 		}
 		if incs := session.EnforceMinSizes(ctx); len(incs) > 0 {
-			added := 0
-			for _, inc := range incs {
-				added += inc.To - inc.From
-			}
-			a.metrics.RegisterScaleUp(added)
 			res.Productive = true
 		}
 	}
@@ -188,7 +182,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (Result, error)
 	if n > 0 {
 		res.Productive = true
 	}
-	a.metrics.UpdateDuration(metrics.FunctionScaleDown, a.clock.Since(start))
+	observeDuration(a.metrics, metrics.FunctionScaleDown, a.clock.Since(start))
 	a.procs.ScaleDownDone(ctx, obs, processors.ScaleDownStatus{RemovalsStarted: n})
 	return res, nil
 }
@@ -197,23 +191,37 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (Result, error)
 // accounts for the node groups it backed off.
 func (a *Autoscaler) updateClusterState(ctx context.Context, obs *Observation) error {
 	start := a.clock.Now()
-	defer func() { a.metrics.UpdateDuration(metrics.FunctionUpdateClusterState, a.clock.Since(start)) }()
+	defer func() { observeDuration(a.metrics, metrics.FunctionUpdateClusterState, a.clock.Since(start)) }()
 	if err := a.state.Update(ctx, a.provider, obs.Nodes, obs.Now); err != nil {
 		return NewLoopError(metrics.CloudProviderError, fmt.Errorf("updating the cluster state: %w", err))
 	}
 	for _, f := range a.state.Failures() {
 		if f.Reason.ErrorCode == clusterstate.TimeoutErrorCode {
-			a.metrics.RegisterFailedScaleUp(metrics.TimeoutError)
+			a.metrics.RegisterFailedScaleUp(metrics.TimeoutError, 0, a.groupGPU(ctx, f.NodeGroup))
 			a.clusterEvent(apiv1.EventTypeWarning, "ScaleUpTimedOut", "Nodes added to group %s failed to register within %v",
 				f.NodeGroup, a.provisionTime(f.NodeGroup))
 			continue
 		}
-		a.metrics.RegisterFailedScaleUp(metrics.CloudProviderError)
+		a.metrics.RegisterFailedScaleUp(metrics.CloudProviderError, 0, a.groupGPU(ctx, f.NodeGroup))
 		a.clusterEvent(apiv1.EventTypeWarning, "ScaleUpFailed", "Failed adding nodes to group %s due to %s: %s",
 			f.NodeGroup, f.Reason.ErrorCode, f.Reason.ErrorMessage)
 	}
 	a.metrics.UpdateClusterSafeToAutoscale(a.state.ClusterHealthy())
 	return nil
+}
+
+// groupGPU tells the GPU labels of a group's template, for the metrics of
+// its failures (none when the template cannot be read).
+func (a *Autoscaler) groupGPU(ctx context.Context, group string) metrics.GPU {
+	gs := a.state.Group(group)
+	if gs == nil {
+		return metrics.GPU{}
+	}
+	info, err := gs.NodeGroup.TemplateNodeInfo(ctx)
+	if err != nil || info == nil || info.Node == nil {
+		return metrics.GPU{}
+	}
+	return metrics.GPUOf(a.provider.GetNodeGpuConfig(ctx, info.Node), info.Node, a.provider.GetAvailableGPUTypes(ctx))
 }
 
 func (a *Autoscaler) provisionTime(group string) time.Duration {
@@ -233,13 +241,13 @@ func (a *Autoscaler) writeStatus(ctx context.Context, now time.Time) {
 		candidates = a.scaleDn.Candidates
 	}
 	st := a.state.Status(now, candidates)
-	if a.scaleDn != nil && st.ClusterWide != nil {
+	var unremovable []clusterstate.UnremovableNode
+	if a.scaleDn != nil {
 		for _, u := range a.scaleDn.Unremovable(100) {
-			st.ClusterWide.ScaleDown.UnremovableNodes = append(st.ClusterWide.ScaleDown.UnremovableNodes,
-				clusterstate.UnremovableNode{Name: u[0], Reason: u[1]})
+			unremovable = append(unremovable, clusterstate.UnremovableNode{Name: u[0], Reason: u[1]})
 		}
 	}
-	if err := a.status.Write(ctx, st); err != nil {
+	if err := a.status.Write(ctx, st, unremovable...); err != nil {
 		klog.FromContext(ctx).Error(err, "Writing the status ConfigMap")
 	}
 }
@@ -267,31 +275,23 @@ func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, 
 		return Result{}, nil, nil
 	}
 	start := a.clock.Now()
-	defer func() { a.metrics.UpdateDuration(metrics.FunctionScaleUp, a.clock.Since(start)) }()
+	defer func() { observeDuration(a.metrics, metrics.FunctionScaleUp, a.clock.Since(start)) }()
 	a.metrics.UpdateLastActivity(metrics.ActivityScaleUp, obs.Now)
 	session := a.scaleUp.Begin(ctx, scaleup.Input{Now: obs.Now, Nodes: obs.Nodes, ScheduledPods: obs.ScheduledPods,
 		Excluded: a.procs.ExcludedNodeGroups(ctx, obs)})
 	productive := a.procs.ProcessCapacity(ctx, obs, session)
 	if len(pending) == 0 {
-		a.metrics.RegisterScaleUp(session.Added())
 		status.Added = session.Added()
 		return Result{Productive: productive || session.Added() > 0}, session, nil
 	}
 	before := session.Added()
 	res := session.ScaleUp(ctx, pending)
 	added := session.Added() - before
-	a.metrics.RegisterScaleUp(session.Added())
 	status.Result, status.Added = res, session.Added()
+	// Failed increases are counted (failed_scale_ups_total) and recorded
+	// (FailedToScaleUpGroup) by the Reporting the orchestrator was given.
 	for _, e := range res.Errors {
-		// A transient error (a conflict, throttling, a timeout) that
-		// outlasted the retries is an API call error; the group is not
-		// backed off and the next loop asks again.
-		reason := metrics.CloudProviderError
-		if ie := (*scaleup.IncreaseError)(nil); errors.As(e, &ie) && ie.Transient {
-			reason = metrics.APICallError
-		}
-		a.metrics.RegisterFailedScaleUp(reason)
-		klog.FromContext(ctx).Error(e, "Scale-up failed")
+		klog.FromContext(ctx).Error(e, "Scale-up failed", "transient", isTransientIncrease(e))
 	}
 	if len(res.Remaining) > 0 {
 		for p, reason := range res.Remaining {
@@ -307,7 +307,7 @@ func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, 
 // refreshCloud lets the provider update its view; it runs before any other provider call.
 func (a *Autoscaler) refreshCloud(ctx context.Context) error {
 	start := a.clock.Now()
-	defer func() { a.metrics.UpdateDuration(metrics.FunctionCloudProviderRefresh, a.clock.Since(start)) }()
+	defer func() { observeDuration(a.metrics, metrics.FunctionCloudProviderRefresh, a.clock.Since(start)) }()
 	if err := a.provider.Refresh(ctx); err != nil {
 		return NewLoopError(metrics.CloudProviderError, fmt.Errorf("refreshing the cloud provider: %w", err))
 	}
@@ -356,17 +356,46 @@ func (a *Autoscaler) report(ctx context.Context, obs *Observation) {
 		}
 	}
 	a.reportClusterSize(obs)
-	unschedulable := 0
+	unschedulable, unprocessed := 0, 0
 	for _, p := range obs.PendingPods {
-		if processors.IsUnschedulable(p) {
+		switch {
+		case processors.IsUnschedulable(p):
 			unschedulable++
+		case a.schedulerUnprocessed(p):
+			unprocessed++
 		}
 	}
-	a.metrics.UpdateUnschedulablePodsCount(unschedulable)
+	a.metrics.UpdateUnschedulablePodsCount(unschedulable, unprocessed)
+	a.metrics.UpdateNodeTaintsCount(obs.Nodes, metrics.TaintKinds{Startup: append(append([]string(nil),
+		a.opts.StartupTaints...), a.opts.IgnoreTaints...), StartupPrefixes: a.opts.StartupTaintPrefixes,
+		Status: a.opts.StatusTaints})
 	a.metrics.UpdateLastActivity(metrics.ActivityAutoscaling, obs.Now)
 	klog.FromContext(ctx).V(2).Info("Loop summary", "nodeGroups", len(obs.NodeGroups), "ready", counts.Ready, "unready", counts.Unready,
 		"notStarted", counts.NotStarted, "unregistered", counts.Unregistered, "longUnregistered", counts.LongUnregistered,
 		"unschedulablePods", unschedulable)
+}
+
+// schedulerUnprocessed reports whether p is a pending pod of one of
+// --bypassed-scheduler-names that its scheduler has not processed yet.
+func (a *Autoscaler) schedulerUnprocessed(p *apiv1.Pod) bool {
+	if p.Spec.NodeName != "" || len(a.opts.BypassedSchedulerNames) == 0 {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == apiv1.PodScheduled {
+			return false
+		}
+	}
+	name := p.Spec.SchedulerName
+	if name == "" {
+		name = apiv1.DefaultSchedulerName
+	}
+	for _, n := range a.opts.BypassedSchedulerNames {
+		if n == name {
+			return true
+		}
+	}
+	return false
 }
 
 // reportClusterSize exports the node limit and the cluster's cores and memory

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/klog/v2"
 )
 
 const namespace = "cluster_autoscaler"
@@ -17,14 +18,34 @@ const (
 	ActivityScaleDown      = "scaleDown"
 )
 
-// Function labels of function_duration_seconds.
+// Function labels of function_duration_seconds, upstream's values.
 const (
-	FunctionMain                 = "main"
-	FunctionUpdateClusterState   = "updateClusterState"
-	FunctionLoopWait             = "loopWait"
-	FunctionCloudProviderRefresh = "cloudProviderRefresh"
-	FunctionScaleUp              = "scaleUp"
-	FunctionScaleDown            = "scaleDown"
+	FunctionMain                      = "main"
+	FunctionUpdateClusterState        = "updateClusterState"
+	FunctionLoopWait                  = "loopWait"
+	FunctionCloudProviderRefresh      = "cloudProviderRefresh"
+	FunctionFilterOutSchedulable      = "filterOutSchedulable"
+	FunctionScaleUp                   = "scaleUp"
+	FunctionBuildPodEquivalenceGroups = "scaleUp:buildPodEquivalenceGroups"
+	FunctionEstimate                  = "scaleUp:estimate"
+	FunctionFindUnneeded              = "findUnneeded"
+	FunctionScaleDown                 = "scaleDown"
+	FunctionScaleDownNodeDeletion     = "scaleDown:nodeDeletion"
+	FunctionScaleDownSoftTaint        = "scaleDown:softTaintUnneeded"
+)
+
+// Reasons and directions of skipped_scale_events_count, upstream's values.
+const (
+	DirectionScaleUp    = "up"
+	DirectionScaleDown  = "down"
+	CPUResourceLimit    = "CpuResourceLimit"
+	MemoryResourceLimit = "MemoryResourceLimit"
+)
+
+// Unschedulable pod types of unschedulable_pods_count.
+const (
+	PodsUnschedulable        = "unschedulable"
+	PodsSchedulerUnprocessed = "scheduler_unprocessed"
 )
 
 // ErrorType labels errors_total; the values are upstream's.
@@ -67,6 +88,8 @@ type Metrics struct {
 	nodeGroupsCount          *prometheus.GaugeVec
 	scaledUpNodes            *prometheus.CounterVec
 	failedScaleUps           *prometheus.CounterVec
+	failedNodeCreations      *prometheus.CounterVec
+	extra                    *extraMetrics
 	maxNodesCount            prometheus.Gauge
 	cpuCurrentCores          prometheus.Gauge
 	memoryCurrentBytes       prometheus.Gauge
@@ -92,7 +115,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		functionDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "function_duration_seconds",
 			Help:    "Time taken by parts of the autoscaler's loop.",
-			Buckets: prometheus.ExponentialBucketsRange(0.01, 1800, 150),
+			Buckets: prometheus.ExponentialBucketsRange(0.1, 1800, 150), // upstream's layout
 		}, []string{"function"}),
 		functionDurationQuantile: prometheus.NewSummaryVec(prometheus.SummaryOpts{
 			Namespace: namespace, Name: "function_duration_quantile_seconds",
@@ -161,7 +184,14 @@ func New(reg prometheus.Registerer) *Metrics {
 		Namespace: namespace, Name: "unregistered_nodes_deletion_blocked",
 		Help: "1 while the circuit breaker keeps long-unregistered instances from being deleted (too many at once), else 0.",
 	})
-	reg.MustRegister(m.deletedNodes, m.oldUnregisteredRemoved, m.unregisteredBreakerOpen)
+	m.failedNodeCreations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "failed_node_creations_total",
+		Help: "Nodes that failed to be created, by reason (one failed scale-up of five nodes counts five).",
+	}, []string{"reason"})
+	m.extra = newExtraMetrics()
+	reg.MustRegister(m.extra.collectors()...)
+	m.extra.init()
+	reg.MustRegister(m.deletedNodes, m.oldUnregisteredRemoved, m.unregisteredBreakerOpen, m.failedNodeCreations)
 	for _, r := range []string{"unregistered", "failed-creation", "atomic-rollback"} {
 		m.deletedNodes.WithLabelValues(r).Add(0)
 	}
@@ -184,6 +214,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		m.maxNodesCount, m.cpuCurrentCores, m.memoryCurrentBytes, m.cpuLimitsCores, m.memoryLimitsBytes)
 	for _, r := range []ErrorType{CloudProviderError, APICallError, TimeoutError} {
 		m.failedScaleUps.WithLabelValues(string(r), "", "", "").Add(0)
+		m.failedNodeCreations.WithLabelValues(string(r)).Add(0)
 	}
 	for _, t := range []ErrorType{CloudProviderError, APICallError, InternalError, TransientError,
 		ConfigurationError, NodeGroupDoesNotExistError, UnexpectedScaleDownStateError} {
@@ -197,8 +228,15 @@ func (m *Metrics) UpdateLastActivity(activity string, now time.Time) {
 	m.lastActivity.WithLabelValues(activity).Set(float64(now.Unix()))
 }
 
+// logLongDuration is how long a step may take before its duration is also
+// logged (at V(4)), as upstream.
+const logLongDuration = 5 * time.Second
+
 // UpdateDuration records how long function took.
 func (m *Metrics) UpdateDuration(function string, d time.Duration) {
+	if d > logLongDuration {
+		klog.V(4).InfoS("Function took long to complete", "function", function, "duration", d)
+	}
 	m.functionDuration.WithLabelValues(function).Observe(d.Seconds())
 	m.functionDurationQuantile.WithLabelValues(function).Observe(d.Seconds())
 }
@@ -217,25 +255,18 @@ func (m *Metrics) UpdateNodesCount(ready, unready, notStarted, unregistered, lon
 	m.nodesCount.WithLabelValues(NodeStateLongUnregistered).Set(float64(longUnregistered))
 }
 
-// UpdateUnschedulablePodsCount sets the number of scheduler-marked unschedulable pods.
-func (m *Metrics) UpdateUnschedulablePodsCount(unschedulable int) {
-	m.unschedulablePodsCount.WithLabelValues("unschedulable").Set(float64(unschedulable))
+// UpdateUnschedulablePodsCount sets the number of scheduler-marked
+// unschedulable pods, and of pending pods of --bypassed-scheduler-names
+// their scheduler has not processed yet.
+func (m *Metrics) UpdateUnschedulablePodsCount(unschedulable, schedulerUnprocessed int) {
+	m.unschedulablePodsCount.WithLabelValues(PodsUnschedulable).Set(float64(unschedulable))
+	m.unschedulablePodsCount.WithLabelValues(PodsSchedulerUnprocessed).Set(float64(schedulerUnprocessed))
 }
 
 // UpdateNodeGroupsCount sets the number of node groups the autoscaler manages.
 func (m *Metrics) UpdateNodeGroupsCount(autoscaled int) {
 	m.nodeGroupsCount.WithLabelValues("autoscaled").Set(float64(autoscaled))
 	m.nodeGroupsCount.WithLabelValues("autoprovisioned").Set(0)
-}
-
-// RegisterScaleUp counts nodes added to a node group without GPUs.
-func (m *Metrics) RegisterScaleUp(nodes int) {
-	m.scaledUpNodes.WithLabelValues("", "", "").Add(float64(nodes))
-}
-
-// RegisterFailedScaleUp counts a failed scale-up of reason t.
-func (m *Metrics) RegisterFailedScaleUp(t ErrorType) {
-	m.failedScaleUps.WithLabelValues(string(t), "", "", "").Inc()
 }
 
 // UpdateClusterSize sets the node limit, the cluster's current cores and

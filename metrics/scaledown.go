@@ -42,9 +42,9 @@ func newScaleDownMetrics() *scaleDownMetrics {
 		}),
 		removalLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "node_removal_latency_seconds",
-			Help:    "Time from a node becoming unneeded to its removal (deleted=true) or failed removal (deleted=false).",
-			Buckets: prometheus.ExponentialBucketsRange(1, 24*3600, 30),
-		}, []string{"deleted"}),
+			Help:    "Time from a node becoming unneeded to its removal (deleted=true) or to its removal being called off (deleted=false).",
+			Buckets: prometheus.ExponentialBuckets(1, 1.5, 19), // about 1s to 24min, as upstream
+		}, []string{"deleted", "delay_reason"}),
 		knownReasons: map[string]bool{},
 	}
 }
@@ -53,38 +53,71 @@ func (s *scaleDownMetrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{s.scaledDown, s.evicted, s.unneeded, s.unremovable, s.inCooldown, s.removalLatency}
 }
 
-// RegisterScaleDown counts n nodes removed for reason.
-func (m *Metrics) RegisterScaleDown(reason string, n int) {
-	m.scaleDown.scaledDown.WithLabelValues(reason, "", "", "").Add(float64(n))
-}
-
 // RegisterEvictions counts pod evictions.
 func (m *Metrics) RegisterEvictions(succeeded, failed int) {
 	m.scaleDown.evicted.WithLabelValues("succeeded").Add(float64(succeeded))
 	m.scaleDown.evicted.WithLabelValues("failed").Add(float64(failed))
 }
 
-// ObserveNodeRemoval times a node's removal since it became unneeded.
+// ObserveNodeRemoval times a node's removal since it became unneeded. The
+// delay_reason label is upstream's "none": removals here are not delayed
+// by a reason upstream names.
 func (m *Metrics) ObserveNodeRemoval(deleted bool, sinceUnneeded time.Duration) {
-	m.scaleDown.removalLatency.WithLabelValues(strconv.FormatBool(deleted)).Observe(sinceUnneeded.Seconds())
+	m.scaleDown.removalLatency.WithLabelValues(strconv.FormatBool(deleted), "none").Observe(sinceUnneeded.Seconds())
 }
 
 // UpdateUnneededNodesCount sets unneeded_nodes_count.
 func (m *Metrics) UpdateUnneededNodesCount(n int) { m.scaleDown.unneeded.Set(float64(n)) }
 
 // UpdateUnremovableNodesCount sets unremovable_nodes_count per reason;
-// reasons seen before and absent now go to zero.
+// reasons seen before and absent now go to zero. The label is the reason's
+// number, as upstream exports it (see UnremovableReasonLabel).
 func (m *Metrics) UpdateUnremovableNodesCount(byReason map[string]int) {
 	s := m.scaleDown
+	counts := map[string]int{}
+	for r, n := range byReason {
+		counts[UnremovableReasonLabel(r)] += n
+	}
 	for r := range s.knownReasons {
-		if _, ok := byReason[r]; !ok {
+		if _, ok := counts[r]; !ok {
 			s.unremovable.WithLabelValues(r).Set(0)
 		}
 	}
-	for r, n := range byReason {
+	for r, n := range counts {
 		s.knownReasons[r] = true
 		s.unremovable.WithLabelValues(r).Set(float64(n))
 	}
+}
+
+// upstreamUnremovableReasons are upstream's unremovable reasons in the
+// order of their enum: upstream formats the enum's integer into the
+// reason label ("0", "1", ...), so dashboards match on these numbers.
+var upstreamUnremovableReasons = []string{
+	"NoReason", "ScaleDownDisabledAnnotation", "ScaleDownUnreadyDisabled", "NotAutoscaled",
+	"NotUnneededLongEnough", "NotUnreadyLongEnough", "NodeGroupMinSizeReached", "NodeGroupMaxDeletionCountReached",
+	"AtomicScaleDownFailed", "MinimalResourceLimitExceeded", "CurrentlyBeingDeleted", "NotUnderutilized",
+	"NotUnneededOtherReason", "RecentlyUnremovable", "NoPlaceToMovePods", "BlockedByPod", "UnexpectedError",
+	"NoNodeInfo", "BlockedByOnCompletionPod",
+}
+
+// reasonAliases map this autoscaler's own reasons to upstream's nearest:
+// a node kept for booked capacity is not unneeded for another reason; a
+// node not started yet is unready, not for long enough.
+var reasonAliases = map[string]string{"BookedCapacity": "NotUnneededOtherReason", "NotStarted": "NotUnreadyLongEnough"}
+
+// UnremovableReasonLabel is the unremovable_nodes_count label of a
+// scale-down reason name: upstream's enum number ("NoReason" = "0" for a
+// name upstream does not have).
+func UnremovableReasonLabel(reason string) string {
+	if a, ok := reasonAliases[reason]; ok {
+		reason = a
+	}
+	for i, r := range upstreamUnremovableReasons {
+		if r == reason {
+			return strconv.Itoa(i)
+		}
+	}
+	return "0"
 }
 
 // UpdateScaleDownInCooldown sets scale_down_in_cooldown.

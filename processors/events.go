@@ -15,15 +15,12 @@ const (
 	EventNotTriggerScaleUp = "NotTriggerScaleUp"
 )
 
-// maxPodEventsPerLoop bounds the events of one kind a loop records, so that
-// a backlog of thousands of pods does not flood the API server; the loop's
-// log line has the totals.
-const maxPodEventsPerLoop = 100
-
 // ScaleUpEvents is the scale-up status processor that tells the pods what
 // the scale-up did for them: TriggeredScaleUp on pods a scale-up serves,
 // and, when no group was scaled up in this loop, NotTriggerScaleUp with the
 // reasons on the pods left. Stand-ins for replicas not created yet get none.
+// Like upstream, every pod gets its event: there is no per-loop cap (the
+// events client's rate limiter and client-go's spam filter pace them).
 type ScaleUpEvents struct {
 	Recorder record.EventRecorder
 }
@@ -34,7 +31,6 @@ func (e ScaleUpEvents) ScaleUpDone(_ context.Context, _ *Loop, status ScaleUpSta
 		return
 	}
 	res := status.Result
-	sent := 0
 	for i, inc := range res.Increases {
 		if i > 0 && res.Increases[i-1].Decision == inc.Decision {
 			continue // the same pods, already told about every group
@@ -50,11 +46,7 @@ func (e ScaleUpEvents) ScaleUpDone(_ context.Context, _ *Loop, status ScaleUpSta
 			if IsUpcomingReplica(p) {
 				continue
 			}
-			if sent == maxPodEventsPerLoop {
-				return
-			}
 			e.Recorder.Event(p, apiv1.EventTypeNormal, EventTriggeredScaleUp, msg)
-			sent++
 		}
 	}
 	if len(res.Increases) > 0 {
@@ -64,11 +56,7 @@ func (e ScaleUpEvents) ScaleUpDone(_ context.Context, _ *Loop, status ScaleUpSta
 		if IsUpcomingReplica(p) {
 			continue
 		}
-		if sent == maxPodEventsPerLoop {
-			return
-		}
 		e.Recorder.Event(p, apiv1.EventTypeNormal, EventNotTriggerScaleUp,
 			"pod didn't trigger scale-up: "+strings.TrimSpace(reason))
-		sent++
 	}
 }

@@ -34,11 +34,19 @@ const (
 	delayDeletionPollPeriod       = 5 * time.Second
 )
 
-// Metrics receives scale-down's numbers; metrics.Metrics implements it.
+// Metrics receives scale-down's numbers and each removal's start and end
+// (for the cluster-level events); core.Reporting implements it.
 type Metrics interface {
-	RegisterScaleDown(reason string, n int)
+	// RemovingNode is called when the removal of node starts: empty says
+	// no pod has to move, pods names those that do.
+	RemovingNode(ctx context.Context, node *apiv1.Node, empty bool, utilization float64, pods []string)
+	// ScaledDown is called when node was deleted for reason (ReasonEmpty,
+	// ReasonUnderutilized, ReasonUnready).
+	ScaledDown(ctx context.Context, node *apiv1.Node, reason string)
 	RegisterEvictions(succeeded, failed int)
 	ObserveNodeRemoval(deleted bool, sinceUnneeded time.Duration)
+	// UpdateDuration records how long a step (metrics.Function*) took.
+	UpdateDuration(function string, d time.Duration)
 }
 
 // Actuator removes nodes in the background: it taints them ToBeDeleted,
@@ -180,6 +188,9 @@ func (a *Actuator) Remove(ctx context.Context, cs []*Candidate) int {
 		}
 		for _, c := range j.cs {
 			a.inFlight[c.Node.Name] = c.Group.Id()
+			if a.metrics != nil {
+				a.metrics.RemovingNode(ctx, c.Node, c.Empty(), c.Utilization, podNames(c.Move))
+			}
 		}
 		a.drains += j.drains()
 		started += len(j.cs)

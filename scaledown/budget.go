@@ -4,9 +4,11 @@ import (
 	"context"
 	"sort"
 
+	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
+	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 )
 
 // groupRoom is what a group can lose this loop.
@@ -68,6 +70,7 @@ func (p *Planner) room(ctx context.Context, in Input) map[string]*groupRoom {
 // zeroOrMaxNodeScaling group loses all its nodes at once or none.
 func (p *Planner) pick(ctx context.Context, plan *Plan, in Input) {
 	room := p.room(ctx, in)
+	left := p.resourcesLeft(in)
 	sort.SliceStable(plan.Unneeded, func(i, j int) bool { return plan.Unneeded[i].Since.Before(plan.Unneeded[j].Since) })
 	atomic := map[string][]*Candidate{}
 	for _, c := range plan.Unneeded {
@@ -85,6 +88,8 @@ func (p *Planner) pick(ctx context.Context, plan *Plan, in Input) {
 			atomic[id] = append(atomic[id], c)
 		case r == nil || r.left <= 0:
 			plan.Unremovable[c.Node.Name] = ReasonNodeGroupMinSizeReached
+		case !left.take(c.Node, p.report):
+			plan.Unremovable[c.Node.Name] = ReasonMinimalResourceLimit
 		default:
 			r.left--
 			plan.Removable = append(plan.Removable, c)
@@ -128,4 +133,47 @@ func atomicVerdict(gs *clusterstate.GroupState, cs []*Candidate, r *groupRoom) s
 		return ReasonAtomicScaleDownFailed
 	}
 	return ""
+}
+
+// resources are the cores and memory the cluster has above the
+// --cores-total and --memory-total minimums; a minimum of 0 is no limit.
+type resources struct {
+	milliCPU, memory      int64
+	limitCPU, limitMemory bool
+}
+
+// resourcesLeft counts the nodes that stay: not being deleted already.
+func (p *Planner) resourcesLeft(in Input) *resources {
+	r := &resources{milliCPU: -p.opts.Cores.Min * 1000, memory: -(p.opts.MemoryGiB.Min << 30),
+		limitCPU: p.opts.Cores.Min > 0, limitMemory: p.opts.MemoryGiB.Min > 0}
+	for _, n := range in.Nodes {
+		if hasTaint(n, ToBeDeletedTaint) || in.deleting[n.Name] != "" || in.deleted[n.Name] {
+			continue
+		}
+		r.milliCPU += n.Status.Capacity.Cpu().MilliValue()
+		r.memory += n.Status.Capacity.Memory().Value()
+	}
+	return r
+}
+
+// take removes node's cores and memory when the minimums allow it; when
+// they do not, it counts a skipped scale-down per limit hit and reports false.
+func (r *resources) take(node *apiv1.Node, report Reporter) bool {
+	cpu, mem := node.Status.Capacity.Cpu().MilliValue(), node.Status.Capacity.Memory().Value()
+	overCPU := r.limitCPU && r.milliCPU-cpu < 0
+	overMemory := r.limitMemory && r.memory-mem < 0
+	if report != nil {
+		if overCPU {
+			report.RegisterSkippedScaleEvent(metrics.DirectionScaleDown, metrics.CPUResourceLimit)
+		}
+		if overMemory {
+			report.RegisterSkippedScaleEvent(metrics.DirectionScaleDown, metrics.MemoryResourceLimit)
+		}
+	}
+	if overCPU || overMemory {
+		return false
+	}
+	r.milliCPU -= cpu
+	r.memory -= mem
+	return true
 }

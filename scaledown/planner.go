@@ -13,6 +13,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
+	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 	"k8s.io/autoscaler/cluster-autoscaler/simulator/drain"
 	"k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
 )
@@ -90,6 +91,8 @@ type Planner struct {
 	// timer of nodes without a candidate taint (beyond the per-loop taint
 	// budget, or all of them with --max-bulk-soft-taint-count=0).
 	since map[string]time.Time
+	// report receives step durations and skipped removals (set by New).
+	report Reporter
 }
 
 // NewPlanner builds a planner.
@@ -295,6 +298,7 @@ func (p *Planner) timers(ctx context.Context, plan *Plan, in Input) {
 			delete(p.since, name)
 		}
 	}
+	taintStart := time.Now()
 	p.taints.MarkCandidates(ctx, toTaint)
 	// Candidate taints of needed nodes go; with soft taints off, every
 	// one goes (a taint of an earlier configuration is not trusted).
@@ -305,6 +309,9 @@ func (p *Planner) timers(ctx context.Context, plan *Plan, in Input) {
 		}
 	}
 	p.taints.UnmarkCandidates(ctx, stale)
+	if p.report != nil && soft {
+		p.report.UpdateDuration(metrics.FunctionScaleDownSoftTaint, time.Since(taintStart))
+	}
 	p.pick(ctx, plan, in)
 }
 

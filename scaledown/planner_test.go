@@ -230,3 +230,39 @@ func TestCooldowns(t *testing.T) {
 		t.Errorf("1m after a failure: %v %q", in, why)
 	}
 }
+
+// skipCounter records the skipped scale-down events.
+type skipCounter struct {
+	nopMetrics
+	skipped map[string]int
+}
+
+func (s *skipCounter) RegisterSkippedScaleEvent(direction, reason string) {
+	s.skipped[direction+"/"+reason]++
+}
+
+// TestPlannerKeepsTheMinimumCores: three empty 4-core nodes, --cores-total
+// minimum 6: one may go (8 cores stay), the others are kept for the limit
+// and counted as skipped scale-downs.
+func TestPlannerKeepsTheMinimumCores(t *testing.T) {
+	f := newFixture(t, 0, map[string]string{"a": "", "b": "", "c": ""}, func(o *config.Options) { o.Cores.Min = 6 })
+	counter := &skipCounter{skipped: map[string]int{}}
+	f.planner.report = counter
+	f.plan(t, t0)
+	plan := f.plan(t, t0.Add(11*time.Minute))
+	if len(plan.Removable) != 1 {
+		t.Errorf("removable %v, want one (12 cores, minimum 6)", names(plan.Removable))
+	}
+	kept := 0
+	for _, r := range plan.Unremovable {
+		if r == ReasonMinimalResourceLimit {
+			kept++
+		}
+	}
+	if kept != 2 {
+		t.Errorf("%d nodes kept for the cores minimum, want 2", kept)
+	}
+	if got := counter.skipped["down/CpuResourceLimit"]; got != 2 {
+		t.Errorf("skipped scale-downs for CPU = %d, want 2", got)
+	}
+}

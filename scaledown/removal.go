@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	apiv1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/klog/v2"
 
+	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 	"k8s.io/autoscaler/cluster-autoscaler/simulator/drain"
 )
 
@@ -245,16 +247,17 @@ func (a *Actuator) deleteNodes(ctx context.Context, live []*Candidate) bool {
 		a.evictDaemonSetPods(ctx, c, flag)
 		nodes[i], names[i] = c.Node, c.Node.Name
 	}
-	if err := live[0].Group.DeleteNodes(ctx, nodes); err != nil {
+	start := time.Now()
+	err := live[0].Group.DeleteNodes(ctx, nodes)
+	a.metrics.UpdateDuration(metrics.FunctionScaleDownNodeDeletion, time.Since(start))
+	if err != nil {
 		logger.Error(err, "Deleting nodes failed", "nodes", names)
 		for _, c := range live {
 			a.failed(ctx, c, fmt.Sprintf("deleting the node failed: %v", err))
 		}
 		return false
 	}
-	byReason := map[string]int{}
 	for _, c := range live {
-		byReason[reasonOf(c)]++
 		if c.Empty() {
 			logger.Info("Scaled down an empty node", "node", c.Node.Name, "reason", reasonOf(c))
 			a.event(c.Node, apiv1.EventTypeNormal, "ScaleDownEmpty", "Scale-down: empty node %s removed", c.Node.Name)
@@ -263,9 +266,7 @@ func (a *Actuator) deleteNodes(ctx context.Context, live []*Candidate) bool {
 			a.event(c.Node, apiv1.EventTypeNormal, "ScaleDown", "Scale-down: node %s removed with drain", c.Node.Name)
 		}
 		a.metrics.ObserveNodeRemoval(true, a.clock.Since(c.Since))
-	}
-	for r, n := range byReason {
-		a.metrics.RegisterScaleDown(r, n)
+		a.metrics.ScaledDown(ctx, c.Node, reasonOf(c))
 	}
 	return true
 }

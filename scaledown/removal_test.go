@@ -19,12 +19,17 @@ import (
 
 type nopMetrics struct{}
 
-func (nopMetrics) RegisterScaleDown(string, int)              {}
-func (nopMetrics) RegisterEvictions(int, int)                 {}
-func (nopMetrics) ObserveNodeRemoval(bool, time.Duration)     {}
-func (nopMetrics) UpdateUnneededNodesCount(int)               {}
-func (nopMetrics) UpdateUnremovableNodesCount(map[string]int) {}
-func (nopMetrics) UpdateScaleDownInCooldown(bool)             {}
+func (nopMetrics) RemovingNode(context.Context, *apiv1.Node, bool, float64, []string) {}
+func (nopMetrics) ScaledDown(context.Context, *apiv1.Node, string)                    {}
+func (nopMetrics) UpdateDuration(string, time.Duration)                               {}
+func (nopMetrics) UpdatePendingNodeDeletions(int)                                     {}
+func (nopMetrics) UpdateMaxNodeSkipEval(time.Duration)                                {}
+func (nopMetrics) RegisterSkippedScaleEvent(string, string)                           {}
+func (nopMetrics) RegisterEvictions(int, int)                                         {}
+func (nopMetrics) ObserveNodeRemoval(bool, time.Duration)                             {}
+func (nopMetrics) UpdateUnneededNodesCount(int)                                       {}
+func (nopMetrics) UpdateUnremovableNodesCount(map[string]int)                         {}
+func (nopMetrics) UpdateScaleDownInCooldown(bool)                                     {}
 
 // actuatorFixture: the planner fixture's nodes, an actuator on a real clock
 // with short delays and poll periods.

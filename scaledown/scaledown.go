@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"k8s.io/autoscaler/cluster-autoscaler/config"
+	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 )
 
 // Reporter receives the plan's numbers; metrics.Metrics implements it.
@@ -15,6 +16,16 @@ type Reporter interface {
 	UpdateUnneededNodesCount(n int)
 	UpdateUnremovableNodesCount(byReason map[string]int)
 	UpdateScaleDownInCooldown(in bool)
+	// UpdateDuration records how long a step (metrics.Function*) took.
+	UpdateDuration(function string, d time.Duration)
+	// UpdatePendingNodeDeletions sets the removals in flight after the step.
+	UpdatePendingNodeDeletions(n int)
+	// UpdateMaxNodeSkipEval sets the longest time a kept node has been kept.
+	UpdateMaxNodeSkipEval(d time.Duration)
+	// RegisterSkippedScaleEvent counts a removal not made because of a
+	// limit: direction metrics.DirectionScaleDown, reason
+	// metrics.CPUResourceLimit or metrics.MemoryResourceLimit.
+	RegisterSkippedScaleEvent(direction, reason string)
 }
 
 // ScaleDown is the loop's scale-down step.
@@ -26,11 +37,17 @@ type ScaleDown struct {
 	// lastScaleUp is when the loop last added nodes.
 	lastScaleUp time.Time
 	last        *Plan
+	// keptSince holds since when each node the plans keep has been kept
+	// (max_node_skip_eval_duration_seconds).
+	keptSince map[string]time.Time
 }
 
 // New builds the step.
 func New(opts config.Options, planner *Planner, actuator *Actuator, reporter Reporter) *ScaleDown {
-	return &ScaleDown{opts: opts, planner: planner, actuator: actuator, reporter: reporter}
+	if planner != nil {
+		planner.report = reporter
+	}
+	return &ScaleDown{opts: opts, planner: planner, actuator: actuator, reporter: reporter, keptSince: map[string]time.Time{}}
 }
 
 // ScaledUp tells the step that the loop added nodes at now
@@ -44,10 +61,13 @@ func (s *ScaleDown) Run(ctx context.Context, in Input) int {
 	if !s.opts.ScaleDownEnabled {
 		return 0 // no plan, no candidate taints
 	}
+	defer func() { s.reporter.UpdatePendingNodeDeletions(s.actuator.Busy()) }()
 	in.deleting, in.deleted = s.actuator.InFlight(in.Nodes)
+	start := time.Now()
 	plan := s.planner.Update(ctx, in)
+	s.reporter.UpdateDuration(metrics.FunctionFindUnneeded, time.Since(start))
 	s.last = plan
-	s.report(plan)
+	s.report(plan, in.Now)
 	cooldown, why := s.cooldown(in.Now)
 	s.reporter.UpdateScaleDownInCooldown(cooldown)
 	if cooldown {
@@ -76,13 +96,26 @@ func (s *ScaleDown) cooldown(now time.Time) (bool, string) {
 	return false, ""
 }
 
-func (s *ScaleDown) report(plan *Plan) {
+func (s *ScaleDown) report(plan *Plan, now time.Time) {
 	s.reporter.UpdateUnneededNodesCount(len(plan.Unneeded))
 	byReason := map[string]int{}
-	for _, r := range plan.Unremovable {
+	var longest time.Duration
+	for n, r := range plan.Unremovable {
 		byReason[r]++
+		since, ok := s.keptSince[n]
+		if !ok {
+			since = now
+			s.keptSince[n] = now
+		}
+		longest = max(longest, now.Sub(since))
+	}
+	for n := range s.keptSince {
+		if _, ok := plan.Unremovable[n]; !ok {
+			delete(s.keptSince, n)
+		}
 	}
 	s.reporter.UpdateUnremovableNodesCount(byReason)
+	s.reporter.UpdateMaxNodeSkipEval(longest)
 }
 
 // Candidates counts the unneeded nodes of a group ("" for all), for the

@@ -162,7 +162,7 @@ func (s *Session) increase(ctx context.Context, sh share) (before, added []strin
 	for _, in := range listed {
 		had[in.Id] = true
 	}
-	if g := grow(ctx, ng, sh.delta, true); g.Err != nil {
+	if g := s.grow(ctx, sh.gs, sh.delta, true); g.Err != nil {
 		s.failed(ctx, sh.gs, g)
 		err = &IncreaseError{NodeGroup: ng.Id(), Delta: sh.delta, Transient: g.Transient, Err: g.Err}
 		if g.Added > 0 {

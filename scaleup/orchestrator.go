@@ -18,6 +18,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/estimator"
 	"k8s.io/autoscaler/cluster-autoscaler/expander"
+	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 	"k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
 	"k8s.io/autoscaler/cluster-autoscaler/simulator/template"
 )
@@ -72,6 +73,7 @@ type Orchestrator struct {
 	// countDeletions records rolled back instances (deleted_nodes_total).
 	countDeletions func(reason string, n int)
 	templates      []TemplateProcessor
+	report         Reporter
 }
 
 // TemplateProcessor adjusts a node group's template NodeInfo, after it was
@@ -114,7 +116,7 @@ func New(provider cloudprovider.CloudProvider, sim *framework.Handle, est *estim
 	o := &Orchestrator{provider: provider, sim: sim, estimator: est, chain: chain, opts: opts, state: state,
 		sanitizer: template.Sanitizer{DropTaints: append(append(append([]string(nil), opts.StartupTaints...),
 			opts.StatusTaints...), opts.IgnoreTaints...), DropTaintPrefixes: opts.StartupTaintPrefixes},
-		fromNodes: map[string]*cloudprovider.NodeInfo{}}
+		fromNodes: map[string]*cloudprovider.NodeInfo{}, report: nopReporter{}}
 	for _, opt := range options {
 		opt(o)
 	}
@@ -168,13 +170,20 @@ func (s *Session) ScaleUp(ctx context.Context, pendingPods []*apiv1.Pod) Result 
 	logger := klog.FromContext(ctx)
 	res := Result{Remaining: map[*apiv1.Pod]string{}}
 	pending := o.dropExpendable(pendingPods)
-	remaining := o.fitExisting(ctx, pending, false)
+	var remaining []*apiv1.Pod
+	o.timed(metrics.FunctionFilterOutSchedulable, func() { remaining = o.fitExisting(ctx, pending, false) })
 	res.FitExisting = len(pending) - len(remaining)
 	if len(remaining) == 0 {
 		return res
 	}
+	if o.opts.MaxNodesTotal > 0 && totals.nodeRoom(o.opts.MaxNodesTotal) <= 0 {
+		logger.V(1).Info("Max total nodes in cluster reached", "maxNodesTotal", o.opts.MaxNodesTotal)
+		o.report.MaxNodesTotalReached(ctx, o.opts.MaxNodesTotal)
+	}
 
-	podGroups := estimator.GroupPods(remaining)
+	var podGroups []*estimator.Group
+	o.timed(metrics.FunctionBuildPodEquivalenceGroups, func() { podGroups = estimator.GroupPods(remaining) })
+	o.report.OverflowingControllers(overflowing(podGroups))
 	for len(podGroups) > 0 {
 		options, infos, reasons := o.options(ctx, podGroups, groups, totals)
 		if len(options) == 0 {
@@ -199,7 +208,7 @@ func (s *Session) ScaleUp(ctx context.Context, pendingPods []*apiv1.Pod) Result 
 		shares, served := o.balance(ctx, best, options, groups, podGroups, totals)
 		for _, sh := range shares {
 			gs := sh.gs
-			g := grow(ctx, gs.group, sh.delta, gs.zeroOrMax)
+			g := s.grow(ctx, gs, sh.delta, gs.zeroOrMax)
 			if g.Err != nil {
 				res.Errors = append(res.Errors, &IncreaseError{NodeGroup: gs.group.Id(), Delta: sh.delta,
 					Transient: g.Transient, Err: g.Err})
@@ -497,6 +506,9 @@ func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group
 	var options []expander.Option
 	infos := map[string]*cloudprovider.NodeInfo{}
 	reasons := map[string]int{}
+	var estimating time.Duration
+	defer func() { o.report.UpdateDuration(metrics.FunctionEstimate, estimating) }()
+	nsCount := namespaces(podGroups)
 	for id, gs := range groups {
 		if gs.skip != "" {
 			reasons[gs.skip]++
@@ -514,15 +526,22 @@ func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group
 			Budget:         o.opts.MaxNodeGroupBinpackingDuration,
 		}
 		if exhausted(limits) {
+			o.reportLimits(limits.MaxMilliCPU < 0, limits.MaxMemoryBytes < 0)
 			reasons["cluster limits reached"]++
 			continue
 		}
+		start := time.Now()
 		est, err := o.estimator.Estimate(ctx, podGroups, gs.template, id, limits)
+		estimating += time.Since(start)
+		if gs.template != nil {
+			o.report.Binpacking(gs.template.Node, nsCount, len(podGroups))
+		}
 		if err != nil {
 			reasons[fmt.Sprintf("estimate failed: %v", err)]++
 			continue
 		}
 		if est.NodeCount == 0 {
+			o.reportLimits(est.LimitedBy == estimator.LimitCPU, est.LimitedBy == estimator.LimitMemory)
 			reason := "it wouldn't fit if a new node is added"
 			if est.LimitedBy != estimator.LimitNone {
 				reason = fmt.Sprintf("limited by %s", est.LimitedBy)
@@ -579,6 +598,17 @@ func without(groups []*estimator.Group, helped []*apiv1.Pod) []*estimator.Group 
 	return out
 }
 
+// reportLimits counts a group skipped because a node of it would exceed
+// --cores-total (cpu) or --memory-total (memory).
+func (o *Orchestrator) reportLimits(cpu, memory bool) {
+	if cpu {
+		o.report.SkippedScaleUp(metrics.CPUResourceLimit)
+	}
+	if memory {
+		o.report.SkippedScaleUp(metrics.MemoryResourceLimit)
+	}
+}
+
 // exhausted reports whether the limits leave no room for a node.
 func exhausted(l estimator.Limits) bool {
 	return l.MaxNodes <= 0 || l.MaxMilliCPU < 0 || l.MaxMemoryBytes < 0
@@ -617,7 +647,7 @@ func (s *Session) EnforceMinSizes(ctx context.Context) []Increase {
 		if delta <= 0 {
 			continue
 		}
-		g := grow(ctx, gs.group, delta, gs.zeroOrMax)
+		g := s.grow(ctx, gs, delta, gs.zeroOrMax)
 		if g.Err != nil {
 			logger.Error(g.Err, "Raising a node group to its min size failed", "nodeGroup", id, "delta", delta,
 				"added", g.Added, "transient", g.Transient)

@@ -137,7 +137,7 @@ func TestStatusConfigMapAndHealthGate(t *testing.T) {
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}
-		return err == nil && st.ClusterWide != nil && st.ClusterWide.Health.Status == clusterstate.HealthUnhealthy, err
+		return err == nil && st.ClusterWide.Health.Status == clusterstate.HealthUnhealthy, err
 	})
 	time.Sleep(3 * time.Second) // several loops
 	if got := nodesPerPool(e)[group]; got != 0 {
@@ -168,7 +168,7 @@ func TestStatusConfigMapAndHealthGate(t *testing.T) {
 		}
 		for _, g := range st.NodeGroups {
 			if g.Name == group {
-				return g.Health.CloudProviderTarget != nil && *g.Health.CloudProviderTarget == 1 &&
+				return g.Health.CloudProviderTarget == 1 &&
 					g.Health.NodeCounts.Registered.Ready == 1 && g.ScaleUp.Status == clusterstate.ScaleUpNoActivity, nil
 			}
 		}

@@ -242,11 +242,11 @@ func TestZeroOrMaxGroupScalesDownWhole(t *testing.T) {
 		if err != nil {
 			return false, client404(err)
 		}
-		st := &clusterstate.Status{}
-		if err := yaml.Unmarshal([]byte(cm.Data["status"]), st); err != nil || st.ClusterWide == nil {
+		var kept []clusterstate.UnremovableNode
+		if err := yaml.Unmarshal([]byte(cm.Data[clusterstate.UnremovableDataKey]), &kept); err != nil {
 			return false, err
 		}
-		for _, u := range st.ClusterWide.ScaleDown.UnremovableNodes {
+		for _, u := range kept {
 			if u.Name == group+"-b" && u.Reason == "AtomicScaleDownFailed" {
 				return true, nil
 			}

@@ -186,12 +186,12 @@ func TestNodesKeptForTheirReasons(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &clusterstate.Status{}
-	if err := yaml.Unmarshal([]byte(cm.Data["status"]), st); err != nil {
+	var kept []clusterstate.UnremovableNode
+	if err := yaml.Unmarshal([]byte(cm.Data[clusterstate.UnremovableDataKey]), &kept); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]string{}
-	for _, u := range st.ClusterWide.ScaleDown.UnremovableNodes {
+	for _, u := range kept {
 		got[u.Name] = u.Reason
 	}
 	for node, reason := range want {
