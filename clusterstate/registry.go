@@ -130,6 +130,7 @@ type Failure struct {
 type Registry struct {
 	opts    config.Options
 	backoff *Backoff
+	taints  Taints
 
 	mu sync.Mutex
 	// firstSeen is when each instance without a Node was first seen.
@@ -154,7 +155,7 @@ type transition struct {
 // NewRegistry builds an empty registry. Until the first Update the cluster
 // counts as healthy.
 func NewRegistry(opts config.Options) *Registry {
-	return &Registry{opts: opts,
+	return &Registry{opts: opts, taints: NewTaints(opts),
 		backoff:   NewBackoff(opts.InitialNodeGroupBackoff, opts.MaxNodeGroupBackoff, opts.NodeGroupBackoffResetTimeout),
 		firstSeen: map[string]time.Time{}, seenErrors: map[string]bool{}, scaleUps: map[string]*ScaleUpRequest{},
 		groups: map[string]*GroupState{}, healthy: true, transitions: map[string]transition{}}
@@ -204,7 +205,7 @@ func (r *Registry) Update(ctx context.Context, provider cloudprovider.CloudProvi
 			startup = gs.Options.MaxNodeStartupTime
 		}
 		var c NodeCounts
-		switch NodeReadiness(n, now, startup) {
+		switch r.taints.NodeReadiness(n, now, startup) {
 		case Ready:
 			c.Ready++
 		case Unready:

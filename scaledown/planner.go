@@ -86,6 +86,8 @@ type Planner struct {
 	provider cloudprovider.CloudProvider
 	rules    *drain.Rules
 	taints   *Taints
+	// readiness tells starting nodes from unready ones (startup and status taints).
+	readiness clusterstate.Taints
 	// since holds when each currently unneeded node became so. It is the
 	// timer of nodes without a candidate taint (beyond the per-loop taint
 	// budget, or all of them with --max-bulk-soft-taint-count=0).
@@ -94,7 +96,8 @@ type Planner struct {
 
 // NewPlanner builds a planner.
 func NewPlanner(opts config.Options, provider cloudprovider.CloudProvider, rules *drain.Rules, taints *Taints) *Planner {
-	return &Planner{opts: opts, provider: provider, rules: rules, taints: taints, since: map[string]time.Time{}}
+	return &Planner{opts: opts, provider: provider, rules: rules, taints: taints, readiness: clusterstate.NewTaints(opts),
+		since: map[string]time.Time{}}
 }
 
 // Input is what one plan looks at.
@@ -174,7 +177,7 @@ func (p *Planner) consider(ctx context.Context, n *apiv1.Node, gs *clusterstate.
 		return nil, ReasonCurrentlyBeingDeleted
 	}
 	c := &Candidate{Node: n, Group: gs.NodeGroup}
-	switch clusterstate.NodeReadiness(n, in.Now, gs.Options.MaxNodeStartupTime) {
+	switch p.readiness.NodeReadiness(n, in.Now, gs.Options.MaxNodeStartupTime) {
 	case clusterstate.NotStarted:
 		return nil, ReasonNotStarted
 	case clusterstate.Unready:

@@ -66,6 +66,7 @@ type Orchestrator struct {
 	state      *clusterstate.Registry
 	daemonSets DaemonSetLister
 	sanitizer  template.Sanitizer
+	taints     clusterstate.Taints
 	// fromNodes are templates made from real nodes, kept for when a group
 	// that has no TemplateNodeInfo has no usable node left.
 	fromNodes map[string]*cloudprovider.NodeInfo
@@ -114,7 +115,7 @@ func New(provider cloudprovider.CloudProvider, sim *framework.Handle, est *estim
 	o := &Orchestrator{provider: provider, sim: sim, estimator: est, chain: chain, opts: opts, state: state,
 		sanitizer: template.Sanitizer{DropTaints: append(append(append([]string(nil), opts.StartupTaints...),
 			opts.StatusTaints...), opts.IgnoreTaints...), DropTaintPrefixes: opts.StartupTaintPrefixes},
-		fromNodes: map[string]*cloudprovider.NodeInfo{}}
+		taints: clusterstate.NewTaints(opts), fromNodes: map[string]*cloudprovider.NodeInfo{}}
 	for _, opt := range options {
 		opt(o)
 	}
@@ -347,7 +348,7 @@ func (o *Orchestrator) templateFromNodes(st *clusterstate.GroupState, now time.T
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	for _, n := range nodes {
 		if n.Spec.Unschedulable || n.DeletionTimestamp != nil ||
-			clusterstate.NodeReadiness(n, now, st.Options.MaxNodeStartupTime) != clusterstate.Ready {
+			o.taints.NodeReadiness(n, now, st.Options.MaxNodeStartupTime) != clusterstate.Ready {
 			continue
 		}
 		info := o.sanitizer.FromNode(id, n, podsByNode[n.Name], daemonSets)
