@@ -160,8 +160,9 @@ func (c *commandLine) registerScaleUp() {
 	fs.StringArrayVar(&o.StartupTaintPrefixes, "startup-taint-prefix", o.StartupTaintPrefixes, "Taint key prefix treated as a startup taint, besides the built-in startup-taint.cluster-autoscaler.kubernetes.io/; repeatable.")
 	fs.StringArrayVar(&o.StatusTaints, "status-taint", o.StatusTaints, "Taint key stripped from node group templates that never makes a node count as starting or unready; repeatable.")
 	fs.StringArrayVar(&o.IgnoreTaints, "ignore-taint", o.IgnoreTaints, "Deprecated alias of --startup-taint; repeatable.")
-	fs.StringSliceVar(&o.AllowedSchedulerNames, "allowed-scheduler-names", o.AllowedSchedulerNames, "Only pods of these schedulers are considered; empty means all.")
-	fs.StringSliceVar(&o.BypassedSchedulerNames, "bypassed-scheduler-names", o.BypassedSchedulerNames, "Pods of these schedulers are considered before their scheduler has processed them.")
+	fs.StringSliceVar(&o.AllowedSchedulerNames, "allowed-scheduler-names", o.AllowedSchedulerNames, "Only pending pods of these schedulers (spec.schedulerName) trigger scale-up; empty means all.")
+	fs.StringSliceVar(&o.BypassedSchedulerNames, "bypassed-scheduler-names", o.BypassedSchedulerNames, "Pending pods of these schedulers trigger scale-up before their scheduler has processed them; must be a subset of a non-empty --allowed-scheduler-names.")
+	fs.IntVar(&o.PodInjectionLimit, "pod-injection-limit", o.PodInjectionLimit, "Most pending pods counted in one loop when stand-ins are counted for replicas a ReplicaSet has still to create; when the unschedulable pods reach it, no stand-ins are counted (the pods themselves are never dropped).")
 	fs.StringVar(&o.SchedulerConfigFile, "scheduler-config-file", o.SchedulerConfigFile, "KubeSchedulerConfiguration whose Filter plugins the simulation uses.")
 	fs.IntVar(&o.PredicateParallelism, "predicate-parallelism", o.PredicateParallelism, "Parallelism of scheduler Filter checks.")
 	fs.BoolVar(&o.ForceDeleteUnregisteredNodes, "force-delete-unregistered-nodes", o.ForceDeleteUnregisteredNodes, "Delete long-unregistered instances even below the node group's minimum.")
@@ -170,9 +171,7 @@ func (c *commandLine) registerScaleUp() {
 	fs.Float64Var(&o.UnregisteredBreakerRatio, "unregistered-nodes-breaker-ratio", o.UnregisteredBreakerRatio, "When more than this share of a node group's (or the cluster's) instances is unregistered past the provision time, delete none of them: a provider ID mismatch is likelier (not upstream).")
 	fs.IntVar(&o.UnregisteredBreakerMinimum, "unregistered-nodes-breaker-minimum", o.UnregisteredBreakerMinimum, "The breaker applies only when more than this many instances are unregistered (not upstream).")
 	fs.IntVar(&o.MaxBrokenNodeDeletionsPerLoop, "max-broken-node-deletions-per-loop", o.MaxBrokenNodeDeletionsPerLoop, "Most unregistered and failed instances deleted in one loop (not upstream).")
-	c.mark(notImplemented,
-		"max-binpacking-time", "scale-up-from-zero",
-		"allowed-scheduler-names", "bypassed-scheduler-names")
+	c.mark(notImplemented, "max-binpacking-time", "scale-up-from-zero")
 
 	// Upstream's experimental scale-up knobs.
 	c.ignoredBool("parallel-scale-up", false, "Experimental upstream knob: parallel scale-up of node groups.")
@@ -182,7 +181,6 @@ func (c *commandLine) registerScaleUp() {
 	c.ignoredBool("enable-graceful-degradation", false, "Upstream knob: proceed with a subset of pods when simulation times out.")
 	c.ignoredBool("scaleup-simulation-for-skipped-node-groups-enabled", false, "Upstream knob: simulate skipped node groups for reporting.")
 	c.ignoredBool("enable-proactive-scaleup", false, "Upstream knob: proactive scale-up.")
-	c.ignoredInt("pod-injection-limit", 5000, "Upstream knob: limit of injected fake pods.")
 	c.ignoredString("estimator", "binpacking", "Estimator; only binpacking exists.")
 	c.ignoredBool("fastpath-binpacking-enabled", false, "Upstream knob: fast-path binpacking. This autoscaler's estimator always groups equivalent pods.")
 	c.ignoredBool("force-ds", false, "Block scale-up of node groups too small for all their DaemonSet pods.")

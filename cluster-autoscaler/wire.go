@@ -351,7 +351,8 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 			return errors.New("syncing the ProvisioningRequest informer cache (is the CRD installed?)")
 		}
 	}
-	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(unschedulablePodTrigger(runner)); err != nil {
+	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(unschedulablePodTrigger(runner,
+		opts.AllowedSchedulerNames, opts.BypassedSchedulerNames)); err != nil {
 		return fmt.Errorf("watching pods: %w", err)
 	}
 	if requests != nil {
@@ -380,21 +381,33 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 }
 
 // unschedulablePodTrigger asks for a loop when the scheduler newly marks a pod
-// unschedulable; the runner batches a burst of them into one loop.
-func unschedulablePodTrigger(r *core.Runner) cache.ResourceEventHandler {
+// unschedulable, or a pod of a bypassed scheduler arrives; the runner
+// batches a burst of them into one loop. Pods of schedulers outside
+// --allowed-scheduler-names ask for nothing.
+func unschedulablePodTrigger(r *core.Runner, allowed, bypassed []string) cache.ResourceEventHandler {
 	check := func(obj any) {
-		if pod, ok := obj.(*apiv1.Pod); ok && processors.IsUnschedulable(pod) && recentlyUnschedulable(pod, time.Now()) {
+		pod, ok := obj.(*apiv1.Pod)
+		if !ok || len(processors.OfAllowedSchedulers([]*apiv1.Pod{pod}, allowed)) == 0 {
+			return
+		}
+		if (processors.IsUnschedulable(pod) && recentlyUnschedulable(pod, time.Now())) ||
+			processors.IsUnprocessedByBypassed(pod, bypassed) {
 			r.PodTrigger(core.WorkloadKey(pod))
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
-			if pod, ok := obj.(*apiv1.Pod); ok && pod.Spec.NodeName == "" && pod.Status.Phase == apiv1.PodPending {
+			if pod, ok := obj.(*apiv1.Pod); ok && pod.Spec.NodeName == "" && pod.Status.Phase == apiv1.PodPending &&
+				len(processors.OfAllowedSchedulers([]*apiv1.Pod{pod}, allowed)) > 0 {
 				r.PodArrived()
 			}
 			check(obj)
 		},
-		UpdateFunc: func(_, obj any) { check(obj) },
+		UpdateFunc: func(_, obj any) {
+			if pod, ok := obj.(*apiv1.Pod); ok && processors.IsUnschedulable(pod) {
+				check(obj)
+			}
+		},
 	}
 }
 

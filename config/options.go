@@ -71,6 +71,7 @@ type Options struct {
 	StatusTaints                   []string
 	IgnoreTaints                   []string
 	AllowedSchedulerNames          []string
+	PodInjectionLimit              int
 	BypassedSchedulerNames         []string
 	SchedulerConfigFile            string
 	PredicateParallelism           int

@@ -1,0 +1,141 @@
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
+	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+)
+
+// TestSchedulerNameFlags: with --allowed-scheduler-names naming only a
+// custom scheduler, an unschedulable pod of kube-scheduler triggers nothing;
+// with that scheduler in --bypassed-scheduler-names, its pod (which no
+// scheduler ever processes here) triggers a scale-up at once.
+func TestSchedulerNameFlags(t *testing.T) {
+	e := framework.New(t)
+	path, small, large := scaleUpConfig(e)
+	dumpPods(e)
+	const custom = "custom-scheduler"
+	ignored := framework.MakePod(e.Namespace, "default-scheduler-pod").Req("1", "1Gi").NodeSelector("pool", small).Obj()
+	if _, err := e.Client.CoreV1().Pods(e.Namespace).Create(e.Context(), ignored, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(20*time.Second, "kube-scheduler marks its pod unschedulable", func(ctx context.Context) (bool, error) {
+		p, err := e.Client.CoreV1().Pods(e.Namespace).Get(ctx, ignored.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == apiv1.PodScheduled && c.Reason == apiv1.PodReasonUnschedulable {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	p := startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--allowed-scheduler-names="+custom,
+		"--bypassed-scheduler-names="+custom)...)
+	// Loops run while only the ignored pod is pending.
+	e.Eventually(30*time.Second, "three loops", func(context.Context) (bool, error) {
+		return countLines(p.log.String(), `"Loop summary"`) >= 3, nil
+	})
+	if got := nodesPerPool(e)[small]; got != 0 {
+		t.Fatalf("%d nodes added for a pod of a scheduler outside --allowed-scheduler-names", got)
+	}
+	bypassed := framework.MakePod(e.Namespace, "custom-scheduler-pod").Req("8", "1Gi").NodeSelector("pool", large).Obj()
+	bypassed.Spec.SchedulerName = custom
+	if _, err := e.Client.CoreV1().Pods(e.Namespace).Create(e.Context(), bypassed, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(30*time.Second, "a node for the custom scheduler's unprocessed pod", func(context.Context) (bool, error) {
+		return nodesPerPool(e)[large] == 1, nil
+	})
+	time.Sleep(3 * time.Second) // more loops
+	if got := nodesPerPool(e); got[small] != 0 || got[large] != 1 {
+		t.Errorf("nodes per pool = %v, want %s:0 %s:1", got, small, large)
+	}
+}
+
+// TestStartupAndStatusTaintsInReadiness: nodes that are Ready but carry a
+// startup taint (a --startup-taint key, or the built-in prefix) count as
+// starting, not unready, so a cluster that tolerates no unready node stays
+// healthy and scales; a node with a status taint counts as ready.
+func TestStartupAndStatusTaintsInReadiness(t *testing.T) {
+	e := framework.New(t)
+	group := framework.UniqueName("tainted")
+	path := oneGroupConfig(e, group, 10, "registrationDelay: 1s")
+	taints := map[string]string{
+		framework.UniqueName("booting"): "example.com/agent-booting",
+		framework.UniqueName("gpu"):     "startup-taint.cluster-autoscaler.kubernetes.io/gpu-driver",
+		framework.UniqueName("status"):  "status-taint.cluster-autoscaler.kubernetes.io/degraded",
+	}
+	for name, key := range taints {
+		n := framework.MakeNode(name).Obj()
+		n.Spec.Taints = []apiv1.Taint{{Key: key, Value: "true", Effect: apiv1.TaintEffectNoSchedule}}
+		e.CreateNode(n)
+	}
+	e.Eventually(30*time.Second, "kwok marks the tainted nodes Ready", func(ctx context.Context) (bool, error) {
+		for name := range taints {
+			n, err := e.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil || !nodeReady(n) {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+	dumpPods(e)
+	createPods(e, "web", 2, "1", map[string]string{"pool": group})
+	startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--ok-total-unready-count=0",
+		"--max-total-unready-percentage=0", "--startup-taint=example.com/agent-booting")...)
+	var st *clusterstate.Status
+	e.Eventually(30*time.Second, "a status with the tainted nodes counted", func(ctx context.Context) (bool, error) {
+		cm, err := e.Client.CoreV1().ConfigMaps(e.Namespace).Get(ctx, "cluster-autoscaler-status", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		st = &clusterstate.Status{}
+		if err := yaml.Unmarshal([]byte(cm.Data["status"]), st); err != nil {
+			return false, err
+		}
+		return st.ClusterWide != nil && st.ClusterWide.Health.NodeCounts.Registered.Total >= 3, nil
+	})
+	reg := st.ClusterWide.Health.NodeCounts.Registered
+	if reg.NotStarted < 2 || reg.Unready != nil || reg.Ready < 1 {
+		t.Errorf("registered counts %+v: want the two startup-tainted nodes not started, none unready, the status-tainted one ready", reg)
+	}
+	if st.ClusterWide.Health.Status != clusterstate.HealthHealthy {
+		t.Errorf("cluster health %q, want %q", st.ClusterWide.Health.Status, clusterstate.HealthHealthy)
+	}
+	e.Eventually(60*time.Second, "both pods Running on a new node", func(ctx context.Context) (bool, error) {
+		return allRunning(ctx, e, 2)
+	})
+}
+
+func nodeReady(n *apiv1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == apiv1.NodeReady {
+			return c.Status == apiv1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func countLines(log, substr string) int {
+	n := 0
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, substr) {
+			n++
+		}
+	}
+	return n
+}
