@@ -150,7 +150,7 @@ func (c *commandLine) registerScaleUp() {
 	fs.Float64Var(&o.MemoryDifferenceRatio, "memory-difference-ratio", o.MemoryDifferenceRatio, "Largest memory capacity difference between similar node groups, as a ratio of the smaller.")
 	fs.IntVar(&o.ExpendablePodsPriorityCutoff, "expendable-pods-priority-cutoff", o.ExpendablePodsPriorityCutoff, "Pods below this priority never trigger scale-up and never block scale-down.")
 	fs.BoolVar(&o.EnforceNodeGroupMinSize, "enforce-node-group-min-size", o.EnforceNodeGroupMinSize, "Scale node groups below their minimum up to it.")
-	fs.BoolVar(&o.ScaleUpFromZero, "scale-up-from-zero", o.ScaleUpFromZero, "Scale up when the cluster has no ready node.")
+	fs.BoolVar(&o.ScaleUpFromZero, "scale-up-from-zero", o.ScaleUpFromZero, "Scale up when the cluster has no ready node; when false, a loop that finds no ready node does nothing (no cleanup, no scaling).")
 	fs.DurationVar(&o.InitialNodeGroupBackoff, "initial-node-group-backoff-duration", o.InitialNodeGroupBackoff, "First back-off of a node group after a failed scale-up.")
 	fs.DurationVar(&o.MaxNodeGroupBackoff, "max-node-group-backoff-duration", o.MaxNodeGroupBackoff, "Longest back-off of a node group.")
 	fs.DurationVar(&o.NodeGroupBackoffResetTimeout, "node-group-backoff-reset-timeout", o.NodeGroupBackoffResetTimeout, "A node group's back-off resets after this long without failures.")
@@ -171,7 +171,7 @@ func (c *commandLine) registerScaleUp() {
 	fs.Float64Var(&o.UnregisteredBreakerRatio, "unregistered-nodes-breaker-ratio", o.UnregisteredBreakerRatio, "When more than this share of a node group's (or the cluster's) instances is unregistered past the provision time, delete none of them: a provider ID mismatch is likelier (not upstream).")
 	fs.IntVar(&o.UnregisteredBreakerMinimum, "unregistered-nodes-breaker-minimum", o.UnregisteredBreakerMinimum, "The breaker applies only when more than this many instances are unregistered (not upstream).")
 	fs.IntVar(&o.MaxBrokenNodeDeletionsPerLoop, "max-broken-node-deletions-per-loop", o.MaxBrokenNodeDeletionsPerLoop, "Most unregistered and failed instances deleted in one loop (not upstream).")
-	c.mark(notImplemented, "max-binpacking-time", "scale-up-from-zero")
+	c.mark(notImplemented, "max-binpacking-time")
 
 	// Upstream's experimental scale-up knobs.
 	c.ignoredBool("parallel-scale-up", false, "Experimental upstream knob: parallel scale-up of node groups.")

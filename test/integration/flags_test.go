@@ -139,3 +139,32 @@ func countLines(log, substr string) int {
 	}
 	return n
 }
+
+// TestScaleUpFromZeroFalse: with --scale-up-from-zero=false and no ready
+// node in the cluster, a pending pod gets no node; once a ready node exists,
+// the same pod gets one.
+func TestScaleUpFromZeroFalse(t *testing.T) {
+	e := framework.New(t)
+	e.Eventually(60*time.Second, "a cluster without nodes (earlier tests remove theirs)", func(ctx context.Context) (bool, error) {
+		list, err := e.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		return err == nil && len(list.Items) == 0, err
+	})
+	group := framework.UniqueName("fromzero")
+	path := oneGroupConfig(e, group, 10, "registrationDelay: 1s")
+	dumpPods(e)
+	createPods(e, "web", 1, "1", map[string]string{"pool": group})
+	p := startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--scale-up-from-zero=false")...)
+	e.Eventually(30*time.Second, "three loops that saw no ready node", func(context.Context) (bool, error) {
+		return countLines(p.log.String(), "--scale-up-from-zero=false") >= 3, nil
+	})
+	if got := nodesPerPool(e)[group]; got != 0 {
+		t.Fatalf("%d nodes added with no ready node and --scale-up-from-zero=false", got)
+	}
+	e.CreateNode(framework.MakeNode(framework.UniqueName("ready")).Obj()) // kwok makes it Ready; no pool label
+	e.Eventually(60*time.Second, "the pod Running on a node of the group", func(ctx context.Context) (bool, error) {
+		return allRunning(ctx, e, 1)
+	})
+	if got := nodesPerPool(e)[group]; got != 1 {
+		t.Errorf("%d nodes of the group, want 1", got)
+	}
+}
