@@ -231,11 +231,11 @@ func (c *commandLine) registerScaleDown() {
 	fs.BoolVar(&o.DaemonSetEvictionForEmptyNodes, "daemonset-eviction-for-empty-nodes", o.DaemonSetEvictionForEmptyNodes, "Evict DaemonSet pods from empty nodes before deleting them.")
 	fs.BoolVar(&o.DaemonSetEvictionForOccupiedNodes, "daemonset-eviction-for-occupied-nodes", o.DaemonSetEvictionForOccupiedNodes, "Evict DaemonSet pods from drained nodes before deleting them.")
 	fs.BoolVar(&o.CordonNodeBeforeTerminating, "cordon-node-before-terminating", o.CordonNodeBeforeTerminating, "Mark nodes unschedulable before deleting them.")
-	fs.IntVar(&o.ScaleDownNonEmptyCandidatesCount, "scale-down-non-empty-candidates-count", o.ScaleDownNonEmptyCandidatesCount, "Non-empty nodes considered for removal per loop; <= 0 means all.")
-	fs.Float64Var(&o.ScaleDownCandidatesPoolRatio, "scale-down-candidates-pool-ratio", o.ScaleDownCandidatesPoolRatio, "Share of nodes considered as extra removal candidates.")
-	fs.IntVar(&o.ScaleDownCandidatesPoolMinCount, "scale-down-candidates-pool-min-count", o.ScaleDownCandidatesPoolMinCount, "Least number of extra removal candidates.")
-	fs.DurationVar(&o.ScaleDownSimulationTimeout, "scale-down-simulation-timeout", o.ScaleDownSimulationTimeout, "Time budget of the scale-down simulation.")
-	fs.DurationVar(&o.UnremovableNodeRecheckTimeout, "unremovable-node-recheck-timeout", o.UnremovableNodeRecheckTimeout, "How long before a node found unremovable is checked again.")
+	fs.IntVar(&o.ScaleDownNonEmptyCandidatesCount, "scale-down-non-empty-candidates-count", o.ScaleDownNonEmptyCandidatesCount, "Most non-empty nodes found unneeded (drain candidates) per loop, the previous loop's candidates first; <= 0 lifts this limit and the pool's.")
+	fs.Float64Var(&o.ScaleDownCandidatesPoolRatio, "scale-down-candidates-pool-ratio", o.ScaleDownCandidatesPoolRatio, "Share of the cluster's nodes simulated per loop as new drain candidates beyond the previous loop's; 1.0 means all.")
+	fs.IntVar(&o.ScaleDownCandidatesPoolMinCount, "scale-down-candidates-pool-min-count", o.ScaleDownCandidatesPoolMinCount, "Least number of nodes simulated per loop as new drain candidates: the pool is max(nodes x ratio, this).")
+	fs.DurationVar(&o.ScaleDownSimulationTimeout, "scale-down-simulation-timeout", o.ScaleDownSimulationTimeout, "Time budget of one loop's scale-down simulation; the nodes not reached wait for a later loop.")
+	fs.DurationVar(&o.UnremovableNodeRecheckTimeout, "unremovable-node-recheck-timeout", o.UnremovableNodeRecheckTimeout, "A node the simulation found unremovable is not simulated again for this long (reason RecentlyUnremovable meanwhile).")
 	fs.IntVar(&o.MaxBulkSoftTaintCount, "max-bulk-soft-taint-count", o.MaxBulkSoftTaintCount, "Most nodes given the PreferNoSchedule candidate taint per loop; 0 writes none (the unneeded timers then live in memory only and restart with the process).")
 	fs.DurationVar(&o.MaxBulkSoftTaintTime, "max-bulk-soft-taint-time", o.MaxBulkSoftTaintTime, "Time budget of soft tainting per loop.")
 	fs.DurationVar(&o.NodeDeletionDelayTimeout, "node-deletion-delay-timeout", o.NodeDeletionDelayTimeout, "How long a node's delay-deletion.cluster-autoscaler.kubernetes.io/ annotations hold its deletion before it is deleted anyway.")
@@ -248,14 +248,12 @@ func (c *commandLine) registerScaleDown() {
 	// DaemonSet eviction, cordoning, soft taints, the system-pod timeout,
 	// the delay after tainting and the delay-deletion annotations' timeout.
 	c.mark(notImplemented, "scale-down-delay-type-local",
-		"scale-down-non-empty-candidates-count", "scale-down-candidates-pool-ratio",
-		"scale-down-candidates-pool-min-count", "scale-down-simulation-timeout", "unremovable-node-recheck-timeout",
 		"max-bulk-soft-taint-time", "node-deletion-batcher-interval",
 		"node-deletion-candidate-ttl", "drain-priority-config")
 
 	c.ignoredBool("dynamic-node-delete-delay-after-taint-enabled", false, "Adapt the delete delay after tainting to API latency.")
 	c.ignoredBool("node-removal-latency-tracking-enabled", false, "Track latency from unneeded to removed.")
-	c.ignoredBool("max-node-skip-eval-time-tracker-enabled", false, "Track the longest time a node was skipped in scale-down.")
+	fs.BoolVar(&o.MaxNodeSkipEvalTimeTrackerEnabled, "max-node-skip-eval-time-tracker-enabled", o.MaxNodeSkipEvalTimeTrackerEnabled, "Track the longest time a node was left out of the scale-down simulation (time budget, candidate limits).")
 }
 
 func (c *commandLine) registerStatusAndProvReq() {

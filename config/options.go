@@ -117,6 +117,7 @@ type Options struct {
 	NodeDeletionCandidateTTL           time.Duration
 	BlockingSystemPodDisruptionTimeout time.Duration
 	DrainPriorityConfig                string
+	MaxNodeSkipEvalTimeTrackerEnabled  bool
 
 	// Status reporting.
 	WriteStatusConfigMap    bool

@@ -117,5 +117,11 @@ func (s *ScaleDown) Unremovable(limit int) [][2]string {
 	return out
 }
 
+// MaxNodeSkipEval returns the longest time a node now left out of the
+// scale-down simulation has gone without being evaluated, and whether
+// --max-node-skip-eval-time-tracker-enabled is set (for the metric
+// max_node_skip_eval_duration_seconds). Safe from any goroutine.
+func (s *ScaleDown) MaxNodeSkipEval() (time.Duration, bool) { return s.planner.MaxNodeSkipEval() }
+
 // Wait waits for drains in flight.
 func (s *ScaleDown) Wait() { s.actuator.Wait() }
