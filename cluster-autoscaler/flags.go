@@ -237,10 +237,10 @@ func (c *commandLine) registerScaleDown() {
 	fs.DurationVar(&o.ScaleDownSimulationTimeout, "scale-down-simulation-timeout", o.ScaleDownSimulationTimeout, "Time budget of one loop's scale-down simulation; the nodes not reached wait for a later loop.")
 	fs.DurationVar(&o.UnremovableNodeRecheckTimeout, "unremovable-node-recheck-timeout", o.UnremovableNodeRecheckTimeout, "A node the simulation found unremovable is not simulated again for this long (reason RecentlyUnremovable meanwhile).")
 	fs.IntVar(&o.MaxBulkSoftTaintCount, "max-bulk-soft-taint-count", o.MaxBulkSoftTaintCount, "Most nodes given the PreferNoSchedule candidate taint per loop; 0 writes none (the unneeded timers then live in memory only and restart with the process).")
-	fs.DurationVar(&o.MaxBulkSoftTaintTime, "max-bulk-soft-taint-time", o.MaxBulkSoftTaintTime, "Time budget of soft tainting per loop.")
+	fs.DurationVar(&o.MaxBulkSoftTaintTime, "max-bulk-soft-taint-time", o.MaxBulkSoftTaintTime, "Time budget per loop of writing and removing the PreferNoSchedule candidate taints (shared with --max-bulk-soft-taint-count); the rest wait for a later loop.")
 	fs.DurationVar(&o.NodeDeletionDelayTimeout, "node-deletion-delay-timeout", o.NodeDeletionDelayTimeout, "How long a node's delay-deletion.cluster-autoscaler.kubernetes.io/ annotations hold its deletion before it is deleted anyway.")
 	fs.DurationVar(&o.NodeDeletionBatcherInterval, "node-deletion-batcher-interval", o.NodeDeletionBatcherInterval, "How long to gather nodes of a group into one deletion.")
-	fs.DurationVar(&o.NodeDeletionCandidateTTL, "node-deletion-candidate-ttl", o.NodeDeletionCandidateTTL, "After this long a removal candidate mark is stale; 0 means never.")
+	fs.DurationVar(&o.NodeDeletionCandidateTTL, "node-deletion-candidate-ttl", o.NodeDeletionCandidateTTL, "A DeletionCandidate taint older than this, left by an earlier run, is not trusted: the node's unneeded timer restarts; 0 means such taints never go stale.")
 	fs.DurationVar(&o.BlockingSystemPodDisruptionTimeout, "blocking-system-pod-distruption-timeout", o.BlockingSystemPodDisruptionTimeout, "After this long, kube-system pods without a PDB no longer block removal.")
 	fs.StringVar(&o.DrainPriorityConfig, "drain-priority-config", o.DrainPriorityConfig, "Evict pods in priority groups, <priority>:<gracePeriodSeconds>,...; excludes --max-graceful-termination-sec.")
 	// Acted on: enabled, unready, the delays, utilisation, parallelism,
@@ -248,8 +248,8 @@ func (c *commandLine) registerScaleDown() {
 	// DaemonSet eviction, cordoning, soft taints, the system-pod timeout,
 	// the delay after tainting and the delay-deletion annotations' timeout.
 	c.mark(notImplemented, "scale-down-delay-type-local",
-		"max-bulk-soft-taint-time", "node-deletion-batcher-interval",
-		"node-deletion-candidate-ttl", "drain-priority-config")
+		"node-deletion-batcher-interval",
+		"drain-priority-config")
 
 	c.ignoredBool("dynamic-node-delete-delay-after-taint-enabled", false, "Adapt the delete delay after tainting to API latency.")
 	c.ignoredBool("node-removal-latency-tracking-enabled", false, "Track latency from unneeded to removed.")

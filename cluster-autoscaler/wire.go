@@ -565,7 +565,8 @@ func buildScaleDown(opts config.Options, client kubernetes.Interface, factory in
 		Jobs:                   factory.Batch().V1().Jobs().Lister(),
 		PodDisruptionBudgets:   factory.Policy().V1().PodDisruptionBudgets().Lister(),
 	})
-	taints := scaledown.NewTaints(client, opts.MaxBulkSoftTaintCount, opts.CordonNodeBeforeTerminating)
+	taints := scaledown.NewTaints(client, opts.MaxBulkSoftTaintCount, opts.CordonNodeBeforeTerminating,
+		scaledown.WithSoftTaintTime(opts.MaxBulkSoftTaintTime, clock.RealClock{}))
 	planner := scaledown.NewPlanner(opts, provider, rules, taints)
 	actuator := scaledown.NewActuator(opts, client, taints, recorder, m, clock.RealClock{})
 	return scaledown.New(opts, planner, actuator, m), taints

@@ -329,12 +329,17 @@ func (p *Planner) timers(ctx context.Context, plan *Plan, in Input) {
 			since = in.Now
 		}
 		if soft {
-			if t, ok := taintTime(c.Node, DeletionCandidateTaint); ok {
-				if t.Before(since) {
-					since = t
-				}
-			} else {
+			switch t, ok := taintTime(c.Node, DeletionCandidateTaint); {
+			case !ok:
 				toTaint = append(toTaint, c)
+			case !known && p.staleCandidateTaint(t, in.Now):
+				// Left by a run that stopped long ago: its time is not
+				// trusted, and the taint gets the fresh one.
+				klog.FromContext(ctx).V(2).Info("Deletion-candidate taint older than --node-deletion-candidate-ttl; its timer restarts",
+					"node", name, "taintTime", t, "ttl", p.opts.NodeDeletionCandidateTTL)
+				toTaint = append(toTaint, c)
+			case t.Before(since):
+				since = t
 			}
 		}
 		p.since[name] = since
@@ -345,7 +350,6 @@ func (p *Planner) timers(ctx context.Context, plan *Plan, in Input) {
 			delete(p.since, name)
 		}
 	}
-	p.taints.MarkCandidates(ctx, toTaint)
 	// Candidate taints of needed nodes go; with soft taints off, every
 	// one goes (a taint of an earlier configuration is not trusted).
 	var stale []*apiv1.Node
@@ -354,8 +358,14 @@ func (p *Planner) timers(ctx context.Context, plan *Plan, in Input) {
 			stale = append(stale, n)
 		}
 	}
-	p.taints.UnmarkCandidates(ctx, stale)
+	p.taints.UpdateCandidates(ctx, toTaint, stale)
 	p.pick(ctx, plan, in)
+}
+
+// staleCandidateTaint reports whether a DeletionCandidate taint valued t is
+// older than --node-deletion-candidate-ttl (0: never).
+func (p *Planner) staleCandidateTaint(t, now time.Time) bool {
+	return p.opts.NodeDeletionCandidateTTL > 0 && now.Sub(t) > p.opts.NodeDeletionCandidateTTL
 }
 
 func hasTaint(n *apiv1.Node, key string) bool {
