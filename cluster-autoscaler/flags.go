@@ -242,14 +242,14 @@ func (c *commandLine) registerScaleDown() {
 	fs.DurationVar(&o.NodeDeletionBatcherInterval, "node-deletion-batcher-interval", o.NodeDeletionBatcherInterval, "How long to gather nodes of a group into one deletion.")
 	fs.DurationVar(&o.NodeDeletionCandidateTTL, "node-deletion-candidate-ttl", o.NodeDeletionCandidateTTL, "A DeletionCandidate taint older than this, left by an earlier run, is not trusted: the node's unneeded timer restarts; 0 means such taints never go stale.")
 	fs.DurationVar(&o.BlockingSystemPodDisruptionTimeout, "blocking-system-pod-distruption-timeout", o.BlockingSystemPodDisruptionTimeout, "After this long, kube-system pods without a PDB no longer block removal.")
-	fs.StringVar(&o.DrainPriorityConfig, "drain-priority-config", o.DrainPriorityConfig, "Evict pods in priority groups, <priority>:<gracePeriodSeconds>,...; excludes --max-graceful-termination-sec.")
+	fs.StringVar(&o.DrainPriorityConfig, "drain-priority-config", o.DrainPriorityConfig, "Drain in priority rounds, <priority>:<gracePeriodSeconds>,... (e.g. 10000:20,1000:100,0:60): a pod joins the highest priority not above its own (the lowest when all are), rounds go lowest first, each waiting for the previous one's pods to be gone, each pod given at most its round's grace period; excludes --max-graceful-termination-sec.")
 	// Acted on: enabled, unready, the delays, utilisation, parallelism,
 	// grace and eviction time, the skip-nodes rules, min replicas,
 	// DaemonSet eviction, cordoning, soft taints, the system-pod timeout,
 	// the delay after tainting and the delay-deletion annotations' timeout.
 	c.mark(notImplemented, "scale-down-delay-type-local",
 		"node-deletion-batcher-interval",
-		"drain-priority-config")
+	)
 
 	c.ignoredBool("dynamic-node-delete-delay-after-taint-enabled", false, "Adapt the delete delay after tainting to API latency.")
 	c.ignoredBool("node-removal-latency-tracking-enabled", false, "Track latency from unneeded to removed.")

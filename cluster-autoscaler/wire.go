@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -556,7 +557,7 @@ func buildScaleDown(opts config.Options, client kubernetes.Interface, factory in
 		SkipNodesWithCustomControllerPods:  opts.SkipNodesWithCustomControllerPods,
 		MinReplicaCount:                    opts.MinReplicaCount,
 		BlockingSystemPodDisruptionTimeout: opts.BlockingSystemPodDisruptionTimeout,
-		MaxGracefulTerminationSec:          opts.MaxGracefulTerminationSec,
+		MaxGracefulTerminationSec:          maxGraceSec(opts),
 	}, drain.Listers{
 		ReplicationControllers: factory.Core().V1().ReplicationControllers().Lister(),
 		ReplicaSets:            factory.Apps().V1().ReplicaSets().Lister(),
@@ -570,6 +571,21 @@ func buildScaleDown(opts config.Options, client kubernetes.Interface, factory in
 	planner := scaledown.NewPlanner(opts, provider, rules, taints)
 	actuator := scaledown.NewActuator(opts, client, taints, recorder, m, clock.RealClock{})
 	return scaledown.New(opts, planner, actuator, m), taints
+}
+
+// maxGraceSec is the longest grace period the actuator gives an evicted
+// pod: --max-graceful-termination-sec, or the longest of
+// --drain-priority-config's.
+func maxGraceSec(opts config.Options) int {
+	prios, err := config.ParseDrainPriorityConfig(opts.DrainPriorityConfig)
+	if opts.DrainPriorityConfig == "" || err != nil {
+		return opts.MaxGracefulTerminationSec
+	}
+	longest := int64(0)
+	for _, p := range prios {
+		longest = max(longest, p.TerminationGracePeriodSecs)
+	}
+	return int(min(longest, int64(math.MaxInt32)))
 }
 
 // cleanStaleTaints removes, once at start-up, the deletion taints a
