@@ -217,7 +217,7 @@ func (c *commandLine) registerScaleDown() {
 	fs.DurationVar(&o.ScaleDownDelayAfterAdd, "scale-down-delay-after-add", o.ScaleDownDelayAfterAdd, "Scale-down waits this long after a scale-up.")
 	fs.DurationVar(&o.ScaleDownDelayAfterDelete, "scale-down-delay-after-delete", o.ScaleDownDelayAfterDelete, "Scale-down waits this long after a node deletion.")
 	fs.DurationVar(&o.ScaleDownDelayAfterFailure, "scale-down-delay-after-failure", o.ScaleDownDelayAfterFailure, "Scale-down waits this long after a failed scale-down.")
-	fs.BoolVar(&o.ScaleDownDelayTypeLocal, "scale-down-delay-type-local", o.ScaleDownDelayTypeLocal, "Apply the scale-down delays per node group rather than cluster-wide.")
+	fs.BoolVar(&o.ScaleDownDelayTypeLocal, "scale-down-delay-type-local", o.ScaleDownDelayTypeLocal, "Apply the --scale-down-delay-after-* delays per node group (a group's scale-up, deletion or failed deletion holds only that group's nodes) rather than cluster-wide.")
 	fs.BoolVar(&o.IgnoreMirrorPodsUtilization, "ignore-mirror-pods-utilization", o.IgnoreMirrorPodsUtilization, "Leave mirror pods out of node utilisation.")
 	fs.IntVar(&o.MaxScaleDownParallelism, "max-scale-down-parallelism", o.MaxScaleDownParallelism, "Most nodes deleted at once, empty or drained.")
 	fs.IntVar(&o.MaxDrainParallelism, "max-drain-parallelism", o.MaxDrainParallelism, "Most nodes drained at once.")
@@ -239,7 +239,7 @@ func (c *commandLine) registerScaleDown() {
 	fs.IntVar(&o.MaxBulkSoftTaintCount, "max-bulk-soft-taint-count", o.MaxBulkSoftTaintCount, "Most nodes given the PreferNoSchedule candidate taint per loop; 0 writes none (the unneeded timers then live in memory only and restart with the process).")
 	fs.DurationVar(&o.MaxBulkSoftTaintTime, "max-bulk-soft-taint-time", o.MaxBulkSoftTaintTime, "Time budget per loop of writing and removing the PreferNoSchedule candidate taints (shared with --max-bulk-soft-taint-count); the rest wait for a later loop.")
 	fs.DurationVar(&o.NodeDeletionDelayTimeout, "node-deletion-delay-timeout", o.NodeDeletionDelayTimeout, "How long a node's delay-deletion.cluster-autoscaler.kubernetes.io/ annotations hold its deletion before it is deleted anyway.")
-	fs.DurationVar(&o.NodeDeletionBatcherInterval, "node-deletion-batcher-interval", o.NodeDeletionBatcherInterval, "How long to gather nodes of a group into one deletion.")
+	fs.DurationVar(&o.NodeDeletionBatcherInterval, "node-deletion-batcher-interval", o.NodeDeletionBatcherInterval, "Deletions of a node group's nodes that come within this long after the first one go in one DeleteNodes call; 0 deletes each removal's nodes at once.")
 	fs.DurationVar(&o.NodeDeletionCandidateTTL, "node-deletion-candidate-ttl", o.NodeDeletionCandidateTTL, "A DeletionCandidate taint older than this, left by an earlier run, is not trusted: the node's unneeded timer restarts; 0 means such taints never go stale.")
 	fs.DurationVar(&o.BlockingSystemPodDisruptionTimeout, "blocking-system-pod-distruption-timeout", o.BlockingSystemPodDisruptionTimeout, "After this long, kube-system pods without a PDB no longer block removal.")
 	fs.StringVar(&o.DrainPriorityConfig, "drain-priority-config", o.DrainPriorityConfig, "Drain in priority rounds, <priority>:<gracePeriodSeconds>,... (e.g. 10000:20,1000:100,0:60): a pod joins the highest priority not above its own (the lowest when all are), rounds go lowest first, each waiting for the previous one's pods to be gone, each pod given at most its round's grace period; excludes --max-graceful-termination-sec.")
@@ -247,9 +247,6 @@ func (c *commandLine) registerScaleDown() {
 	// grace and eviction time, the skip-nodes rules, min replicas,
 	// DaemonSet eviction, cordoning, soft taints, the system-pod timeout,
 	// the delay after tainting and the delay-deletion annotations' timeout.
-	c.mark(notImplemented, "scale-down-delay-type-local",
-		"node-deletion-batcher-interval",
-	)
 
 	c.ignoredBool("dynamic-node-delete-delay-after-taint-enabled", false, "Adapt the delete delay after tainting to API latency.")
 	c.ignoredBool("node-removal-latency-tracking-enabled", false, "Track latency from unneeded to removed.")

@@ -71,9 +71,15 @@ type Actuator struct {
 	deleted map[string]bool
 	// drainPriorities are --drain-priority-config's entries; empty without it.
 	drainPriorities []config.DrainPriority
-	// lastDelete and lastFailure feed the cooldowns.
+	// lastDelete and lastFailure feed the cooldowns; byGroup the
+	// per-group ones of --scale-down-delay-type-local.
 	lastDelete, lastFailure time.Time
-	wg                      sync.WaitGroup
+	byGroup                 map[string]*groupTimes
+	// batches are the deletions gathering per group
+	// (--node-deletion-batcher-interval).
+	batchMu sync.Mutex
+	batches map[string]*deletionBatch
+	wg      sync.WaitGroup
 }
 
 // NewActuator builds an actuator.
@@ -81,7 +87,8 @@ func NewActuator(opts config.Options, client kubernetes.Interface, taints *Taint
 	m Metrics, clk clock.Clock) *Actuator {
 	a := &Actuator{opts: opts, client: client, taints: taints, recorder: recorder, metrics: m, clock: clk,
 		annotationPoll: delayDeletionPollPeriod, podGonePoll: podGonePollPeriod, evictionRetry: evictionRetryPeriod,
-		inFlight: map[string]string{}, deleted: map[string]bool{}}
+		inFlight: map[string]string{}, deleted: map[string]bool{}, byGroup: map[string]*groupTimes{},
+		batches: map[string]*deletionBatch{}}
 	if opts.DrainPriorityConfig != "" {
 		// Validate() has checked it; an error here leaves the single round.
 		a.drainPriorities, _ = config.ParseDrainPriorityConfig(opts.DrainPriorityConfig)
@@ -101,6 +108,20 @@ func (a *Actuator) Last() (deleted, failed time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.lastDelete, a.lastFailure
+}
+
+// groupTimes are when a group last lost a node and last failed to.
+type groupTimes struct{ deleted, failed time.Time }
+
+// LastOf returns when a node of group was last deleted and when a removal
+// of one last failed.
+func (a *Actuator) LastOf(group string) (deleted, failed time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if t := a.byGroup[group]; t != nil {
+		return t.deleted, t.failed
+	}
+	return time.Time{}, time.Time{}
 }
 
 // Wait blocks until the removals in flight have ended (for shutdown and tests).
@@ -237,11 +258,15 @@ func (a *Actuator) release(j *job, deleted []*Candidate, failed bool) {
 		a.deleted[c.Node.Name] = true
 	}
 	now := a.clock.Now()
+	id := j.cs[0].Group.Id()
+	if a.byGroup[id] == nil {
+		a.byGroup[id] = &groupTimes{}
+	}
 	if len(deleted) > 0 {
-		a.lastDelete = now
+		a.lastDelete, a.byGroup[id].deleted = now, now
 	}
 	if failed {
-		a.lastFailure = now
+		a.lastFailure, a.byGroup[id].failed = now, now
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 // unremovable is not simulated again until the timeout passed.
 func TestUnremovableNodeRecheck(t *testing.T) {
 	for _, tc := range []struct {
-		timeout           time.Duration
+		timeout            time.Duration
 		wantAfterOneMinute string
 	}{
 		{5 * time.Minute, ReasonRecentlyUnremovable},
