@@ -140,7 +140,7 @@ func (c *commandLine) registerScaleUp() {
 	fs.DurationVar(&o.GRPCExpanderTimeout, "grpc-expander-timeout", o.GRPCExpanderTimeout, "Longest wait for one answer of the gRPC expander; past it, or on an error, an empty answer or an unknown node group, the next expander of --expander decides (least-waste when grpc is the last) (not upstream).")
 	fs.IntVar(&o.MaxNodesPerScaleUp, "max-nodes-per-scaleup", o.MaxNodesPerScaleUp, "Maximum nodes added to one node group by one scale-up decision.")
 	fs.DurationVar(&o.MaxNodeGroupBinpackingDuration, "max-nodegroup-binpacking-duration", o.MaxNodeGroupBinpackingDuration, "Time budget of the estimate for one node group.")
-	fs.DurationVar(&o.MaxBinpackingTime, "max-binpacking-time", o.MaxBinpackingTime, "Time budget of all estimates of one scale-up.")
+	fs.DurationVar(&o.MaxBinpackingTime, "max-binpacking-time", o.MaxBinpackingTime, "Time budget of all the node group estimates of one scale-up; past it, the options already estimated are all the expander chooses from.")
 	fs.DurationVar(&o.NewPodScaleUpDelay, "new-pod-scale-up-delay", o.NewPodScaleUpDelay, "Pods younger than this do not trigger a scale-up.")
 	fs.BoolVar(&o.BalanceSimilarNodeGroups, "balance-similar-node-groups", o.BalanceSimilarNodeGroups, "Spread scale-ups over similar node groups.")
 	fs.StringArrayVar(&o.BalancingLabels, "balancing-label", o.BalancingLabels, "Label that alone decides node group similarity; repeatable.")
@@ -171,7 +171,6 @@ func (c *commandLine) registerScaleUp() {
 	fs.Float64Var(&o.UnregisteredBreakerRatio, "unregistered-nodes-breaker-ratio", o.UnregisteredBreakerRatio, "When more than this share of a node group's (or the cluster's) instances is unregistered past the provision time, delete none of them: a provider ID mismatch is likelier (not upstream).")
 	fs.IntVar(&o.UnregisteredBreakerMinimum, "unregistered-nodes-breaker-minimum", o.UnregisteredBreakerMinimum, "The breaker applies only when more than this many instances are unregistered (not upstream).")
 	fs.IntVar(&o.MaxBrokenNodeDeletionsPerLoop, "max-broken-node-deletions-per-loop", o.MaxBrokenNodeDeletionsPerLoop, "Most unregistered and failed instances deleted in one loop (not upstream).")
-	c.mark(notImplemented, "max-binpacking-time")
 
 	// Upstream's experimental scale-up knobs.
 	c.ignoredBool("parallel-scale-up", false, "Experimental upstream knob: parallel scale-up of node groups.")
@@ -243,11 +242,7 @@ func (c *commandLine) registerScaleDown() {
 	fs.DurationVar(&o.NodeDeletionCandidateTTL, "node-deletion-candidate-ttl", o.NodeDeletionCandidateTTL, "A DeletionCandidate taint older than this, left by an earlier run, is not trusted: the node's unneeded timer restarts; 0 means such taints never go stale.")
 	fs.DurationVar(&o.BlockingSystemPodDisruptionTimeout, "blocking-system-pod-distruption-timeout", o.BlockingSystemPodDisruptionTimeout, "After this long, kube-system pods without a PDB no longer block removal.")
 	fs.StringVar(&o.DrainPriorityConfig, "drain-priority-config", o.DrainPriorityConfig, "Drain in priority rounds, <priority>:<gracePeriodSeconds>,... (e.g. 10000:20,1000:100,0:60): a pod joins the highest priority not above its own (the lowest when all are), rounds go lowest first, each waiting for the previous one's pods to be gone, each pod given at most its round's grace period; excludes --max-graceful-termination-sec.")
-	// Acted on: enabled, unready, the delays, utilisation, parallelism,
-	// grace and eviction time, the skip-nodes rules, min replicas,
-	// DaemonSet eviction, cordoning, soft taints, the system-pod timeout,
-	// the delay after tainting and the delay-deletion annotations' timeout.
-
+	// Every flag above is acted on; the ones below are not yet.
 	c.ignoredBool("dynamic-node-delete-delay-after-taint-enabled", false, "Adapt the delete delay after tainting to API latency.")
 	c.ignoredBool("node-removal-latency-tracking-enabled", false, "Track latency from unneeded to removed.")
 	fs.BoolVar(&o.MaxNodeSkipEvalTimeTrackerEnabled, "max-node-skip-eval-time-tracker-enabled", o.MaxNodeSkipEvalTimeTrackerEnabled, "Track the longest time a node was left out of the scale-down simulation (time budget, candidate limits).")

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -12,6 +14,7 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
@@ -73,6 +76,8 @@ type Orchestrator struct {
 	// countDeletions records rolled back instances (deleted_nodes_total).
 	countDeletions func(reason string, n int)
 	templates      []TemplateProcessor
+	// clock times the estimates of one scale-up (--max-binpacking-time).
+	clock clock.PassiveClock
 }
 
 // TemplateProcessor adjusts a node group's template NodeInfo, after it was
@@ -104,6 +109,10 @@ func WithDeletionCounter(count func(reason string, n int)) Option {
 	return func(o *Orchestrator) { o.countDeletions = count }
 }
 
+// WithOrchestratorClock replaces the real clock that times a scale-up's
+// estimates.
+func WithOrchestratorClock(c clock.PassiveClock) Option { return func(o *Orchestrator) { o.clock = c } }
+
 // WithDaemonSets puts on every template the pods of the DaemonSets that
 // would run on it.
 func WithDaemonSets(l DaemonSetLister) Option { return func(o *Orchestrator) { o.daemonSets = l } }
@@ -115,7 +124,7 @@ func New(provider cloudprovider.CloudProvider, sim *framework.Handle, est *estim
 	o := &Orchestrator{provider: provider, sim: sim, estimator: est, chain: chain, opts: opts, state: state,
 		sanitizer: template.Sanitizer{DropTaints: append(append(append([]string(nil), opts.StartupTaints...),
 			opts.StatusTaints...), opts.IgnoreTaints...), DropTaintPrefixes: opts.StartupTaintPrefixes},
-		taints: clusterstate.NewTaints(opts), fromNodes: map[string]*cloudprovider.NodeInfo{}}
+		taints: clusterstate.NewTaints(opts), fromNodes: map[string]*cloudprovider.NodeInfo{}, clock: clock.RealClock{}}
 	for _, opt := range options {
 		opt(o)
 	}
@@ -176,8 +185,11 @@ func (s *Session) ScaleUp(ctx context.Context, pendingPods []*apiv1.Pod) Result 
 	}
 
 	podGroups := estimator.GroupPods(remaining)
+	// All the estimates of this scale-up share --max-binpacking-time; past
+	// it, the options already estimated are all the expander sees.
+	deadline := o.clock.Now().Add(o.opts.MaxBinpackingTime)
 	for len(podGroups) > 0 {
-		options, infos, reasons := o.options(ctx, podGroups, groups, totals)
+		options, infos, reasons := o.options(ctx, podGroups, groups, totals, deadline)
 		if len(options) == 0 {
 			for _, g := range podGroups {
 				for _, p := range g.Pods {
@@ -494,13 +506,19 @@ func (o *Orchestrator) fitGroups(ctx context.Context, groups []*estimator.Group,
 
 // options estimates every eligible group; reasons summarises why there are none.
 func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group, groups map[string]*groupState,
-	totals *totals) ([]expander.Option, map[string]*cloudprovider.NodeInfo, string) {
+	totals *totals, deadline time.Time) ([]expander.Option, map[string]*cloudprovider.NodeInfo, string) {
 	var options []expander.Option
 	infos := map[string]*cloudprovider.NodeInfo{}
 	reasons := map[string]int{}
-	for id, gs := range groups {
+	for _, id := range slices.Sorted(maps.Keys(groups)) {
+		gs := groups[id]
 		if gs.skip != "" {
 			reasons[gs.skip]++
+			continue
+		}
+		left := deadline.Sub(o.clock.Now())
+		if left <= 0 {
+			reasons["binpacking time budget (--max-binpacking-time) used up"]++
 			continue
 		}
 		room := gs.group.MaxSize() - gs.target
@@ -512,7 +530,7 @@ func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group
 			MaxNodes:       min(room, o.opts.MaxNodesPerScaleUp, totals.nodeRoom(o.opts.MaxNodesTotal)),
 			MaxMilliCPU:    totals.cpuRoom(o.opts.Cores.Max),
 			MaxMemoryBytes: totals.memoryRoom(o.opts.MemoryGiB.Max),
-			Budget:         o.opts.MaxNodeGroupBinpackingDuration,
+			Budget:         min(o.opts.MaxNodeGroupBinpackingDuration, left),
 		}
 		if exhausted(limits) {
 			reasons["cluster limits reached"]++
