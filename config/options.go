@@ -72,6 +72,7 @@ type Options struct {
 	IgnoreTaints                   []string
 	AllowedSchedulerNames          []string
 	PodInjectionLimit              int
+	ForceDaemonSets                bool
 	BypassedSchedulerNames         []string
 	SchedulerConfigFile            string
 	PredicateParallelism           int

@@ -123,7 +123,8 @@ func New(provider cloudprovider.CloudProvider, sim *framework.Handle, est *estim
 	opts config.Options, state *clusterstate.Registry, options ...Option) *Orchestrator {
 	o := &Orchestrator{provider: provider, sim: sim, estimator: est, chain: chain, opts: opts, state: state,
 		sanitizer: template.Sanitizer{DropTaints: append(append(append([]string(nil), opts.StartupTaints...),
-			opts.StatusTaints...), opts.IgnoreTaints...), DropTaintPrefixes: opts.StartupTaintPrefixes},
+			opts.StatusTaints...), opts.IgnoreTaints...), DropTaintPrefixes: opts.StartupTaintPrefixes,
+			ForceDaemonSets: opts.ForceDaemonSets},
 		taints: clusterstate.NewTaints(opts), fromNodes: map[string]*cloudprovider.NodeInfo{}, clock: clock.RealClock{}}
 	for _, opt := range options {
 		opt(o)
