@@ -264,13 +264,12 @@ func (c *commandLine) registerStatusAndProvReq() {
 	fs.DurationVar(&o.ProvReqExpiryTime, "provisioning-request-expiry-time", o.ProvReqExpiryTime, "A ProvisioningRequest not provisioned this long after creation fails as Expired (not upstream: upstream has 7 days fixed).")
 	fs.DurationVar(&o.ProvReqRetentionTime, "provisioning-request-retention-time", o.ProvReqRetentionTime, "A finished ProvisioningRequest is deleted this long after its last condition change (not upstream: upstream has 7 days fixed).")
 	fs.IntVar(&o.ProvReqMaxPods, "max-pods-per-provisioning-request", o.ProvReqMaxPods, "A ProvisioningRequest asking for more pods than this (the sum of its PodSets' counts) fails with reason TooManyPods, and its pods are never built (not upstream: upstream has no cap).")
-	fs.BoolVar(&o.CheckCapacityBatchProcessing, "check-capacity-batch-processing", o.CheckCapacityBatchProcessing, "Answer several check-capacity requests per loop.")
+	fs.BoolVar(&o.CheckCapacityBatchProcessing, "check-capacity-batch-processing", o.CheckCapacityBatchProcessing, "With it, --check-capacity-provisioning-request-max-batch-size caps the check-capacity requests answered per loop, as upstream; without it every eligible request is answered each loop within the timebox (upstream: one per loop).")
 	fs.DurationVar(&o.CheckCapacityBatchTimebox, "check-capacity-provisioning-request-batch-timebox", o.CheckCapacityBatchTimebox, "Time budget of one batch of check-capacity requests.")
-	fs.IntVar(&o.CheckCapacityMaxBatchSize, "check-capacity-provisioning-request-max-batch-size", o.CheckCapacityMaxBatchSize, "Most check-capacity requests in one batch.")
+	fs.IntVar(&o.CheckCapacityMaxBatchSize, "check-capacity-provisioning-request-max-batch-size", o.CheckCapacityMaxBatchSize, "Most check-capacity requests answered per loop when --check-capacity-batch-processing is set.")
 	fs.StringVar(&o.CheckCapacityProcessorInstance, "check-capacity-processor-instance", o.CheckCapacityProcessorInstance, "Handle only check-capacity requests whose processorInstance parameter equals this.")
 	fs.BoolVar(&o.EnableDynamicResourceAllocation, "enable-dynamic-resource-allocation", o.EnableDynamicResourceAllocation, "Handle DRA objects; locked to true.")
-	c.mark(notImplemented, "record-duplicated-events", "check-capacity-batch-processing",
-		"check-capacity-provisioning-request-max-batch-size", "enable-dynamic-resource-allocation")
+	c.mark(notImplemented, "record-duplicated-events", "enable-dynamic-resource-allocation")
 }
 
 // registerLogging adds klog's flags and component-base's logging flags.

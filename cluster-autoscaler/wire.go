@@ -509,21 +509,33 @@ func buildProvReqProcessor(ctx context.Context, opts config.Options, restConfig 
 	}
 	informer := provreqclient.NewInformer(c, "", time.Hour)
 	p := processor.New(processor.Options{
-		BookingTime:          opts.ProvReqBookingTime,
-		TemplateGracePeriod:  opts.ProvReqTemplateGracePeriod,
-		ExpiryTime:           opts.ProvReqExpiryTime,
-		RetentionTime:        opts.ProvReqRetentionTime,
-		InitialBackoff:       opts.ProvReqInitialBackoff,
-		MaxBackoff:           opts.ProvReqMaxBackoff,
-		MaxBackoffEntries:    opts.ProvReqMaxBackoffCacheSize,
-		ProcessorInstance:    opts.CheckCapacityProcessorInstance,
-		CheckCapacityTimebox: opts.CheckCapacityBatchTimebox,
-		MaxNodeProvisionTime: opts.NodeGroupDefaults.MaxNodeProvisionTime,
-		MaxNodeStartupTime:   opts.NodeGroupDefaults.MaxNodeStartupTime,
-		MaxPodsPerRequest:    opts.ProvReqMaxPods,
+		BookingTime:             opts.ProvReqBookingTime,
+		TemplateGracePeriod:     opts.ProvReqTemplateGracePeriod,
+		ExpiryTime:              opts.ProvReqExpiryTime,
+		RetentionTime:           opts.ProvReqRetentionTime,
+		InitialBackoff:          opts.ProvReqInitialBackoff,
+		MaxBackoff:              opts.ProvReqMaxBackoff,
+		MaxBackoffEntries:       opts.ProvReqMaxBackoffCacheSize,
+		ProcessorInstance:       opts.CheckCapacityProcessorInstance,
+		CheckCapacityTimebox:    opts.CheckCapacityBatchTimebox,
+		CheckCapacityMaxPerLoop: checkCapacityCap(opts),
+		MaxNodeProvisionTime:    opts.NodeGroupDefaults.MaxNodeProvisionTime,
+		MaxNodeStartupTime:      opts.NodeGroupDefaults.MaxNodeStartupTime,
+		MaxPodsPerRequest:       opts.ProvReqMaxPods,
 	}, provreqclient.NewLister(informer.GetIndexer()), podTemplates{factory.Core().V1().PodTemplates().Lister()},
 		provreqStatus{c}, orchestrator.Rollback, processor.WithEventRecorder(recorder), processor.WithMetrics(m))
 	return p, informer, nil
+}
+
+// checkCapacityCap is how many check-capacity requests one loop answers:
+// --check-capacity-provisioning-request-max-batch-size with
+// --check-capacity-batch-processing, as upstream; without it, no cap (every
+// eligible request within the timebox, where upstream answers one per loop).
+func checkCapacityCap(opts config.Options) int {
+	if !opts.CheckCapacityBatchProcessing {
+		return 0
+	}
+	return opts.CheckCapacityMaxBatchSize
 }
 
 // podTemplates reads PodTemplates from the informer cache.
