@@ -2,13 +2,18 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	apiv1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/yaml"
 
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
@@ -166,5 +171,95 @@ func TestScaleUpFromZeroFalse(t *testing.T) {
 	})
 	if got := nodesPerPool(e)[group]; got != 1 {
 		t.Errorf("%d nodes of the group, want 1", got)
+	}
+}
+
+// TestDrainPriorityConfig: with --drain-priority-config=1000:3,0:1 a drained
+// node's low-priority pod is evicted first with a 1 s grace period, and its
+// high-priority pod only once the low one is gone, with 3 s.
+func TestDrainPriorityConfig(t *testing.T) {
+	e := framework.New(t)
+	group := framework.UniqueName("prio")
+	path := groupsConfig(e, group)
+	dumpPods(e)
+	groupNode(e, group, group+"-a", nil)
+	classes := map[string]int32{"low-" + e.Namespace: 100, "high-" + e.Namespace: 5000}
+	for name, value := range classes {
+		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
+		if _, err := e.Client.SchedulingV1().PriorityClasses().Create(e.Context(), pc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = e.Client.SchedulingV1().PriorityClasses().Delete(context.Background(), name, metav1.DeleteOptions{})
+		})
+	}
+	one := int32(1)
+	for _, app := range []string{"low", "high"} {
+		rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: e.Namespace},
+			Spec: appsv1.ReplicaSetSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+				Template: apiv1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": app}},
+					Spec: apiv1.PodSpec{NodeSelector: map[string]string{"pool": group}, PriorityClassName: app + "-" + e.Namespace,
+						Containers: []apiv1.Container{{Name: "c", Image: "fake", Resources: apiv1.ResourceRequirements{
+							Requests: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("500m")}}}}}}}}
+		if _, err := e.Client.AppsV1().ReplicaSets(e.Namespace).Create(e.Context(), rs, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.Eventually(30*time.Second, "both pods Running on a", func(ctx context.Context) (bool, error) {
+		return allRunning(ctx, e, 2)
+	})
+	// Somewhere to go that is not the group's: a node with the pool label
+	// but no group, so it is neither simulated first nor removed.
+	e.CreateNode(framework.MakeNode(group+"-spare").Label("pool", group).Obj())
+	time.Sleep(2 * time.Second)
+	original := map[string]string{} // pod name -> app
+	list, err := e.Client.CoreV1().Pods(e.Namespace).List(e.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range list.Items {
+		original[p.Name] = p.Labels["app"]
+	}
+	w, err := e.Client.CoreV1().Pods(e.Namespace).Watch(e.Context(), metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var seen []string // "evict <app> <grace>" and "gone <app>", in order
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		evicted := map[string]bool{}
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*apiv1.Pod)
+			if !ok || original[p.Name] == "" {
+				continue
+			}
+			app := original[p.Name]
+			switch {
+			case ev.Type == watch.Deleted:
+				seen = append(seen, "gone "+app)
+				if app == "high" {
+					return
+				}
+			case p.DeletionTimestamp != nil && !evicted[p.Name]:
+				evicted[p.Name] = true
+				seen = append(seen, fmt.Sprintf("evict %s %d", app, *p.DeletionGracePeriodSeconds))
+			}
+		}
+	}()
+	args := scaleUpArgs(e, path, "--scale-down-unneeded-time=3s", "--scale-down-delay-after-add=0s",
+		"--node-delete-delay-after-taint=1s", "--drain-priority-config=1000:3,0:1")
+	startAutoscaler(t, "autoscaler", args...)
+	select {
+	case <-done:
+	case <-time.After(90 * time.Second):
+		w.Stop()
+		<-done
+		t.Fatalf("the high-priority pod was not evicted and gone in time; seen %v", seen)
+	}
+	want := []string{"evict low 1", "gone low", "evict high 3", "gone high"}
+	if fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Errorf("drain %v, want %v", seen, want)
 	}
 }
