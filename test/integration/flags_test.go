@@ -263,3 +263,28 @@ func TestDrainPriorityConfig(t *testing.T) {
 		t.Errorf("drain %v, want %v", seen, want)
 	}
 }
+
+// TestScaleDownDelayTypeLocal: a scale-up of one group within
+// --scale-down-delay-after-add holds only that group's nodes with
+// --scale-down-delay-type-local: the other group's empty node goes (cluster-
+// wide, it would wait five minutes).
+func TestScaleDownDelayTypeLocal(t *testing.T) {
+	e := framework.New(t)
+	idle, busy := framework.UniqueName("idle"), framework.UniqueName("busy")
+	path := groupsConfig(e, idle, busy)
+	dumpPods(e)
+	groupNode(e, idle, idle+"-n", nil)
+	time.Sleep(2 * time.Second) // Ready
+	createPods(e, "web", 1, "1", map[string]string{"pool": busy})
+	p := startAutoscaler(t, "autoscaler", scaleDownArgs(e, path, "--scale-down-delay-after-add=5m",
+		"--scale-down-delay-type-local")...)
+	e.Eventually(30*time.Second, "the busy group scaled up", func(context.Context) (bool, error) {
+		return p.log.Contains(`"Scaled up node group"`), nil
+	})
+	e.Eventually(60*time.Second, "the idle group's empty node removed", func(context.Context) (bool, error) {
+		return len(nodeNames(e, idle)) == 0, nil
+	})
+	if got := len(nodeNames(e, busy)); got != 1 {
+		t.Errorf("%d nodes in the busy group, want 1", got)
+	}
+}
