@@ -194,8 +194,9 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (Result, error)
 
 // noReadyNodes applies --scale-up-from-zero=false: with no ready node in
 // the cluster the loop stops there, as upstream's does (no cleanup, no
-// scaling); the ClusterUnhealthy event waits one provision time after the
-// first loop, since nodes may simply not be ready yet at start-up.
+// scaling), with a ClusterUnhealthy event: at once when there is no node at
+// all, and one provision time after the first loop when there are nodes
+// but none is ready (they may simply not be ready yet at start-up).
 func (a *Autoscaler) noReadyNodes(ctx context.Context, now time.Time) bool {
 	if a.firstLoop.IsZero() {
 		a.firstLoop = now
@@ -203,13 +204,13 @@ func (a *Autoscaler) noReadyNodes(ctx context.Context, now time.Time) bool {
 	if a.opts.ScaleUpFromZero || a.state.ClusterCounts().Ready > 0 {
 		return false
 	}
-	msg := "Cluster has no ready nodes."
+	msg, event := "Cluster has no ready nodes.", now.Sub(a.firstLoop) >= a.opts.NodeGroupDefaults.MaxNodeProvisionTime
 	if a.state.ClusterCounts().Registered() == 0 {
-		msg = "Cluster has no nodes."
+		msg, event = "Cluster has no nodes.", true
 	}
 	klog.FromContext(ctx).Info("No ready node and --scale-up-from-zero=false: not acting in this loop", "why", msg)
 	a.metrics.UpdateClusterSafeToAutoscale(false)
-	if now.Sub(a.firstLoop) >= a.opts.NodeGroupDefaults.MaxNodeProvisionTime {
+	if event {
 		a.clusterEvent(apiv1.EventTypeWarning, "ClusterUnhealthy", "%s", msg)
 	}
 	return true
