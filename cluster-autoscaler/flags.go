@@ -147,7 +147,7 @@ func (c *commandLine) registerScaleUp() {
 	fs.DurationVar(&o.GRPCExpanderTimeout, "grpc-expander-timeout", o.GRPCExpanderTimeout, "Longest wait for one answer of the gRPC expander; past it, or on an error, an empty answer or an unknown node group, the next expander of --expander decides (least-waste when grpc is the last) (not upstream).")
 	fs.IntVar(&o.MaxNodesPerScaleUp, "max-nodes-per-scaleup", o.MaxNodesPerScaleUp, "Maximum nodes added to one node group by one scale-up decision.")
 	fs.DurationVar(&o.MaxNodeGroupBinpackingDuration, "max-nodegroup-binpacking-duration", o.MaxNodeGroupBinpackingDuration, "Time budget of the estimate for one node group.")
-	fs.DurationVar(&o.MaxBinpackingTime, "max-binpacking-time", o.MaxBinpackingTime, "Time budget of all estimates of one scale-up.")
+	fs.DurationVar(&o.MaxBinpackingTime, "max-binpacking-time", o.MaxBinpackingTime, "Time budget of all the node group estimates of one scale-up; past it, the options already estimated are all the expander chooses from.")
 	fs.DurationVar(&o.NewPodScaleUpDelay, "new-pod-scale-up-delay", o.NewPodScaleUpDelay, "Pods younger than this do not trigger a scale-up.")
 	fs.BoolVar(&o.BalanceSimilarNodeGroups, "balance-similar-node-groups", o.BalanceSimilarNodeGroups, "Spread scale-ups over similar node groups.")
 	fs.StringArrayVar(&o.BalancingLabels, "balancing-label", o.BalancingLabels, "Label that alone decides node group similarity; repeatable.")
@@ -157,18 +157,20 @@ func (c *commandLine) registerScaleUp() {
 	fs.Float64Var(&o.MemoryDifferenceRatio, "memory-difference-ratio", o.MemoryDifferenceRatio, "Largest memory capacity difference between similar node groups, as a ratio of the smaller.")
 	fs.IntVar(&o.ExpendablePodsPriorityCutoff, "expendable-pods-priority-cutoff", o.ExpendablePodsPriorityCutoff, "Pods below this priority never trigger scale-up and never block scale-down.")
 	fs.BoolVar(&o.EnforceNodeGroupMinSize, "enforce-node-group-min-size", o.EnforceNodeGroupMinSize, "Scale node groups below their minimum up to it.")
-	fs.BoolVar(&o.ScaleUpFromZero, "scale-up-from-zero", o.ScaleUpFromZero, "Scale up when the cluster has no ready node.")
+	fs.BoolVar(&o.ScaleUpFromZero, "scale-up-from-zero", o.ScaleUpFromZero, "Scale up when the cluster has no ready node; when false, a loop that finds no ready node does nothing (no cleanup, no scaling).")
 	fs.DurationVar(&o.InitialNodeGroupBackoff, "initial-node-group-backoff-duration", o.InitialNodeGroupBackoff, "First back-off of a node group after a failed scale-up.")
 	fs.DurationVar(&o.MaxNodeGroupBackoff, "max-node-group-backoff-duration", o.MaxNodeGroupBackoff, "Longest back-off of a node group.")
 	fs.DurationVar(&o.NodeGroupBackoffResetTimeout, "node-group-backoff-reset-timeout", o.NodeGroupBackoffResetTimeout, "A node group's back-off resets after this long without failures.")
 	fs.IntVar(&o.OkTotalUnreadyCount, "ok-total-unready-count", o.OkTotalUnreadyCount, "Unready nodes tolerated whatever their share.")
 	fs.Float64Var(&o.MaxTotalUnreadyPercentage, "max-total-unready-percentage", o.MaxTotalUnreadyPercentage, "Share of unready nodes above which the autoscaler stops scaling.")
-	fs.StringArrayVar(&o.StartupTaints, "startup-taint", o.StartupTaints, "Taint key treated as a startup taint: stripped from node group templates (not yet: a node carrying it counted as starting); repeatable.")
-	fs.StringArrayVar(&o.StartupTaintPrefixes, "startup-taint-prefix", o.StartupTaintPrefixes, "Taint key prefix treated as a startup taint: stripped from templates (not yet: the node counted as starting); repeatable.")
-	fs.StringArrayVar(&o.StatusTaints, "status-taint", o.StatusTaints, "Taint key stripped from node group templates without making the node unready; repeatable.")
-	fs.StringArrayVar(&o.IgnoreTaints, "ignore-taint", o.IgnoreTaints, "Deprecated alias of --startup-taint: stripped from templates; repeatable.")
-	fs.StringSliceVar(&o.AllowedSchedulerNames, "allowed-scheduler-names", o.AllowedSchedulerNames, "Only pods of these schedulers are considered; empty means all.")
-	fs.StringSliceVar(&o.BypassedSchedulerNames, "bypassed-scheduler-names", o.BypassedSchedulerNames, "Pods of these schedulers are considered before their scheduler has processed them.")
+	fs.StringArrayVar(&o.StartupTaints, "startup-taint", o.StartupTaints, "Taint key treated as a startup taint: a node carrying it counts as starting (not ready, not unready) until --max-node-startup-time, and it is stripped from node group templates; repeatable.")
+	fs.StringArrayVar(&o.StartupTaintPrefixes, "startup-taint-prefix", o.StartupTaintPrefixes, "Taint key prefix treated as a startup taint, besides the built-in startup-taint.cluster-autoscaler.kubernetes.io/; repeatable.")
+	fs.StringArrayVar(&o.StatusTaints, "status-taint", o.StatusTaints, "Taint key stripped from node group templates that never makes a node count as starting or unready; repeatable.")
+	fs.StringArrayVar(&o.IgnoreTaints, "ignore-taint", o.IgnoreTaints, "Deprecated alias of --startup-taint; repeatable.")
+	fs.StringSliceVar(&o.AllowedSchedulerNames, "allowed-scheduler-names", o.AllowedSchedulerNames, "Only pending pods of these schedulers (spec.schedulerName) trigger scale-up; empty means all.")
+	fs.StringSliceVar(&o.BypassedSchedulerNames, "bypassed-scheduler-names", o.BypassedSchedulerNames, "Pending pods of these schedulers trigger scale-up before their scheduler has processed them; must be a subset of a non-empty --allowed-scheduler-names.")
+	fs.BoolVar(&o.ForceDaemonSets, "force-ds", o.ForceDaemonSets, "Put every missing DaemonSet pod that would run there on a template made from a real node, fitting or not, so that a node group too small for all its DaemonSet pods gets no scale-up; without it only the missing ones that fit are added. Provider templates always carry all.")
+	fs.IntVar(&o.PodInjectionLimit, "pod-injection-limit", o.PodInjectionLimit, "Most pending pods counted in one loop when stand-ins are counted for replicas a ReplicaSet has still to create; when the unschedulable pods reach it, no stand-ins are counted (the pods themselves are never dropped).")
 	fs.StringVar(&o.SchedulerConfigFile, "scheduler-config-file", o.SchedulerConfigFile, "KubeSchedulerConfiguration whose Filter plugins the simulation uses.")
 	fs.IntVar(&o.PredicateParallelism, "predicate-parallelism", o.PredicateParallelism, "Parallelism of scheduler Filter checks.")
 	fs.BoolVar(&o.ForceDeleteUnregisteredNodes, "force-delete-unregistered-nodes", o.ForceDeleteUnregisteredNodes, "Delete long-unregistered instances even below the node group's minimum.")
@@ -177,9 +179,6 @@ func (c *commandLine) registerScaleUp() {
 	fs.Float64Var(&o.UnregisteredBreakerRatio, "unregistered-nodes-breaker-ratio", o.UnregisteredBreakerRatio, "When more than this share of a node group's (or the cluster's) instances is unregistered past the provision time, delete none of them: a provider ID mismatch is likelier (not upstream).")
 	fs.IntVar(&o.UnregisteredBreakerMinimum, "unregistered-nodes-breaker-minimum", o.UnregisteredBreakerMinimum, "The breaker applies only when more than this many instances are unregistered (not upstream).")
 	fs.IntVar(&o.MaxBrokenNodeDeletionsPerLoop, "max-broken-node-deletions-per-loop", o.MaxBrokenNodeDeletionsPerLoop, "Most unregistered and failed instances deleted in one loop (not upstream).")
-	c.mark(notImplemented,
-		"max-binpacking-time", "scale-up-from-zero",
-		"allowed-scheduler-names", "bypassed-scheduler-names")
 
 	// Upstream's experimental scale-up knobs.
 	c.ignoredBool("parallel-scale-up", false, "Experimental upstream knob: parallel scale-up of node groups.")
@@ -189,10 +188,8 @@ func (c *commandLine) registerScaleUp() {
 	c.ignoredBool("enable-graceful-degradation", false, "Upstream knob: proceed with a subset of pods when simulation times out.")
 	c.ignoredBool("scaleup-simulation-for-skipped-node-groups-enabled", false, "Upstream knob: simulate skipped node groups for reporting.")
 	c.ignoredBool("enable-proactive-scaleup", false, "Upstream knob: proactive scale-up.")
-	c.ignoredInt("pod-injection-limit", 5000, "Upstream knob: limit of injected fake pods.")
 	c.ignoredString("estimator", "binpacking", "Estimator; only binpacking exists.")
 	c.ignoredBool("fastpath-binpacking-enabled", false, "Upstream knob: fast-path binpacking. This autoscaler's estimator always groups equivalent pods.")
-	c.ignoredBool("force-ds", false, "Block scale-up of node groups too small for all their DaemonSet pods.")
 	c.ignoredBool("scale-from-unschedulable", false, "Ignore spec.unschedulable of node templates.")
 	c.ignoredBool("async-node-groups", false, "Create and delete node groups asynchronously (node auto-provisioning).")
 	c.ignoredInt("scheduler-verbosity", 0, "Verbosity threshold for scheduler framework logs.")
@@ -227,7 +224,7 @@ func (c *commandLine) registerScaleDown() {
 	fs.DurationVar(&o.ScaleDownDelayAfterAdd, "scale-down-delay-after-add", o.ScaleDownDelayAfterAdd, "Scale-down waits this long after a scale-up.")
 	fs.DurationVar(&o.ScaleDownDelayAfterDelete, "scale-down-delay-after-delete", o.ScaleDownDelayAfterDelete, "Scale-down waits this long after a node deletion.")
 	fs.DurationVar(&o.ScaleDownDelayAfterFailure, "scale-down-delay-after-failure", o.ScaleDownDelayAfterFailure, "Scale-down waits this long after a failed scale-down.")
-	fs.BoolVar(&o.ScaleDownDelayTypeLocal, "scale-down-delay-type-local", o.ScaleDownDelayTypeLocal, "Apply the scale-down delays per node group rather than cluster-wide.")
+	fs.BoolVar(&o.ScaleDownDelayTypeLocal, "scale-down-delay-type-local", o.ScaleDownDelayTypeLocal, "Apply the --scale-down-delay-after-* delays per node group (a group's scale-up, deletion or failed deletion holds only that group's nodes) rather than cluster-wide.")
 	fs.BoolVar(&o.IgnoreMirrorPodsUtilization, "ignore-mirror-pods-utilization", o.IgnoreMirrorPodsUtilization, "Leave mirror pods out of node utilisation.")
 	fs.IntVar(&o.MaxScaleDownParallelism, "max-scale-down-parallelism", o.MaxScaleDownParallelism, "Most nodes deleted at once, empty or drained.")
 	fs.IntVar(&o.MaxDrainParallelism, "max-drain-parallelism", o.MaxDrainParallelism, "Most nodes drained at once.")
@@ -241,31 +238,22 @@ func (c *commandLine) registerScaleDown() {
 	fs.BoolVar(&o.DaemonSetEvictionForEmptyNodes, "daemonset-eviction-for-empty-nodes", o.DaemonSetEvictionForEmptyNodes, "Evict DaemonSet pods from empty nodes before deleting them.")
 	fs.BoolVar(&o.DaemonSetEvictionForOccupiedNodes, "daemonset-eviction-for-occupied-nodes", o.DaemonSetEvictionForOccupiedNodes, "Evict DaemonSet pods from drained nodes before deleting them.")
 	fs.BoolVar(&o.CordonNodeBeforeTerminating, "cordon-node-before-terminating", o.CordonNodeBeforeTerminating, "Mark nodes unschedulable before deleting them.")
-	fs.IntVar(&o.ScaleDownNonEmptyCandidatesCount, "scale-down-non-empty-candidates-count", o.ScaleDownNonEmptyCandidatesCount, "Non-empty nodes considered for removal per loop; <= 0 means all.")
-	fs.Float64Var(&o.ScaleDownCandidatesPoolRatio, "scale-down-candidates-pool-ratio", o.ScaleDownCandidatesPoolRatio, "Share of nodes considered as extra removal candidates.")
-	fs.IntVar(&o.ScaleDownCandidatesPoolMinCount, "scale-down-candidates-pool-min-count", o.ScaleDownCandidatesPoolMinCount, "Least number of extra removal candidates.")
-	fs.DurationVar(&o.ScaleDownSimulationTimeout, "scale-down-simulation-timeout", o.ScaleDownSimulationTimeout, "Time budget of the scale-down simulation.")
-	fs.DurationVar(&o.UnremovableNodeRecheckTimeout, "unremovable-node-recheck-timeout", o.UnremovableNodeRecheckTimeout, "How long before a node found unremovable is checked again.")
+	fs.IntVar(&o.ScaleDownNonEmptyCandidatesCount, "scale-down-non-empty-candidates-count", o.ScaleDownNonEmptyCandidatesCount, "Most non-empty nodes found unneeded (drain candidates) per loop, the previous loop's candidates first; <= 0 lifts this limit and the pool's.")
+	fs.Float64Var(&o.ScaleDownCandidatesPoolRatio, "scale-down-candidates-pool-ratio", o.ScaleDownCandidatesPoolRatio, "Share of the cluster's nodes simulated per loop as new drain candidates beyond the previous loop's; 1.0 means all.")
+	fs.IntVar(&o.ScaleDownCandidatesPoolMinCount, "scale-down-candidates-pool-min-count", o.ScaleDownCandidatesPoolMinCount, "Least number of nodes simulated per loop as new drain candidates: the pool is max(nodes x ratio, this).")
+	fs.DurationVar(&o.ScaleDownSimulationTimeout, "scale-down-simulation-timeout", o.ScaleDownSimulationTimeout, "Time budget of one loop's scale-down simulation; the nodes not reached wait for a later loop.")
+	fs.DurationVar(&o.UnremovableNodeRecheckTimeout, "unremovable-node-recheck-timeout", o.UnremovableNodeRecheckTimeout, "A node the simulation found unremovable is not simulated again for this long (reason RecentlyUnremovable meanwhile).")
 	fs.IntVar(&o.MaxBulkSoftTaintCount, "max-bulk-soft-taint-count", o.MaxBulkSoftTaintCount, "Most nodes given the PreferNoSchedule candidate taint per loop; 0 writes none (the unneeded timers then live in memory only and restart with the process).")
-	fs.DurationVar(&o.MaxBulkSoftTaintTime, "max-bulk-soft-taint-time", o.MaxBulkSoftTaintTime, "Time budget of soft tainting per loop.")
+	fs.DurationVar(&o.MaxBulkSoftTaintTime, "max-bulk-soft-taint-time", o.MaxBulkSoftTaintTime, "Time budget per loop of writing and removing the PreferNoSchedule candidate taints (shared with --max-bulk-soft-taint-count); the rest wait for a later loop.")
 	fs.DurationVar(&o.NodeDeletionDelayTimeout, "node-deletion-delay-timeout", o.NodeDeletionDelayTimeout, "How long a node's delay-deletion.cluster-autoscaler.kubernetes.io/ annotations hold its deletion before it is deleted anyway.")
-	fs.DurationVar(&o.NodeDeletionBatcherInterval, "node-deletion-batcher-interval", o.NodeDeletionBatcherInterval, "How long to gather nodes of a group into one deletion.")
-	fs.DurationVar(&o.NodeDeletionCandidateTTL, "node-deletion-candidate-ttl", o.NodeDeletionCandidateTTL, "After this long a removal candidate mark is stale; 0 means never.")
+	fs.DurationVar(&o.NodeDeletionBatcherInterval, "node-deletion-batcher-interval", o.NodeDeletionBatcherInterval, "Deletions of a node group's nodes that come within this long after the first one go in one DeleteNodes call; 0 deletes each removal's nodes at once.")
+	fs.DurationVar(&o.NodeDeletionCandidateTTL, "node-deletion-candidate-ttl", o.NodeDeletionCandidateTTL, "A DeletionCandidate taint older than this, left by an earlier run, is not trusted: the node's unneeded timer restarts; 0 means such taints never go stale.")
 	fs.DurationVar(&o.BlockingSystemPodDisruptionTimeout, "blocking-system-pod-distruption-timeout", o.BlockingSystemPodDisruptionTimeout, "After this long, kube-system pods without a PDB no longer block removal.")
-	fs.StringVar(&o.DrainPriorityConfig, "drain-priority-config", o.DrainPriorityConfig, "Evict pods in priority groups, <priority>:<gracePeriodSeconds>,...; excludes --max-graceful-termination-sec.")
-	// Acted on: enabled, unready, the delays, utilisation, parallelism,
-	// grace and eviction time, the skip-nodes rules, min replicas,
-	// DaemonSet eviction, cordoning, soft taints, the system-pod timeout,
-	// the delay after tainting and the delay-deletion annotations' timeout.
-	c.mark(notImplemented, "scale-down-delay-type-local",
-		"scale-down-non-empty-candidates-count", "scale-down-candidates-pool-ratio",
-		"scale-down-candidates-pool-min-count", "scale-down-simulation-timeout", "unremovable-node-recheck-timeout",
-		"max-bulk-soft-taint-time", "node-deletion-batcher-interval",
-		"node-deletion-candidate-ttl", "drain-priority-config")
-
+	fs.StringVar(&o.DrainPriorityConfig, "drain-priority-config", o.DrainPriorityConfig, "Drain in priority rounds, <priority>:<gracePeriodSeconds>,... (e.g. 10000:20,1000:100,0:60): a pod joins the highest priority not above its own (the lowest when all are), rounds go lowest first, each waiting for the previous one's pods to be gone, each pod given at most its round's grace period; excludes --max-graceful-termination-sec.")
+	// Every flag above is acted on; the ones below are not yet.
 	c.ignoredBool("dynamic-node-delete-delay-after-taint-enabled", false, "Adapt the delete delay after tainting to API latency.")
 	c.ignoredBool("node-removal-latency-tracking-enabled", false, "Track latency from unneeded to removed.")
-	c.ignoredBool("max-node-skip-eval-time-tracker-enabled", false, "Track the longest time a node was skipped in scale-down.")
+	fs.BoolVar(&o.MaxNodeSkipEvalTimeTrackerEnabled, "max-node-skip-eval-time-tracker-enabled", o.MaxNodeSkipEvalTimeTrackerEnabled, "Track the longest time a node was left out of the scale-down simulation (time budget, candidate limits).")
 }
 
 func (c *commandLine) registerStatusAndProvReq() {
@@ -284,13 +272,12 @@ func (c *commandLine) registerStatusAndProvReq() {
 	fs.DurationVar(&o.ProvReqExpiryTime, "provisioning-request-expiry-time", o.ProvReqExpiryTime, "A ProvisioningRequest not provisioned this long after creation fails as Expired (not upstream: upstream has 7 days fixed).")
 	fs.DurationVar(&o.ProvReqRetentionTime, "provisioning-request-retention-time", o.ProvReqRetentionTime, "A finished ProvisioningRequest is deleted this long after its last condition change (not upstream: upstream has 7 days fixed).")
 	fs.IntVar(&o.ProvReqMaxPods, "max-pods-per-provisioning-request", o.ProvReqMaxPods, "A ProvisioningRequest asking for more pods than this (the sum of its PodSets' counts) fails with reason TooManyPods, and its pods are never built (not upstream: upstream has no cap).")
-	fs.BoolVar(&o.CheckCapacityBatchProcessing, "check-capacity-batch-processing", o.CheckCapacityBatchProcessing, "Answer several check-capacity requests per loop.")
+	fs.BoolVar(&o.CheckCapacityBatchProcessing, "check-capacity-batch-processing", o.CheckCapacityBatchProcessing, "With it, --check-capacity-provisioning-request-max-batch-size caps the check-capacity requests answered per loop, as upstream; without it every eligible request is answered each loop within the timebox (upstream: one per loop).")
 	fs.DurationVar(&o.CheckCapacityBatchTimebox, "check-capacity-provisioning-request-batch-timebox", o.CheckCapacityBatchTimebox, "Time budget of one batch of check-capacity requests.")
-	fs.IntVar(&o.CheckCapacityMaxBatchSize, "check-capacity-provisioning-request-max-batch-size", o.CheckCapacityMaxBatchSize, "Most check-capacity requests in one batch.")
+	fs.IntVar(&o.CheckCapacityMaxBatchSize, "check-capacity-provisioning-request-max-batch-size", o.CheckCapacityMaxBatchSize, "Most check-capacity requests answered per loop when --check-capacity-batch-processing is set.")
 	fs.StringVar(&o.CheckCapacityProcessorInstance, "check-capacity-processor-instance", o.CheckCapacityProcessorInstance, "Handle only check-capacity requests whose processorInstance parameter equals this.")
 	fs.BoolVar(&o.EnableDynamicResourceAllocation, "enable-dynamic-resource-allocation", o.EnableDynamicResourceAllocation, "Handle DRA objects; locked to true.")
-	c.mark(notImplemented, "check-capacity-batch-processing",
-		"check-capacity-provisioning-request-max-batch-size", "enable-dynamic-resource-allocation")
+	c.mark(notImplemented, "enable-dynamic-resource-allocation")
 }
 
 // registerOtherProviders accepts the flags of cloud providers this build does not ship.

@@ -19,7 +19,9 @@ func loopProcessors(opts config.Options, factory informers.SharedInformerFactory
 	set := processors.Set{
 		PodLists: []processors.PodListProcessor{
 			// The pods the scheduler marked, with the rest of their burst.
-			processors.UnschedulablePods{ReplicaSets: factory.Apps().V1().ReplicaSets().Lister()},
+			processors.UnschedulablePods{ReplicaSets: factory.Apps().V1().ReplicaSets().Lister(),
+				InjectionLimit: opts.PodInjectionLimit, AllowedSchedulers: opts.AllowedSchedulerNames,
+				BypassedSchedulers: opts.BypassedSchedulerNames},
 			processors.ScaleUpDelay{Delay: opts.NewPodScaleUpDelay},
 		},
 		ScaleUpStatus: []processors.ScaleUpStatusProcessor{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -391,7 +392,8 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 			return errors.New("syncing the ProvisioningRequest informer cache (is the CRD installed?)")
 		}
 	}
-	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(unschedulablePodTrigger(runner)); err != nil {
+	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(unschedulablePodTrigger(runner,
+		opts.AllowedSchedulerNames, opts.BypassedSchedulerNames)); err != nil {
 		return fmt.Errorf("watching pods: %w", err)
 	}
 	if requests != nil {
@@ -449,21 +451,33 @@ func spamKey(statusNamespace, statusName string) record.EventSpamKeyFunc {
 }
 
 // unschedulablePodTrigger asks for a loop when the scheduler newly marks a pod
-// unschedulable; the runner batches a burst of them into one loop.
-func unschedulablePodTrigger(r *core.Runner) cache.ResourceEventHandler {
+// unschedulable, or a pod of a bypassed scheduler arrives; the runner
+// batches a burst of them into one loop. Pods of schedulers outside
+// --allowed-scheduler-names ask for nothing.
+func unschedulablePodTrigger(r *core.Runner, allowed, bypassed []string) cache.ResourceEventHandler {
 	check := func(obj any) {
-		if pod, ok := obj.(*apiv1.Pod); ok && processors.IsUnschedulable(pod) && recentlyUnschedulable(pod, time.Now()) {
+		pod, ok := obj.(*apiv1.Pod)
+		if !ok || len(processors.OfAllowedSchedulers([]*apiv1.Pod{pod}, allowed)) == 0 {
+			return
+		}
+		if (processors.IsUnschedulable(pod) && recentlyUnschedulable(pod, time.Now())) ||
+			processors.IsUnprocessedByBypassed(pod, bypassed) {
 			r.PodTrigger(core.WorkloadKey(pod))
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
-			if pod, ok := obj.(*apiv1.Pod); ok && pod.Spec.NodeName == "" && pod.Status.Phase == apiv1.PodPending {
+			if pod, ok := obj.(*apiv1.Pod); ok && pod.Spec.NodeName == "" && pod.Status.Phase == apiv1.PodPending &&
+				len(processors.OfAllowedSchedulers([]*apiv1.Pod{pod}, allowed)) > 0 {
 				r.PodArrived()
 			}
 			check(obj)
 		},
-		UpdateFunc: func(_, obj any) { check(obj) },
+		UpdateFunc: func(_, obj any) {
+			if pod, ok := obj.(*apiv1.Pod); ok && processors.IsUnschedulable(pod) {
+				check(obj)
+			}
+		},
 	}
 }
 
@@ -564,21 +578,33 @@ func buildProvReqProcessor(ctx context.Context, opts config.Options, restConfig 
 	}
 	informer := provreqclient.NewInformer(c, "", time.Hour)
 	p := processor.New(processor.Options{
-		BookingTime:          opts.ProvReqBookingTime,
-		TemplateGracePeriod:  opts.ProvReqTemplateGracePeriod,
-		ExpiryTime:           opts.ProvReqExpiryTime,
-		RetentionTime:        opts.ProvReqRetentionTime,
-		InitialBackoff:       opts.ProvReqInitialBackoff,
-		MaxBackoff:           opts.ProvReqMaxBackoff,
-		MaxBackoffEntries:    opts.ProvReqMaxBackoffCacheSize,
-		ProcessorInstance:    opts.CheckCapacityProcessorInstance,
-		CheckCapacityTimebox: opts.CheckCapacityBatchTimebox,
-		MaxNodeProvisionTime: opts.NodeGroupDefaults.MaxNodeProvisionTime,
-		MaxNodeStartupTime:   opts.NodeGroupDefaults.MaxNodeStartupTime,
-		MaxPodsPerRequest:    opts.ProvReqMaxPods,
+		BookingTime:             opts.ProvReqBookingTime,
+		TemplateGracePeriod:     opts.ProvReqTemplateGracePeriod,
+		ExpiryTime:              opts.ProvReqExpiryTime,
+		RetentionTime:           opts.ProvReqRetentionTime,
+		InitialBackoff:          opts.ProvReqInitialBackoff,
+		MaxBackoff:              opts.ProvReqMaxBackoff,
+		MaxBackoffEntries:       opts.ProvReqMaxBackoffCacheSize,
+		ProcessorInstance:       opts.CheckCapacityProcessorInstance,
+		CheckCapacityTimebox:    opts.CheckCapacityBatchTimebox,
+		CheckCapacityMaxPerLoop: checkCapacityCap(opts),
+		MaxNodeProvisionTime:    opts.NodeGroupDefaults.MaxNodeProvisionTime,
+		MaxNodeStartupTime:      opts.NodeGroupDefaults.MaxNodeStartupTime,
+		MaxPodsPerRequest:       opts.ProvReqMaxPods,
 	}, provreqclient.NewLister(informer.GetIndexer()), podTemplates{factory.Core().V1().PodTemplates().Lister()},
 		provreqStatus{c}, orchestrator.Rollback, processor.WithEventRecorder(recorder), processor.WithMetrics(m))
 	return p, informer, nil
+}
+
+// checkCapacityCap is how many check-capacity requests one loop answers:
+// --check-capacity-provisioning-request-max-batch-size with
+// --check-capacity-batch-processing, as upstream; without it, no cap (every
+// eligible request within the timebox, where upstream answers one per loop).
+func checkCapacityCap(opts config.Options) int {
+	if !opts.CheckCapacityBatchProcessing {
+		return 0
+	}
+	return opts.CheckCapacityMaxBatchSize
 }
 
 // podTemplates reads PodTemplates from the informer cache.
@@ -613,7 +639,7 @@ func buildScaleDown(opts config.Options, client kubernetes.Interface, factory in
 		SkipNodesWithCustomControllerPods:  opts.SkipNodesWithCustomControllerPods,
 		MinReplicaCount:                    opts.MinReplicaCount,
 		BlockingSystemPodDisruptionTimeout: opts.BlockingSystemPodDisruptionTimeout,
-		MaxGracefulTerminationSec:          opts.MaxGracefulTerminationSec,
+		MaxGracefulTerminationSec:          maxGraceSec(opts),
 	}, drain.Listers{
 		ReplicationControllers: factory.Core().V1().ReplicationControllers().Lister(),
 		ReplicaSets:            factory.Apps().V1().ReplicaSets().Lister(),
@@ -622,10 +648,26 @@ func buildScaleDown(opts config.Options, client kubernetes.Interface, factory in
 		Jobs:                   factory.Batch().V1().Jobs().Lister(),
 		PodDisruptionBudgets:   factory.Policy().V1().PodDisruptionBudgets().Lister(),
 	})
-	taints := scaledown.NewTaints(client, opts.MaxBulkSoftTaintCount, opts.CordonNodeBeforeTerminating)
+	taints := scaledown.NewTaints(client, opts.MaxBulkSoftTaintCount, opts.CordonNodeBeforeTerminating,
+		scaledown.WithSoftTaintTime(opts.MaxBulkSoftTaintTime, clock.RealClock{}))
 	planner := scaledown.NewPlanner(opts, provider, rules, taints)
 	actuator := scaledown.NewActuator(opts, client, taints, recorder, reporting, clock.RealClock{})
 	return scaledown.New(opts, planner, actuator, m), taints
+}
+
+// maxGraceSec is the longest grace period the actuator gives an evicted
+// pod: --max-graceful-termination-sec, or the longest of
+// --drain-priority-config's.
+func maxGraceSec(opts config.Options) int {
+	prios, err := config.ParseDrainPriorityConfig(opts.DrainPriorityConfig)
+	if opts.DrainPriorityConfig == "" || err != nil {
+		return opts.MaxGracefulTerminationSec
+	}
+	longest := int64(0)
+	for _, p := range prios {
+		longest = max(longest, p.TerminationGracePeriodSecs)
+	}
+	return int(min(longest, int64(math.MaxInt32)))
 }
 
 // cleanStaleTaints removes, once at start-up, the deletion taints a

@@ -1,9 +1,13 @@
 package clusterstate
 
 import (
+	"strings"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
+
+	"k8s.io/autoscaler/cluster-autoscaler/config"
+	"k8s.io/autoscaler/cluster-autoscaler/simulator/template"
 )
 
 // Readiness is the state of one registered node.
@@ -16,20 +20,75 @@ const (
 	NotStarted
 )
 
-// startupTaints keep pods off a node whose Ready condition may already be
-// true: until the node lifecycle controller or the cloud controller lifts
-// them, the node cannot take pods and has not really started.
-var startupTaints = []string{
+// conditionStartupTaints keep pods off a node whose Ready condition may
+// already be true: until the node lifecycle controller or the cloud
+// controller lifts them, the node cannot take pods and has not really started.
+var conditionStartupTaints = []string{
 	"node.kubernetes.io/not-ready",
 	"node.kubernetes.io/unreachable",
 	"node.cloudprovider.kubernetes.io/uninitialized",
 }
 
+// Taints says which taint keys keep a node counted as starting (startup
+// taints: the built-in prefixes startup-taint.cluster-autoscaler.kubernetes.io/
+// and ignore-taint.cluster-autoscaler.kubernetes.io/, --startup-taint,
+// --ignore-taint, --startup-taint-prefix and the controllers' not-ready,
+// unreachable and uninitialized taints) and which only report a status
+// (status-taint.cluster-autoscaler.kubernetes.io/ and --status-taint): a
+// status taint never makes a node unready, even when its key is one of the
+// controllers' taints.
+type Taints struct {
+	startup         map[string]bool
+	startupPrefixes []string
+	status          map[string]bool
+}
+
+// DefaultTaints are the built-in startup and status taints, without flags.
+func DefaultTaints() Taints { return NewTaints(config.Options{}) }
+
+// NewTaints reads the taint flags of opts.
+func NewTaints(opts config.Options) Taints {
+	t := Taints{startup: map[string]bool{}, status: map[string]bool{},
+		startupPrefixes: []string{template.StartupTaintPrefix, template.IgnoreTaintPrefix}}
+	for _, k := range conditionStartupTaints {
+		t.startup[k] = true
+	}
+	for _, k := range append(append([]string(nil), opts.StartupTaints...), opts.IgnoreTaints...) {
+		t.startup[k] = true
+	}
+	t.startupPrefixes = append(t.startupPrefixes, opts.StartupTaintPrefixes...)
+	for _, k := range opts.StatusTaints {
+		t.status[k] = true
+	}
+	return t
+}
+
+// IsStatus reports whether key is a status taint.
+func (t Taints) IsStatus(key string) bool {
+	return t.status[key] || strings.HasPrefix(key, template.StatusTaintPrefix)
+}
+
+// IsStartup reports whether key is a startup taint (and not a status one).
+func (t Taints) IsStartup(key string) bool {
+	if t.IsStatus(key) {
+		return false
+	}
+	if t.startup[key] {
+		return true
+	}
+	for _, p := range t.startupPrefixes {
+		if p != "" && strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // NodeReadiness classifies node at now. A node is Ready when its Ready
 // condition is true and no startup taint keeps pods off it; otherwise it
 // counts as not started while younger than maxStartup, and unready after.
-func NodeReadiness(node *apiv1.Node, now time.Time, maxStartup time.Duration) Readiness {
-	if readyCondition(node) && !hasStartupTaint(node) {
+func (t Taints) NodeReadiness(node *apiv1.Node, now time.Time, maxStartup time.Duration) Readiness {
+	if readyCondition(node) && !t.hasStartupTaint(node) {
 		return Ready
 	}
 	if now.Sub(node.CreationTimestamp.Time) < maxStartup {
@@ -47,12 +106,10 @@ func readyCondition(node *apiv1.Node) bool {
 	return false
 }
 
-func hasStartupTaint(node *apiv1.Node) bool {
-	for _, t := range node.Spec.Taints {
-		for _, key := range startupTaints {
-			if t.Key == key {
-				return true
-			}
+func (t Taints) hasStartupTaint(node *apiv1.Node) bool {
+	for _, taint := range node.Spec.Taints {
+		if t.IsStartup(taint.Key) {
+			return true
 		}
 	}
 	return false

@@ -130,6 +130,7 @@ type Failure struct {
 type Registry struct {
 	opts    config.Options
 	backoff *Backoff
+	taints  Taints
 
 	mu sync.Mutex
 	// firstSeen is when each instance without a Node was first seen.
@@ -137,11 +138,13 @@ type Registry struct {
 	// seenErrors are failed instances already counted as a failure.
 	seenErrors map[string]bool
 	scaleUps   map[string]*ScaleUpRequest
-	groups     map[string]*GroupState
-	cluster    NodeCounts
-	healthy    bool
-	failures   []Failure
-	updated    time.Time
+	// lastScaleUp is when each group's target was last raised.
+	lastScaleUp map[string]time.Time
+	groups      map[string]*GroupState
+	cluster     NodeCounts
+	healthy     bool
+	failures    []Failure
+	updated     time.Time
 	// transitions remember when each reported status last changed.
 	transitions map[string]transition
 }
@@ -154,10 +157,11 @@ type transition struct {
 // NewRegistry builds an empty registry. Until the first Update the cluster
 // counts as healthy.
 func NewRegistry(opts config.Options) *Registry {
-	return &Registry{opts: opts,
+	return &Registry{opts: opts, taints: NewTaints(opts),
 		backoff:   NewBackoff(opts.InitialNodeGroupBackoff, opts.MaxNodeGroupBackoff, opts.NodeGroupBackoffResetTimeout),
 		firstSeen: map[string]time.Time{}, seenErrors: map[string]bool{}, scaleUps: map[string]*ScaleUpRequest{},
-		groups: map[string]*GroupState{}, healthy: true, transitions: map[string]transition{}}
+		lastScaleUp: map[string]time.Time{},
+		groups:      map[string]*GroupState{}, healthy: true, transitions: map[string]transition{}}
 }
 
 // Update observes the provider's node groups and the cluster's nodes at now.
@@ -204,7 +208,7 @@ func (r *Registry) Update(ctx context.Context, provider cloudprovider.CloudProvi
 			startup = gs.Options.MaxNodeStartupTime
 		}
 		var c NodeCounts
-		switch NodeReadiness(n, now, startup) {
+		switch r.taints.NodeReadiness(n, now, startup) {
 		case Ready:
 			c.Ready++
 		case Unready:
@@ -334,10 +338,21 @@ func (r *Registry) RegisterScaleUp(id string, delta int, now time.Time) {
 	}
 	req.Increase += delta
 	req.Time = now
+	if delta > 0 {
+		r.lastScaleUp[id] = now
+	}
 	req.ExpectedAddTime = now.Add(provision)
 	if gs := r.groups[id]; gs != nil {
 		gs.ScaleUp = req
 	}
+}
+
+// LastScaleUp returns when the group's target was last raised (zero if
+// never by this process).
+func (r *Registry) LastScaleUp(id string) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastScaleUp[id]
 }
 
 // RegisterFailedScaleUp backs a group off after a failed increase.

@@ -58,6 +58,7 @@ func Defaults() Options {
 		MaxBrokenNodeDeletionsPerLoop:  20,
 		MaxTotalUnreadyPercentage:      45,
 		PredicateParallelism:           4,
+		PodInjectionLimit:              5000,
 
 		NodeGroupDefaults: NodeGroupAutoscalingOptions{
 			ScaleDownUtilizationThreshold:    0.5,

@@ -2,9 +2,11 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // DrainPriority is one <priority>:<terminationGracePeriodSeconds> pair of --drain-priority-config.
@@ -30,6 +32,9 @@ func ParseDrainPriorityConfig(s string) ([]DrainPriority, error) {
 		grace, err := strconv.ParseInt(g, 10, 64)
 		if err != nil || grace < 0 {
 			return nil, fmt.Errorf("grace period %q in %q is not a non-negative whole number", g, item)
+		}
+		if grace > math.MaxInt64/int64(time.Second) {
+			return nil, fmt.Errorf("grace period %d in %q is too long", grace, item)
 		}
 		if seen[int32(prio)] {
 			return nil, fmt.Errorf("priority %d appears twice", prio)

@@ -80,6 +80,8 @@ type Options struct {
 	StatusTaints                   []string
 	IgnoreTaints                   []string
 	AllowedSchedulerNames          []string
+	PodInjectionLimit              int
+	ForceDaemonSets                bool
 	BypassedSchedulerNames         []string
 	SchedulerConfigFile            string
 	PredicateParallelism           int
@@ -125,6 +127,7 @@ type Options struct {
 	NodeDeletionCandidateTTL           time.Duration
 	BlockingSystemPodDisruptionTimeout time.Duration
 	DrainPriorityConfig                string
+	MaxNodeSkipEvalTimeTrackerEnabled  bool
 
 	// Status reporting.
 	WriteStatusConfigMap    bool

@@ -64,7 +64,7 @@ func TestParseDrainPriorityConfig(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	for _, bad := range []string{"1", "1:x", "x:1", "1:-5", "1:2,1:3"} {
+	for _, bad := range []string{"1", "1:x", "x:1", "1:-5", "1:2,1:3", "1:99999999999999999", "1:2,"} {
 		if _, err := ParseDrainPriorityConfig(bad); err == nil {
 			t.Errorf("%q: no error", bad)
 		}

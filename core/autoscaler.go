@@ -46,6 +46,8 @@ type Autoscaler struct {
 	// snapshots, when set, is fed the observation of a loop that a
 	// /snapshotz request waits for.
 	snapshots *Snapshotter
+	// firstLoop is the observation time of the first loop.
+	firstLoop time.Time
 }
 
 // ScaleUpper starts the loop's scale-up session; *scaleup.Orchestrator implements it.
@@ -132,6 +134,9 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (Result, error)
 	}
 	defer a.writeStatus(ctx, obs.Now)
 	defer a.report(ctx, obs)
+	if a.noReadyNodes(ctx, obs.Now) {
+		return Result{}, nil
+	}
 	// Cleanup of clearly broken instances goes on even in an unhealthy
 	// cluster, within its caps; when it changed something, the next loop
 	// decides on a fresh observation.
@@ -185,6 +190,30 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (Result, error)
 	observeDuration(a.metrics, metrics.FunctionScaleDown, a.clock.Since(start))
 	a.procs.ScaleDownDone(ctx, obs, processors.ScaleDownStatus{RemovalsStarted: n})
 	return res, nil
+}
+
+// noReadyNodes applies --scale-up-from-zero=false: with no ready node in
+// the cluster the loop stops there, as upstream's does (no cleanup, no
+// scaling), with a ClusterUnhealthy event: at once when there is no node at
+// all, and one provision time after the first loop when there are nodes
+// but none is ready (they may simply not be ready yet at start-up).
+func (a *Autoscaler) noReadyNodes(ctx context.Context, now time.Time) bool {
+	if a.firstLoop.IsZero() {
+		a.firstLoop = now
+	}
+	if a.opts.ScaleUpFromZero || a.state.ClusterCounts().Ready > 0 {
+		return false
+	}
+	msg, event := "Cluster has no ready nodes.", now.Sub(a.firstLoop) >= a.opts.NodeGroupDefaults.MaxNodeProvisionTime
+	if a.state.ClusterCounts().Registered() == 0 {
+		msg, event = "Cluster has no nodes.", true
+	}
+	klog.FromContext(ctx).Info("No ready node and --scale-up-from-zero=false: not acting in this loop", "why", msg)
+	a.metrics.UpdateClusterSafeToAutoscale(false)
+	if event {
+		a.clusterEvent(apiv1.EventTypeWarning, "ClusterUnhealthy", "%s", msg)
+	}
+	return true
 }
 
 // updateClusterState feeds the loop's observation to the registry and

@@ -3,6 +3,7 @@ package processors
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,18 +16,94 @@ import (
 
 // UnschedulablePods is the first pod-list processor of the default set: of
 // the pending pods, it keeps those the scheduler marked unschedulable, with
-// their pending twins it has not tried yet (twins) and stand-ins for the
-// replicas their ReplicaSets have still to create (upcomingReplicas).
+// their pending twins it has not tried yet (twins), the pods of bypassed
+// schedulers those have not processed yet, and stand-ins for the replicas
+// their ReplicaSets have still to create (upcomingReplicas).
 type UnschedulablePods struct {
 	// ReplicaSets, when set, let the stand-ins be counted; without it only
 	// the pods that exist are.
 	ReplicaSets appslisters.ReplicaSetLister
+	// InjectionLimit caps the pods this processor returns when it adds
+	// stand-ins (--pod-injection-limit): stand-ins fill the room up to it,
+	// and when the pods that exist already reach it none are added (the
+	// pods themselves are never dropped). Zero or less adds none.
+	InjectionLimit int
+	// AllowedSchedulers, when not empty, keeps only the pods of these
+	// schedulers (--allowed-scheduler-names); BypassedSchedulers' pods count
+	// as unschedulable before their scheduler has processed them
+	// (--bypassed-scheduler-names).
+	AllowedSchedulers  []string
+	BypassedSchedulers []string
 }
 
 // ProcessPods implements PodListProcessor.
 func (u UnschedulablePods) ProcessPods(ctx context.Context, loop *Loop, pods []*apiv1.Pod) []*apiv1.Pod {
+	pods = OfAllowedSchedulers(pods, u.AllowedSchedulers)
 	candidates := twins(ctx, pods)
+	candidates = append(candidates, unprocessedByBypassed(pods, candidates, u.BypassedSchedulers)...)
 	return append(candidates, u.upcomingReplicas(ctx, candidates, loop)...)
+}
+
+// OfAllowedSchedulers returns the pods whose spec.schedulerName is in
+// allowed (all of them when allowed is empty). A pod without a scheduler
+// name is the default scheduler's, as the API server defaults it.
+func OfAllowedSchedulers(pods []*apiv1.Pod, allowed []string) []*apiv1.Pod {
+	if len(allowed) == 0 {
+		return pods
+	}
+	out := make([]*apiv1.Pod, 0, len(pods))
+	for _, p := range pods {
+		if slices.Contains(allowed, schedulerName(p)) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func schedulerName(p *apiv1.Pod) string {
+	if p.Spec.SchedulerName == "" {
+		return apiv1.DefaultSchedulerName
+	}
+	return p.Spec.SchedulerName
+}
+
+// IsUnprocessedByBypassed reports whether pod belongs to one of the bypassed
+// schedulers and that scheduler has not processed it yet: pending, not
+// being deleted, with no PodScheduled condition or a false one without a
+// reason.
+func IsUnprocessedByBypassed(pod *apiv1.Pod, bypassed []string) bool {
+	if len(bypassed) == 0 || !slices.Contains(bypassed, schedulerName(pod)) {
+		return false
+	}
+	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || pod.Status.Phase == apiv1.PodSucceeded ||
+		pod.Status.Phase == apiv1.PodFailed || IsUnschedulable(pod) {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == apiv1.PodScheduled {
+			return c.Status == apiv1.ConditionFalse && c.Reason == ""
+		}
+	}
+	return true
+}
+
+// unprocessedByBypassed returns the pods of bypassed schedulers those have
+// not processed yet, except the ones already in taken.
+func unprocessedByBypassed(pods, taken []*apiv1.Pod, bypassed []string) []*apiv1.Pod {
+	if len(bypassed) == 0 {
+		return nil
+	}
+	in := make(map[*apiv1.Pod]bool, len(taken))
+	for _, p := range taken {
+		in[p] = true
+	}
+	var out []*apiv1.Pod
+	for _, p := range pods {
+		if !in[p] && IsUnprocessedByBypassed(p, bypassed) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // IsUnschedulable reports whether the scheduler has marked pod unschedulable.
@@ -104,11 +181,6 @@ func untriedByScheduler(p *apiv1.Pod) bool {
 	return true
 }
 
-// MaxUpcomingReplicas bounds the replicas counted ahead of their creation
-// in one loop, so that a ReplicaSet of absurd size costs bounded memory; the
-// rest are counted once they exist.
-const MaxUpcomingReplicas = 20000
-
 // upcomingReplicaUIDPrefix marks the stand-ins of replicas not created yet.
 const upcomingReplicaUIDPrefix = "upcoming-replica/"
 
@@ -126,7 +198,11 @@ func IsUpcomingReplica(p *apiv1.Pod) bool {
 // makes room for them now rather than in a staircase of later loops; if they
 // never come, the nodes are unneeded and scaled down as any other.
 func (u UnschedulablePods) upcomingReplicas(ctx context.Context, unschedulable []*apiv1.Pod, obs *Loop) []*apiv1.Pod {
-	if u.ReplicaSets == nil || len(unschedulable) == 0 {
+	// The stand-ins fill the room up to the injection limit, so that a
+	// ReplicaSet of absurd size costs bounded memory; the rest are counted
+	// once they exist.
+	limit := u.InjectionLimit - len(unschedulable)
+	if u.ReplicaSets == nil || len(unschedulable) == 0 || limit <= 0 {
 		return nil
 	}
 	sample := map[types.UID]*apiv1.Pod{}
@@ -162,9 +238,9 @@ func (u UnschedulablePods) upcomingReplicas(ctx context.Context, unschedulable [
 			want = *rs.Spec.Replicas
 		}
 		missing := int(want) - active[uid]
-		if room := MaxUpcomingReplicas - len(out); missing > room {
-			logger.Info("Counting fewer upcoming replicas than the ReplicaSet will create; the rest count once created",
-				"replicaSet", klog.KObj(rs), "missing", missing, "counted", room)
+		if room := limit - len(out); missing > room {
+			logger.Info("Counting fewer upcoming replicas than the ReplicaSet will create (--pod-injection-limit); the rest count once created",
+				"replicaSet", klog.KObj(rs), "missing", missing, "counted", room, "podInjectionLimit", u.InjectionLimit)
 			missing = room
 		}
 		for i := 0; i < missing; i++ {

@@ -68,7 +68,7 @@ func TestUpcomingReplicasOfAScalingReplicaSet(t *testing.T) {
 	replicas := int32(10)
 	_ = indexer.Add(&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a", UID: "a"},
 		Spec: appsv1.ReplicaSetSpec{Replicas: &replicas}})
-	u := UnschedulablePods{ReplicaSets: appslisters.NewReplicaSetLister(indexer)}
+	u := UnschedulablePods{ReplicaSets: appslisters.NewReplicaSetLister(indexer), InjectionLimit: 5000}
 	marked := burstPod("a-0", "a", "1", true)
 	untried := burstPod("a-1", "a", "1", false)
 	scheduled := burstPod("a-2", "a", "1", false)
@@ -97,5 +97,68 @@ func TestUpcomingReplicasOfAScalingReplicaSet(t *testing.T) {
 	replicas = 2
 	if up := u.upcomingReplicas(context.Background(), []*apiv1.Pod{marked}, obs); len(up) != 0 {
 		t.Errorf("%d upcoming replicas of a ReplicaSet with more pods than replicas", len(up))
+	}
+}
+
+func withScheduler(p *apiv1.Pod, name string) *apiv1.Pod {
+	p.Spec.SchedulerName = name
+	return p
+}
+
+// --allowed-scheduler-names keeps only the pods of the listed schedulers;
+// --bypassed-scheduler-names counts their pods before the scheduler has
+// processed them.
+func TestSchedulerNames(t *testing.T) {
+	marked := burstPod("default-marked", "", "1", true) // no scheduler name: the default scheduler's
+	otherMarked := withScheduler(burstPod("other-marked", "", "1", true), "other")
+	fastNew := withScheduler(burstPod("fast-new", "", "1", false), "fast")
+	fastBlank := withScheduler(burstPod("fast-blank-reason", "", "1", false), "fast")
+	fastBlank.Status.Conditions = []apiv1.PodCondition{{Type: apiv1.PodScheduled, Status: apiv1.ConditionFalse}}
+	fastError := withScheduler(burstPod("fast-error", "", "1", false), "fast")
+	fastError.Status.Conditions = []apiv1.PodCondition{{Type: apiv1.PodScheduled, Status: apiv1.ConditionFalse, Reason: "SchedulerError"}}
+	fastDeleting := withScheduler(burstPod("fast-deleting", "", "1", false), "fast")
+	fastDeleting.DeletionTimestamp = &metav1.Time{}
+	slowNew := withScheduler(burstPod("slow-new", "", "1", false), "slow")
+	pending := []*apiv1.Pod{marked, otherMarked, fastNew, fastBlank, fastError, fastDeleting, slowNew}
+
+	for _, tc := range []struct {
+		name string
+		u    UnschedulablePods
+		want []string
+	}{
+		{"no flags", UnschedulablePods{}, []string{"default-marked", "other-marked"}},
+		{"allowed", UnschedulablePods{AllowedSchedulers: []string{"default-scheduler"}}, []string{"default-marked"}},
+		{"allowed other", UnschedulablePods{AllowedSchedulers: []string{"other", "fast"}}, []string{"other-marked"}},
+		{"bypassed", UnschedulablePods{BypassedSchedulers: []string{"fast"}},
+			[]string{"default-marked", "other-marked", "fast-new", "fast-blank-reason"}},
+		{"allowed and bypassed", UnschedulablePods{AllowedSchedulers: []string{"fast"}, BypassedSchedulers: []string{"fast"}},
+			[]string{"fast-new", "fast-blank-reason"}},
+	} {
+		var got []string
+		for _, p := range tc.u.ProcessPods(context.Background(), &Loop{PendingPods: pending}, pending) {
+			got = append(got, p.Name)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// --pod-injection-limit caps the pods returned when stand-ins are added;
+// when the real pods reach it, none are added and none dropped.
+func TestPodInjectionLimit(t *testing.T) {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	replicas := int32(100)
+	_ = indexer.Add(&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a", UID: "a"},
+		Spec: appsv1.ReplicaSetSpec{Replicas: &replicas}})
+	var pending []*apiv1.Pod
+	for i := 0; i < 4; i++ {
+		pending = append(pending, burstPod(fmt.Sprintf("a-%d", i), "a", "1", true))
+	}
+	for _, tc := range []struct{ limit, want int }{{5000, 100}, {10, 10}, {4, 4}, {2, 4}, {0, 4}} {
+		u := UnschedulablePods{ReplicaSets: appslisters.NewReplicaSetLister(indexer), InjectionLimit: tc.limit}
+		if got := len(u.ProcessPods(context.Background(), &Loop{PendingPods: pending}, pending)); got != tc.want {
+			t.Errorf("limit %d: %d pods, want %d", tc.limit, got, tc.want)
+		}
 	}
 }

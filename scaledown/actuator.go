@@ -1,9 +1,11 @@
 package scaledown
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -75,17 +77,31 @@ type Actuator struct {
 	// deleted are the nodes DeleteNodes removed, until the Node goes
 	// from the list (the group's target size no longer counts them).
 	deleted map[string]bool
-	// lastDelete and lastFailure feed the cooldowns.
+	// drainPriorities are --drain-priority-config's entries; empty without it.
+	drainPriorities []config.DrainPriority
+	// lastDelete and lastFailure feed the cooldowns; byGroup the
+	// per-group ones of --scale-down-delay-type-local.
 	lastDelete, lastFailure time.Time
-	wg                      sync.WaitGroup
+	byGroup                 map[string]*groupTimes
+	// batches are the deletions gathering per group
+	// (--node-deletion-batcher-interval).
+	batchMu sync.Mutex
+	batches map[string]*deletionBatch
+	wg      sync.WaitGroup
 }
 
 // NewActuator builds an actuator.
 func NewActuator(opts config.Options, client kubernetes.Interface, taints *Taints, recorder record.EventRecorder,
 	m Metrics, clk clock.Clock) *Actuator {
-	return &Actuator{opts: opts, client: client, taints: taints, recorder: recorder, metrics: m, clock: clk,
+	a := &Actuator{opts: opts, client: client, taints: taints, recorder: recorder, metrics: m, clock: clk,
 		annotationPoll: delayDeletionPollPeriod, podGonePoll: podGonePollPeriod, evictionRetry: evictionRetryPeriod,
-		inFlight: map[string]string{}, deleted: map[string]bool{}}
+		inFlight: map[string]string{}, deleted: map[string]bool{}, byGroup: map[string]*groupTimes{},
+		batches: map[string]*deletionBatch{}}
+	if opts.DrainPriorityConfig != "" {
+		// Validate() has checked it; an error here leaves the single round.
+		a.drainPriorities, _ = config.ParseDrainPriorityConfig(opts.DrainPriorityConfig)
+	}
+	return a
 }
 
 // Busy reports the number of removals in flight.
@@ -100,6 +116,20 @@ func (a *Actuator) Last() (deleted, failed time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.lastDelete, a.lastFailure
+}
+
+// groupTimes are when a group last lost a node and last failed to.
+type groupTimes struct{ deleted, failed time.Time }
+
+// LastOf returns when a node of group was last deleted and when a removal
+// of one last failed.
+func (a *Actuator) LastOf(group string) (deleted, failed time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if t := a.byGroup[group]; t != nil {
+		return t.deleted, t.failed
+	}
+	return time.Time{}, time.Time{}
 }
 
 // Wait blocks until the removals in flight have ended (for shutdown and tests).
@@ -245,11 +275,15 @@ func (a *Actuator) release(j *job, deleted []*Candidate, failed bool) {
 		a.deleted[c.Node.Name] = true
 	}
 	now := a.clock.Now()
+	id := j.cs[0].Group.Id()
+	if a.byGroup[id] == nil {
+		a.byGroup[id] = &groupTimes{}
+	}
 	if len(deleted) > 0 {
-		a.lastDelete = now
+		a.lastDelete, a.byGroup[id].deleted = now, now
 	}
 	if failed {
-		a.lastFailure = now
+		a.lastFailure, a.byGroup[id].failed = now, now
 	}
 }
 
@@ -263,15 +297,66 @@ func reasonOf(c *Candidate) string {
 	return ReasonUnderutilized
 }
 
-// evictAll evicts every pod and waits until they are gone.
+// evictionRound is pods evicted together, each given at most grace seconds.
+type evictionRound struct {
+	pods  []*apiv1.Pod
+	grace int64
+}
+
+// evictionRounds splits pods into the rounds they are evicted in: one
+// round with --max-graceful-termination-sec, or with --drain-priority-config
+// one per configured priority, lowest first; a pod belongs to the highest
+// configured priority not above its own (the lowest when all are above) and
+// gets that entry's grace period.
+func evictionRounds(pods []*apiv1.Pod, prios []config.DrainPriority, maxGraceSec int) []evictionRound {
+	if len(prios) == 0 {
+		return []evictionRound{{pods: pods, grace: int64(maxGraceSec)}}
+	}
+	asc := slices.Clone(prios)
+	slices.SortFunc(asc, func(a, b config.DrainPriority) int { return cmp.Compare(a.Priority, b.Priority) })
+	rounds := make([]evictionRound, len(asc))
+	for i, p := range asc {
+		rounds[i].grace = p.TerminationGracePeriodSecs
+	}
+	for _, pod := range pods {
+		prio := int32(0)
+		if pod.Spec.Priority != nil {
+			prio = *pod.Spec.Priority
+		}
+		i := 0
+		for j, p := range asc {
+			if p.Priority <= prio {
+				i = j
+			}
+		}
+		rounds[i].pods = append(rounds[i].pods, pod)
+	}
+	return rounds
+}
+
+// evictAll evicts every pod, round by round (see evictionRounds), and
+// waits until each round's pods are gone before the next round starts.
 func (a *Actuator) evictAll(ctx context.Context, pods []*apiv1.Pod) error {
+	for _, r := range evictionRounds(pods, a.drainPriorities, a.opts.MaxGracefulTerminationSec) {
+		if len(r.pods) == 0 {
+			continue
+		}
+		if err := a.evictRound(ctx, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// evictRound evicts one round's pods in parallel and waits until they are gone.
+func (a *Actuator) evictRound(ctx context.Context, r evictionRound) error {
 	var wg sync.WaitGroup
-	errs := make([]error, len(pods))
-	for i, p := range pods {
+	errs := make([]error, len(r.pods))
+	for i, p := range r.pods {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = a.evict(ctx, p)
+			errs[i] = a.evict(ctx, p, r.grace)
 		}()
 	}
 	wg.Wait()
@@ -287,12 +372,13 @@ func (a *Actuator) evictAll(ctx context.Context, pods []*apiv1.Pod) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return a.waitGone(ctx, pods)
+	return a.waitGone(ctx, r.pods, r.grace)
 }
 
-// evict asks the Eviction API to evict p, retrying while a PDB refuses it.
-func (a *Actuator) evict(ctx context.Context, p *apiv1.Pod) error {
-	grace := int64(a.opts.MaxGracefulTerminationSec)
+// evict asks the Eviction API to evict p with at most maxGrace seconds of
+// grace, retrying while a PDB refuses it.
+func (a *Actuator) evict(ctx context.Context, p *apiv1.Pod, maxGrace int64) error {
+	grace := maxGrace
 	if p.Spec.TerminationGracePeriodSeconds != nil && *p.Spec.TerminationGracePeriodSeconds < grace {
 		grace = *p.Spec.TerminationGracePeriodSeconds
 	}
@@ -318,8 +404,8 @@ func (a *Actuator) evict(ctx context.Context, p *apiv1.Pod) error {
 }
 
 // waitGone waits until the pods left their node (grace period plus a margin).
-func (a *Actuator) waitGone(ctx context.Context, pods []*apiv1.Pod) error {
-	deadline := a.clock.Now().Add(time.Duration(a.opts.MaxGracefulTerminationSec)*time.Second + extraTerminationWait)
+func (a *Actuator) waitGone(ctx context.Context, pods []*apiv1.Pod, graceSec int64) error {
+	deadline := a.clock.Now().Add(time.Duration(graceSec)*time.Second + extraTerminationWait)
 	for _, p := range pods {
 		for {
 			cur, err := a.client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
@@ -328,7 +414,7 @@ func (a *Actuator) waitGone(ctx context.Context, pods []*apiv1.Pod) error {
 			}
 			if !a.clock.Now().Before(deadline) {
 				return fmt.Errorf("pod %s/%s still on the node after %v", p.Namespace, p.Name,
-					time.Duration(a.opts.MaxGracefulTerminationSec)*time.Second)
+					time.Duration(graceSec)*time.Second)
 			}
 			if !a.sleep(ctx, a.podGonePoll) {
 				return fmt.Errorf("waiting for pod %s/%s to go: %w", p.Namespace, p.Name, context.Cause(ctx))
@@ -346,6 +432,11 @@ func (a *Actuator) evictDaemonSetPods(ctx context.Context, c *Candidate, flagDef
 			continue
 		}
 		grace := int64(a.opts.MaxGracefulTerminationSec)
+		for _, r := range evictionRounds([]*apiv1.Pod{p}, a.drainPriorities, a.opts.MaxGracefulTerminationSec) {
+			if len(r.pods) > 0 {
+				grace = r.grace
+			}
+		}
 		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name},
 			DeleteOptions: &metav1.DeleteOptions{GracePeriodSeconds: &grace}}
 		if err := a.client.PolicyV1().Evictions(p.Namespace).Evict(ctx, ev); err != nil && !apierrors.IsNotFound(err) {

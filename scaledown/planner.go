@@ -9,6 +9,7 @@ import (
 
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
@@ -36,6 +37,10 @@ const (
 	ReasonBlockedByPod                = "BlockedByPod"
 	ReasonBookedCapacity              = "BookedCapacity"
 	ReasonNotStarted                  = "NotStarted"
+	// ReasonRecentlyUnremovable: the simulation found the node unremovable
+	// less than --unremovable-node-recheck-timeout ago; it is not simulated
+	// again until then.
+	ReasonRecentlyUnremovable = "RecentlyUnremovable"
 )
 
 // Annotations and taints of scale-down, upstream's keys.
@@ -87,17 +92,49 @@ type Planner struct {
 	provider cloudprovider.CloudProvider
 	rules    *drain.Rules
 	taints   *Taints
+	// readiness tells starting nodes from unready ones (startup and status taints).
+	readiness clusterstate.Taints
 	// since holds when each currently unneeded node became so. It is the
 	// timer of nodes without a candidate taint (beyond the per-loop taint
 	// budget, or all of them with --max-bulk-soft-taint-count=0).
 	since map[string]time.Time
 	// report receives step durations and skipped removals (set by New).
 	report Reporter
+	// recheck holds, for the nodes the simulation found unremovable, until
+	// when they are not simulated again and the reason found
+	// (--unremovable-node-recheck-timeout).
+	recheck map[string]recheckEntry
+	// clock times the simulation (--scale-down-simulation-timeout).
+	clock clock.PassiveClock
+	// skipped tracks the nodes left out of the simulation (time budget,
+	// candidate limits) when --max-node-skip-eval-time-tracker-enabled is
+	// set; nil otherwise.
+	skipped *skipTracker
 }
 
+type recheckEntry struct {
+	until  time.Time
+	reason string
+}
+
+// PlannerOption configures a Planner.
+type PlannerOption func(*Planner)
+
+// WithPlannerClock replaces the real clock that times the simulation.
+func WithPlannerClock(c clock.PassiveClock) PlannerOption { return func(p *Planner) { p.clock = c } }
+
 // NewPlanner builds a planner.
-func NewPlanner(opts config.Options, provider cloudprovider.CloudProvider, rules *drain.Rules, taints *Taints) *Planner {
-	return &Planner{opts: opts, provider: provider, rules: rules, taints: taints, since: map[string]time.Time{}}
+func NewPlanner(opts config.Options, provider cloudprovider.CloudProvider, rules *drain.Rules, taints *Taints,
+	options ...PlannerOption) *Planner {
+	p := &Planner{opts: opts, provider: provider, rules: rules, taints: taints, readiness: clusterstate.NewTaints(opts),
+		since: map[string]time.Time{}, recheck: map[string]recheckEntry{}, clock: clock.RealClock{}}
+	if opts.MaxNodeSkipEvalTimeTrackerEnabled {
+		p.skipped = &skipTracker{since: map[string]time.Time{}}
+	}
+	for _, o := range options {
+		o(p)
+	}
+	return p
 }
 
 // Input is what one plan looks at.
@@ -147,26 +184,31 @@ func (p *Planner) Update(ctx context.Context, in Input) *Plan {
 			removed[n.Name] = true
 		}
 	}
-	var unneeded []*Candidate
+	p.forgetRechecks(nodes, in.Now)
+	var eligible []*Candidate
+	podsOf := map[*Candidate][]*apiv1.Pod{}
 	for _, n := range nodes {
-		gs := groupOf[n.Name]
-		c, reason := p.consider(ctx, n, gs, podsByNode[n.Name], in, pdbs, removed)
+		c, reason := p.eligible(n, groupOf[n.Name], podsByNode[n.Name], in)
 		if c == nil {
 			plan.Unremovable[n.Name] = reason
 			continue
 		}
-		removed[n.Name] = true
-		unneeded = append(unneeded, c)
+		eligible = append(eligible, c)
+		podsOf[c] = podsByNode[n.Name]
+	}
+	unneeded, skipped := p.simulate(ctx, plan, eligible, podsOf, in, pdbs, removed, len(nodes))
+	if p.skipped != nil {
+		p.skipped.update(skipped, in.Now)
 	}
 	plan.Unneeded = unneeded
 	p.timers(ctx, plan, in)
 	return plan
 }
 
-// consider decides whether one node is unneeded; it returns the candidate
-// or the reason it is not.
-func (p *Planner) consider(ctx context.Context, n *apiv1.Node, gs *clusterstate.GroupState, pods []*apiv1.Pod, in Input,
-	pdbs *drain.PDBs, removed map[string]bool) (*Candidate, string) {
+// eligible applies the cheap checks to one node (group, annotations,
+// deletion, readiness, utilisation, booked capacity); it returns the
+// candidate to simulate or the reason it is not one.
+func (p *Planner) eligible(n *apiv1.Node, gs *clusterstate.GroupState, pods []*apiv1.Pod, in Input) (*Candidate, string) {
 	if gs == nil {
 		return nil, ReasonNotAutoscaled
 	}
@@ -177,7 +219,7 @@ func (p *Planner) consider(ctx context.Context, n *apiv1.Node, gs *clusterstate.
 		return nil, ReasonCurrentlyBeingDeleted
 	}
 	c := &Candidate{Node: n, Group: gs.NodeGroup}
-	switch clusterstate.NodeReadiness(n, in.Now, gs.Options.MaxNodeStartupTime) {
+	switch p.readiness.NodeReadiness(n, in.Now, gs.Options.MaxNodeStartupTime) {
 	case clusterstate.NotStarted:
 		return nil, ReasonNotStarted
 	case clusterstate.Unready:
@@ -199,24 +241,32 @@ func (p *Planner) consider(ctx context.Context, n *apiv1.Node, gs *clusterstate.
 	if simulated := in.Session.PodsOn(n.Name); len(simulated) > len(pods) {
 		return nil, ReasonBookedCapacity
 	}
+	return c, ""
+}
+
+// tryRemove runs the drain rules and the simulation for one eligible
+// candidate; it reports whether its pods can go elsewhere, or the reason
+// they cannot.
+func (p *Planner) tryRemove(ctx context.Context, c *Candidate, pods []*apiv1.Pod, in Input, pdbs *drain.PDBs,
+	removed map[string]bool) string {
 	trial := pdbs.Fork()
 	move, left, blocking := p.rules.Classify(pods, trial, in.Now)
 	if blocking != nil {
-		klog.FromContext(ctx).V(4).Info("Node cannot be removed: a pod blocks it", "node", n.Name,
+		klog.FromContext(ctx).V(4).Info("Node cannot be removed: a pod blocks it", "node", c.Node.Name,
 			"pod", klog.KObj(blocking.Pod), "reason", blocking.Reason)
-		return nil, ReasonBlockedByPod
+		return ReasonBlockedByPod
 	}
 	for _, pod := range left {
 		if drain.IsDaemonSetPod(pod) {
 			c.DaemonSet = append(c.DaemonSet, pod)
 		}
 	}
-	if !in.Session.TryRemove(ctx, n.Name, move, removed) {
-		return nil, ReasonNoPlaceToMovePods
+	if !in.Session.TryRemove(ctx, c.Node.Name, move, removed) {
+		return ReasonNoPlaceToMovePods
 	}
 	*pdbs = *trial
 	c.Move = move
-	return c, ""
+	return ""
 }
 
 // utilization is max(cpu, memory) requested over allocatable, DaemonSet and
@@ -282,12 +332,17 @@ func (p *Planner) timers(ctx context.Context, plan *Plan, in Input) {
 			since = in.Now
 		}
 		if soft {
-			if t, ok := taintTime(c.Node, DeletionCandidateTaint); ok {
-				if t.Before(since) {
-					since = t
-				}
-			} else {
+			switch t, ok := taintTime(c.Node, DeletionCandidateTaint); {
+			case !ok:
 				toTaint = append(toTaint, c)
+			case !known && p.staleCandidateTaint(t, in.Now):
+				// Left by a run that stopped long ago: its time is not
+				// trusted, and the taint gets the fresh one.
+				klog.FromContext(ctx).V(2).Info("Deletion-candidate taint older than --node-deletion-candidate-ttl; its timer restarts",
+					"node", name, "taintTime", t, "ttl", p.opts.NodeDeletionCandidateTTL)
+				toTaint = append(toTaint, c)
+			case t.Before(since):
+				since = t
 			}
 		}
 		p.since[name] = since
@@ -299,7 +354,6 @@ func (p *Planner) timers(ctx context.Context, plan *Plan, in Input) {
 		}
 	}
 	taintStart := time.Now()
-	p.taints.MarkCandidates(ctx, toTaint)
 	// Candidate taints of needed nodes go; with soft taints off, every
 	// one goes (a taint of an earlier configuration is not trusted).
 	var stale []*apiv1.Node
@@ -308,11 +362,17 @@ func (p *Planner) timers(ctx context.Context, plan *Plan, in Input) {
 			stale = append(stale, n)
 		}
 	}
-	p.taints.UnmarkCandidates(ctx, stale)
+	p.taints.UpdateCandidates(ctx, toTaint, stale)
 	if p.report != nil && soft {
 		p.report.UpdateDuration(metrics.FunctionScaleDownSoftTaint, time.Since(taintStart))
 	}
 	p.pick(ctx, plan, in)
+}
+
+// staleCandidateTaint reports whether a DeletionCandidate taint valued t is
+// older than --node-deletion-candidate-ttl (0: never).
+func (p *Planner) staleCandidateTaint(t, now time.Time) bool {
+	return p.opts.NodeDeletionCandidateTTL > 0 && now.Sub(t) > p.opts.NodeDeletionCandidateTTL
 }
 
 func hasTaint(n *apiv1.Node, key string) bool {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/klog/v2"
 
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 	"k8s.io/autoscaler/cluster-autoscaler/simulator/drain"
 )
@@ -248,7 +249,7 @@ func (a *Actuator) deleteNodes(ctx context.Context, live []*Candidate) bool {
 		nodes[i], names[i] = c.Node, c.Node.Name
 	}
 	start := time.Now()
-	err := live[0].Group.DeleteNodes(ctx, nodes)
+	err := a.deleteBatched(ctx, live[0].Group, nodes)
 	a.metrics.UpdateDuration(metrics.FunctionScaleDownNodeDeletion, time.Since(start))
 	if err != nil {
 		logger.Error(err, "Deleting nodes failed", "nodes", names)
@@ -269,6 +270,51 @@ func (a *Actuator) deleteNodes(ctx context.Context, live []*Candidate) bool {
 		a.metrics.ScaledDown(ctx, c.Node, reasonOf(c))
 	}
 	return true
+}
+
+// deletionBatch gathers the nodes of one group deleted together
+// (--node-deletion-batcher-interval).
+type deletionBatch struct {
+	nodes []*apiv1.Node
+	done  chan struct{}
+	err   error
+}
+
+// deleteBatched deletes nodes of group: at once without
+// --node-deletion-batcher-interval; with it, in one DeleteNodes call with
+// every node of the group whose deletion came within the interval after the
+// first one, and returns that call's outcome.
+func (a *Actuator) deleteBatched(ctx context.Context, group cloudprovider.NodeGroup, nodes []*apiv1.Node) error {
+	interval := a.opts.NodeDeletionBatcherInterval
+	if interval <= 0 {
+		return group.DeleteNodes(ctx, nodes)
+	}
+	a.batchMu.Lock()
+	b := a.batches[group.Id()]
+	if b == nil {
+		b = &deletionBatch{done: make(chan struct{})}
+		a.batches[group.Id()] = b
+		go func() {
+			if a.sleep(ctx, interval) {
+				a.batchMu.Lock()
+				delete(a.batches, group.Id())
+				all := b.nodes
+				a.batchMu.Unlock()
+				klog.FromContext(ctx).V(2).Info("Deleting a batch of nodes", "nodeGroup", group.Id(), "nodes", len(all))
+				b.err = group.DeleteNodes(ctx, all)
+			} else {
+				a.batchMu.Lock()
+				delete(a.batches, group.Id())
+				a.batchMu.Unlock()
+				b.err = fmt.Errorf("waiting for the deletion batch: %w", context.Cause(ctx))
+			}
+			close(b.done)
+		}()
+	}
+	b.nodes = append(b.nodes, nodes...)
+	a.batchMu.Unlock()
+	<-b.done
+	return b.err
 }
 
 // cancel undoes a removal called off because the node is needed after all.

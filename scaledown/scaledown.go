@@ -68,7 +68,12 @@ func (s *ScaleDown) Run(ctx context.Context, in Input) int {
 	s.reporter.UpdateDuration(metrics.FunctionFindUnneeded, time.Since(start))
 	s.last = plan
 	s.report(plan, in.Now)
-	cooldown, why := s.cooldown(in.Now)
+	cooldown, why := false, ""
+	if s.opts.ScaleDownDelayTypeLocal {
+		plan.Removable = s.outOfGroupCooldown(ctx, plan.Removable, in)
+	} else {
+		cooldown, why = s.cooldown(in.Now)
+	}
 	s.reporter.UpdateScaleDownInCooldown(cooldown)
 	if cooldown {
 		logger.V(2).Info("Scale-down in cooldown", "why", why, "unneeded", len(plan.Unneeded))
@@ -94,6 +99,44 @@ func (s *ScaleDown) cooldown(now time.Time) (bool, string) {
 		return true, "scale-down-delay-after-failure"
 	}
 	return false, ""
+}
+
+// outOfGroupCooldown applies the scale-down delays per node group
+// (--scale-down-delay-type-local): a group scaled up, or that lost a node or
+// failed to, within the delay keeps its nodes; other groups are not held.
+func (s *ScaleDown) outOfGroupCooldown(ctx context.Context, cs []*Candidate, in Input) []*Candidate {
+	var out []*Candidate
+	held := map[string]string{}
+	for _, c := range cs {
+		id := c.Group.Id()
+		why, seen := held[id]
+		if !seen {
+			why = s.groupCooldown(id, in)
+			held[id] = why
+		}
+		if why == "" {
+			out = append(out, c)
+		}
+	}
+	for id, why := range held {
+		if why != "" {
+			klog.FromContext(ctx).V(2).Info("Node group's scale-down in cooldown", "nodeGroup", id, "why", why)
+		}
+	}
+	return out
+}
+
+func (s *ScaleDown) groupCooldown(id string, in Input) string {
+	deleted, failed := s.actuator.LastOf(id)
+	switch up := in.State.LastScaleUp(id); {
+	case !up.IsZero() && in.Now.Sub(up) < s.opts.ScaleDownDelayAfterAdd:
+		return "scale-down-delay-after-add"
+	case !deleted.IsZero() && in.Now.Sub(deleted) < s.opts.ScaleDownDelayAfterDelete:
+		return "scale-down-delay-after-delete"
+	case !failed.IsZero() && in.Now.Sub(failed) < s.opts.ScaleDownDelayAfterFailure:
+		return "scale-down-delay-after-failure"
+	}
+	return ""
 }
 
 func (s *ScaleDown) report(plan *Plan, now time.Time) {
@@ -149,6 +192,12 @@ func (s *ScaleDown) Unremovable(limit int) [][2]string {
 	}
 	return out
 }
+
+// MaxNodeSkipEval returns the longest time a node now left out of the
+// scale-down simulation has gone without being evaluated, and whether
+// --max-node-skip-eval-time-tracker-enabled is set (for the metric
+// max_node_skip_eval_duration_seconds). Safe from any goroutine.
+func (s *ScaleDown) MaxNodeSkipEval() (time.Duration, bool) { return s.planner.MaxNodeSkipEval() }
 
 // Wait waits for drains in flight.
 func (s *ScaleDown) Wait() { s.actuator.Wait() }

@@ -3,6 +3,7 @@ package scaledown
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // Taints writes scale-down's taints on nodes.
@@ -23,11 +25,28 @@ type Taints struct {
 	// cordon also marks nodes unschedulable when tainting them for deletion
 	// (--cordon-node-before-terminating).
 	cordon bool
+	// softTime bounds the time spent writing and removing DeletionCandidate
+	// taints per loop (--max-bulk-soft-taint-time), on clock.
+	softTime time.Duration
+	clock    clock.PassiveClock
+}
+
+// TaintsOption configures Taints.
+type TaintsOption func(*Taints)
+
+// WithSoftTaintTime bounds the time spent on DeletionCandidate taints per
+// loop, measured on clk; without it the time is not bounded.
+func WithSoftTaintTime(d time.Duration, clk clock.PassiveClock) TaintsOption {
+	return func(t *Taints) { t.softTime, t.clock = d, clk }
 }
 
 // NewTaints builds the taint writer.
-func NewTaints(client kubernetes.Interface, maxSoft int, cordon bool) *Taints {
-	return &Taints{client: client, maxSoft: maxSoft, cordon: cordon}
+func NewTaints(client kubernetes.Interface, maxSoft int, cordon bool, opts ...TaintsOption) *Taints {
+	t := &Taints{client: client, maxSoft: maxSoft, cordon: cordon, softTime: math.MaxInt64, clock: clock.RealClock{}}
+	for _, o := range opts {
+		o(t)
+	}
+	return t
 }
 
 // update applies change to the node, retrying on conflicts.
@@ -71,31 +90,73 @@ func removeTaint(n *apiv1.Node, key string) bool {
 // (--max-bulk-soft-taint-count above 0).
 func (t *Taints) SoftEnabled() bool { return t.maxSoft > 0 }
 
-// MarkCandidates puts the PreferNoSchedule DeletionCandidate taint, valued
-// with the time the node became unneeded (c.Since), on up to maxSoft nodes;
-// the value keeps the unneeded timer across restarts and leader changes.
-func (t *Taints) MarkCandidates(ctx context.Context, cs []*Candidate) {
-	for i, c := range cs {
-		if i >= t.maxSoft {
-			return
+// UpdateCandidates removes the DeletionCandidate taint from the nodes in
+// unmark (nodes needed again) and puts it, valued with the time each node
+// became unneeded (c.Since), on the candidates in mark; the value keeps the
+// unneeded timer across restarts and leader changes. Removals go first;
+// both share one budget of --max-bulk-soft-taint-count nodes and
+// --max-bulk-soft-taint-time per loop, and what does not fit waits for a
+// later loop. With soft taints off, every taint in unmark is removed.
+func (t *Taints) UpdateCandidates(ctx context.Context, mark []*Candidate, unmark []*apiv1.Node) {
+	logger := klog.FromContext(ctx)
+	if !t.SoftEnabled() {
+		for _, n := range unmark {
+			t.unmarkCandidate(ctx, n.Name)
+		}
+		return
+	}
+	start, left := t.clock.Now(), t.maxSoft
+	within := func() bool { return left > 0 && t.clock.Since(start) < t.softTime }
+	done := 0
+	for _, n := range unmark {
+		if !within() {
+			break
+		}
+		t.unmarkCandidate(ctx, n.Name)
+		left--
+		done++
+	}
+	unmarked := done
+	for _, c := range mark {
+		if !within() {
+			break
 		}
 		taint := apiv1.Taint{Key: DeletionCandidateTaint, Value: strconv.FormatInt(c.Since.Unix(), 10),
 			Effect: apiv1.TaintEffectPreferNoSchedule}
-		if err := t.update(ctx, c.Node.Name, func(n *apiv1.Node) bool { return addTaint(n, taint) }); err != nil &&
+		if err := t.update(ctx, c.Node.Name, func(n *apiv1.Node) bool { return setTaint(n, taint) }); err != nil &&
 			!apierrors.IsNotFound(err) {
-			klog.FromContext(ctx).Error(err, "Marking a node as a deletion candidate", "node", c.Node.Name)
+			logger.Error(err, "Marking a node as a deletion candidate", "node", c.Node.Name)
 		}
+		left--
+		done++
+	}
+	if waiting := len(mark) + len(unmark) - done; waiting > 0 {
+		logger.V(2).Info("Deletion-candidate taints left for a later loop (--max-bulk-soft-taint-count, --max-bulk-soft-taint-time)",
+			"waiting", waiting, "removed", unmarked, "written", done-unmarked)
 	}
 }
 
-// UnmarkCandidates removes the DeletionCandidate taint from nodes needed again.
-func (t *Taints) UnmarkCandidates(ctx context.Context, nodes []*apiv1.Node) {
-	for _, n := range nodes {
-		if err := t.update(ctx, n.Name, func(n *apiv1.Node) bool { return removeTaint(n, DeletionCandidateTaint) }); err != nil &&
-			!apierrors.IsNotFound(err) {
-			klog.FromContext(ctx).Error(err, "Removing the deletion-candidate taint", "node", n.Name)
+func (t *Taints) unmarkCandidate(ctx context.Context, name string) {
+	if err := t.update(ctx, name, func(n *apiv1.Node) bool { return removeTaint(n, DeletionCandidateTaint) }); err != nil &&
+		!apierrors.IsNotFound(err) {
+		klog.FromContext(ctx).Error(err, "Removing the deletion-candidate taint", "node", name)
+	}
+}
+
+// setTaint adds taint, or gives an existing taint of its key its value and
+// effect.
+func setTaint(n *apiv1.Node, taint apiv1.Taint) bool {
+	for i, x := range n.Spec.Taints {
+		if x.Key == taint.Key {
+			if x.Value == taint.Value && x.Effect == taint.Effect {
+				return false
+			}
+			n.Spec.Taints[i] = taint
+			return true
 		}
 	}
+	n.Spec.Taints = append(n.Spec.Taints, taint)
+	return true
 }
 
 // MarkToBeDeleted puts the NoSchedule ToBeDeleted taint (valued with now)

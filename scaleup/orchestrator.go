@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -12,6 +14,7 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
@@ -67,6 +70,7 @@ type Orchestrator struct {
 	state      *clusterstate.Registry
 	daemonSets DaemonSetLister
 	sanitizer  template.Sanitizer
+	taints     clusterstate.Taints
 	// fromNodes are templates made from real nodes, kept for when a group
 	// that has no TemplateNodeInfo has no usable node left.
 	fromNodes map[string]*cloudprovider.NodeInfo
@@ -74,6 +78,8 @@ type Orchestrator struct {
 	countDeletions func(reason string, n int)
 	templates      []TemplateProcessor
 	report         Reporter
+	// clock times the estimates of one scale-up (--max-binpacking-time).
+	clock clock.PassiveClock
 }
 
 // TemplateProcessor adjusts a node group's template NodeInfo, after it was
@@ -105,6 +111,10 @@ func WithDeletionCounter(count func(reason string, n int)) Option {
 	return func(o *Orchestrator) { o.countDeletions = count }
 }
 
+// WithOrchestratorClock replaces the real clock that times a scale-up's
+// estimates.
+func WithOrchestratorClock(c clock.PassiveClock) Option { return func(o *Orchestrator) { o.clock = c } }
+
 // WithDaemonSets puts on every template the pods of the DaemonSets that
 // would run on it.
 func WithDaemonSets(l DaemonSetLister) Option { return func(o *Orchestrator) { o.daemonSets = l } }
@@ -115,8 +125,10 @@ func New(provider cloudprovider.CloudProvider, sim *framework.Handle, est *estim
 	opts config.Options, state *clusterstate.Registry, options ...Option) *Orchestrator {
 	o := &Orchestrator{provider: provider, sim: sim, estimator: est, chain: chain, opts: opts, state: state,
 		sanitizer: template.Sanitizer{DropTaints: append(append(append([]string(nil), opts.StartupTaints...),
-			opts.StatusTaints...), opts.IgnoreTaints...), DropTaintPrefixes: opts.StartupTaintPrefixes},
-		fromNodes: map[string]*cloudprovider.NodeInfo{}, report: nopReporter{}}
+			opts.StatusTaints...), opts.IgnoreTaints...), DropTaintPrefixes: opts.StartupTaintPrefixes,
+			ForceDaemonSets: opts.ForceDaemonSets},
+		taints: clusterstate.NewTaints(opts), fromNodes: map[string]*cloudprovider.NodeInfo{}, clock: clock.RealClock{},
+		report: nopReporter{}}
 	for _, opt := range options {
 		opt(o)
 	}
@@ -184,8 +196,11 @@ func (s *Session) ScaleUp(ctx context.Context, pendingPods []*apiv1.Pod) Result 
 	var podGroups []*estimator.Group
 	o.timed(metrics.FunctionBuildPodEquivalenceGroups, func() { podGroups = estimator.GroupPods(remaining) })
 	o.report.OverflowingControllers(overflowing(podGroups))
+	// All the estimates of this scale-up share --max-binpacking-time; past
+	// it, the options already estimated are all the expander sees.
+	deadline := o.clock.Now().Add(o.opts.MaxBinpackingTime)
 	for len(podGroups) > 0 {
-		options, infos, reasons := o.options(ctx, podGroups, groups, totals)
+		options, infos, reasons := o.options(ctx, podGroups, groups, totals, deadline)
 		if len(options) == 0 {
 			for _, g := range podGroups {
 				for _, p := range g.Pods {
@@ -356,7 +371,7 @@ func (o *Orchestrator) templateFromNodes(st *clusterstate.GroupState, now time.T
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	for _, n := range nodes {
 		if n.Spec.Unschedulable || n.DeletionTimestamp != nil ||
-			clusterstate.NodeReadiness(n, now, st.Options.MaxNodeStartupTime) != clusterstate.Ready {
+			o.taints.NodeReadiness(n, now, st.Options.MaxNodeStartupTime) != clusterstate.Ready {
 			continue
 		}
 		info := o.sanitizer.FromNode(id, n, podsByNode[n.Name], daemonSets)
@@ -502,16 +517,22 @@ func (o *Orchestrator) fitGroups(ctx context.Context, groups []*estimator.Group,
 
 // options estimates every eligible group; reasons summarises why there are none.
 func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group, groups map[string]*groupState,
-	totals *totals) ([]expander.Option, map[string]*cloudprovider.NodeInfo, string) {
+	totals *totals, deadline time.Time) ([]expander.Option, map[string]*cloudprovider.NodeInfo, string) {
 	var options []expander.Option
 	infos := map[string]*cloudprovider.NodeInfo{}
 	reasons := map[string]int{}
 	var estimating time.Duration
 	defer func() { o.report.UpdateDuration(metrics.FunctionEstimate, estimating) }()
 	nsCount := namespaces(podGroups)
-	for id, gs := range groups {
+	for _, id := range slices.Sorted(maps.Keys(groups)) {
+		gs := groups[id]
 		if gs.skip != "" {
 			reasons[gs.skip]++
+			continue
+		}
+		left := deadline.Sub(o.clock.Now())
+		if left <= 0 {
+			reasons["binpacking time budget (--max-binpacking-time) used up"]++
 			continue
 		}
 		room := gs.group.MaxSize() - gs.target
@@ -523,7 +544,7 @@ func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group
 			MaxNodes:       min(room, o.opts.MaxNodesPerScaleUp, totals.nodeRoom(o.opts.MaxNodesTotal)),
 			MaxMilliCPU:    totals.cpuRoom(o.opts.Cores.Max),
 			MaxMemoryBytes: totals.memoryRoom(o.opts.MemoryGiB.Max),
-			Budget:         o.opts.MaxNodeGroupBinpackingDuration,
+			Budget:         min(o.opts.MaxNodeGroupBinpackingDuration, left),
 		}
 		if exhausted(limits) {
 			o.reportLimits(limits.MaxMilliCPU < 0, limits.MaxMemoryBytes < 0)

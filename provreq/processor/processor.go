@@ -39,6 +39,10 @@ type Options struct {
 	ProcessorInstance string
 	// CheckCapacityTimebox bounds the time spent on check-capacity requests per loop.
 	CheckCapacityTimebox time.Duration
+	// CheckCapacityMaxPerLoop caps the check-capacity requests answered per
+	// loop (--check-capacity-provisioning-request-max-batch-size with
+	// --check-capacity-batch-processing); 0 means no cap.
+	CheckCapacityMaxPerLoop int
 	// MaxNodeProvisionTime bounds how long an atomic attempt's instances may
 	// take to register before the attempt is rolled back.
 	MaxNodeProvisionTime time.Duration

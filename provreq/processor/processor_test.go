@@ -437,3 +437,41 @@ func TestAtomicThatCanNeverFitFails(t *testing.T) {
 	loop(newTestProcessor(c, nil), c, t0, nil, nil)
 	wantCond(t, pr, provreq.ConditionFailed, metav1.ConditionTrue, ReasonCapacityCanNeverFit)
 }
+
+// With --check-capacity-batch-processing, at most
+// --check-capacity-provisioning-request-max-batch-size check-capacity
+// requests are answered per loop, oldest first, and the loop asks for the
+// next one at once; without a cap every eligible request is answered.
+func TestCheckCapacityCapPerLoop(t *testing.T) {
+	for _, tc := range []struct {
+		cap, wantFirst int
+	}{{0, 3}, {2, 2}, {1, 1}} {
+		c := &cluster{fits: true}
+		var prs []*v1.ProvisioningRequest
+		for i := 0; i < 3; i++ {
+			prs = append(prs, c.addRequest(fmt.Sprintf("r%d", i), provreq.ClassCheckCapacity, 1, nil, t0.Add(time.Duration(i)*time.Second)))
+		}
+		p := newTestProcessor(c, func(o *Options) { o.CheckCapacityMaxPerLoop = tc.cap })
+		ctx := context.Background()
+		l := p.Begin(ctx, Input{Now: t0.Add(time.Minute)})
+		again := l.Run(ctx, c, nil, c)
+		l.Finish(ctx)
+		provisioned := 0
+		for i, pr := range prs {
+			if c := cond(t, pr, provreq.ConditionProvisioned); c != nil && c.Status == metav1.ConditionTrue {
+				provisioned++
+				if i >= tc.wantFirst {
+					t.Errorf("cap %d: %s answered before an older request", tc.cap, pr.Name)
+				}
+			}
+		}
+		if provisioned != tc.wantFirst || again != (tc.wantFirst < 3) {
+			t.Errorf("cap %d: %d provisioned in the first loop (next loop at once: %v), want %d", tc.cap, provisioned, again, tc.wantFirst)
+		}
+		loop(p, c, t0.Add(2*time.Minute), nil, nil)
+		loop(p, c, t0.Add(3*time.Minute), nil, nil)
+		for _, pr := range prs {
+			wantCond(t, pr, provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsFound)
+		}
+	}
+}

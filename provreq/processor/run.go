@@ -75,7 +75,7 @@ func (l *Loop) Run(ctx context.Context, capacity Capacity, nodes []*apiv1.Node, 
 	}
 	l.finishUndos(ctx)
 	var start time.Time
-	productive := false
+	productive, answered := false, 0
 	for _, r := range l.requests {
 		if !r.live() || r.provisioned() || r.state.attempt != nil || r.pods == nil || l.now.Before(r.state.retryAt) {
 			continue
@@ -87,6 +87,11 @@ func (l *Loop) Run(ctx context.Context, capacity Capacity, nodes []*apiv1.Node, 
 			} else if l.p.clock.Since(start) > l.p.opts.CheckCapacityTimebox {
 				continue // the next loop answers it
 			}
+			if max := l.p.opts.CheckCapacityMaxPerLoop; max > 0 && answered >= max {
+				productive = true // the next loop, at once, answers the rest
+				continue
+			}
+			answered++
 			l.checkCapacity(r, capacity)
 		case provreq.ClassBestEffortAtomicScaleUp:
 			if l.scaleUp(ctx, r, capacity) {

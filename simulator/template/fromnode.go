@@ -8,6 +8,7 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
@@ -52,6 +53,11 @@ var conditionTaints = map[string]bool{
 type Sanitizer struct {
 	DropTaints        []string
 	DropTaintPrefixes []string
+	// ForceDaemonSets (--force-ds) puts every missing DaemonSet pod that
+	// would run on a template made from a real node on it, whether or not
+	// it fits there, so that a group too small for its DaemonSets gets no
+	// scale-up; without it only the missing ones that fit are added.
+	ForceDaemonSets bool
 }
 
 // FromNode builds group's template from one of its real nodes: a copy under a
@@ -90,11 +96,45 @@ func (s Sanitizer) FromNode(group string, node *apiv1.Node, podsOnNode []*apiv1.
 		info.Pods = append(info.Pods, p.DeepCopy())
 	}
 	for _, ds := range daemonSets {
-		if !present[ds.UID] && WouldRunOn(ds, n) {
-			info.Pods = append(info.Pods, PodForDaemonSet(ds, n.Name))
+		if present[ds.UID] || !WouldRunOn(ds, n) {
+			continue
 		}
+		pod := PodForDaemonSet(ds, n.Name)
+		if !s.ForceDaemonSets && !fitsBeside(n, info.Pods, pod) {
+			continue
+		}
+		info.Pods = append(info.Pods, pod)
 	}
 	return info
+}
+
+// fitsBeside reports whether pod's requests fit node's allocatable beside
+// pods' (each resource pod requests, and the pod count when the node lists
+// one).
+func fitsBeside(node *apiv1.Node, pods []*apiv1.Pod, pod *apiv1.Pod) bool {
+	alloc := node.Status.Allocatable
+	if max, ok := alloc[apiv1.ResourcePods]; ok && int64(len(pods)+1) > max.Value() {
+		return false
+	}
+	used := apiv1.ResourceList{}
+	for _, p := range pods {
+		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+			sum := used[name]
+			sum.Add(q)
+			used[name] = sum
+		}
+	}
+	for name, q := range resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}) {
+		if q.IsZero() {
+			continue
+		}
+		sum := used[name]
+		sum.Add(q)
+		if a, ok := alloc[name]; !ok || sum.Cmp(a) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // AddDaemonSetPods adds to a provider's template the pods of daemonSets

@@ -117,11 +117,12 @@ func TestDelayDeletionAnnotationHoldsNodeDeletion(t *testing.T) {
 }
 
 // TestMinSizeKeptWithRemovalsInFlight: a group of min size 2 has three
-// unneeded nodes: a runs one small pod, b and c are empty. Only one may go;
-// it is a, drained in the background, and its pod is held (a finalizer) for
-// several loops after its eviction. Meanwhile b and c are still unneeded:
-// the removal in flight must count, so neither goes, no deletion is refused
-// by the provider's min size, and the group ends with two nodes.
+// nodes: a runs one small pod, b and c are empty and carry a delay-deletion
+// annotation. Empty nodes are simulated first (as upstream), so one of b and
+// c is chosen, and the annotation holds its removal in flight for several
+// loops. Meanwhile the other empty node is still unneeded: the removal in
+// flight must count, so it does not go, no deletion is refused by the
+// provider's min size, and the group ends with two nodes.
 func TestMinSizeKeptWithRemovalsInFlight(t *testing.T) {
 	e := framework.New(t)
 	group := framework.UniqueName("minfl")
@@ -133,24 +134,9 @@ func TestMinSizeKeptWithRemovalsInFlight(t *testing.T) {
 		running, nodes, err := podsOf(ctx, e, "web")
 		return err == nil && running == 1 && nodes[group+"-a"] == 1, err
 	})
-	pods, err := e.Client.CoreV1().Pods(e.Namespace).List(e.Context(), metav1.ListOptions{LabelSelector: "app=web"})
-	if err != nil || len(pods.Items) != 1 {
-		t.Fatalf("pods: %v", err)
-	}
-	held := pods.Items[0].Name
-	finalize := []byte(`{"metadata":{"finalizers":["test.autoscaler/hold"]}}`)
-	if _, err := e.Client.CoreV1().Pods(e.Namespace).Patch(e.Context(), held, types.MergePatchType, finalize,
-		metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	release := func(ctx context.Context) error {
-		_, err := e.Client.CoreV1().Pods(e.Namespace).Patch(ctx, held, types.MergePatchType,
-			[]byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-		return client404(err)
-	}
-	t.Cleanup(func() { _ = release(context.Background()) })
-	groupNode(e, group, group+"-b", nil)
-	groupNode(e, group, group+"-c", nil)
+	const key = "delay-deletion.cluster-autoscaler.kubernetes.io/hold"
+	groupNode(e, group, group+"-b", map[string]string{key: "test"})
+	groupNode(e, group, group+"-c", map[string]string{key: "test"})
 	time.Sleep(2 * time.Second) // b and c Ready
 
 	// The group's size is watched throughout.
@@ -173,21 +159,38 @@ func TestMinSizeKeptWithRemovalsInFlight(t *testing.T) {
 	defer func() { stop(); watching.Wait() }()
 
 	p := startAutoscaler(t, "autoscaler", scaleDownArgs(e, path, "--node-delete-delay-after-taint=1s",
-		"--max-drain-parallelism=2")...)
-	e.Eventually(60*time.Second, "a's pod evicted", func(ctx context.Context) (bool, error) {
-		pod, err := e.Client.CoreV1().Pods(e.Namespace).Get(ctx, held, metav1.GetOptions{})
-		return err == nil && pod.DeletionTimestamp != nil, err
+		"--node-deletion-delay-timeout=10m")...)
+	var held, other string
+	e.Eventually(60*time.Second, "b or c tainted ToBeDeleted and held", func(ctx context.Context) (bool, error) {
+		for _, n := range []string{group + "-b", group + "-c"} {
+			if _, tainted, err := nodeTainted(ctx, e, n, toBeDeleted); err != nil || tainted {
+				held = n
+				return tainted, err
+			}
+		}
+		return false, nil
 	})
-	time.Sleep(6 * time.Second) // several loops with a's removal in flight
-	if err := release(e.Context()); err != nil {
+	other = group + "-b"
+	if held == other {
+		other = group + "-c"
+	}
+	e.Eventually(30*time.Second, "the deletion held by the annotation", func(context.Context) (bool, error) {
+		return p.log.Contains("Deletion held by delay-deletion annotations"), nil
+	})
+	time.Sleep(6 * time.Second) // several loops with the removal in flight
+	if _, tainted, err := nodeTainted(e.Context(), e, other, toBeDeleted); err != nil || tainted {
+		t.Errorf("%s tainted for deletion while %s's removal was in flight (err %v)", other, held, err)
+	}
+	patch := []byte(`{"metadata":{"annotations":{"` + key + `":null}}}`)
+	if _, err := e.Client.CoreV1().Nodes().Patch(e.Context(), held, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.Eventually(60*time.Second, "a removed after its drain", func(context.Context) (bool, error) {
-		return p.log.Contains("Scaled down a node after draining it") || p.log.Contains("Scale-down of a node failed"), nil
+	e.Eventually(60*time.Second, "the held node removed", func(context.Context) (bool, error) {
+		return !slices.Contains(nodeNames(e, group), held), nil
 	})
 	time.Sleep(5 * time.Second) // more loops past the unneeded time
-	if got := nodeNames(e, group); len(got) != 2 || slices.Contains(got, group+"-a") {
-		t.Errorf("nodes %v, want b and c (min size 2, a removed)", got)
+	if got := nodeNames(e, group); len(got) != 2 || slices.Contains(got, held) {
+		t.Errorf("nodes %v, want two (min size 2, %s removed)", got, held)
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -195,7 +198,7 @@ func TestMinSizeKeptWithRemovalsInFlight(t *testing.T) {
 		t.Errorf("the group went down to %d nodes, below its min size 2", fewest)
 	}
 	if p.log.Contains("Scale-down of a node failed") || strings.Count(p.log.String(), "Scaled down") != 1 {
-		t.Error("another removal was started while a's was in flight (a deletion failed, or another node went)")
+		t.Error("another removal was started while one was in flight (a deletion failed, or another node went)")
 	}
 	for _, n := range []string{group + "-a", group + "-b", group + "-c"} {
 		if failed, err := nodeEvent(e.Context(), e, n, "ScaleDownFailed"); err != nil || failed {

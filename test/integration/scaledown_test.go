@@ -169,7 +169,10 @@ func TestNodesKeptForTheirReasons(t *testing.T) {
 	e.request("hold", provreq.ClassCheckCapacity, nil, false, podSet{name: "main", count: 1, cpu: "1",
 		selector: map[string]string{"pool": booked}})
 
-	p := startAutoscaler(t, "autoscaler", scaleDownArgs(e.Env, path, "--enable-provisioning-requests")...)
+	// Each loop re-simulates the blocked nodes, so that the status keeps
+	// their reason rather than RecentlyUnremovable.
+	p := startAutoscaler(t, "autoscaler", scaleDownArgs(e.Env, path, "--enable-provisioning-requests",
+		"--unremovable-node-recheck-timeout=0s")...)
 	e.condition("hold", provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsFound, 30*time.Second)
 	e.Eventually(60*time.Second, "the free node removed", func(context.Context) (bool, error) {
 		return len(nodeNames(e.Env, free)) == 0, nil

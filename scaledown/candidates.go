@@ -1,0 +1,169 @@
+package scaledown
+
+import (
+	"context"
+	"math"
+	"sync"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"k8s.io/autoscaler/cluster-autoscaler/simulator/drain"
+)
+
+// simulate runs the removal simulation over the eligible candidates in
+// upstream's order and within its limits, and returns the unneeded ones and
+// the names of those it left out. Empty nodes come first (cheap, never
+// limited), then the nodes unneeded in the previous loop, then the others.
+// Of the others, at most --scale-down-non-empty-candidates-count non-empty
+// nodes are found unneeded in all (previous candidates included), drawn from
+// a pool of max(ceil(nodes x --scale-down-candidates-pool-ratio),
+// --scale-down-candidates-pool-min-count) nodes; a non-positive count lifts
+// both limits. A node the simulation found unremovable is not simulated
+// again for --unremovable-node-recheck-timeout (reason RecentlyUnremovable),
+// and once --scale-down-simulation-timeout has passed the rest are left out.
+// Nodes left out are neither unneeded nor unremovable in this plan.
+func (p *Planner) simulate(ctx context.Context, plan *Plan, eligible []*Candidate, podsOf map[*Candidate][]*apiv1.Pod,
+	in Input, pdbs *drain.PDBs, removed map[string]bool, total int) (unneeded []*Candidate, skipped []string) {
+	logger := klog.FromContext(ctx)
+	var empty, previous, others []*Candidate
+	for _, c := range eligible {
+		_, known := p.since[c.Node.Name]
+		switch {
+		case !hasPodsToMove(podsOf[c]):
+			empty = append(empty, c)
+		case known:
+			previous = append(previous, c)
+		default:
+			others = append(others, c)
+		}
+	}
+	limit, pool := p.candidateLimits(total)
+	deadline := p.clock.Now().Add(p.opts.ScaleDownSimulationTimeout)
+	nonEmpty, drawn, timedOut := 0, 0, false
+	for i, c := range append(append(empty, previous...), others...) {
+		name := c.Node.Name
+		if !timedOut && !p.clock.Now().Before(deadline) {
+			timedOut = true
+			logger.Info("Scale-down simulation out of time; the other nodes wait for a later loop",
+				"simulationTimeout", p.opts.ScaleDownSimulationTimeout, "skipped", len(eligible)-i)
+		}
+		if timedOut {
+			skipped = append(skipped, name)
+			continue
+		}
+		if r, ok := p.recheck[name]; ok {
+			plan.Unremovable[name] = ReasonRecentlyUnremovable
+			logger.V(4).Info("Node found unremovable recently; not simulated again yet", "node", name,
+				"reason", r.reason, "recheckAt", r.until)
+			continue
+		}
+		isEmpty := i < len(empty)
+		isOther := i >= len(empty)+len(previous)
+		if isOther && (nonEmpty >= limit || drawn >= pool) {
+			skipped = append(skipped, name)
+			continue
+		}
+		if isOther {
+			drawn++
+		}
+		if reason := p.tryRemove(ctx, c, podsOf[c], in, pdbs, removed); reason != "" {
+			plan.Unremovable[name] = reason
+			if p.opts.UnremovableNodeRecheckTimeout > 0 {
+				p.recheck[name] = recheckEntry{until: in.Now.Add(p.opts.UnremovableNodeRecheckTimeout), reason: reason}
+			}
+			continue
+		}
+		removed[name] = true
+		unneeded = append(unneeded, c)
+		if !isEmpty {
+			nonEmpty++
+		}
+	}
+	if len(skipped) > 0 {
+		logger.V(2).Info("Nodes left out of this loop's scale-down simulation", "count", len(skipped),
+			"nonEmptyCandidatesCount", p.opts.ScaleDownNonEmptyCandidatesCount, "pool", pool)
+	}
+	return unneeded, skipped
+}
+
+// candidateLimits returns how many non-empty nodes may be found unneeded
+// and how many nodes that were not candidates may be simulated, for a
+// cluster of total nodes.
+func (p *Planner) candidateLimits(total int) (limit, pool int) {
+	if p.opts.ScaleDownNonEmptyCandidatesCount <= 0 {
+		return math.MaxInt, math.MaxInt
+	}
+	pool = int(math.Ceil(float64(total) * p.opts.ScaleDownCandidatesPoolRatio))
+	return p.opts.ScaleDownNonEmptyCandidatesCount, max(pool, p.opts.ScaleDownCandidatesPoolMinCount)
+}
+
+// forgetRechecks drops the recheck entries whose time has come or whose
+// node is gone.
+func (p *Planner) forgetRechecks(nodes []*apiv1.Node, now time.Time) {
+	present := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		present[n.Name] = true
+	}
+	for name, r := range p.recheck {
+		if !present[name] || !now.Before(r.until) {
+			delete(p.recheck, name)
+		}
+	}
+}
+
+// hasPodsToMove reports whether any pod on the node would have to be
+// evicted: not a DaemonSet or mirror pod, not finished.
+func hasPodsToMove(pods []*apiv1.Pod) bool {
+	for _, p := range pods {
+		if p.Status.Phase == apiv1.PodSucceeded || p.Status.Phase == apiv1.PodFailed ||
+			drain.IsDaemonSetPod(p) || drain.IsMirrorPod(p) {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+// skipTracker follows the nodes the simulation leaves out, loop after loop
+// (--max-node-skip-eval-time-tracker-enabled): a node left out is taken as
+// last evaluated at the loop before the one that first left it out.
+type skipTracker struct {
+	mu       sync.Mutex
+	lastLoop time.Time
+	since    map[string]time.Time
+	longest  time.Duration
+}
+
+func (t *skipTracker) update(skipped []string, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	since := make(map[string]time.Time, len(skipped))
+	longest := time.Duration(0)
+	for _, name := range skipped {
+		s, ok := t.since[name]
+		if !ok {
+			s = t.lastLoop
+			if s.IsZero() {
+				s = now
+			}
+		}
+		since[name] = s
+		longest = max(longest, now.Sub(s))
+	}
+	t.since, t.lastLoop, t.longest = since, now, longest
+}
+
+// MaxNodeSkipEval returns the longest time a node now left out of the
+// scale-down simulation has gone without being evaluated, and whether
+// --max-node-skip-eval-time-tracker-enabled is set. The metric
+// max_node_skip_eval_duration_seconds reports it.
+func (p *Planner) MaxNodeSkipEval() (time.Duration, bool) {
+	if p.skipped == nil {
+		return 0, false
+	}
+	p.skipped.mu.Lock()
+	defer p.skipped.mu.Unlock()
+	return p.skipped.longest, true
+}
