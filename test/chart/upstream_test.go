@@ -165,28 +165,37 @@ vpa:
 `
 
 // TestUpstreamValuesFileIsAccepted renders the chart with upstream's values
-// file and applies every rendered object to the API server, which validates
-// each (the Deployment, its selector against its pod labels, the
+// file, with cloudProvider set to each provider of this build that needs no
+// other value, and applies every rendered object to the API server, which
+// validates each (the Deployment, its selector against its pod labels, the
 // PodDisruptionBudget, the Service, the RBAC).
 func TestUpstreamValuesFileIsAccepted(t *testing.T) {
-	env := framework.New(t)
-	rel := framework.UniqueName("ca")
-	m := render(t, rel, env.Namespace, upstreamValues)
-	wantKinds := []string{"ClusterRole", "ClusterRoleBinding", "Deployment", "PodDisruptionBudget", "Role",
-		"RoleBinding", "Service", "ServiceAccount"}
-	if diff := cmp.Diff(wantKinds, m.kinds()); diff != "" {
-		t.Errorf("rendered kinds (-want +got):\n%s", diff)
+	for _, provider := range []string{"kwok", "clusterapi"} {
+		t.Run(provider, func(t *testing.T) {
+			env := framework.New(t)
+			rel := framework.UniqueName("ca")
+			values := strings.Replace(upstreamValues, "cloudProvider: kwok\n", "cloudProvider: "+provider+"\n", 1)
+			m := render(t, rel, env.Namespace, values)
+			wantKinds := []string{"ClusterRole", "ClusterRoleBinding", "Deployment", "PodDisruptionBudget", "Role",
+				"RoleBinding", "Service", "ServiceAccount"}
+			if diff := cmp.Diff(wantKinds, m.kinds()); diff != "" {
+				t.Errorf("rendered kinds (-want +got):\n%s", diff)
+			}
+			d, c := m.deployment(t)
+			if c.Image != "registry.k8s.io/autoscaling/cluster-autoscaler:v1.35.0" {
+				t.Errorf("image %q", c.Image)
+			}
+			if want := "--cloud-provider=" + provider; !slices.Contains(c.Args, want) {
+				t.Errorf("args %q lack %s", c.Args, want)
+			}
+			checkArgsParse(t, c.Args)
+			wantSelector := map[string]string{"app.kubernetes.io/instance": rel, "app.kubernetes.io/name": provider + "-cluster-autoscaler"}
+			if diff := cmp.Diff(wantSelector, d.Spec.Selector.MatchLabels); diff != "" {
+				t.Errorf("selector (-want +got):\n%s", diff)
+			}
+			applyAll(t, env, m)
+		})
 	}
-	d, c := m.deployment(t)
-	if c.Image != "registry.k8s.io/autoscaling/cluster-autoscaler:v1.35.0" {
-		t.Errorf("image %q", c.Image)
-	}
-	checkArgsParse(t, c.Args)
-	wantSelector := map[string]string{"app.kubernetes.io/instance": rel, "app.kubernetes.io/name": "kwok-cluster-autoscaler"}
-	if diff := cmp.Diff(wantSelector, d.Spec.Selector.MatchLabels); diff != "" {
-		t.Errorf("selector (-want +got):\n%s", diff)
-	}
-	applyAll(t, env, m)
 }
 
 // TestUpstreamStyleReleaseUpgrades creates the Deployment as upstream's chart
