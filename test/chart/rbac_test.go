@@ -61,14 +61,15 @@ func (in *installed) groups() []string {
 }
 
 // install renders the chart as a uniquely named release into the test's
-// namespace and applies what it can with server-side apply. Cluster-scoped
+// namespace (written for $NAMESPACE in values) and applies what it can with
+// server-side apply. Cluster-scoped
 // objects are deleted when the test ends, except the CRD, which other test
 // packages sharing a reused control plane may be using (it is the same CRD).
 func install(t *testing.T, values string) *installed {
 	t.Helper()
 	env := framework.New(t)
 	rel := framework.UniqueName("ca")
-	m := render(t, rel, env.Namespace, values, "--include-crds")
+	m := render(t, rel, env.Namespace, strings.ReplaceAll(values, "$NAMESPACE", env.Namespace), "--include-crds")
 	dyn, err := dynamic.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)

@@ -209,9 +209,12 @@ true
 {{- end -}}
 
 {{/* "true" when the chart renders its Role (and binding): the Lease and ConfigMaps of --namespace are in
-this cluster. */}}
+this cluster, or rbac.clusterScoped is false and there are namespaced rules to hold. */}}
 {{- define "cluster-autoscaler.roleRendered" -}}
 {{- if and .Values.rbac.create (include "cluster-autoscaler.workloadInCluster" .) -}}
+true
+{{- else if and .Values.rbac.create (not (include "cluster-autoscaler.clusterScoped" .)) (or (include "cluster-autoscaler.capi.managementInCluster" .) .Values.rbac.additionalRules) -}}
+{{- /* rbac.clusterScoped false: the Cluster API rules and rbac.additionalRules go into the Role. */ -}}
 true
 {{- end -}}
 {{- end -}}

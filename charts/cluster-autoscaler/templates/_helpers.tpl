@@ -6,15 +6,16 @@ Short name: <cloudProvider>-cluster-autoscaler unless nameOverride is set.
 {{- end -}}
 
 {{/*
-Full name of the chart's objects: <release>-<name>, or fullnameOverride.
+Full name of the chart's objects: <release>-<name>, just <name> when the release is called that, or
+fullnameOverride. As upstream's chart names them, so that an upgrade from it keeps every object.
 */}}
 {{- define "cluster-autoscaler.fullname" -}}
 {{- if .Values.fullnameOverride -}}
 {{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
-{{- $name := include "cluster-autoscaler.name" . -}}
-{{- if contains $name .Release.Name -}}
-{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- $name := default (printf "%s-%s" .Values.cloudProvider .Chart.Name) .Values.nameOverride -}}
+{{- if eq $name .Release.Name -}}
+{{- $name | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
 {{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
@@ -26,11 +27,48 @@ Full name of the chart's objects: <release>-<name>, or fullnameOverride.
 {{- end -}}
 
 {{/*
-Labels that select the autoscaler's pods.
+Labels that select the autoscaler's pods: instance and name, as upstream's chart.
 */}}
 {{- define "cluster-autoscaler.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "cluster-autoscaler.name" . | quote }}
 app.kubernetes.io/instance: {{ .Release.Name | quote }}
+app.kubernetes.io/name: {{ include "cluster-autoscaler.name" . | quote }}
+{{- end -}}
+
+{{/*
+The Deployment's spec.selector.matchLabels, which cannot change once the Deployment exists: as
+upstream's chart, deployment.selector when set, else the selector labels and podLabels.
+*/}}
+{{- define "cluster-autoscaler.deploymentSelector" -}}
+{{- if .Values.deployment.selector -}}
+{{- toYaml .Values.deployment.selector -}}
+{{- else -}}
+{{- $labels := include "cluster-autoscaler.selectorLabels" . | fromYaml -}}
+{{- range $k, $v := .Values.podLabels -}}
+{{- $_ := set $labels $k $v -}}
+{{- end -}}
+{{- toYaml $labels -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The pod template's labels: the selector labels, additionalLabels and podLabels (as upstream's chart),
+and the Deployment's selector, which must match them.
+*/}}
+{{- define "cluster-autoscaler.podLabels" -}}
+{{- $labels := include "cluster-autoscaler.selectorLabels" . | fromYaml -}}
+{{- range $k, $v := .Values.additionalLabels -}}
+{{- $_ := set $labels $k $v -}}
+{{- end -}}
+{{- range $k, $v := .Values.podLabels -}}
+{{- $_ := set $labels $k $v -}}
+{{- end -}}
+{{- range $k, $v := include "cluster-autoscaler.deploymentSelector" . | fromYaml -}}
+{{- if and (hasKey $labels $k) (ne (toString (index $labels $k)) (toString $v)) -}}
+{{- fail (printf "deployment.selector %s=%v does not match the pod label %s=%v (from podLabels or additionalLabels): the Deployment would select none of its pods" $k $v $k (index $labels $k)) -}}
+{{- end -}}
+{{- $_ := set $labels $k $v -}}
+{{- end -}}
+{{- toYaml $labels -}}
 {{- end -}}
 
 {{/*
@@ -46,8 +84,24 @@ helm.sh/chart: {{ include "cluster-autoscaler.chart" . | quote }}
 {{- end }}
 {{- end -}}
 
+{{/*
+The pod's service account: rbac.serviceAccount.name, else the full name when the chart creates it and
+the namespace's default one when it does not (as upstream's chart).
+*/}}
 {{- define "cluster-autoscaler.serviceAccountName" -}}
+{{- if .Values.rbac.serviceAccount.create -}}
 {{- default (include "cluster-autoscaler.fullname" .) .Values.rbac.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.rbac.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Annotations of the RBAC objects (rbac.annotations), as a metadata block, or nothing. */}}
+{{- define "cluster-autoscaler.rbacAnnotations" -}}
+{{- with .Values.rbac.annotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end -}}
 
 {{/*
