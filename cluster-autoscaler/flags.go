@@ -77,6 +77,7 @@ func newCommandLine() *commandLine {
 	c.registerScaleDown()
 	c.registerStatusAndProvReq()
 	c.registerLogging()
+	c.registerHealing()
 	c.registerOtherProviders()
 	c.registerRemoved()
 	return c
@@ -363,6 +364,9 @@ func (c *commandLine) parse(args []string) error {
 		errs = append(errs, fmt.Errorf("--drain-priority-config: cannot be combined with --max-graceful-termination-sec"))
 	}
 	if err := c.validateLogging(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := healingOptions(c.opts); err != nil {
 		errs = append(errs, err)
 	}
 	if err := c.opts.Validate(); err != nil {

@@ -47,6 +47,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/core"
 	"k8s.io/autoscaler/cluster-autoscaler/estimator"
 	"k8s.io/autoscaler/cluster-autoscaler/expander"
+	"k8s.io/autoscaler/cluster-autoscaler/healing"
 	grpcexpander "k8s.io/autoscaler/cluster-autoscaler/expander/grpc"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 	"k8s.io/autoscaler/cluster-autoscaler/processors"
@@ -371,7 +372,17 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 		}
 		requests = provreqs.New(p, state)
 	}
-	loopOpts = append(loopOpts, core.WithProcessors(loopProcessors(opts, factory, recorder, requests)))
+	procs := loopProcessors(opts, factory, recorder, requests)
+	if opts.NodeHealingEnabled {
+		hopts, err := healingOptions(opts)
+		if err != nil {
+			return err
+		}
+		procs.Repairs = append(procs.Repairs, healing.New(hopts, client, provider, recorder, m.Registerer()))
+		logger.Info("Node healing enabled", "policies", healing.PolicyStrings(hopts.Policies), "hooks", len(hopts.Hooks),
+			"maxConcurrent", hopts.MaxConcurrent, "dryRun", hopts.DryRun)
+	}
+	loopOpts = append(loopOpts, core.WithProcessors(procs))
 	if snapshots != nil {
 		loopOpts = append(loopOpts, core.WithSnapshotter(snapshots))
 	}

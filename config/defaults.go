@@ -13,6 +13,12 @@ const (
 func Defaults() Options {
 	return Options{
 		Address:            ":8085",
+		// Node healing, off by default (not upstream).
+		NodeHealingPolicies:            []string{"Ready=False:10m", "Ready=Unknown:10m"},
+		MaxConcurrentHeals:             1,
+		NodeHealingCooldown:            30 * time.Minute,
+		NodeHealingMaxUnhealthyPercent: 40,
+		NodeHealingReplaceFirst:        true,
 		Namespace:          "kube-system",
 		KubeClientQPS:      5,
 		KubeClientBurst:    10,

@@ -46,6 +46,16 @@ type Options struct {
 	// autoscaled cluster; the management cluster is then the in-cluster one.
 	ClusterAPICloudConfigAuthoritative bool
 
+	// Node healing (package healing); not upstream.
+	NodeHealingEnabled             bool
+	NodeHealingPolicies            []string // <ConditionType>=<Status>:<duration>
+	NodeHealingHooksConfig         string
+	MaxConcurrentHeals             int
+	NodeHealingCooldown            time.Duration
+	NodeHealingMaxUnhealthyPercent float64
+	NodeHealingDryRun              bool
+	NodeHealingReplaceFirst        bool
+
 	// DebuggingSnapshotEnabled serves /snapshotz: the next loop's
 	// observation as JSON.
 	DebuggingSnapshotEnabled bool

@@ -79,6 +79,9 @@ const TimeoutError ErrorType = "timeout"
 
 // Metrics holds every series. Build it once with New and pass it where needed.
 type Metrics struct {
+	// reg is where the series are registered; Registerer hands it to
+	// parts that keep their own series (node healing).
+	reg                      prometheus.Registerer
 	lastActivity             *prometheus.GaugeVec
 	functionDuration         *prometheus.HistogramVec
 	functionDurationQuantile *prometheus.SummaryVec
@@ -108,6 +111,7 @@ type Metrics struct {
 // New creates the series and registers them on reg.
 func New(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
+		reg: reg,
 		lastActivity: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "last_activity",
 			Help: "Unix time at which a part of the autoscaler last ran.",
@@ -309,3 +313,6 @@ func (m *Metrics) UpdateUnregisteredBreaker(open bool) {
 	}
 	m.unregisteredBreakerOpen.Set(v)
 }
+
+// Registerer is the registry the series are registered with (nil when none).
+func (m *Metrics) Registerer() prometheus.Registerer { return m.reg }

@@ -1,0 +1,49 @@
+package healing
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// register registers c, or returns the collector already registered under
+// its name (a second Healer in the same process shares the series).
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+		panic(err)
+	}
+	return c
+}
+
+type healMetrics struct {
+	heals     *prometheus.CounterVec
+	started   *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+	unhealthy prometheus.Gauge
+}
+
+func newHealMetrics(reg prometheus.Registerer) *healMetrics {
+	m := &healMetrics{
+		heals: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "cluster_autoscaler", Name: "node_heals_total",
+			Help: "Node heals ended, by result (succeeded, failed, skipped) and reason."}, []string{"result", "reason"}),
+		started: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "cluster_autoscaler", Name: "node_heals_started_total",
+			Help: "Node heals started, by trigger (annotation, or the condition type of the policy)."}, []string{"trigger"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "cluster_autoscaler", Name: "node_heal_duration_seconds",
+			Help: "Time from the start of a heal to its end, by result.", Buckets: prometheus.ExponentialBuckets(5, 2, 10)}, []string{"result"}),
+		unhealthy: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "cluster_autoscaler", Name: "unhealthy_nodes_count",
+			Help: "Autoscaled nodes that need healing (a policy's condition held long enough, or the heal annotation)."}),
+	}
+	if reg != nil {
+		m.heals = register(reg, m.heals)
+		m.started = register(reg, m.started)
+		m.duration = register(reg, m.duration)
+		m.unhealthy = register(reg, m.unhealthy)
+	}
+	return m
+}

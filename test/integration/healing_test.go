@@ -1,0 +1,250 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"k8s.io/autoscaler/cluster-autoscaler/healing"
+	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+)
+
+// hookServer records the hook calls and answers with the status it is set to.
+type hookServer struct {
+	*httptest.Server
+	mu     sync.Mutex
+	calls  []healing.HookRequest
+	status atomic.Int32
+}
+
+func newHookServer(t *testing.T) *hookServer {
+	h := &hookServer{}
+	h.status.Store(http.StatusOK)
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req healing.HookRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		h.mu.Lock()
+		h.calls = append(h.calls, req)
+		h.mu.Unlock()
+		w.WriteHeader(int(h.status.Load()))
+	}))
+	t.Cleanup(h.Close)
+	return h
+}
+
+func (h *hookServer) callsFor(node string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, c := range h.calls {
+		if c.Node == node {
+			out = append(out, c.Phase)
+		}
+	}
+	return out
+}
+
+// nodeEvents lists the reasons of the events recorded on node.
+func nodeEvents(ctx context.Context, e *framework.Env, node string) (map[string]string, error) {
+	list, err := e.Client.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + node})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, ev := range list.Items {
+		out[ev.Reason] = ev.Message
+	}
+	return out, nil
+}
+
+func poolNodeList(ctx context.Context, e *framework.Env, pool string) ([]apiv1.Node, error) {
+	list, err := e.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "pool=" + pool})
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+func annotateHeal(e *framework.Env, node, reason string) {
+	e.T.Helper()
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, healing.Annotation, reason)
+	if _, err := e.Client.CoreV1().Nodes().Patch(e.Context(), node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		e.T.Fatal(err)
+	}
+}
+
+// TestNodeHealing, on the real control plane with the kwok provider:
+//   - a heal_start hook that fails (policy Fail) leaves the annotated node
+//     untouched and reports HealFailed;
+//   - once the hook answers 200 (after the cooldown) the node is healed:
+//     hooks heal_start then heal_end, the replacement asked for first and
+//     Ready before the node is drained (the group's Ready nodes never drop
+//     below the two the workload needs), the node deleted by name, the
+//     Deployment's pods Running elsewhere;
+//   - when both nodes of the group are annotated at once, the breaker
+//     heals neither and says why.
+func TestNodeHealing(t *testing.T) {
+	e := framework.New(t)
+	dumpPods(e)
+	pool := framework.UniqueName("heal")
+	path := writeKwokConfig(e, fmt.Sprintf(`
+nodeGroups:
+- name: %[1]s
+  maxSize: 4
+  template:
+    labels: {%[2]s: %[3]s, pool: %[1]s}
+    capacity: {cpu: "1", memory: 4Gi, pods: "110"}
+`, pool, framework.TestNamespaceLabel, e.Namespace))
+	hooks := newHookServer(t)
+	hooksFile := filepath.Join(t.TempDir(), "hooks.yaml")
+	if err := os.WriteFile(hooksFile, fmt.Appendf(nil, `hooks:
+- name: cmdb
+  url: %s/heal
+  phases: [heal_start, heal_end]
+  timeout: 2s
+`, hooks.URL), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	deployment(e, "web", 2, map[string]string{"pool": pool}) // one 1-CPU pod per 1-CPU node
+	p := startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--node-healing-enabled",
+		"--node-healing-hooks-config="+hooksFile, "--node-healing-cooldown=3s", "--max-pod-eviction-time=20s")...)
+	e.Eventually(90*time.Second, "both pods Running", func(ctx context.Context) (bool, error) {
+		return allRunning(ctx, e, 2)
+	})
+	nodes, err := poolNodeList(e.Context(), e, pool)
+	if err != nil || len(nodes) != 2 {
+		t.Fatalf("%d nodes of %s (%v), want 2", len(nodes), pool, err)
+	}
+	sick := nodes[0].Name
+
+	// heal_start fails: nothing is touched.
+	hooks.status.Store(http.StatusInternalServerError)
+	annotateHeal(e, sick, "disk-failure")
+	e.Eventually(30*time.Second, "HealFailed on "+sick, func(ctx context.Context) (bool, error) {
+		ev, err := nodeEvents(ctx, e, sick)
+		return err == nil && ev["HealFailed"] != "", err
+	})
+	n, err := e.Client.CoreV1().Nodes().Get(e.Context(), sick, metav1.GetOptions{})
+	if err != nil || n.Spec.Unschedulable {
+		t.Fatalf("node %s after a failed heal_start: %v, unschedulable=%v; want it untouched", sick, err, n != nil && n.Spec.Unschedulable)
+	}
+
+	// The hook answers 200: the node is healed after the cooldown.
+	hooks.status.Store(http.StatusOK)
+	var minReady atomic.Int32
+	minReady.Store(100)
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			list, err := poolNodeList(context.Background(), e, pool)
+			if err != nil {
+				continue
+			}
+			ready := int32(0)
+			for i := range list {
+				// A cordoned node still runs its pod until it is drained.
+				if nodeIsReady(&list[i]) {
+					ready++
+				}
+			}
+			if ready < minReady.Load() {
+				minReady.Store(ready)
+			}
+		}
+	}()
+	e.Eventually(120*time.Second, "node "+sick+" replaced", func(ctx context.Context) (bool, error) {
+		list, err := poolNodeList(ctx, e, pool)
+		if err != nil {
+			return false, err
+		}
+		for _, n := range list {
+			if n.Name == sick {
+				return false, nil
+			}
+		}
+		ev, err := nodeEvents(ctx, e, sick)
+		return err == nil && ev["HealSucceeded"] != "" && len(list) == 2, err
+	})
+	close(stop)
+	<-sampled
+	if got := hooks.callsFor(sick); len(got) < 2 || got[len(got)-2] != healing.PhaseStart || got[len(got)-1] != healing.PhaseEnd {
+		t.Errorf("hook calls for %s = %v, want ... heal_start, heal_end", sick, got)
+	}
+	e.Eventually(60*time.Second, "both pods Running again", func(ctx context.Context) (bool, error) {
+		return allRunning(ctx, e, 2)
+	})
+	if m := minReady.Load(); m < 2 {
+		t.Errorf("the group had %d Ready nodes during the heal, want never fewer than 2 (replace before remove)", m)
+	}
+	if !p.log.Contains(`"Deleted a node being healed"`) {
+		t.Error("the deletion is not logged")
+	}
+	_, body, _ := p.get(e.Context(), "/metrics")
+	if !strings.Contains(body, `cluster_autoscaler_node_heals_total{reason="Replaced",result="succeeded"} 1`) ||
+		!strings.Contains(body, `cluster_autoscaler_node_heals_total{reason="HookFailed",result="failed"} 1`) {
+		t.Errorf("/metrics lacks the heal counts")
+	}
+
+	// Both nodes at once: an outage, not a node fault.
+	nodes, err = poolNodeList(e.Context(), e, pool)
+	if err != nil || len(nodes) != 2 {
+		t.Fatalf("%d nodes of %s (%v), want 2", len(nodes), pool, err)
+	}
+	for _, n := range nodes {
+		annotateHeal(e, n.Name, "rack-power")
+	}
+	e.Eventually(30*time.Second, "HealSkipped on both", func(ctx context.Context) (bool, error) {
+		for _, n := range nodes {
+			ev, err := nodeEvents(ctx, e, n.Name)
+			if err != nil || ev["HealSkipped"] == "" {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+	time.Sleep(3 * time.Second)
+	after, err := poolNodeList(e.Context(), e, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != 2 {
+		t.Errorf("%d nodes after the breaker tripped, want the same 2", len(after))
+	}
+	for _, n := range after {
+		if n.Spec.Unschedulable {
+			t.Errorf("node %s cordoned although the breaker tripped", n.Name)
+		}
+	}
+}
+
+func nodeIsReady(n *apiv1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == apiv1.NodeReady {
+			return c.Status == apiv1.ConditionTrue
+		}
+	}
+	return false
+}
