@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/util/retry"
 
 	framework "k8s.io/autoscaler/cluster-autoscaler/test/framework"
 )
@@ -278,15 +279,20 @@ func TestUpstreamStyleReleaseUpgrades(t *testing.T) {
 			}
 			// The control: a selector without the extra labels is refused.
 			if len(sel) > 2 || sel["app"] != "" {
-				cur, err := env.Client.AppsV1().Deployments(env.Namespace).Get(ctx, ours.Name, metav1.GetOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				cur.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{
-					"app.kubernetes.io/instance": rel, "app.kubernetes.io/name": "kwok-cluster-autoscaler"}}
-				maps := cur.Spec.Template.Labels
-				maps["app.kubernetes.io/instance"], maps["app.kubernetes.io/name"] = rel, "kwok-cluster-autoscaler"
-				_, err = env.Client.AppsV1().Deployments(env.Namespace).Update(ctx, cur, metav1.UpdateOptions{})
+				// The Deployment controller writes its status meanwhile: a
+				// conflict is retried, the refusal must be about the selector.
+				err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+					cur, err := env.Client.AppsV1().Deployments(env.Namespace).Get(ctx, ours.Name, metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					cur.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{
+						"app.kubernetes.io/instance": rel, "app.kubernetes.io/name": "kwok-cluster-autoscaler"}}
+					maps := cur.Spec.Template.Labels
+					maps["app.kubernetes.io/instance"], maps["app.kubernetes.io/name"] = rel, "kwok-cluster-autoscaler"
+					_, err = env.Client.AppsV1().Deployments(env.Namespace).Update(ctx, cur, metav1.UpdateOptions{})
+					return err
+				})
 				if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "immutable") {
 					t.Errorf("changing the selector: err %v, want Invalid (field is immutable)", err)
 				}
