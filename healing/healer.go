@@ -59,6 +59,10 @@ type Healer struct {
 	clock    clock.PassiveClock
 	store    *store
 	metrics  *healMetrics
+	// st is the state as last written (or read at the first loop); a
+	// failed write keeps it and is retried, a conflict (another writer)
+	// drops it and the next loop reads the ConfigMap again.
+	st *state
 }
 
 var _ processors.RepairProcessor = (*Healer)(nil)
@@ -78,9 +82,24 @@ func New(opts Options, client kubernetes.Interface, provider cloudprovider.Cloud
 func (h *Healer) Repair(ctx context.Context, loop *processors.Loop) bool {
 	logger := klog.FromContext(ctx).WithName("healing")
 	ctx = klog.NewContext(ctx, logger)
-	st, err := h.store.load(ctx)
-	if err != nil {
-		logger.Error(err, "Node healing skipped this loop")
+	if h.st == nil {
+		st, err := h.store.load(ctx)
+		if err != nil {
+			logger.Error(err, "Node healing skipped this loop")
+			return false
+		}
+		h.st = st
+	}
+	st := h.st
+	save := func() bool {
+		err := h.store.save(ctx, st)
+		if err == nil {
+			return true
+		}
+		logger.Error(err, "Recording the healing state; retrying in the next loop")
+		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+			h.st = nil
+		}
 		return false
 	}
 	now := loop.Now
@@ -93,6 +112,11 @@ func (h *Healer) Repair(ctx context.Context, loop *processors.Loop) bool {
 	for _, n := range loop.Nodes {
 		nodes[n.Name] = n
 	}
+	// New heals are recorded before anything is done for them, then every
+	// heal in flight moves on; the state is written after each step.
+	if h.start(ctx, st, loop) && !save() {
+		return false
+	}
 	changed := false
 	names := make([]string, 0, len(st.Heals))
 	for n := range st.Heals {
@@ -100,17 +124,11 @@ func (h *Healer) Repair(ctx context.Context, loop *processors.Loop) bool {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		if h.advance(ctx, st, st.Heals[name], nodes, loop) {
+		if h.advance(ctx, st, st.Heals[name], nodes, loop, save) {
 			changed = true
 		}
-		if err := h.store.save(ctx, st); err != nil {
-			logger.Error(err, "Recording the healing state; retrying in the next loop")
+		if !save() {
 			return changed
-		}
-	}
-	if h.start(ctx, st, loop) {
-		if err := h.store.save(ctx, st); err != nil {
-			logger.Error(err, "Recording the healing state; retrying in the next loop")
 		}
 	}
 	return changed
@@ -230,7 +248,8 @@ func (h *Healer) event(r *heal, typ, reason, format string, args ...any) {
 
 // advance moves one heal on as far as it can in this loop; it reports
 // whether it changed a node group's size.
-func (h *Healer) advance(ctx context.Context, st *state, r *heal, nodes map[string]*apiv1.Node, loop *processors.Loop) bool {
+func (h *Healer) advance(ctx context.Context, st *state, r *heal, nodes map[string]*apiv1.Node, loop *processors.Loop,
+	save func() bool) bool {
 	logger := klog.FromContext(ctx).WithValues("node", r.Node, "nodeGroup", r.Group)
 	now := loop.Now
 	node := nodes[r.Node]
@@ -257,10 +276,10 @@ func (h *Healer) advance(ctx context.Context, st *state, r *heal, nodes map[stri
 			if h.opts.ReplaceFirst && !r.Increased {
 				if g := h.group(ctx, node); g != nil {
 					if target, err := g.TargetSize(ctx); err == nil && target < g.MaxSize() {
-						if err := g.IncreaseSize(ctx, 1); err != nil {
+						if ok, err := h.increaseOnce(g, r, target, save); err != nil {
 							logger.Error(err, "Asking for the replacement before the removal; it is asked for after it")
-						} else {
-							r.Increased, changed = true, true
+						} else if ok {
+							changed = true
 							logger.Info("Asked for the replacement of a node being healed", "targetBefore", target)
 						}
 					}
@@ -320,11 +339,15 @@ func (h *Healer) advance(ctx context.Context, st *state, r *heal, nodes map[stri
 					h.finish(st, r, now, "failed", "NoNodeGroup", "the node's group is gone; no replacement")
 					return changed
 				}
-				if err := g.IncreaseSize(ctx, 1); err != nil {
+				target, err := g.TargetSize(ctx)
+				if err == nil {
+					_, err = h.increaseOnce(g, r, target, save)
+				}
+				if err != nil {
 					logger.Error(err, "Asking for the replacement of a healed node; retrying in the next loop")
 					return changed
 				}
-				r.Increased, changed = true, true
+				changed = true
 				logger.Info("Asked for the replacement of a healed node")
 			}
 			setPhase(PhaseReplacing)
@@ -348,6 +371,25 @@ func (h *Healer) advance(ctx context.Context, st *state, r *heal, nodes map[stri
 			return changed
 		}
 	}
+}
+
+// increaseOnce asks for the replacement unless a previous run already did:
+// the target before the increase is recorded first, and a target found
+// above it means the increase went through. It reports whether it asked now.
+func (h *Healer) increaseOnce(g cloudprovider.NodeGroup, r *heal, target int, save func() bool) (bool, error) {
+	if r.TargetBefore != nil && target > *r.TargetBefore {
+		r.Increased = true
+		return false, nil
+	}
+	r.TargetBefore = &target
+	if !save() {
+		return false, errors.New("the healing state could not be written before the increase")
+	}
+	if err := g.IncreaseSize(context.Background(), 1); err != nil {
+		return false, err
+	}
+	r.Increased = true
+	return true, nil
 }
 
 // readyInGroup counts the Ready nodes of the heal's group, the healed node

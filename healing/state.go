@@ -37,6 +37,10 @@ type heal struct {
 	// ReadyBefore counts the group's Ready nodes, the healed one aside,
 	// when the heal started: the replacement is Ready when there are more.
 	ReadyBefore int `json:"readyBefore"`
+	// TargetBefore is the group's target size just before the replacement
+	// was asked for (nil: not asked yet): a restart that finds the target
+	// above it knows the increase went through.
+	TargetBefore *int `json:"targetBefore,omitempty"`
 	// Increased: the replacement was asked for (IncreaseSize), before the
 	// removal when the group had room, else after it.
 	Increased bool `json:"increased"`
@@ -54,6 +58,7 @@ type state struct {
 type store struct {
 	client    kubernetes.Interface
 	namespace string
+	exists    bool
 	rv        string
 }
 
@@ -61,13 +66,13 @@ func (s *store) load(ctx context.Context) (*state, error) {
 	st := &state{Heals: map[string]*heal{}, Cooldown: map[string]time.Time{}}
 	cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, StateConfigMap, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		s.rv = ""
+		s.exists, s.rv = false, ""
 		return st, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", s.namespace, StateConfigMap, err)
 	}
-	s.rv = cm.ResourceVersion
+	s.exists, s.rv = true, cm.ResourceVersion
 	if data := cm.Data["state"]; data != "" {
 		if err := json.Unmarshal([]byte(data), st); err != nil {
 			return nil, fmt.Errorf("ConfigMap %s/%s: %w", s.namespace, StateConfigMap, err)
@@ -92,7 +97,7 @@ func (s *store) save(ctx context.Context, st *state) error {
 	cm := &apiv1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: StateConfigMap, Namespace: s.namespace, ResourceVersion: s.rv},
 		Data: map[string]string{"state": string(data)}}
 	var out *apiv1.ConfigMap
-	if s.rv == "" {
+	if !s.exists {
 		out, err = s.client.CoreV1().ConfigMaps(s.namespace).Create(ctx, cm, metav1.CreateOptions{})
 	} else {
 		out, err = s.client.CoreV1().ConfigMaps(s.namespace).Update(ctx, cm, metav1.UpdateOptions{})
@@ -100,6 +105,6 @@ func (s *store) save(ctx context.Context, st *state) error {
 	if err != nil {
 		return fmt.Errorf("writing ConfigMap %s/%s: %w", s.namespace, StateConfigMap, err)
 	}
-	s.rv = out.ResourceVersion
+	s.exists, s.rv = true, out.ResourceVersion
 	return nil
 }

@@ -1,0 +1,216 @@
+package healing
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+
+	cpfake "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
+	"k8s.io/autoscaler/cluster-autoscaler/processors"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func readyNode(name string, annotations map[string]string, conds ...apiv1.NodeCondition) *apiv1.Node {
+	if len(conds) == 0 {
+		conds = []apiv1.NodeCondition{{Type: apiv1.NodeReady, Status: apiv1.ConditionTrue}}
+	}
+	return &apiv1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations},
+		Status: apiv1.NodeStatus{Conditions: conds}}
+}
+
+type fixture struct {
+	client   *fake.Clientset
+	provider *cpfake.Provider
+	healer   *Healer
+	events   *record.FakeRecorder
+	nodes    []*apiv1.Node
+}
+
+func newFixture(t *testing.T, opts Options, nodes ...*apiv1.Node) *fixture {
+	f := &fixture{client: fake.NewSimpleClientset(), provider: cpfake.NewProvider(), events: record.NewFakeRecorder(100), nodes: nodes}
+	f.provider.AddNodeGroup("g", 0, 10, len(nodes), nil)
+	for _, n := range nodes {
+		f.provider.AddNode("g", n)
+		if _, err := f.client.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if opts.MaxUnhealthyPercent == 0 {
+		opts.MaxUnhealthyPercent = 40
+	}
+	if opts.MaxNodeProvisionTime == 0 {
+		opts.MaxNodeProvisionTime = 15 * time.Minute
+	}
+	if opts.MaxPodEvictionTime == 0 {
+		opts.MaxPodEvictionTime = 2 * time.Minute
+	}
+	opts.Namespace = "kube-system"
+	f.healer = New(opts, f.client, f.provider, f.events, nil)
+	return f
+}
+
+func (f *fixture) loop(at time.Duration) bool {
+	return f.healer.Repair(context.Background(), &processors.Loop{Now: t0.Add(at), Nodes: f.nodes})
+}
+
+func (f *fixture) calls(method string) int {
+	n := 0
+	for _, c := range f.provider.Calls() {
+		if c.Method == method {
+			n++
+		}
+	}
+	return n
+}
+
+func (f *fixture) drainEvents() string {
+	var out []string
+	for {
+		select {
+		case e := <-f.events.Events:
+			out = append(out, e)
+		default:
+			return strings.Join(out, "\n")
+		}
+	}
+}
+
+// TestPolicyTriggers: a condition held long enough triggers, a shorter one
+// does not; the annotation triggers at once.
+func TestPolicyTriggers(t *testing.T) {
+	h := &Healer{opts: Options{Policies: []Policy{{Type: "KernelDeadlock", Status: apiv1.ConditionTrue, For: 5 * time.Minute}}}}
+	cond := func(since time.Duration) apiv1.NodeCondition {
+		return apiv1.NodeCondition{Type: "KernelDeadlock", Status: apiv1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0.Add(-since))}
+	}
+	if _, _, ok := h.trigger(readyNode("a", nil, cond(6*time.Minute)), t0); !ok {
+		t.Error("a condition held 6m did not trigger a 5m policy")
+	}
+	if _, _, ok := h.trigger(readyNode("b", nil, cond(time.Minute)), t0); ok {
+		t.Error("a condition held 1m triggered a 5m policy")
+	}
+	if kind, why, ok := h.trigger(readyNode("c", map[string]string{Annotation: "disk"}), t0); !ok || kind != "annotation" || why != "disk" {
+		t.Errorf("annotation: %q %q %v", kind, why, ok)
+	}
+}
+
+// TestHealReplacesFirstAndResumesWithoutDeletingTwice: the whole procedure
+// on fakes; the recorded state is reloaded by a second Healer (a new
+// leader) between steps, and DeleteNodes is called exactly once.
+func TestHealReplacesFirstAndResumesWithoutDeletingTwice(t *testing.T) {
+	sick := readyNode("sick", map[string]string{Annotation: "disk"})
+	f := newFixture(t, Options{ReplaceFirst: true, Cooldown: time.Hour}, sick, readyNode("ok", nil))
+	if !f.loop(0) { // started; replacement asked for first
+		t.Fatal("no change reported for the first step")
+	}
+	if f.calls("IncreaseSize") != 1 {
+		t.Fatalf("IncreaseSize calls %d, want 1 (replace first)", f.calls("IncreaseSize"))
+	}
+	n, _ := f.client.CoreV1().Nodes().Get(context.Background(), "sick", metav1.GetOptions{})
+	if !n.Spec.Unschedulable || !hasTaintKey(n, Taint) || n.Annotations[scaleDownDisabled] != "true" {
+		t.Fatalf("node not cordoned, tainted and kept from scale-down: %+v", n.Spec)
+	}
+	f.loop(time.Second) // waits for the replacement
+	if f.calls("DeleteNodes") != 0 {
+		t.Fatal("deleted before the replacement is Ready")
+	}
+	// The replacement is Ready; a new leader takes over.
+	f.nodes = append(f.nodes, readyNode("new", nil))
+	f.provider.AddNode("g", f.nodes[2])
+	f.healer = New(f.healer.opts, f.client, f.provider, f.events, nil)
+	f.loop(2 * time.Second) // drained (no pods) and deleted
+	if f.calls("DeleteNodes") != 1 {
+		t.Fatalf("DeleteNodes calls %d, want 1", f.calls("DeleteNodes"))
+	}
+	// Another new leader, the node still listed (the deletion takes a while).
+	f.healer = New(f.healer.opts, f.client, f.provider, f.events, nil)
+	f.loop(3 * time.Second)
+	f.loop(4 * time.Second)
+	if f.calls("DeleteNodes") != 1 || f.calls("IncreaseSize") != 1 {
+		t.Errorf("DeleteNodes %d, IncreaseSize %d after resuming; want 1 and 1", f.calls("DeleteNodes"), f.calls("IncreaseSize"))
+	}
+	ev := f.drainEvents()
+	if !strings.Contains(ev, "HealStarted") || !strings.Contains(ev, "HealSucceeded") {
+		t.Errorf("events:\n%s", ev)
+	}
+	// Cooldown: the annotation is still there, but no second heal.
+	f.loop(5 * time.Second)
+	if f.calls("IncreaseSize") != 1 {
+		t.Error("healed again within the cooldown")
+	}
+}
+
+// TestBreakerAndControlPlane: half the group at once is not healed; a
+// control-plane node without hooks is not healed.
+func TestBreakerAndControlPlane(t *testing.T) {
+	f := newFixture(t, Options{ReplaceFirst: true}, readyNode("a", map[string]string{Annotation: "x"}),
+		readyNode("b", map[string]string{Annotation: "x"}), readyNode("c", nil), readyNode("d", nil))
+	f.loop(0)
+	if f.calls("IncreaseSize") != 0 {
+		t.Error("healed with half the group unhealthy")
+	}
+	if ev := f.drainEvents(); !strings.Contains(ev, "TooManyUnhealthyNodes") {
+		t.Errorf("events:\n%s", ev)
+	}
+	cp := readyNode("cp", map[string]string{Annotation: "x"})
+	cp.Labels = map[string]string{ControlPlaneLabel: ""}
+	f = newFixture(t, Options{}, cp, readyNode("w1", nil), readyNode("w2", nil))
+	f.loop(0)
+	if f.calls("IncreaseSize")+f.calls("DeleteNodes") != 0 {
+		t.Error("a control-plane node was healed without hooks")
+	}
+	if ev := f.drainEvents(); !strings.Contains(ev, "ControlPlaneWithoutHooks") {
+		t.Errorf("events:\n%s", ev)
+	}
+}
+
+func TestParsePolicyAndHooks(t *testing.T) {
+	if p, err := ParsePolicy("Ready=Unknown:5m"); err != nil || p.For != 5*time.Minute {
+		t.Errorf("%v %v", p, err)
+	}
+	for _, bad := range []string{"Ready", "Ready=Maybe:5m", "Ready=False:soon", "Ready=False:-1m", "=True:1m"} {
+		if _, err := ParsePolicy(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if _, err := ParseHooks([]byte("hooks:\n- {name: a, url: 'http://127.0.0.1:1/x', phases: [heal_start]}\n")); err != nil {
+		t.Error(err)
+	}
+	_, err := ParseHooks([]byte("hooks:\n- {name: a, url: 'ftp://x', phases: [heal_middle], timeout: 10m, failurePolicy: Maybe, caBundle: nope}\n"))
+	for _, want := range []string{"url", "heal_middle", "timeout", "failurePolicy", "PEM"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not mention %s", err, want)
+		}
+	}
+}
+
+// TestCrashAfterIncreaseIsNotRepeated: a leader recorded the target before
+// its increase and died before recording that the increase was made; the
+// next leader sees the target above it and does not ask again.
+func TestCrashAfterIncreaseIsNotRepeated(t *testing.T) {
+	sick := readyNode("sick", map[string]string{Annotation: "disk"})
+	f := newFixture(t, Options{ReplaceFirst: true}, sick, readyNode("ok", nil))
+	before := 2
+	st := &state{Heals: map[string]*heal{"sick": {Node: "sick", Group: "g", Phase: PhaseStarting, Started: t0, PhaseSince: t0,
+		ReadyBefore: 1, TargetBefore: &before}}, Cooldown: map[string]time.Time{}}
+	if err := f.healer.store.save(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+	groups, _ := f.provider.NodeGroups(context.Background())
+	if err := groups[0].IncreaseSize(context.Background(), 1); err != nil { // the increase that went through
+		t.Fatal(err)
+	}
+	f.loop(time.Second)
+	if got := f.calls("IncreaseSize"); got != 1 {
+		t.Errorf("IncreaseSize calls %d, want only the one before the crash", got)
+	}
+	if h := f.healer.st.Heals["sick"]; h == nil || !h.Increased || h.Phase != PhaseSurging {
+		t.Errorf("heal after resuming: %+v, want the increase known and the replacement waited for", h)
+	}
+}
