@@ -248,3 +248,79 @@ func nodeIsReady(n *apiv1.Node) bool {
 	}
 	return false
 }
+
+// TestNodeHealingReplacesANotReadyNode: a node whose kubelet is gone (kwok
+// no longer manages it) and whose Ready condition is False past the
+// policy's duration is replaced without any annotation; its pods, which
+// cannot terminate there, are deleted after --max-pod-eviction-time and the
+// workload runs on the other nodes.
+func TestNodeHealingReplacesANotReadyNode(t *testing.T) {
+	e := framework.New(t)
+	dumpPods(e)
+	pool := framework.UniqueName("notready")
+	path := writeKwokConfig(e, fmt.Sprintf(`
+nodeGroups:
+- name: %[1]s
+  maxSize: 4
+  template:
+    labels: {%[2]s: %[3]s, pool: %[1]s}
+    capacity: {cpu: "1", memory: 4Gi, pods: "110"}
+`, pool, framework.TestNamespaceLabel, e.Namespace))
+	deployment(e, "web", 2, map[string]string{"pool": pool})
+	p := startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--node-healing-enabled",
+		"--node-healing-policy=Ready=False:3s", "--max-pod-eviction-time=5s")...)
+	e.Eventually(90*time.Second, "both pods Running", func(ctx context.Context) (bool, error) {
+		return allRunning(ctx, e, 2)
+	})
+	nodes, err := poolNodeList(e.Context(), e, pool)
+	if err != nil || len(nodes) != 2 {
+		t.Fatalf("%d nodes of %s (%v), want 2", len(nodes), pool, err)
+	}
+	// kwok stops playing this node's kubelet (it manages the nodes with its
+	// annotation), as a dead kubelet stops reporting; the node then says
+	// NotReady and nothing puts it back.
+	patch := []byte(`{"metadata":{"annotations":{"kwok.x-k8s.io/node":null}}}`)
+	if _, err := e.Client.CoreV1().Nodes().Patch(e.Context(), nodes[0].Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.Client.CoreV1().Nodes().Get(e.Context(), nodes[0].Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sick := *got
+	for i, c := range sick.Status.Conditions {
+		if c.Type == apiv1.NodeReady {
+			sick.Status.Conditions[i] = apiv1.NodeCondition{Type: apiv1.NodeReady, Status: apiv1.ConditionFalse,
+				Reason: "KubeletDown", Message: "test: the kubelet stopped", LastTransitionTime: metav1.Now(), LastHeartbeatTime: metav1.Now()}
+		}
+	}
+	if _, err := e.Client.CoreV1().Nodes().UpdateStatus(e.Context(), &sick, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(120*time.Second, "node "+sick.Name+" replaced", func(ctx context.Context) (bool, error) {
+		list, err := poolNodeList(ctx, e, pool)
+		if err != nil {
+			return false, err
+		}
+		for _, n := range list {
+			if n.Name == sick.Name {
+				return false, nil
+			}
+		}
+		return len(list) == 2, nil
+	})
+	e.Eventually(60*time.Second, "both pods Running again", func(ctx context.Context) (bool, error) {
+		return allRunning(ctx, e, 2)
+	})
+	var ev map[string]string
+	e.Eventually(60*time.Second, "HealSucceeded on "+sick.Name, func(ctx context.Context) (bool, error) {
+		ev, err = nodeEvents(ctx, e, sick.Name)
+		return err == nil && ev["HealSucceeded"] != "", err
+	})
+	if !strings.Contains(ev["HealStarted"], "Ready=False") {
+		t.Errorf("HealStarted on %s = %q, want it to name the condition", sick.Name, ev["HealStarted"])
+	}
+	if !p.log.Contains(`"Healing a node"`) {
+		t.Error("the heal is not logged")
+	}
+}
