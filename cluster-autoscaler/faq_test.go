@@ -28,6 +28,8 @@ func (s flagStatus) String() string {
 		return "ignored: another cloud provider's"
 	case removedFlag:
 		return "removed upstream; accepted with a warning"
+	case byDesign:
+		return "accepted; no such knob in this design (FAQ)"
 	}
 	return "unknown"
 }

@@ -22,6 +22,7 @@ const (
 	notImplemented            // accepted, logged at start-up when set
 	otherProvider             // belongs to a cloud provider this build does not ship
 	removedFlag               // removed upstream; accepted with a deprecation warning
+	byDesign                  // accepted; this design has no such knob (the FAQ says why)
 )
 
 // commandLine is the parsed command line: the options plus what start-up
@@ -36,6 +37,8 @@ type commandLine struct {
 	ignored ignoredValues
 	// Removed upstream flags.
 	maxEmptyBulkDelete int
+	// --estimator: only binpacking exists.
+	estimator string
 
 	// Logging: component-base's configuration and klog's flags (logging.go).
 	logging      *logsapi.LoggingConfiguration
@@ -80,6 +83,7 @@ func newCommandLine() *commandLine {
 	c.registerHealing()
 	c.registerOtherProviders()
 	c.registerRemoved()
+	c.markByDesign()
 	return c
 }
 
@@ -114,7 +118,7 @@ func (c *commandLine) registerProcess() {
 	fs.StringVar(&le.ResourceLock, "leader-elect-resource-lock", le.ResourceLock, "Lock type; only \"leases\" is supported.")
 	fs.StringVar(&le.ResourceName, "leader-elect-resource-name", le.ResourceName, "Name of the Lease object.")
 	fs.StringVar(&le.ResourceNamespace, "leader-elect-resource-namespace", le.ResourceNamespace, "Ignored, as upstream: the Lease lives in --namespace.")
-	c.mark(notImplemented, "cluster-name")
+	c.mark(otherProvider, "cluster-name")
 }
 
 func (c *commandLine) registerLoopAndCloud() {
@@ -189,9 +193,10 @@ func (c *commandLine) registerScaleUp() {
 	c.ignoredBool("enable-graceful-degradation", false, "Upstream knob: proceed with a subset of pods when simulation times out.")
 	c.ignoredBool("scaleup-simulation-for-skipped-node-groups-enabled", false, "Upstream knob: simulate skipped node groups for reporting.")
 	c.ignoredBool("enable-proactive-scaleup", false, "Upstream knob: proactive scale-up.")
-	c.ignoredString("estimator", "binpacking", "Estimator; only binpacking exists.")
+	c.fs.StringVar(&c.estimator, "estimator", "binpacking", "Estimator; only binpacking exists (anything else is a flag error, as upstream).")
 	c.ignoredBool("fastpath-binpacking-enabled", false, "Upstream knob: fast-path binpacking. This autoscaler's estimator always groups equivalent pods.")
-	c.ignoredBool("scale-from-unschedulable", false, "Ignore spec.unschedulable of node templates.")
+	c.fs.BoolVar(&c.opts.ScaleFromUnschedulable, "scale-from-unschedulable", c.opts.ScaleFromUnschedulable,
+		"Ignore spec.unschedulable of node groups' templates; without it a group whose template is unschedulable is not scaled up.")
 	c.ignoredBool("async-node-groups", false, "Create and delete node groups asynchronously (node auto-provisioning).")
 	c.ignoredInt("scheduler-verbosity", 0, "Verbosity threshold for scheduler framework logs.")
 	c.ignoredBool("enable-inter-pod-affinity-hostname-fast-path", false, "Upstream knob: hostname fast path of inter-pod affinity.")
@@ -278,7 +283,17 @@ func (c *commandLine) registerStatusAndProvReq() {
 	fs.IntVar(&o.CheckCapacityMaxBatchSize, "check-capacity-provisioning-request-max-batch-size", o.CheckCapacityMaxBatchSize, "Most check-capacity requests answered per loop when --check-capacity-batch-processing is set.")
 	fs.StringVar(&o.CheckCapacityProcessorInstance, "check-capacity-processor-instance", o.CheckCapacityProcessorInstance, "Handle only check-capacity requests whose processorInstance parameter equals this.")
 	fs.BoolVar(&o.EnableDynamicResourceAllocation, "enable-dynamic-resource-allocation", o.EnableDynamicResourceAllocation, "Handle DRA objects; locked to true.")
-	c.mark(notImplemented, "enable-dynamic-resource-allocation")
+	// --enable-dynamic-resource-allocation acts: false is refused (locked to true, as upstream).
+}
+
+// markByDesign lists upstream's knobs this design has no use for; the FAQ
+// ("Which flags are accepted, and which act?") says why, flag by flag.
+func (c *commandLine) markByDesign() {
+	c.mark(byDesign, "enable-csi-node-aware-scheduling", "node-removal-latency-tracking-enabled",
+		"enable-graceful-degradation", "enable-inter-pod-affinity-hostname-fast-path", "enable-proactive-scaleup",
+		"fastpath-binpacking-enabled", "parallel-scale-up", "pending-pods-batching-timeout", "salvo-scale-up",
+		"salvo-scale-up-budget", "scaleup-simulation-for-skipped-node-groups-enabled", "cluster-snapshot-parallelism")
+	c.mark(otherProvider, "async-node-groups")
 }
 
 // registerOtherProviders accepts the flags of cloud providers this build does not ship.
@@ -363,6 +378,9 @@ func (c *commandLine) parse(args []string) error {
 	if c.opts.DrainPriorityConfig != "" && changed("max-graceful-termination-sec") {
 		errs = append(errs, fmt.Errorf("--drain-priority-config: cannot be combined with --max-graceful-termination-sec"))
 	}
+	if c.estimator != "binpacking" {
+		errs = append(errs, fmt.Errorf("--estimator: %q is not supported (known: [binpacking])", c.estimator))
+	}
 	if err := c.validateLogging(); err != nil {
 		errs = append(errs, err)
 	}
@@ -380,7 +398,7 @@ func (c *commandLine) parse(args []string) error {
 func (c *commandLine) notices() (notYet, otherProviders, removed []string) {
 	c.fs.Visit(func(f *pflag.Flag) {
 		switch c.status[f.Name] {
-		case notImplemented:
+		case notImplemented, byDesign:
 			notYet = append(notYet, f.Name)
 		case otherProvider:
 			otherProviders = append(otherProviders, f.Name)

@@ -53,7 +53,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	notYet, otherProviders, removed := cl.notices()
 	if len(notYet) > 0 {
-		logger.Info("Flags accepted, not yet implemented: their values have no effect in this version", "flags", notYet)
+		logger.Info("Flags accepted without effect in this version (not yet implemented, or no such knob in this design; see the FAQ)", "flags", notYet)
 	}
 	if len(otherProviders) > 0 {
 		logger.Info("Flags of cloud providers this build does not ship are ignored", "flags", otherProviders)

@@ -56,6 +56,9 @@ type Options struct {
 	NodeHealingDryRun              bool
 	NodeHealingReplaceFirst        bool
 
+	// ScaleFromUnschedulable ignores spec.unschedulable of provider templates.
+	ScaleFromUnschedulable bool
+
 	// DebuggingSnapshotEnabled serves /snapshotz: the next loop's
 	// observation as JSON.
 	DebuggingSnapshotEnabled bool

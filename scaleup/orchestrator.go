@@ -126,7 +126,7 @@ func New(provider cloudprovider.CloudProvider, sim *framework.Handle, est *estim
 	o := &Orchestrator{provider: provider, sim: sim, estimator: est, chain: chain, opts: opts, state: state,
 		sanitizer: template.Sanitizer{DropTaints: append(append(append([]string(nil), opts.StartupTaints...),
 			opts.StatusTaints...), opts.IgnoreTaints...), DropTaintPrefixes: opts.StartupTaintPrefixes,
-			ForceDaemonSets: opts.ForceDaemonSets},
+			ForceDaemonSets: opts.ForceDaemonSets, ScaleFromUnschedulable: opts.ScaleFromUnschedulable},
 		taints: clusterstate.NewTaints(opts), fromNodes: map[string]*cloudprovider.NodeInfo{}, clock: clock.RealClock{},
 		report: nopReporter{}}
 	for _, opt := range options {

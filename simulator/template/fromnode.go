@@ -58,6 +58,10 @@ type Sanitizer struct {
 	// it fits there, so that a group too small for its DaemonSets gets no
 	// scale-up; without it only the missing ones that fit are added.
 	ForceDaemonSets bool
+	// ScaleFromUnschedulable (--scale-from-unschedulable) ignores
+	// spec.unschedulable of provider templates; without it a group whose
+	// template is unschedulable is not scaled up, as upstream.
+	ScaleFromUnschedulable bool
 }
 
 // FromNode builds group's template from one of its real nodes: a copy under a
@@ -164,11 +168,15 @@ func (s Sanitizer) Template(info *cloudprovider.NodeInfo) *cloudprovider.NodeInf
 		return info
 	}
 	kept := s.keptTaints(info.Node.Spec.Taints)
-	if len(kept) == len(info.Node.Spec.Taints) {
+	schedulable := s.ScaleFromUnschedulable && info.Node.Spec.Unschedulable
+	if len(kept) == len(info.Node.Spec.Taints) && !schedulable {
 		return info
 	}
 	n := info.Node.DeepCopy()
 	n.Spec.Taints = kept
+	if schedulable {
+		n.Spec.Unschedulable = false
+	}
 	return &cloudprovider.NodeInfo{Node: n, Pods: info.Pods}
 }
 

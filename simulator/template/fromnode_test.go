@@ -7,6 +7,8 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 )
 
 func daemonSet(name string, selector map[string]string, tolerations ...apiv1.Toleration) *appsv1.DaemonSet {
@@ -72,5 +74,23 @@ func TestFromNode(t *testing.T) {
 	}
 	if node.Name != "real-1" || len(node.Spec.Taints) != 5 {
 		t.Error("the real node was modified")
+	}
+}
+
+// TestTemplateUnschedulable: a provider template's spec.unschedulable is
+// kept (the group is not scaled up, as upstream) unless
+// --scale-from-unschedulable.
+func TestTemplateUnschedulable(t *testing.T) {
+	info := &cloudprovider.NodeInfo{Node: &apiv1.Node{ObjectMeta: metav1.ObjectMeta{Name: "t"},
+		Spec: apiv1.NodeSpec{Unschedulable: true}}}
+	if got := (Sanitizer{}).Template(info); !got.Node.Spec.Unschedulable {
+		t.Error("spec.unschedulable dropped without --scale-from-unschedulable")
+	}
+	got := (Sanitizer{ScaleFromUnschedulable: true}).Template(info)
+	if got.Node.Spec.Unschedulable {
+		t.Error("spec.unschedulable kept with --scale-from-unschedulable")
+	}
+	if !info.Node.Spec.Unschedulable {
+		t.Error("the provider's template was modified")
 	}
 }
