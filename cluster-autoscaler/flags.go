@@ -201,7 +201,8 @@ func (c *commandLine) registerScaleUp() {
 	c.ignoredInt("scheduler-verbosity", 0, "Verbosity threshold for scheduler framework logs.")
 	c.ignoredBool("enable-inter-pod-affinity-hostname-fast-path", false, "Upstream knob: hostname fast path of inter-pod affinity.")
 	c.ignoredBool("enable-csi-node-aware-scheduling", false, "Handle CSINode objects in simulation.")
-	c.ignoredDuration("node-info-cache-expire-time", 87600*time.Hour, "Expiry of cached template node infos.")
+	c.fs.DurationVar(&c.opts.NodeInfoCacheExpireTime, "node-info-cache-expire-time", c.opts.NodeInfoCacheExpireTime,
+		"How long a template made from a node group's node stands in for the group once it has no ready node; 0 means forever.")
 	c.ignoredInt("cluster-snapshot-parallelism", 16, "Deprecated upstream: use --predicate-parallelism.")
 	c.ignoredBool("capacity-buffer-controller-enabled", false, "Run the CapacityBuffer controller.")
 	c.ignoredBool("capacity-buffer-pod-injection-enabled", false, "Inject pods for ready CapacityBuffers.")

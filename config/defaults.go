@@ -12,18 +12,19 @@ const (
 // no flag is given. Every value matches upstream's documented default.
 func Defaults() Options {
 	return Options{
-		Address:            ":8085",
+		Address: ":8085",
 		// Node healing, off by default (not upstream).
 		NodeHealingPolicies:            []string{"Ready=False:10m", "Ready=Unknown:10m"},
 		MaxConcurrentHeals:             1,
 		NodeHealingCooldown:            30 * time.Minute,
 		NodeHealingMaxUnhealthyPercent: 40,
 		NodeHealingReplaceFirst:        true,
-		Namespace:          "kube-system",
-		KubeClientQPS:      5,
-		KubeClientBurst:    10,
-		KubeAPIContentType: "application/vnd.kubernetes.protobuf",
-		UserAgent:          "cluster-autoscaler",
+		NodeInfoCacheExpireTime:        87600 * time.Hour,
+		Namespace:                      "kube-system",
+		KubeClientQPS:                  5,
+		KubeClientBurst:                10,
+		KubeAPIContentType:             "application/vnd.kubernetes.protobuf",
+		UserAgent:                      "cluster-autoscaler",
 		LeaderElection: LeaderElection{
 			Enabled:       true,
 			LeaseDuration: 15 * time.Second,

@@ -56,6 +56,10 @@ type Options struct {
 	NodeHealingDryRun              bool
 	NodeHealingReplaceFirst        bool
 
+	// NodeInfoCacheExpireTime: a template made from a group's node stands in
+	// for the group while it has no ready node for at most this long.
+	NodeInfoCacheExpireTime time.Duration
+
 	// ScaleFromUnschedulable ignores spec.unschedulable of provider templates.
 	ScaleFromUnschedulable bool
 

@@ -87,6 +87,7 @@ func (o *Options) validate() *validator {
 	v.positive(o.MaxNodeGroupBinpackingDuration, "--max-nodegroup-binpacking-duration")
 	v.positive(o.MaxBinpackingTime, "--max-binpacking-time")
 	v.nonNegative(o.NewPodScaleUpDelay, "--new-pod-scale-up-delay")
+	v.nonNegative(o.NodeInfoCacheExpireTime, "--node-info-cache-expire-time")
 	v.check(len(o.BalancingLabels) == 0 || len(o.BalancingIgnoreLabels) == 0, "--balancing-label",
 		"cannot be combined with --balancing-ignore-label")
 	v.ratio(o.MaxAllocatableDifferenceRatio, "--max-allocatable-difference-ratio")

@@ -74,6 +74,8 @@ type Orchestrator struct {
 	// fromNodes are templates made from real nodes, kept for when a group
 	// that has no TemplateNodeInfo has no usable node left.
 	fromNodes map[string]*cloudprovider.NodeInfo
+	// fromNodesAt is when each of fromNodes was made (--node-info-cache-expire-time).
+	fromNodesAt map[string]time.Time
 	// countDeletions records rolled back instances (deleted_nodes_total).
 	countDeletions func(reason string, n int)
 	templates      []TemplateProcessor
@@ -127,7 +129,8 @@ func New(provider cloudprovider.CloudProvider, sim *framework.Handle, est *estim
 		sanitizer: template.Sanitizer{DropTaints: append(append(append([]string(nil), opts.StartupTaints...),
 			opts.StatusTaints...), opts.IgnoreTaints...), DropTaintPrefixes: opts.StartupTaintPrefixes,
 			ForceDaemonSets: opts.ForceDaemonSets, ScaleFromUnschedulable: opts.ScaleFromUnschedulable},
-		taints: clusterstate.NewTaints(opts), fromNodes: map[string]*cloudprovider.NodeInfo{}, clock: clock.RealClock{},
+		taints: clusterstate.NewTaints(opts), fromNodes: map[string]*cloudprovider.NodeInfo{},
+		fromNodesAt: map[string]time.Time{}, clock: clock.RealClock{},
 		report: nopReporter{}}
 	for _, opt := range options {
 		opt(o)
@@ -375,8 +378,14 @@ func (o *Orchestrator) templateFromNodes(st *clusterstate.GroupState, now time.T
 			continue
 		}
 		info := o.sanitizer.FromNode(id, n, podsByNode[n.Name], daemonSets)
-		o.fromNodes[id] = info
+		o.fromNodes[id], o.fromNodesAt[id] = info, now
 		return info
+	}
+	// The last template made stands in while the group has no ready node,
+	// until --node-info-cache-expire-time has passed since it was made.
+	if at, ok := o.fromNodesAt[id]; ok && o.opts.NodeInfoCacheExpireTime > 0 && now.Sub(at) > o.opts.NodeInfoCacheExpireTime {
+		delete(o.fromNodes, id)
+		delete(o.fromNodesAt, id)
 	}
 	return o.fromNodes[id]
 }

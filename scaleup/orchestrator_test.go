@@ -167,3 +167,26 @@ func TestScaleUpLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestTemplateFromNodesExpires: a group that had a ready node keeps the
+// template made from it while it has none, for --node-info-cache-expire-time.
+func TestTemplateFromNodesExpires(t *testing.T) {
+	p := fakeprovider.NewProvider()
+	g := p.AddNodeGroup("g", 0, 5, 1, nil)
+	o := newOrchestrator(t, p, func(o *config.Options) { o.NodeInfoCacheExpireTime = time.Hour })
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ready := &apiv1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: apiv1.NodeStatus{
+		Conditions: []apiv1.NodeCondition{{Type: apiv1.NodeReady, Status: apiv1.ConditionTrue}},
+		Allocatable: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("4")}}}
+	st := &clusterstate.GroupState{NodeGroup: g, Nodes: []*apiv1.Node{ready}}
+	if o.templateFromNodes(st, t0, nil, nil) == nil {
+		t.Fatal("no template from a ready node")
+	}
+	st.Nodes = nil
+	if o.templateFromNodes(st, t0.Add(59*time.Minute), nil, nil) == nil {
+		t.Error("the template made 59m ago was dropped within the expiry")
+	}
+	if o.templateFromNodes(st, t0.Add(61*time.Minute), nil, nil) != nil {
+		t.Error("the template made 61m ago is still used past --node-info-cache-expire-time=1h")
+	}
+}
