@@ -141,7 +141,6 @@ func (c *commandLine) registerLoopAndCloud() {
 	fs.Var(rangeValue{&o.Cores}, "cores-total", "Minimum and maximum cores in the cluster, <min>:<max>.")
 	fs.Var(rangeValue{&o.MemoryGiB}, "memory-total", "Minimum and maximum memory in the cluster in GiB, <min>:<max>.")
 	fs.Var(gpuLimitsValue{&o.GPUTotal}, "gpu-total", "Minimum and maximum count of a GPU type, <gpu_type>:<min>:<max>; repeatable.")
-	c.mark(notImplemented, "gpu-total")
 }
 
 func (c *commandLine) registerScaleUp() {

@@ -7,6 +7,7 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 )
@@ -140,18 +141,37 @@ func atomicVerdict(gs *clusterstate.GroupState, cs []*Candidate, r *groupRoom) s
 type resources struct {
 	milliCPU, memory      int64
 	limitCPU, limitMemory bool
+	// gpus are the GPUs above the --gpu-total minimums, for the limited types.
+	gpus  map[string]int64
+	gpuOf func(*apiv1.Node) (string, int64)
 }
 
 // resourcesLeft counts the nodes that stay: not being deleted already.
 func (p *Planner) resourcesLeft(in Input) *resources {
 	r := &resources{milliCPU: -p.opts.Cores.Min * 1000, memory: -(p.opts.MemoryGiB.Min << 30),
 		limitCPU: p.opts.Cores.Min > 0, limitMemory: p.opts.MemoryGiB.Min > 0}
+	for _, l := range p.opts.GPUTotal {
+		if l.Min > 0 {
+			if r.gpus == nil {
+				r.gpus = map[string]int64{}
+				r.gpuOf = func(n *apiv1.Node) (string, int64) { return cloudprovider.GPUsOf(context.Background(), p.provider, n) }
+			}
+			r.gpus[l.Type] = -l.Min
+		}
+	}
 	for _, n := range in.Nodes {
 		if hasTaint(n, ToBeDeletedTaint) || in.deleting[n.Name] != "" || in.deleted[n.Name] {
 			continue
 		}
 		r.milliCPU += n.Status.Capacity.Cpu().MilliValue()
 		r.memory += n.Status.Capacity.Memory().Value()
+		if r.gpuOf != nil {
+			if gpu, c := r.gpuOf(n); c > 0 {
+				if _, limited := r.gpus[gpu]; limited {
+					r.gpus[gpu] += c
+				}
+			}
+		}
 	}
 	return r
 }
@@ -170,10 +190,19 @@ func (r *resources) take(node *apiv1.Node, report Reporter) bool {
 			report.RegisterSkippedScaleEvent(metrics.DirectionScaleDown, metrics.MemoryResourceLimit)
 		}
 	}
-	if overCPU || overMemory {
+	gpu, gpus := "", int64(0)
+	if r.gpuOf != nil {
+		gpu, gpus = r.gpuOf(node)
+	}
+	left, limitedGPU := r.gpus[gpu]
+	overGPU := limitedGPU && gpus > 0 && left-gpus < 0
+	if overCPU || overMemory || overGPU {
 		return false
 	}
 	r.milliCPU -= cpu
 	r.memory -= mem
+	if limitedGPU && gpus > 0 {
+		r.gpus[gpu] -= gpus
+	}
 	return true
 }

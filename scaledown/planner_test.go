@@ -266,3 +266,23 @@ func TestPlannerKeepsTheMinimumCores(t *testing.T) {
 		t.Errorf("skipped scale-downs for CPU = %d, want 2", got)
 	}
 }
+
+// TestPlannerKeepsTheMinimumGPUs: three empty nodes with 2 t4 GPUs each,
+// --gpu-total t4 minimum 3: one may go (4 GPUs stay), the others are kept.
+func TestPlannerKeepsTheMinimumGPUs(t *testing.T) {
+	f := newFixture(t, 0, map[string]string{"a": "", "b": "", "c": ""}, func(o *config.Options) {
+		o.GPUTotal = []config.GPULimit{{Type: "t4", Min: 3, Max: 100}}
+	})
+	for _, n := range f.nodes {
+		n.Labels = map[string]string{"fake.gpu/type": "t4"}
+		n.Status.Capacity["nvidia.com/gpu"] = resource.MustParse("2")
+		if _, err := f.client.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.plan(t, t0)
+	plan := f.plan(t, t0.Add(11*time.Minute))
+	if len(plan.Removable) != 1 {
+		t.Errorf("removable %v, want one (6 GPUs, minimum 3)", names(plan.Removable))
+	}
+}

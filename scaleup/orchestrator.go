@@ -560,6 +560,17 @@ func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group
 			reasons["cluster limits reached"]++
 			continue
 		}
+		if totals.gpuOf != nil && gs.template != nil {
+			if gpu, per := totals.gpuOf(gs.template.Node); per > 0 {
+				if gpuRoom, limited := totals.gpuRoom(o.opts.GPUTotal, gpu, per); limited {
+					if gpuRoom <= 0 {
+						reasons[fmt.Sprintf("max cluster %s GPU limit (--gpu-total) reached", gpu)]++
+						continue
+					}
+					limits.MaxNodes = min(limits.MaxNodes, gpuRoom)
+				}
+			}
+		}
 		start := time.Now()
 		est, err := o.estimator.Estimate(ctx, podGroups, gs.template, id, limits)
 		estimating += time.Since(start)

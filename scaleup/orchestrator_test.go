@@ -176,7 +176,7 @@ func TestTemplateFromNodesExpires(t *testing.T) {
 	o := newOrchestrator(t, p, func(o *config.Options) { o.NodeInfoCacheExpireTime = time.Hour })
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	ready := &apiv1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: apiv1.NodeStatus{
-		Conditions: []apiv1.NodeCondition{{Type: apiv1.NodeReady, Status: apiv1.ConditionTrue}},
+		Conditions:  []apiv1.NodeCondition{{Type: apiv1.NodeReady, Status: apiv1.ConditionTrue}},
 		Allocatable: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("4")}}}
 	st := &clusterstate.GroupState{NodeGroup: g, Nodes: []*apiv1.Node{ready}}
 	if o.templateFromNodes(st, t0, nil, nil) == nil {
@@ -188,5 +188,61 @@ func TestTemplateFromNodesExpires(t *testing.T) {
 	}
 	if o.templateFromNodes(st, t0.Add(61*time.Minute), nil, nil) != nil {
 		t.Error("the template made 61m ago is still used past --node-info-cache-expire-time=1h")
+	}
+}
+
+// TestGPUTotal: --gpu-total caps the GPUs of a type the scale-up may reach,
+// nodes that exist counted; other types are not limited.
+func TestGPUTotal(t *testing.T) {
+	ctx := context.Background()
+	gpuTemplate := func(name, gpuType string) *apiv1.Node {
+		n := templateNode(name, "4")
+		n.Labels = map[string]string{"fake.gpu/type": gpuType}
+		n.Status.Capacity["nvidia.com/gpu"] = resource.MustParse("2")
+		n.Status.Allocatable["nvidia.com/gpu"] = resource.MustParse("2")
+		return n
+	}
+	for _, tc := range []struct {
+		name     string
+		limit    string
+		existing bool
+		want     int
+	}{
+		{name: "no limit", want: 3},
+		{name: "4 t4 GPUs: 2 nodes", limit: "t4", want: 2},
+		{name: "4 t4 GPUs, 2 in use: 1 node", limit: "t4", existing: true, want: 1},
+		{name: "a limit of another type", limit: "a100", want: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			provider := fakeprovider.NewProvider()
+			provider.AddNodeGroup("gpu", 0, 10, 0, gpuTemplate("gpu", "t4"))
+			o := newOrchestrator(t, provider, func(o *config.Options) {
+				if tc.limit != "" {
+					o.GPUTotal = []config.GPULimit{{Type: tc.limit, Min: 0, Max: 4}}
+				}
+			})
+			in := Input{Now: time.Now(), Pending: pendingPods(12, "1")}
+			if tc.existing {
+				n := gpuTemplate("busy", "t4")
+				n.Status.Conditions = []apiv1.NodeCondition{{Type: apiv1.NodeReady, Status: apiv1.ConditionTrue}}
+				in.Nodes = []*apiv1.Node{n}
+			}
+			res, err := runLoop(ctx, o, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := increases(res)["gpu"]; got != tc.want {
+				t.Errorf("gpu +%d, want +%d", got, tc.want)
+			}
+			if tc.want < 3 {
+				found := false
+				for _, reason := range res.Remaining {
+					found = found || strings.Contains(reason, "--gpu-total")
+				}
+				if !found {
+					t.Errorf("no remaining pod names the GPU limit: %v", res.Remaining)
+				}
+			}
+		})
 	}
 }

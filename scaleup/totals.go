@@ -1,21 +1,48 @@
 package scaleup
 
 import (
+	"context"
+
 	apiv1 "k8s.io/api/core/v1"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
-// totals are the cluster's nodes, cores and memory, upcoming ones included,
-// for the --max-nodes-total, --cores-total and --memory-total limits.
+// totals are the cluster's nodes, cores, memory and GPUs, upcoming ones
+// included, for the --max-nodes-total, --cores-total, --memory-total and
+// --gpu-total limits.
 type totals struct {
 	nodes    int
 	milliCPU int64
 	memory   int64
+	gpus     map[string]int64 // by GPU type
+	gpuOf    func(*apiv1.Node) (string, int64)
+}
+
+// gpuRoom is how many more nodes of perNode GPUs of type gpu --gpu-total
+// allows, and whether a limit applies to that type.
+func (t *totals) gpuRoom(limits []config.GPULimit, gpu string, perNode int64) (int, bool) {
+	if gpu == "" || perNode <= 0 {
+		return 0, false
+	}
+	for _, l := range limits {
+		if l.Type == gpu {
+			left := l.Max - t.gpus[gpu]
+			if left <= 0 {
+				return 0, true
+			}
+			return int(left / perNode), true
+		}
+	}
+	return 0, false
 }
 
 func (o *Orchestrator) clusterTotals(in Input, groups map[string]*groupState, excluded map[string]bool) *totals {
-	t := &totals{}
+	t := &totals{gpus: map[string]int64{}}
+	if len(o.opts.GPUTotal) > 0 {
+		t.gpuOf = func(n *apiv1.Node) (string, int64) { return cloudprovider.GPUsOf(context.Background(), o.provider, n) }
+	}
 	for _, n := range in.Nodes {
 		if excluded[n.Name] {
 			continue
@@ -34,6 +61,14 @@ func (t *totals) addNode(n *apiv1.Node) {
 	t.nodes++
 	t.milliCPU += n.Status.Capacity.Cpu().MilliValue()
 	t.memory += n.Status.Capacity.Memory().Value()
+	if t.gpuOf != nil {
+		if gpu, c := t.gpuOf(n); gpu != "" && c > 0 {
+			if t.gpus == nil {
+				t.gpus = map[string]int64{}
+			}
+			t.gpus[gpu] += c
+		}
+	}
 }
 
 func (t *totals) add(count int, info *cloudprovider.NodeInfo) {
