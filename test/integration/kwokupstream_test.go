@@ -38,7 +38,7 @@ items:
     allocatable: {cpu: "4", memory: 16Gi, pods: "110"}
 `, pool, framework.TestNamespaceLabel, e.Namespace)
 	for name, data := range map[string]map[string]string{
-		"my-kwok-config": {"config": "apiVersion: v1alpha1\nreadNodesFrom: configmap\nnodegroups:\n  fromNodeLabelKey: kwok-nodegroup\nnodes:\n  skipTaint: true\nconfigmap:\n  name: kwok-provider-templates\n"},
+		"my-kwok-config":          {"config": "apiVersion: v1alpha1\nreadNodesFrom: configmap\nnodegroups:\n  fromNodeLabelKey: kwok-nodegroup\nnodes:\n  skipTaint: true\nconfigmap:\n  name: kwok-provider-templates\n"},
 		"kwok-provider-templates": {"templates": templates},
 	} {
 		cm := &apiv1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: name}, Data: data}
