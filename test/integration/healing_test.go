@@ -60,6 +60,20 @@ func (h *hookServer) callsFor(node string) []string {
 	return out
 }
 
+// healingGroup writes a kwok config with one group of 1-CPU nodes (one
+// pod of the tests' Deployment each), up to 4, and returns its name and path.
+func healingGroup(e *framework.Env, prefix string) (pool, path string) {
+	pool = framework.UniqueName(prefix)
+	return pool, writeKwokConfig(e, fmt.Sprintf(`
+nodeGroups:
+- name: %[1]s
+  maxSize: 4
+  template:
+    labels: {%[2]s: %[3]s, pool: %[1]s}
+    capacity: {cpu: "1", memory: 4Gi, pods: "110"}
+`, pool, framework.TestNamespaceLabel, e.Namespace))
+}
+
 // nodeEvents lists the reasons of the events recorded on node.
 func nodeEvents(ctx context.Context, e *framework.Env, node string) (map[string]string, error) {
 	list, err := e.Client.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + node})
@@ -102,15 +116,7 @@ func annotateHeal(e *framework.Env, node, reason string) {
 func TestNodeHealing(t *testing.T) {
 	e := framework.New(t)
 	dumpPods(e)
-	pool := framework.UniqueName("heal")
-	path := writeKwokConfig(e, fmt.Sprintf(`
-nodeGroups:
-- name: %[1]s
-  maxSize: 4
-  template:
-    labels: {%[2]s: %[3]s, pool: %[1]s}
-    capacity: {cpu: "1", memory: 4Gi, pods: "110"}
-`, pool, framework.TestNamespaceLabel, e.Namespace))
+	pool, path := healingGroup(e, "heal")
 	hooks := newHookServer(t)
 	hooksFile := filepath.Join(t.TempDir(), "hooks.yaml")
 	if err := os.WriteFile(hooksFile, fmt.Appendf(nil, `hooks:
@@ -257,15 +263,7 @@ func nodeIsReady(n *apiv1.Node) bool {
 func TestNodeHealingReplacesANotReadyNode(t *testing.T) {
 	e := framework.New(t)
 	dumpPods(e)
-	pool := framework.UniqueName("notready")
-	path := writeKwokConfig(e, fmt.Sprintf(`
-nodeGroups:
-- name: %[1]s
-  maxSize: 4
-  template:
-    labels: {%[2]s: %[3]s, pool: %[1]s}
-    capacity: {cpu: "1", memory: 4Gi, pods: "110"}
-`, pool, framework.TestNamespaceLabel, e.Namespace))
+	pool, path := healingGroup(e, "notready")
 	deployment(e, "web", 2, map[string]string{"pool": pool})
 	p := startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--node-healing-enabled",
 		"--node-healing-policy=Ready=False:3s", "--max-pod-eviction-time=5s")...)
