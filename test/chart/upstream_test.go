@@ -268,8 +268,19 @@ func TestUpstreamStyleReleaseUpgrades(t *testing.T) {
 			}
 			// The pods of the old ReplicaSets carry the old labels; the new
 			// template must keep every selector label.
+			// The Deployment controller writes its status meanwhile: a
+			// conflict is retried with the latest resourceVersion.
 			ours.ResourceVersion = created.ResourceVersion
-			if _, err := env.Client.AppsV1().Deployments(env.Namespace).Update(ctx, ours, metav1.UpdateOptions{}); err != nil {
+			err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				_, err := env.Client.AppsV1().Deployments(env.Namespace).Update(ctx, ours, metav1.UpdateOptions{})
+				if apierrors.IsConflict(err) {
+					if cur, gerr := env.Client.AppsV1().Deployments(env.Namespace).Get(ctx, ours.Name, metav1.GetOptions{}); gerr == nil {
+						ours.ResourceVersion = cur.ResourceVersion
+					}
+				}
+				return err
+			})
+			if err != nil {
 				t.Fatalf("updating upstream's Deployment to this chart's: %v", err)
 			}
 			for k, v := range podLabels {
