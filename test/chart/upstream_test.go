@@ -328,7 +328,7 @@ func TestUpstreamValuesFail(t *testing.T) {
 		"civoApiKey":                    {"civoApiKey: k\n", "civoApiKey: the cloud provider"},
 		"gce name prefix":               {"autoscalingGroupsnamePrefix: [{name: ig, minSize: 0, maxSize: 3}]\n", "autoscalingGroupsnamePrefix: GCE's"},
 		"secretKeyRef":                  {"secretKeyRefNameOverride: creds\n", "secretKeyRefNameOverride: names the Secret of the aws, azure"},
-		"kwokConfigMapName":             {"kwokConfigMapName: mine\n", `kwokConfigMapName "mine": this build's kwok provider reads the ConfigMap kwok-provider-config`},
+		"kwokConfigMapName":             {"cloudProvider: clusterapi\nkwokConfigMapName: mine\n", `kwokConfigMapName "mine": only the kwok cloud provider reads another name`},
 		"pspEnabled":                    {"rbac: {pspEnabled: true}\n", "rbac.pspEnabled: PodSecurityPolicy was removed"},
 		"volume without path":           {"extraVolumeSecrets: {creds: {name: s}}\n", "extraVolumeSecrets/creds"},
 		"env secret no key":             {"extraEnvSecrets: {TOKEN: {name: s}}\n", "extraEnvSecrets/TOKEN"},
@@ -684,5 +684,33 @@ vpa:
 	if _, err := dyn.Resource(gvr).Namespace(env.Namespace).Create(ctx, bad,
 		metav1.CreateOptions{FieldValidation: "Strict"}); !apierrors.IsInvalid(err) {
 		t.Errorf("an unknown update mode: err %v, want Invalid", err)
+	}
+}
+
+// TestKwokConfigMapName: with cloudProvider kwok, upstream's kwokConfigMapName
+// names the rendered ConfigMap and reaches the provider as
+// KWOK_PROVIDER_CONFIGMAP; at the default no variable is set.
+func TestKwokConfigMapName(t *testing.T) {
+	m := render(t, "ca", "kube-system", "cloudProvider: kwok\nkwokConfigMapName: my-kwok\nkwokProviderConfig: {nodeGroups: []}\n")
+	var names []string
+	for _, cm := range m.all("ConfigMap") {
+		names = append(names, cm.GetName())
+	}
+	if !slices.Contains(names, "my-kwok") || slices.Contains(names, "kwok-provider-config") {
+		t.Errorf("ConfigMaps %v, want my-kwok and no kwok-provider-config", names)
+	}
+	env := func(m manifest) map[string]string {
+		_, c := m.deployment(t)
+		out := map[string]string{}
+		for _, e := range c.Env {
+			out[e.Name] = e.Value
+		}
+		return out
+	}
+	if got := env(m)["KWOK_PROVIDER_CONFIGMAP"]; got != "my-kwok" {
+		t.Errorf("KWOK_PROVIDER_CONFIGMAP = %q, want my-kwok", got)
+	}
+	if _, set := env(render(t, "ca", "kube-system", "cloudProvider: kwok\n"))["KWOK_PROVIDER_CONFIGMAP"]; set {
+		t.Error("KWOK_PROVIDER_CONFIGMAP set at the default name")
 	}
 }

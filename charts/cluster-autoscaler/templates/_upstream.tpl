@@ -66,8 +66,8 @@ lists them.
 {{- if $v.secretKeyRefNameOverride -}}
 {{- fail "secretKeyRefNameOverride: names the Secret of the aws, azure, civo and exoscale credentials; none of those cloud providers is in this build (pass your own Secret's keys with extraEnvSecrets or envFromSecret)" -}}
 {{- end -}}
-{{- if and $v.kwokConfigMapName (ne (toString $v.kwokConfigMapName) "kwok-provider-config") -}}
-{{- fail (printf "kwokConfigMapName %q: this build's kwok provider reads the ConfigMap kwok-provider-config (set kwokProviderConfig to have the chart render it)" (toString $v.kwokConfigMapName)) -}}
+{{- if and $v.kwokConfigMapName (ne (toString $v.kwokConfigMapName) "kwok-provider-config") (ne (toString $v.cloudProvider) "kwok") -}}
+{{- fail (printf "kwokConfigMapName %q: only the kwok cloud provider reads another name (KWOK_PROVIDER_CONFIGMAP); the external gRPC example server reads kwok-provider-config" (toString $v.kwokConfigMapName)) -}}
 {{- end -}}
 {{- with $v.rbac -}}
 {{- if .pspEnabled -}}
