@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -16,8 +17,10 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"k8s.io/autoscaler/cluster-autoscaler/healing"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
@@ -323,5 +326,108 @@ func TestNodeHealingReplacesANotReadyNode(t *testing.T) {
 	}
 	if !p.log.Contains(`"Healing a node"`) {
 		t.Error("the heal is not logged")
+	}
+}
+
+// TestNodeHealingResumesAfterAKill: a heal held in its drain by a PDB
+// survives a SIGKILL of the autoscaler: the next process reads the phase
+// from the ConfigMap, does not call heal_start or ask for the replacement
+// again, and finishes the heal once the PDB allows it. The hook is HTTPS,
+// verified with the CA bundle of its file.
+func TestNodeHealingResumesAfterAKill(t *testing.T) {
+	e := framework.New(t)
+	dumpPods(e)
+	pool, path := healingGroup(e, "resume")
+	var mu sync.Mutex
+	var calls []string
+	hook := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req healing.HookRequest
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		mu.Lock()
+		calls = append(calls, req.Phase+"@"+req.Node)
+		mu.Unlock()
+	}))
+	defer hook.Close()
+	dir := t.TempDir()
+	caFile := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hook.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hooksFile := filepath.Join(dir, "hooks.yaml")
+	if err := os.WriteFile(hooksFile, fmt.Appendf(nil, "hooks:\n- {name: tls, url: %q, phases: [heal_start, heal_end], caFile: %q}\n",
+		hook.URL+"/heal", caFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	deployment(e, "web", 2, map[string]string{"pool": pool})
+	two := intstr.FromInt32(2)
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: e.Namespace},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &two, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+	if _, err := e.Client.PolicyV1().PodDisruptionBudgets(e.Namespace).Create(e.Context(), pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	args := scaleUpArgs(e, path, "--node-healing-enabled", "--node-healing-hooks-config="+hooksFile,
+		"--max-pod-eviction-time=5m", "--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s",
+		"--leader-elect-retry-period=500ms")
+	first := startAutoscaler(t, "first", args...)
+	e.Eventually(90*time.Second, "both pods Running", func(ctx context.Context) (bool, error) {
+		return allRunning(ctx, e, 2)
+	})
+	nodes, err := poolNodeList(e.Context(), e, pool)
+	if err != nil || len(nodes) != 2 {
+		t.Fatalf("%d nodes of %s (%v), want 2", len(nodes), pool, err)
+	}
+	sick := nodes[0].Name
+	var maxNodes atomic.Int32
+	stop, sampled := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			if list, err := poolNodeList(context.Background(), e, pool); err == nil && int32(len(list)) > maxNodes.Load() {
+				maxNodes.Store(int32(len(list)))
+			}
+		}
+	}()
+	annotateHeal(e, sick, "memory-errors")
+	e.Eventually(60*time.Second, "the heal recorded as Draining", func(ctx context.Context) (bool, error) {
+		cm, err := e.Client.CoreV1().ConfigMaps(e.Namespace).Get(ctx, healing.StateConfigMap, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		return strings.Contains(cm.Data["state"], `"phase":"Draining"`) && strings.Contains(cm.Data["state"], `"increased":true`), nil
+	})
+	_ = first.cmd.Process.Kill()
+	<-first.done
+	if err := e.Client.PolicyV1().PodDisruptionBudgets(e.Namespace).Delete(e.Context(), "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	second := startAutoscaler(t, "second", args...)
+	e.Eventually(120*time.Second, "the heal finished by the second process", func(ctx context.Context) (bool, error) {
+		ev, err := nodeEvents(ctx, e, sick)
+		return err == nil && ev["HealSucceeded"] != "", err
+	})
+	close(stop)
+	<-sampled
+	e.Eventually(60*time.Second, "both pods Running again", func(ctx context.Context) (bool, error) {
+		return allRunning(ctx, e, 2)
+	})
+	mu.Lock()
+	got := strings.Join(calls, ",")
+	mu.Unlock()
+	if want := "heal_start@" + sick + ",heal_end@" + sick; got != want {
+		t.Errorf("hook calls %q, want %q (heal_start once, before the kill)", got, want)
+	}
+	if m := maxNodes.Load(); m > 3 {
+		t.Errorf("the group reached %d nodes, want at most 3 (one replacement, asked for once)", m)
+	}
+	if first.log.Contains(`"Deleted a node being healed"`) || strings.Count(second.log.String(), `"Deleted a node being healed"`) != 1 {
+		t.Error("the node is not deleted exactly once, by the second process")
+	}
+	if second.log.Contains(`"Asked for the replacement`) {
+		t.Error("the second process asked for the replacement again")
 	}
 }
