@@ -334,8 +334,10 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 		BreakerMinimum:          opts.UnregisteredBreakerMinimum,
 		DryRun:                  opts.DryRunDeletions,
 	}, provider, m, cleanup.WithEvents(recorder, statusRef))))
+	var statusWriter *clusterstate.StatusWriter
 	if opts.WriteStatusConfigMap {
 		status := &clusterstate.StatusWriter{Client: client, Namespace: opts.Namespace, Name: opts.StatusConfigMapName}
+		statusWriter = status
 		if err := status.WriteInitializing(ctx, time.Now()); err != nil {
 			logger.Error(err, "Writing the initial status ConfigMap")
 		}
@@ -378,7 +380,11 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 		if err != nil {
 			return err
 		}
-		procs.Repairs = append(procs.Repairs, healing.New(hopts, client, provider, recorder, m.Registerer()))
+		healer := healing.New(hopts, client, provider, recorder, m.Registerer())
+		procs.Repairs = append(procs.Repairs, healer)
+		if statusWriter != nil {
+			statusWriter.Sections = healer.StatusSections
+		}
 		logger.Info("Node healing enabled", "policies", healing.PolicyStrings(hopts.Policies), "hooks", len(hopts.Hooks),
 			"maxConcurrent", hopts.MaxConcurrent, "dryRun", hopts.DryRun)
 	}

@@ -248,6 +248,10 @@ type StatusWriter struct {
 	Client    kubernetes.Interface
 	Namespace string
 	Name      string
+	// Sections, when set, gives more keys of this autoscaler's own to write
+	// with every status (node healing's "healing"); an empty value removes
+	// its key.
+	Sections func() map[string]string
 }
 
 // UnremovableDataKey is this autoscaler's own ConfigMap key (not
@@ -288,6 +292,15 @@ func (w *StatusWriter) Write(ctx context.Context, st *Status, unremovable ...Unr
 		cm.Data[UnremovableDataKey] = string(extra)
 	} else {
 		delete(cm.Data, UnremovableDataKey)
+	}
+	if w.Sections != nil {
+		for k, v := range w.Sections() {
+			if v == "" {
+				delete(cm.Data, k)
+			} else {
+				cm.Data[k] = v
+			}
+		}
 	}
 	if cm.ResourceVersion == "" {
 		_, err = cms.Create(ctx, cm, metav1.CreateOptions{})

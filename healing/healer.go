@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/yaml"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	"k8s.io/autoscaler/cluster-autoscaler/processors"
@@ -59,6 +61,8 @@ type Healer struct {
 	clock    clock.PassiveClock
 	store    *store
 	metrics  *healMetrics
+	// mu guards st against StatusSections, called by the status writer.
+	mu sync.Mutex
 	// st is the state as last written (or read at the first loop); a
 	// failed write keeps it and is retried, a conflict (another writer)
 	// drops it and the next loop reads the ConfigMap again.
@@ -80,6 +84,8 @@ func New(opts Options, client kubernetes.Interface, provider cloudprovider.Cloud
 // Repair advances the heals in flight and starts new ones. It reports a
 // change (ending the loop) only when it changed a node group's size.
 func (h *Healer) Repair(ctx context.Context, loop *processors.Loop) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	logger := klog.FromContext(ctx).WithName("healing")
 	ctx = klog.NewContext(ctx, logger)
 	if h.st == nil {
@@ -390,6 +396,38 @@ func (h *Healer) increaseOnce(g cloudprovider.NodeGroup, r *heal, target int, sa
 	}
 	r.Increased = true
 	return true, nil
+}
+
+// StatusKey is the status ConfigMap key of the heals in flight.
+const StatusKey = "healing"
+
+// StatusSections is the status ConfigMap's healing key: every heal in
+// flight with its phase (empty when none, which removes the key).
+func (h *Healer) StatusSections() map[string]string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.st == nil || len(h.st.Heals) == 0 {
+		return map[string]string{StatusKey: ""}
+	}
+	type line struct {
+		Node       string `json:"node"`
+		NodeGroup  string `json:"nodeGroup"`
+		Phase      string `json:"phase"`
+		PhaseSince string `json:"phaseSince"`
+		Started    string `json:"started"`
+		Reason     string `json:"reason"`
+	}
+	var out []line
+	for _, r := range h.st.Heals {
+		out = append(out, line{Node: r.Node, NodeGroup: r.Group, Phase: r.Phase,
+			PhaseSince: r.PhaseSince.UTC().Format(time.RFC3339), Started: r.Started.UTC().Format(time.RFC3339), Reason: r.Reason})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Node < out[j].Node })
+	b, err := yaml.Marshal(out)
+	if err != nil {
+		return nil
+	}
+	return map[string]string{StatusKey: string(b)}
 }
 
 // readyInGroup counts the Ready nodes of the heal's group, the healed node

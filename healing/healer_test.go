@@ -2,7 +2,12 @@ package healing
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -212,5 +217,41 @@ func TestCrashAfterIncreaseIsNotRepeated(t *testing.T) {
 	}
 	if h := f.healer.st.Heals["sick"]; h == nil || !h.Increased || h.Phase != PhaseSurging {
 		t.Errorf("heal after resuming: %+v, want the increase known and the replacement waited for", h)
+	}
+}
+
+// TestControlPlaneHealedWithItsHooks: a control-plane node is healed when a
+// hook is configured for control-plane nodes, and only the hooks marked so
+// are called for it, with controlPlane set.
+func TestControlPlaneHealedWithItsHooks(t *testing.T) {
+	var mu sync.Mutex
+	var got []HookRequest
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req HookRequest
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		mu.Lock()
+		got = append(got, req)
+		mu.Unlock()
+		if r.URL.Path == "/workers-only" {
+			w.WriteHeader(http.StatusInternalServerError) // must not be called for a control-plane node
+		}
+	}))
+	defer srv.Close()
+	hooks, err := ParseHooks(fmt.Appendf(nil, "hooks:\n- {name: etcd, url: %q, phases: [heal_start], controlPlane: true}\n"+
+		"- {name: workers, url: %q, phases: [heal_start]}\n", srv.URL+"/etcd", srv.URL+"/workers-only"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := readyNode("cp", map[string]string{Annotation: "x"})
+	cp.Labels = map[string]string{ControlPlaneLabel: ""}
+	f := newFixture(t, Options{Hooks: hooks, ReplaceFirst: true}, cp, readyNode("w1", nil), readyNode("w2", nil))
+	f.loop(0)
+	if f.calls("IncreaseSize") != 1 {
+		t.Fatalf("IncreaseSize calls %d, want the control-plane node's replacement", f.calls("IncreaseSize"))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || !got[0].ControlPlane || got[0].Node != "cp" || got[0].Phase != PhaseStart {
+		t.Errorf("hook calls %+v, want one heal_start for cp with controlPlane, from the etcd hook only", got)
 	}
 }

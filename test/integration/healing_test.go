@@ -332,8 +332,9 @@ func TestNodeHealingReplacesANotReadyNode(t *testing.T) {
 // TestNodeHealingResumesAfterAKill: a heal held in its drain by a PDB
 // survives a SIGKILL of the autoscaler: the next process reads the phase
 // from the ConfigMap, does not call heal_start or ask for the replacement
-// again, and finishes the heal once the PDB allows it. The hook is HTTPS,
-// verified with the CA bundle of its file.
+// again, and finishes the heal once the PDB allows it. The heal in flight
+// shows in the status ConfigMap's healing key, gone once it ends. The hook
+// is HTTPS, verified with the CA bundle of its file.
 func TestNodeHealingResumesAfterAKill(t *testing.T) {
 	e := framework.New(t)
 	dumpPods(e)
@@ -400,6 +401,14 @@ func TestNodeHealingResumesAfterAKill(t *testing.T) {
 		}
 		return strings.Contains(cm.Data["state"], `"phase":"Draining"`) && strings.Contains(cm.Data["state"], `"increased":true`), nil
 	})
+	e.Eventually(30*time.Second, "the heal in the status ConfigMap", func(ctx context.Context) (bool, error) {
+		cm, err := e.Client.CoreV1().ConfigMaps(e.Namespace).Get(ctx, "cluster-autoscaler-status", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		h := cm.Data[healing.StatusKey]
+		return strings.Contains(h, "node: "+sick) && strings.Contains(h, "phase: Draining"), nil
+	})
 	_ = first.cmd.Process.Kill()
 	<-first.done
 	if err := e.Client.PolicyV1().PodDisruptionBudgets(e.Namespace).Delete(e.Context(), "web", metav1.DeleteOptions{}); err != nil {
@@ -430,4 +439,12 @@ func TestNodeHealingResumesAfterAKill(t *testing.T) {
 	if second.log.Contains(`"Asked for the replacement`) {
 		t.Error("the second process asked for the replacement again")
 	}
+	e.Eventually(30*time.Second, "no heal left in the status ConfigMap", func(ctx context.Context) (bool, error) {
+		cm, err := e.Client.CoreV1().ConfigMaps(e.Namespace).Get(ctx, "cluster-autoscaler-status", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		_, has := cm.Data[healing.StatusKey]
+		return !has, nil
+	})
 }
