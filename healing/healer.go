@@ -332,6 +332,15 @@ func (h *Healer) advance(ctx context.Context, st *state, r *heal, nodes map[stri
 						return changed
 					}
 					if err := g.DeleteNodes(ctx, []*apiv1.Node{node}); err != nil {
+						if errors.Is(err, cloudprovider.ErrNotImplemented) {
+							// The group cannot delete this instance by name:
+							// never let it pick another one.
+							if uerr := h.cordon(ctx, r.Node, false); uerr != nil {
+								logger.Error(uerr, "Uncordoning a node whose heal failed")
+							}
+							h.finish(st, r, now, "failed", "CannotDeleteByName", "the node group cannot delete this instance by name: "+err.Error())
+							return changed
+						}
 						logger.Error(err, "Deleting a node being healed; retrying in the next loop")
 						return changed
 					}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	cpfake "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
 	"k8s.io/autoscaler/cluster-autoscaler/processors"
 )
@@ -253,5 +254,58 @@ func TestControlPlaneHealedWithItsHooks(t *testing.T) {
 	defer mu.Unlock()
 	if len(got) != 1 || !got[0].ControlPlane || got[0].Node != "cp" || got[0].Phase != PhaseStart {
 		t.Errorf("hook calls %+v, want one heal_start for cp with controlPlane, from the etcd hook only", got)
+	}
+}
+
+// TestDryRunAndConcurrency: dry run reports and touches nothing; with
+// --max-concurrent-heals=1 a second unhealthy node waits for the first.
+func TestDryRunAndConcurrency(t *testing.T) {
+	nodes := func() []*apiv1.Node {
+		var out []*apiv1.Node
+		for _, n := range []string{"a", "b", "c", "d", "e", "f"} {
+			var ann map[string]string
+			if n == "a" || n == "b" {
+				ann = map[string]string{Annotation: "x"}
+			}
+			out = append(out, readyNode(n, ann))
+		}
+		return out
+	}
+	f := newFixture(t, Options{DryRun: true, ReplaceFirst: true}, nodes()...)
+	f.loop(0)
+	if f.calls("IncreaseSize")+f.calls("DeleteNodes") != 0 {
+		t.Error("dry run changed the group")
+	}
+	if ev := f.drainEvents(); !strings.Contains(ev, "DryRun") {
+		t.Errorf("events:\n%s", ev)
+	}
+	n, _ := f.client.CoreV1().Nodes().Get(context.Background(), "a", metav1.GetOptions{})
+	if n.Spec.Unschedulable {
+		t.Error("dry run cordoned a node")
+	}
+	f = newFixture(t, Options{MaxConcurrent: 1, ReplaceFirst: true}, nodes()...)
+	f.loop(0)
+	if len(f.healer.st.Heals) != 1 {
+		t.Errorf("%d heals in flight, want 1 (--max-concurrent-heals=1)", len(f.healer.st.Heals))
+	}
+}
+
+// TestGroupThatCannotDeleteByName: the heal fails and the node is released;
+// no other instance is ever removed.
+func TestGroupThatCannotDeleteByName(t *testing.T) {
+	f := newFixture(t, Options{ReplaceFirst: false}, readyNode("sick", map[string]string{Annotation: "x"}),
+		readyNode("b", nil), readyNode("c", nil))
+	f.provider.InjectError("DeleteNodes", "g", cloudprovider.ErrNotImplemented)
+	f.loop(0)
+	f.loop(time.Second)
+	if ev := f.drainEvents(); !strings.Contains(ev, "CannotDeleteByName") {
+		t.Errorf("events:\n%s", ev)
+	}
+	n, _ := f.client.CoreV1().Nodes().Get(context.Background(), "sick", metav1.GetOptions{})
+	if n.Spec.Unschedulable || hasTaintKey(n, Taint) {
+		t.Error("the node is still cordoned after the failed heal")
+	}
+	if f.calls("IncreaseSize")+f.calls("DecreaseTargetSize") != 0 {
+		t.Error("the group's size was changed")
 	}
 }

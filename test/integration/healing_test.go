@@ -263,15 +263,21 @@ func nodeIsReady(n *apiv1.Node) bool {
 
 // TestNodeHealingReplacesANotReadyNode: a node whose kubelet is gone (kwok
 // no longer manages it) and whose Ready condition is False past the
-// policy's duration is replaced without any annotation; its pods, which
-// cannot terminate there, are deleted after --max-pod-eviction-time and the
-// workload runs on the other nodes.
+// policy's duration is replaced without any annotation, the hooks called in
+// order; its pods, which cannot terminate there, are deleted after
+// --max-pod-eviction-time and the workload runs on the other nodes.
 func TestNodeHealingReplacesANotReadyNode(t *testing.T) {
 	e := framework.New(t)
 	dumpPods(e)
 	pool, path := healingGroup(e, "notready")
+	hooks := newHookServer(t)
+	hooksFile := filepath.Join(t.TempDir(), "hooks.yaml")
+	if err := os.WriteFile(hooksFile, fmt.Appendf(nil, "hooks:\n- {name: cmdb, url: %q, phases: [heal_start, heal_end]}\n",
+		hooks.URL+"/heal"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	deployment(e, "web", 2, map[string]string{"pool": pool})
-	p := startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--node-healing-enabled",
+	p := startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--node-healing-enabled", "--node-healing-hooks-config="+hooksFile,
 		"--node-healing-policy=Ready=False:3s", "--max-pod-eviction-time=5s")...)
 	e.Eventually(90*time.Second, "both pods Running", func(ctx context.Context) (bool, error) {
 		return allRunning(ctx, e, 2)
@@ -323,6 +329,9 @@ func TestNodeHealingReplacesANotReadyNode(t *testing.T) {
 	})
 	if !strings.Contains(ev["HealStarted"], "Ready=False") {
 		t.Errorf("HealStarted on %s = %q, want it to name the condition", sick.Name, ev["HealStarted"])
+	}
+	if got := strings.Join(hooks.callsFor(sick.Name), ","); got != healing.PhaseStart+","+healing.PhaseEnd {
+		t.Errorf("hook calls for %s = %q, want heal_start,heal_end", sick.Name, got)
 	}
 	if !p.log.Contains(`"Healing a node"`) {
 		t.Error("the heal is not logged")
