@@ -309,3 +309,44 @@ func TestGroupThatCannotDeleteByName(t *testing.T) {
 		t.Error("the group's size was changed")
 	}
 }
+
+// TestHookFailurePolicies: a failing Ignore hook is reported and skipped,
+// a failing Fail hook stops the call; a hook of the other phase is not
+// called; a hook that does not answer in time fails.
+func TestHookFailurePolicies(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/fail":
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case "/slow":
+			time.Sleep(300 * time.Millisecond)
+		}
+	}))
+	defer srv.Close()
+	hooks, err := ParseHooks(fmt.Appendf(nil, `hooks:
+- {name: soft, url: %[1]q, phases: [heal_start], failurePolicy: Ignore}
+- {name: end-only, url: %[2]q, phases: [heal_end]}
+- {name: ok, url: %[3]q, phases: [heal_start]}
+`, srv.URL+"/fail", srv.URL+"/fail", srv.URL+"/ok"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ignored []string
+	err = callHooks(context.Background(), hooks, HookRequest{Phase: PhaseStart, Node: "n"}, func(name string, err error) {
+		ignored = append(ignored, name)
+	})
+	if err != nil || len(ignored) != 1 || ignored[0] != "soft" {
+		t.Errorf("heal_start: err %v, ignored %v; want no error and soft ignored", err, ignored)
+	}
+	if err := callHooks(context.Background(), hooks, HookRequest{Phase: PhaseEnd, Node: "n"}, func(string, error) {}); err == nil ||
+		!strings.Contains(err.Error(), "end-only") || !strings.Contains(err.Error(), "503") {
+		t.Errorf("heal_end: err %v, want the Fail hook's 503", err)
+	}
+	slow, err := ParseHooks(fmt.Appendf(nil, "hooks:\n- {name: slow, url: %q, phases: [heal_start], timeout: 100ms}\n", srv.URL+"/slow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := callHooks(context.Background(), slow, HookRequest{Phase: PhaseStart}, func(string, error) {}); err == nil {
+		t.Error("a hook slower than its timeout did not fail")
+	}
+}
