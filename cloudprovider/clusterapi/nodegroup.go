@@ -114,34 +114,49 @@ func (g *NodeGroup) DecreaseTargetSize(ctx context.Context, delta int) error {
 // scale sets replicas from old to replicas through the scale subresource:
 // it reads the Scale, refuses (as a transient error, nothing written) when
 // its replicas are no longer old, and writes it back with its
-// resourceVersion, so a concurrent change makes the update conflict.
+// resourceVersion, so a concurrent change makes the update conflict. A
+// conflict whose fresh read still shows old replicas was another write to
+// the object (Cluster API's controllers update its status all the time):
+// the write is tried again, a few times, with the new resourceVersion.
 // (A JSON patch with a test operation cannot be used: a Scale of 0 replicas
 // omits spec.replicas.)
 func (g *NodeGroup) scale(ctx context.Context, old, replicas int) error {
 	res := g.provider.client.Resource(g.provider.gvr(g.kind)).Namespace(g.obj.GetNamespace())
-	sc, err := res.Get(ctx, g.obj.GetName(), metav1.GetOptions{}, "scale")
-	if err != nil {
-		return fmt.Errorf("reading the scale of %s/%s: %w", g.obj.GetNamespace(), g.obj.GetName(), err)
-	}
-	cur, _, err := unstructured.NestedInt64(sc.Object, "spec", "replicas") // absent means 0
-	if err != nil {
-		return fmt.Errorf("reading the scale of %s/%s: %w", g.obj.GetNamespace(), g.obj.GetName(), err)
-	}
-	if int(cur) != old {
-		return fmt.Errorf("%w: replicas of %s/%s are %d, not %d as last seen", cloudprovider.ErrTransient,
-			g.obj.GetNamespace(), g.obj.GetName(), cur, old)
-	}
-	if err := unstructured.SetNestedField(sc.Object, int64(replicas), "spec", "replicas"); err != nil {
-		return err
-	}
-	if _, err := res.Update(ctx, sc, metav1.UpdateOptions{}, "scale"); err != nil {
-		if apierrors.IsConflict(err) {
-			return fmt.Errorf("%w: replicas of %s/%s changed meanwhile: %w", cloudprovider.ErrTransient,
-				g.obj.GetNamespace(), g.obj.GetName(), err)
+	var lastErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(attempt*50) * time.Millisecond):
+			}
 		}
-		return fmt.Errorf("updating the scale of %s/%s: %w", g.obj.GetNamespace(), g.obj.GetName(), err)
+		sc, err := res.Get(ctx, g.obj.GetName(), metav1.GetOptions{}, "scale")
+		if err != nil {
+			return fmt.Errorf("reading the scale of %s/%s: %w", g.obj.GetNamespace(), g.obj.GetName(), err)
+		}
+		cur, _, err := unstructured.NestedInt64(sc.Object, "spec", "replicas") // absent means 0
+		if err != nil {
+			return fmt.Errorf("reading the scale of %s/%s: %w", g.obj.GetNamespace(), g.obj.GetName(), err)
+		}
+		if int(cur) != old {
+			return fmt.Errorf("%w: replicas of %s/%s are %d, not %d as last seen", cloudprovider.ErrTransient,
+				g.obj.GetNamespace(), g.obj.GetName(), cur, old)
+		}
+		if err := unstructured.SetNestedField(sc.Object, int64(replicas), "spec", "replicas"); err != nil {
+			return err
+		}
+		_, err = res.Update(ctx, sc, metav1.UpdateOptions{}, "scale")
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsConflict(err) {
+			return fmt.Errorf("updating the scale of %s/%s: %w", g.obj.GetNamespace(), g.obj.GetName(), err)
+		}
+		lastErr = err
 	}
-	return nil
+	return fmt.Errorf("%w: replicas of %s/%s changed meanwhile: %w", cloudprovider.ErrTransient,
+		g.obj.GetNamespace(), g.obj.GetName(), lastErr)
 }
 
 // DeleteNodes marks the Machine of each node with the delete-machine

@@ -9,12 +9,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	apiv1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
@@ -569,5 +571,42 @@ func TestRefreshFromInformers(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"MachineDeployment/ns/md", "MachineSet/ns/ms"}, groupIDs(t, p)); diff != "" {
 		t.Errorf("groups after a create (-want +got):\n%s", diff)
+	}
+}
+
+// TestScaleRetriesConflictsOfOtherWrites: a conflict whose fresh read still
+// shows the replicas the loop saw (Cluster API's controllers writing the
+// object's status) is written again; conflicts that never end are a
+// transient error, with nothing written.
+func TestScaleRetriesConflictsOfOtherWrites(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		conflicts int
+		want      int64
+		wantErr   bool
+	}{
+		{name: "two conflicts", conflicts: 2, want: 3},
+		{name: "endless conflicts", conflicts: 100, want: 2, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, c := newProvider(t, nil, makeObj(kindMachineDeployment, "ns", "md").sizes("1", "5").replicas(2))
+			left := tc.conflicts
+			c.PrependReactor("update", "machinedeployments", func(a clienttesting.Action) (bool, runtime.Object, error) {
+				if a.GetSubresource() != "scale" || left == 0 {
+					return false, nil, nil
+				}
+				left--
+				return true, nil, apierrors.NewConflict(schema.GroupResource{Group: DefaultGroup, Resource: "machinedeployments"}, "md",
+					errors.New("the object has been modified"))
+			})
+			err := onlyGroup(t, p).IncreaseSize(ctx, 1)
+			if tc.wantErr != (err != nil) || (err != nil && !cloudprovider.IsTransient(err)) {
+				t.Fatalf("err = %v, want error %v (transient)", err, tc.wantErr)
+			}
+			if got := getReplicas(t, c, kindMachineDeployment, "ns", "md"); got != tc.want {
+				t.Errorf("replicas = %d, want %d", got, tc.want)
+			}
+		})
 	}
 }
