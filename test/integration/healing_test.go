@@ -78,6 +78,40 @@ nodeGroups:
 `, pool, framework.TestNamespaceLabel, e.Namespace))
 }
 
+// twoRunningNodes waits for the tests' two-pod Deployment to run and
+// returns the two nodes of pool it runs on.
+func twoRunningNodes(e *framework.Env, pool string) []apiv1.Node {
+	e.T.Helper()
+	e.Eventually(90*time.Second, "both pods Running", func(ctx context.Context) (bool, error) {
+		return allRunning(ctx, e, 2)
+	})
+	nodes, err := poolNodeList(e.Context(), e, pool)
+	if err != nil || len(nodes) != 2 {
+		e.T.Fatalf("%d nodes of %s (%v), want 2", len(nodes), pool, err)
+	}
+	return nodes
+}
+
+// samplePool hands the nodes of pool to see every 200ms until the returned
+// stop is called (stop waits for the sampler to end).
+func samplePool(e *framework.Env, pool string, see func([]apiv1.Node)) (stop func()) {
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			if list, err := poolNodeList(context.Background(), e, pool); err == nil {
+				see(list)
+			}
+		}
+	}()
+	return func() { close(done); <-ended }
+}
+
 // nodeEvents lists the reasons of the events recorded on node.
 func nodeEvents(ctx context.Context, e *framework.Env, node string) (map[string]string, error) {
 	list, err := e.Client.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + node})
@@ -134,13 +168,7 @@ func TestNodeHealing(t *testing.T) {
 	deployment(e, "web", 2, map[string]string{"pool": pool}) // one 1-CPU pod per 1-CPU node
 	p := startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--node-healing-enabled",
 		"--node-healing-hooks-config="+hooksFile, "--node-healing-cooldown=3s", "--max-pod-eviction-time=20s")...)
-	e.Eventually(90*time.Second, "both pods Running", func(ctx context.Context) (bool, error) {
-		return allRunning(ctx, e, 2)
-	})
-	nodes, err := poolNodeList(e.Context(), e, pool)
-	if err != nil || len(nodes) != 2 {
-		t.Fatalf("%d nodes of %s (%v), want 2", len(nodes), pool, err)
-	}
+	nodes := twoRunningNodes(e, pool)
 	sick := nodes[0].Name
 
 	// heal_start fails: nothing is touched.
@@ -159,32 +187,18 @@ func TestNodeHealing(t *testing.T) {
 	hooks.status.Store(http.StatusOK)
 	var minReady atomic.Int32
 	minReady.Store(100)
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(200 * time.Millisecond):
-			}
-			list, err := poolNodeList(context.Background(), e, pool)
-			if err != nil {
-				continue
-			}
-			ready := int32(0)
-			for i := range list {
-				// A cordoned node still runs its pod until it is drained.
-				if nodeIsReady(&list[i]) {
-					ready++
-				}
-			}
-			if ready < minReady.Load() {
-				minReady.Store(ready)
+	stopSampling := samplePool(e, pool, func(list []apiv1.Node) {
+		ready := int32(0)
+		for i := range list {
+			// A cordoned node still runs its pod until it is drained.
+			if nodeIsReady(&list[i]) {
+				ready++
 			}
 		}
-	}()
+		if ready < minReady.Load() {
+			minReady.Store(ready)
+		}
+	})
 	e.Eventually(120*time.Second, "node "+sick+" replaced", func(ctx context.Context) (bool, error) {
 		list, err := poolNodeList(ctx, e, pool)
 		if err != nil {
@@ -198,8 +212,7 @@ func TestNodeHealing(t *testing.T) {
 		ev, err := nodeEvents(ctx, e, sick)
 		return err == nil && ev["HealSucceeded"] != "" && len(list) == 2, err
 	})
-	close(stop)
-	<-sampled
+	stopSampling()
 	if got := hooks.callsFor(sick); len(got) < 2 || got[len(got)-2] != healing.PhaseStart || got[len(got)-1] != healing.PhaseEnd {
 		t.Errorf("hook calls for %s = %v, want ... heal_start, heal_end", sick, got)
 	}
@@ -279,13 +292,7 @@ func TestNodeHealingReplacesANotReadyNode(t *testing.T) {
 	deployment(e, "web", 2, map[string]string{"pool": pool})
 	p := startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--node-healing-enabled", "--node-healing-hooks-config="+hooksFile,
 		"--node-healing-policy=Ready=False:3s", "--max-pod-eviction-time=5s")...)
-	e.Eventually(90*time.Second, "both pods Running", func(ctx context.Context) (bool, error) {
-		return allRunning(ctx, e, 2)
-	})
-	nodes, err := poolNodeList(e.Context(), e, pool)
-	if err != nil || len(nodes) != 2 {
-		t.Fatalf("%d nodes of %s (%v), want 2", len(nodes), pool, err)
-	}
+	nodes := twoRunningNodes(e, pool)
 	// kwok stops playing this node's kubelet (it manages the nodes with its
 	// annotation), as a dead kubelet stops reporting; the node then says
 	// NotReady and nothing puts it back.
@@ -379,29 +386,14 @@ func TestNodeHealingResumesAfterAKill(t *testing.T) {
 		"--max-pod-eviction-time=5m", "--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s",
 		"--leader-elect-retry-period=500ms")
 	first := startAutoscaler(t, "first", args...)
-	e.Eventually(90*time.Second, "both pods Running", func(ctx context.Context) (bool, error) {
-		return allRunning(ctx, e, 2)
-	})
-	nodes, err := poolNodeList(e.Context(), e, pool)
-	if err != nil || len(nodes) != 2 {
-		t.Fatalf("%d nodes of %s (%v), want 2", len(nodes), pool, err)
-	}
+	nodes := twoRunningNodes(e, pool)
 	sick := nodes[0].Name
 	var maxNodes atomic.Int32
-	stop, sampled := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(200 * time.Millisecond):
-			}
-			if list, err := poolNodeList(context.Background(), e, pool); err == nil && int32(len(list)) > maxNodes.Load() {
-				maxNodes.Store(int32(len(list)))
-			}
+	stopSampling := samplePool(e, pool, func(list []apiv1.Node) {
+		if int32(len(list)) > maxNodes.Load() {
+			maxNodes.Store(int32(len(list)))
 		}
-	}()
+	})
 	annotateHeal(e, sick, "memory-errors")
 	e.Eventually(60*time.Second, "the heal recorded as Draining", func(ctx context.Context) (bool, error) {
 		cm, err := e.Client.CoreV1().ConfigMaps(e.Namespace).Get(ctx, healing.StateConfigMap, metav1.GetOptions{})
@@ -428,8 +420,7 @@ func TestNodeHealingResumesAfterAKill(t *testing.T) {
 		ev, err := nodeEvents(ctx, e, sick)
 		return err == nil && ev["HealSucceeded"] != "", err
 	})
-	close(stop)
-	<-sampled
+	stopSampling()
 	e.Eventually(60*time.Second, "both pods Running again", func(ctx context.Context) (bool, error) {
 		return allRunning(ctx, e, 2)
 	})
