@@ -177,6 +177,8 @@ func (c *commandLine) registerScaleUp() {
 	fs.IntVar(&o.PodInjectionLimit, "pod-injection-limit", o.PodInjectionLimit, "Most pending pods counted in one loop when stand-ins are counted for replicas a ReplicaSet has still to create; when the unschedulable pods reach it, no stand-ins are counted (the pods themselves are never dropped).")
 	fs.StringVar(&o.SchedulerConfigFile, "scheduler-config-file", o.SchedulerConfigFile, "KubeSchedulerConfiguration whose Filter plugins the simulation uses.")
 	fs.IntVar(&o.PredicateParallelism, "predicate-parallelism", o.PredicateParallelism, "Parallelism of scheduler Filter checks.")
+	fs.IntVar(&o.SchedulerVerbosity, "scheduler-verbosity", o.SchedulerVerbosity,
+		"Verbosity threshold for the logs of the scheduler framework and its plugins during simulation (also capped by -v).")
 	fs.BoolVar(&o.ForceDeleteUnregisteredNodes, "force-delete-unregistered-nodes", o.ForceDeleteUnregisteredNodes, "Delete long-unregistered instances even below the node group's minimum.")
 	fs.BoolVar(&o.ForceDeleteFailedNodes, "force-delete-failed-nodes", o.ForceDeleteFailedNodes, "Delete instances that failed to be created even below the node group's minimum.")
 	fs.BoolVar(&o.DryRunDeletions, "dry-run-deletions", o.DryRunDeletions, "Log the broken instances that would be deleted and the target sizes that would be fixed, and change nothing (not upstream).")
@@ -197,7 +199,6 @@ func (c *commandLine) registerScaleUp() {
 	c.fs.BoolVar(&c.opts.ScaleFromUnschedulable, "scale-from-unschedulable", c.opts.ScaleFromUnschedulable,
 		"Ignore spec.unschedulable of node groups' templates; without it a group whose template is unschedulable is not scaled up.")
 	c.ignoredBool("async-node-groups", false, "Create and delete node groups asynchronously (node auto-provisioning).")
-	c.ignoredInt("scheduler-verbosity", 0, "Verbosity threshold for scheduler framework logs.")
 	c.ignoredBool("enable-inter-pod-affinity-hostname-fast-path", false, "Upstream knob: hostname fast path of inter-pod affinity.")
 	c.ignoredBool("enable-csi-node-aware-scheduling", false, "Handle CSINode objects in simulation.")
 	c.fs.DurationVar(&c.opts.NodeInfoCacheExpireTime, "node-info-cache-expire-time", c.opts.NodeInfoCacheExpireTime,
@@ -237,6 +238,8 @@ func (c *commandLine) registerScaleDown() {
 	fs.IntVar(&o.MaxGracefulTerminationSec, "max-graceful-termination-sec", o.MaxGracefulTerminationSec, "Longest grace period given to an evicted pod, in seconds.")
 	fs.DurationVar(&o.MaxPodEvictionTime, "max-pod-eviction-time", o.MaxPodEvictionTime, "How long to keep trying to evict one pod.")
 	fs.DurationVar(&o.NodeDeleteDelayAfterTaint, "node-delete-delay-after-taint", o.NodeDeleteDelayAfterTaint, "Pause between tainting a node ToBeDeleted and draining or deleting it.")
+	fs.BoolVar(&o.DynamicNodeDeleteDelayAfterTaint, "dynamic-node-delete-delay-after-taint-enabled", o.DynamicNodeDeleteDelayAfterTaint,
+		"Replace --node-delete-delay-after-taint by twice the longest time, over the last hour, between writing a ToBeDeleted taint and seeing it in the node informer.")
 	fs.BoolVar(&o.SkipNodesWithSystemPods, "skip-nodes-with-system-pods", o.SkipNodesWithSystemPods, "Keep nodes running kube-system pods that no PDB covers.")
 	fs.BoolVar(&o.SkipNodesWithLocalStorage, "skip-nodes-with-local-storage", o.SkipNodesWithLocalStorage, "Keep nodes running pods with local storage (emptyDir, hostPath).")
 	fs.BoolVar(&o.SkipNodesWithCustomControllerPods, "skip-nodes-with-custom-controller-pods", o.SkipNodesWithCustomControllerPods, "Keep nodes running pods owned by custom controllers.")
@@ -257,7 +260,6 @@ func (c *commandLine) registerScaleDown() {
 	fs.DurationVar(&o.BlockingSystemPodDisruptionTimeout, "blocking-system-pod-distruption-timeout", o.BlockingSystemPodDisruptionTimeout, "After this long, kube-system pods without a PDB no longer block removal.")
 	fs.StringVar(&o.DrainPriorityConfig, "drain-priority-config", o.DrainPriorityConfig, "Drain in priority rounds, <priority>:<gracePeriodSeconds>,... (e.g. 10000:20,1000:100,0:60): a pod joins the highest priority not above its own (the lowest when all are), rounds go lowest first, each waiting for the previous one's pods to be gone, each pod given at most its round's grace period; excludes --max-graceful-termination-sec.")
 	// Every flag above is acted on; the ones below are not yet.
-	c.ignoredBool("dynamic-node-delete-delay-after-taint-enabled", false, "Adapt the delete delay after tainting to API latency.")
 	c.ignoredBool("node-removal-latency-tracking-enabled", false, "Track latency from unneeded to removed.")
 	fs.BoolVar(&o.MaxNodeSkipEvalTimeTrackerEnabled, "max-node-skip-eval-time-tracker-enabled", o.MaxNodeSkipEvalTimeTrackerEnabled, "Track the longest time a node was left out of the scale-down simulation (time budget, candidate limits).")
 }

@@ -546,7 +546,8 @@ func recentlyUnschedulable(pod *apiv1.Pod, now time.Time) bool {
 func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.Interface, factory informers.SharedInformerFactory,
 	provider cloudprovider.CloudProvider, listers core.Listers, recorder record.EventRecorder,
 	state *clusterstate.Registry, m *metrics.Metrics, reporting *core.Reporting) (*scaleup.Orchestrator, informers.SharedInformerFactory, error) {
-	simOpts := []simframework.Option{simframework.WithParallelism(opts.PredicateParallelism), simframework.WithClient(client)}
+	simOpts := []simframework.Option{simframework.WithParallelism(opts.PredicateParallelism), simframework.WithClient(client),
+		simframework.WithVerbosity(opts.SchedulerVerbosity)}
 	if opts.SchedulerConfigFile != "" {
 		simOpts = append(simOpts, simframework.WithSchedulerConfigFile(opts.SchedulerConfigFile))
 	}
@@ -668,7 +669,11 @@ func buildScaleDown(opts config.Options, client kubernetes.Interface, factory in
 	taints := scaledown.NewTaints(client, opts.MaxBulkSoftTaintCount, opts.CordonNodeBeforeTerminating,
 		scaledown.WithSoftTaintTime(opts.MaxBulkSoftTaintTime, clock.RealClock{}))
 	planner := scaledown.NewPlanner(opts, provider, rules, taints)
-	actuator := scaledown.NewActuator(opts, client, taints, recorder, reporting, clock.RealClock{})
+	var actOpts []scaledown.ActuatorOption
+	if opts.DynamicNodeDeleteDelayAfterTaint {
+		actOpts = append(actOpts, scaledown.WithDynamicDeleteDelay(factory.Core().V1().Nodes().Lister()))
+	}
+	actuator := scaledown.NewActuator(opts, client, taints, recorder, reporting, clock.RealClock{}, actOpts...)
 	return scaledown.New(opts, planner, actuator, m), taints
 }
 

@@ -102,29 +102,35 @@ type Options struct {
 	BypassedSchedulerNames         []string
 	SchedulerConfigFile            string
 	PredicateParallelism           int
-	DryRunDeletions                bool
-	UnregisteredBreakerRatio       float64
-	UnregisteredBreakerMinimum     int
-	MaxBrokenNodeDeletionsPerLoop  int
-	ForceDeleteUnregisteredNodes   bool
-	ForceDeleteFailedNodes         bool
+	// SchedulerVerbosity caps the verbosity of the scheduler framework's
+	// logs (--scheduler-verbosity).
+	SchedulerVerbosity            int
+	DryRunDeletions               bool
+	UnregisteredBreakerRatio      float64
+	UnregisteredBreakerMinimum    int
+	MaxBrokenNodeDeletionsPerLoop int
+	ForceDeleteUnregisteredNodes  bool
+	ForceDeleteFailedNodes        bool
 
 	// NodeGroupDefaults are the per-node-group options a provider may override.
 	NodeGroupDefaults NodeGroupAutoscalingOptions
 
 	// Scale-down.
-	ScaleDownEnabled                   bool
-	ScaleDownUnreadyEnabled            bool
-	ScaleDownDelayAfterAdd             time.Duration
-	ScaleDownDelayAfterDelete          time.Duration
-	ScaleDownDelayAfterFailure         time.Duration
-	ScaleDownDelayTypeLocal            bool
-	IgnoreMirrorPodsUtilization        bool
-	MaxScaleDownParallelism            int
-	MaxDrainParallelism                int
-	MaxGracefulTerminationSec          int
-	MaxPodEvictionTime                 time.Duration
-	NodeDeleteDelayAfterTaint          time.Duration
+	ScaleDownEnabled            bool
+	ScaleDownUnreadyEnabled     bool
+	ScaleDownDelayAfterAdd      time.Duration
+	ScaleDownDelayAfterDelete   time.Duration
+	ScaleDownDelayAfterFailure  time.Duration
+	ScaleDownDelayTypeLocal     bool
+	IgnoreMirrorPodsUtilization bool
+	MaxScaleDownParallelism     int
+	MaxDrainParallelism         int
+	MaxGracefulTerminationSec   int
+	MaxPodEvictionTime          time.Duration
+	NodeDeleteDelayAfterTaint   time.Duration
+	// DynamicNodeDeleteDelayAfterTaint replaces NodeDeleteDelayAfterTaint
+	// by twice the longest taint propagation seen in the last hour.
+	DynamicNodeDeleteDelayAfterTaint   bool
 	SkipNodesWithSystemPods            bool
 	SkipNodesWithLocalStorage          bool
 	SkipNodesWithCustomControllerPods  bool

@@ -102,6 +102,8 @@ func (o *Options) validate() *validator {
 	v.odd(o.MaxTotalUnreadyPercentage >= 0 && o.MaxTotalUnreadyPercentage <= 100, "--max-total-unready-percentage",
 		"%v is outside 0..100", o.MaxTotalUnreadyPercentage)
 	v.check(o.PredicateParallelism >= 1, "--predicate-parallelism", "must be at least 1, got %d", o.PredicateParallelism)
+	v.odd(o.SchedulerVerbosity >= 0, "--scheduler-verbosity",
+		"%d is negative: the scheduler framework's informational messages are all dropped, its errors still logged", o.SchedulerVerbosity)
 	if len(o.AllowedSchedulerNames) > 0 {
 		for _, n := range o.BypassedSchedulerNames {
 			v.check(slices.Contains(o.AllowedSchedulerNames, n), "--bypassed-scheduler-names",

@@ -88,11 +88,13 @@ type Actuator struct {
 	batchMu sync.Mutex
 	batches map[string]*deletionBatch
 	wg      sync.WaitGroup
+	// latency is set with --dynamic-node-delete-delay-after-taint-enabled.
+	latency *taintLatency
 }
 
 // NewActuator builds an actuator.
 func NewActuator(opts config.Options, client kubernetes.Interface, taints *Taints, recorder record.EventRecorder,
-	m Metrics, clk clock.Clock) *Actuator {
+	m Metrics, clk clock.Clock, options ...ActuatorOption) *Actuator {
 	a := &Actuator{opts: opts, client: client, taints: taints, recorder: recorder, metrics: m, clock: clk,
 		annotationPoll: delayDeletionPollPeriod, podGonePoll: podGonePollPeriod, evictionRetry: evictionRetryPeriod,
 		inFlight: map[string]string{}, deleted: map[string]bool{}, byGroup: map[string]*groupTimes{},
@@ -100,6 +102,9 @@ func NewActuator(opts config.Options, client kubernetes.Interface, taints *Taint
 	if opts.DrainPriorityConfig != "" {
 		// Validate() has checked it; an error here leaves the single round.
 		a.drainPriorities, _ = config.ParseDrainPriorityConfig(opts.DrainPriorityConfig)
+	}
+	for _, o := range options {
+		o(a)
 	}
 	return a
 }

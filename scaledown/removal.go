@@ -27,11 +27,12 @@ import (
 func (a *Actuator) run(ctx context.Context, j *job) (deleted []*Candidate, failed bool) {
 	logger := klog.FromContext(ctx).WithValues("nodeGroup", j.cs[0].Group.Id())
 	ctx = klog.NewContext(ctx, logger)
-	live, failed := a.taintAll(ctx, j)
+	started := map[string]time.Time{}
+	live, failed := a.taintAll(ctx, j, started)
 	if len(live) == 0 {
 		return nil, failed
 	}
-	if !a.sleep(ctx, a.opts.NodeDeleteDelayAfterTaint) {
+	if !a.sleep(ctx, a.deleteDelay(ctx, started)) {
 		return a.interrupted(ctx, live)
 	}
 	live, drainFailed := a.drainAll(ctx, j, live)
@@ -60,10 +61,13 @@ func (a *Actuator) run(ctx context.Context, j *job) (deleted []*Candidate, faile
 
 // taintAll writes the ToBeDeleted taint on the job's nodes; a node that
 // cannot be tainted is left out (for an atomic job, the whole job is).
-func (a *Actuator) taintAll(ctx context.Context, j *job) (live []*Candidate, failed bool) {
+// started gets when each write began.
+func (a *Actuator) taintAll(ctx context.Context, j *job, started map[string]time.Time) (live []*Candidate, failed bool) {
 	logger := klog.FromContext(ctx)
 	for _, c := range j.cs {
+		started[c.Node.Name] = a.clock.Now()
 		if err := a.taints.MarkToBeDeleted(ctx, c.Node.Name, a.clock.Now()); err != nil {
+			delete(started, c.Node.Name)
 			if ctx.Err() != nil {
 				a.interrupted(ctx, live)
 				return nil, false

@@ -33,6 +33,7 @@ type Handle struct {
 	fw       schedframework.Framework
 	snapshot *Snapshot
 	policy   profilePolicy
+	logs     verbosityCap
 }
 
 // Option configures a Handle.
@@ -42,6 +43,7 @@ type options struct {
 	configFile  string
 	parallelism int
 	client      kubernetes.Interface
+	verbosity   int
 }
 
 // WithSchedulerConfigFile uses the first profile of a KubeSchedulerConfiguration
@@ -50,6 +52,11 @@ func WithSchedulerConfigFile(path string) Option { return func(o *options) { o.c
 
 // WithParallelism sets how many nodes Filter checks at once (--predicate-parallelism).
 func WithParallelism(n int) Option { return func(o *options) { o.parallelism = n } }
+
+// WithVerbosity caps the verbosity of the scheduler framework's and its
+// plugins' logs (--scheduler-verbosity; default 0: their V(1) and above are
+// not written, whatever -v says).
+func WithVerbosity(v int) Option { return func(o *options) { o.verbosity = v } }
 
 // WithClient lets plugins that want a client have one; they never write
 // through it during simulation.
@@ -81,7 +88,7 @@ func New(ctx context.Context, snapshot *Snapshot, informerFactory informers.Shar
 		frameworkruntime.WithSnapshotSharedLister(snapshot),
 		frameworkruntime.WithSharedCSIManager(csi),
 		frameworkruntime.WithParallelism(o.parallelism),
-		frameworkruntime.WithLogger(klog.FromContext(ctx)),
+		frameworkruntime.WithLogger(verbosityCap{max: o.verbosity}.logger(klog.FromContext(ctx))),
 	}
 	if o.client != nil {
 		fwOpts = append(fwOpts, frameworkruntime.WithClientSet(o.client))
@@ -90,7 +97,8 @@ func New(ctx context.Context, snapshot *Snapshot, informerFactory informers.Shar
 	if err != nil {
 		return nil, fmt.Errorf("building the scheduler framework: %w", err)
 	}
-	return &Handle{fw: fw, snapshot: snapshot, policy: newProfilePolicy(fw.ListPlugins(), profile)}, nil
+	return &Handle{fw: fw, snapshot: snapshot, policy: newProfilePolicy(fw.ListPlugins(), profile),
+		logs: verbosityCap{max: o.verbosity}}, nil
 }
 
 func loadProfile(path string) (*schedconfig.KubeSchedulerProfile, error) {
@@ -156,7 +164,7 @@ func (h *Handle) Prepare(ctx context.Context, pod *apiv1.Pod) *PodCheck {
 			Reasons: []string{"pods with resource claims (DRA) are not simulated yet"}}}
 	}
 	state := schedframework.NewCycleState()
-	res, status, _ := h.fw.RunPreFilterPlugins(ctx, state, pod)
+	res, status, _ := h.fw.RunPreFilterPlugins(h.logs.wrap(ctx), state, pod)
 	c := &PodCheck{h: h, pod: pod, state: state}
 	if !status.IsSuccess() && !status.IsSkip() {
 		c.err = &Unschedulable{Pod: pod, Reasons: status.Reasons(), Plugin: status.Plugin()}
@@ -186,7 +194,7 @@ func (c *PodCheck) Fits(ctx context.Context, nodeName string) error {
 	if err != nil {
 		return err
 	}
-	status := c.h.fw.RunFilterPlugins(ctx, c.state, c.pod, ni)
+	status := c.h.fw.RunFilterPlugins(c.h.logs.wrap(ctx), c.state, c.pod, ni)
 	if !status.IsSuccess() {
 		return &Unschedulable{Pod: c.pod, Node: nodeName, Reasons: status.Reasons(), Plugin: status.Plugin()}
 	}
@@ -212,6 +220,7 @@ func (c *PodCheck) FitCount(ctx context.Context, shape *PodShape, pods []*apiv1.
 	if err != nil {
 		return 0, err
 	}
+	ctx = c.h.logs.wrap(ctx)
 	trial := ni // copied before the first pod is added
 	for i, p := range pods {
 		if room != nil && !hasRoom(trial, *room) {

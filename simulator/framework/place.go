@@ -47,6 +47,7 @@ func (c *PodCheck) placeOn(ctx context.Context, shape *PodShape, pods []*apiv1.P
 	if len(pods) == 0 || c.err != nil || (c.allowed != nil && !c.allowed[nodeName]) {
 		return 0, nil
 	}
+	ctx = c.h.logs.wrap(ctx)
 	snap := c.h.snapshot
 	ni, err := snap.NodeInfo(nodeName)
 	if err != nil {
