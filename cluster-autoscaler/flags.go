@@ -177,6 +177,8 @@ func (c *commandLine) registerScaleUp() {
 	fs.IntVar(&o.PodInjectionLimit, "pod-injection-limit", o.PodInjectionLimit, "Most pending pods counted in one loop when stand-ins are counted for replicas a ReplicaSet has still to create; when the unschedulable pods reach it, no stand-ins are counted (the pods themselves are never dropped).")
 	fs.StringVar(&o.SchedulerConfigFile, "scheduler-config-file", o.SchedulerConfigFile, "KubeSchedulerConfiguration whose Filter plugins the simulation uses.")
 	fs.IntVar(&o.PredicateParallelism, "predicate-parallelism", o.PredicateParallelism, "Parallelism of scheduler Filter checks.")
+	fs.BoolVar(&o.CapacityQuotasEnabled, "capacity-quotas-enabled", o.CapacityQuotasEnabled,
+		"Respect CapacityQuota objects (autoscaling.x-k8s.io/v1beta1): no scale-up beyond the summed resources they allow the nodes they select.")
 	fs.IntVar(&o.SchedulerVerbosity, "scheduler-verbosity", o.SchedulerVerbosity,
 		"Verbosity threshold for the logs of the scheduler framework and its plugins during simulation (also capped by -v).")
 	fs.BoolVar(&o.ForceDeleteUnregisteredNodes, "force-delete-unregistered-nodes", o.ForceDeleteUnregisteredNodes, "Delete long-unregistered instances even below the node group's minimum.")
@@ -207,7 +209,6 @@ func (c *commandLine) registerScaleUp() {
 	c.ignoredBool("capacity-buffer-controller-enabled", false, "Run the CapacityBuffer controller.")
 	c.ignoredBool("capacity-buffer-pod-injection-enabled", false, "Inject pods for ready CapacityBuffers.")
 	c.ignoredBool("capacity-buffer-pod-dry-run-enabled", true, "Build CapacityBuffer pod templates by server dry-run.")
-	c.ignoredBool("capacity-quotas-enabled", false, "Handle CapacityQuota objects.")
 	c.fs.BoolVar(&c.opts.DebuggingSnapshotEnabled, "debugging-snapshot-enabled", c.opts.DebuggingSnapshotEnabled,
 		"Serve /snapshotz on --address: a GET waits for the next loop and answers its view of the cluster (nodes with their pods, each group's template node, the pending pods) as JSON.")
 }

@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -37,6 +38,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"k8s.io/autoscaler/cluster-autoscaler/capacityquota"
 	"k8s.io/autoscaler/cluster-autoscaler/cleanup"
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider/clusterapi"
@@ -320,7 +322,15 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 		clusterEvents = statusRef
 	}
 	reporting := core.NewReporting(m, provider, recorder, clusterEvents)
-	orchestrator, nsFactory, err := buildScaleUp(ctx, opts, client, factory, provider, listers, recorder, state, m, reporting)
+	var quotas scaleup.QuotaSource
+	if opts.CapacityQuotasEnabled {
+		src, err := startCapacityQuotas(ctx, informerCtx, restConfig, recorder)
+		if err != nil {
+			return err
+		}
+		quotas = src
+	}
+	orchestrator, nsFactory, err := buildScaleUp(ctx, opts, client, factory, provider, listers, recorder, state, m, reporting, quotas)
 	if err != nil {
 		return err
 	}
@@ -545,7 +555,7 @@ func recentlyUnschedulable(pod *apiv1.Pod, now time.Time) bool {
 // ConfigMap lister and must be started with the cluster-wide one.
 func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.Interface, factory informers.SharedInformerFactory,
 	provider cloudprovider.CloudProvider, listers core.Listers, recorder record.EventRecorder,
-	state *clusterstate.Registry, m *metrics.Metrics, reporting *core.Reporting) (*scaleup.Orchestrator, informers.SharedInformerFactory, error) {
+	state *clusterstate.Registry, m *metrics.Metrics, reporting *core.Reporting, quotas scaleup.QuotaSource) (*scaleup.Orchestrator, informers.SharedInformerFactory, error) {
 	simOpts := []simframework.Option{simframework.WithParallelism(opts.PredicateParallelism), simframework.WithClient(client),
 		simframework.WithVerbosity(opts.SchedulerVerbosity)}
 	if opts.SchedulerConfigFile != "" {
@@ -570,9 +580,34 @@ func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.In
 	if err != nil {
 		return nil, nil, fmt.Errorf("--expander: %w", err)
 	}
-	return scaleup.New(provider, sim, estimator.New(sim), chain, opts, state,
-		scaleup.WithDaemonSets(factory.Apps().V1().DaemonSets().Lister()),
-		scaleup.WithDeletionCounter(m.RegisterDeletedNodes), scaleup.WithReporter(reporting)), nsFactory, nil
+	suOpts := []scaleup.Option{scaleup.WithDaemonSets(factory.Apps().V1().DaemonSets().Lister()),
+		scaleup.WithDeletionCounter(m.RegisterDeletedNodes), scaleup.WithReporter(reporting)}
+	if quotas != nil {
+		suOpts = append(suOpts, scaleup.WithCapacityQuotas(quotas))
+	}
+	return scaleup.New(provider, sim, estimator.New(sim), chain, opts, state, suOpts...), nsFactory, nil
+}
+
+// startCapacityQuotas checks that CapacityQuotas are served (a clear
+// start-up error otherwise), starts their informer on informerCtx and waits
+// for its first list, so that no scale-up runs before the quotas are known.
+func startCapacityQuotas(ctx, informerCtx context.Context, restConfig *rest.Config, recorder record.EventRecorder) (*capacityquota.Source, error) {
+	dyn, err := dynamic.NewForConfig(restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("--capacity-quotas-enabled: building the dynamic client: %w", err)
+	}
+	checkCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := capacityquota.Check(checkCtx, dyn); err != nil {
+		return nil, fmt.Errorf("--capacity-quotas-enabled: %w", err)
+	}
+	src := capacityquota.NewSource(dyn, recorder)
+	go src.Run(informerCtx)
+	if !cache.WaitForCacheSync(ctx.Done(), src.HasSynced) {
+		return nil, errors.New("--capacity-quotas-enabled: syncing the CapacityQuota informer cache")
+	}
+	klog.FromContext(ctx).Info("CapacityQuotas limit scale-up", "quotas", len(src.Quotas(ctx)))
+	return src, nil
 }
 
 // buildProvReqProcessor wires the ProvisioningRequest processor: its typed

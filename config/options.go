@@ -102,6 +102,8 @@ type Options struct {
 	BypassedSchedulerNames         []string
 	SchedulerConfigFile            string
 	PredicateParallelism           int
+	// CapacityQuotasEnabled makes scale-up respect CapacityQuota objects.
+	CapacityQuotasEnabled bool
 	// SchedulerVerbosity caps the verbosity of the scheduler framework's
 	// logs (--scheduler-verbosity).
 	SchedulerVerbosity            int

@@ -358,6 +358,13 @@ func (s *Session) planAll(ctx context.Context, podGroups []*estimator.Group, t *
 			notes = append(notes, fmt.Sprintf("group %s: the cluster-wide limits leave room for no node", id))
 			continue
 		}
+		if qRoom, quota, limited := t.quotaRoom(gs.template.Node); limited {
+			if qRoom <= 0 {
+				notes = append(notes, fmt.Sprintf("group %s: CapacityQuota %s leaves room for no node", id, quota))
+				continue
+			}
+			limits.MaxNodes = min(limits.MaxNodes, qRoom)
+		}
 		est, err := o.estimator.Estimate(ctx, podGroups, gs.template, id, limits)
 		if err != nil {
 			notes = append(notes, fmt.Sprintf("group %s: the estimate failed: %v", id, err))
@@ -404,7 +411,7 @@ func (s *Session) planAll(ctx context.Context, podGroups []*estimator.Group, t *
 	}
 	var plan []share
 	left := podGroups
-	used := *t
+	used := t.clone()
 	for len(left) > 0 && len(options) > 0 {
 		best := o.chain.BestOption(ctx, options, infos)
 		if best == nil {
@@ -416,10 +423,17 @@ func (s *Session) planAll(ctx context.Context, podGroups []*estimator.Group, t *
 		if empty {
 			room = gs.group.MaxSize()
 		}
-		limits := s.atomicLimits(room, &used)
+		limits := s.atomicLimits(room, used)
 		if exhausted(limits) {
 			notes = append(notes, "the cluster-wide limits leave room for no more nodes")
 			break
+		}
+		if qRoom, quota, limited := used.quotaRoom(gs.template.Node); limited {
+			if qRoom <= 0 {
+				notes = append(notes, fmt.Sprintf("group %s: CapacityQuota %s leaves room for no more nodes", gs.group.Id(), quota))
+				continue
+			}
+			limits.MaxNodes = min(limits.MaxNodes, qRoom)
 		}
 		est, err := o.estimator.Estimate(ctx, left, gs.template, gs.group.Id(), limits)
 		if err != nil || est.NodeCount == 0 {

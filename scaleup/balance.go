@@ -218,12 +218,19 @@ func (o *Orchestrator) balance(ctx context.Context, best *expander.Option, optio
 	}
 	sort.Slice(members, func(i, j int) bool { return members[i].group.Id() < members[j].group.Id() })
 	deltas := make([]int, len(members))
+	// after counts the nodes given out so far against the CapacityQuotas.
+	after := t.clone()
 	for n := 0; n < count; n++ {
 		pick := -1
 		for i, gs := range members {
 			size := gs.target + deltas[i]
 			if size >= gs.group.MaxSize() {
 				continue
+			}
+			if gs.template != nil {
+				if qRoom, _, limited := after.quotaRoom(gs.template.Node); limited && qRoom <= 0 {
+					continue
+				}
 			}
 			if pick < 0 || size < members[pick].target+deltas[pick] {
 				pick = i
@@ -233,6 +240,9 @@ func (o *Orchestrator) balance(ctx context.Context, best *expander.Option, optio
 			break // every similar group is full
 		}
 		deltas[pick]++
+		if tmpl := members[pick].template; tmpl != nil && len(after.quotas) > 0 {
+			after.addNode(tmpl.Node)
+		}
 	}
 	var out []share
 	for i, gs := range members {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"k8s.io/autoscaler/cluster-autoscaler/capacityquota"
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
@@ -69,6 +70,7 @@ type Orchestrator struct {
 	opts       config.Options
 	state      *clusterstate.Registry
 	daemonSets DaemonSetLister
+	quotas     QuotaSource
 	sanitizer  template.Sanitizer
 	taints     clusterstate.Taints
 	// fromNodes are templates made from real nodes, kept for when a group
@@ -116,6 +118,15 @@ func WithDeletionCounter(count func(reason string, n int)) Option {
 // WithOrchestratorClock replaces the real clock that times a scale-up's
 // estimates.
 func WithOrchestratorClock(c clock.PassiveClock) Option { return func(o *Orchestrator) { o.clock = c } }
+
+// QuotaSource lists the CapacityQuotas scale-up respects.
+type QuotaSource interface {
+	Quotas(ctx context.Context) []capacityquota.Quota
+}
+
+// WithCapacityQuotas makes scale-up respect the CapacityQuotas src lists
+// (--capacity-quotas-enabled).
+func WithCapacityQuotas(src QuotaSource) Option { return func(o *Orchestrator) { o.quotas = src } }
 
 // WithDaemonSets puts on every template the pods of the DaemonSets that
 // would run on it.
@@ -175,7 +186,7 @@ func (s *Session) Added() int { return s.added }
 func (o *Orchestrator) Begin(ctx context.Context, in Input) *Session {
 	groups, excluded := o.observeGroups(ctx, in)
 	o.buildSnapshot(ctx, in, groups, excluded)
-	return &Session{o: o, in: in, groups: groups, excluded: excluded, totals: o.clusterTotals(in, groups, excluded)}
+	return &Session{o: o, in: in, groups: groups, excluded: excluded, totals: o.clusterTotals(ctx, in, groups, excluded)}
 }
 
 // ScaleUp places the pending pods that fit existing or upcoming nodes and
@@ -571,6 +582,15 @@ func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group
 				}
 			}
 		}
+		if gs.template != nil {
+			if qRoom, quota, limited := totals.quotaRoom(gs.template.Node); limited {
+				if qRoom <= 0 {
+					reasons[fmt.Sprintf("CapacityQuota %s reached", quota)]++
+					continue
+				}
+				limits.MaxNodes = min(limits.MaxNodes, qRoom)
+			}
+		}
 		start := time.Now()
 		est, err := o.estimator.Estimate(ctx, podGroups, gs.template, id, limits)
 		estimating += time.Since(start)
@@ -680,6 +700,18 @@ func (s *Session) EnforceMinSizes(ctx context.Context) []Increase {
 				logger.Info("Not raising a zeroOrMaxNodeScaling node group to its min size: --max-nodes-total leaves room for fewer nodes than its max size",
 					"nodeGroup", id, "need", delta, "room", room)
 				continue
+			}
+		}
+		if gs.template != nil {
+			if qRoom, quota, limited := s.totals.quotaRoom(gs.template.Node); limited && qRoom < delta {
+				if gs.zeroOrMax {
+					logger.Info("Not raising a zeroOrMaxNodeScaling node group to its min size: a CapacityQuota leaves room for fewer nodes than its max size",
+						"nodeGroup", id, "need", delta, "capacityQuota", quota, "room", qRoom)
+					continue
+				}
+				logger.Info("Raising a node group towards its min size only as far as a CapacityQuota allows",
+					"nodeGroup", id, "need", delta, "capacityQuota", quota, "room", qRoom)
+				room = min(room, qRoom)
 			}
 		}
 		if delta > room {

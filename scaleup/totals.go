@@ -2,9 +2,11 @@ package scaleup
 
 import (
 	"context"
+	"maps"
 
 	apiv1 "k8s.io/api/core/v1"
 
+	"k8s.io/autoscaler/cluster-autoscaler/capacityquota"
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
@@ -18,6 +20,54 @@ type totals struct {
 	memory   int64
 	gpus     map[string]int64 // by GPU type
 	gpuOf    func(*apiv1.Node) (string, int64)
+	// quotas are the CapacityQuotas (--capacity-quotas-enabled) with what
+	// the nodes they pick use, upcoming ones included.
+	quotas []quotaUse
+}
+
+// quotaUse is one CapacityQuota and its use, in milli-units per resource.
+type quotaUse struct {
+	q    capacityquota.Quota
+	used map[apiv1.ResourceName]int64
+}
+
+// clone copies t so that adding nodes to the copy leaves t as it is.
+func (t *totals) clone() *totals {
+	c := *t
+	c.gpus = maps.Clone(t.gpus)
+	c.quotas = make([]quotaUse, len(t.quotas))
+	for i, qu := range t.quotas {
+		c.quotas[i] = quotaUse{q: qu.q, used: maps.Clone(qu.used)}
+	}
+	return &c
+}
+
+// quotaRoom is how many more nodes like template the CapacityQuotas that
+// pick it allow, and the name of the quota that allows the fewest; ok is
+// false when no quota limits such nodes.
+func (t *totals) quotaRoom(template *apiv1.Node) (room int, quota string, ok bool) {
+	if template == nil {
+		return 0, "", false
+	}
+	for _, qu := range t.quotas {
+		if !qu.q.Applies(template) {
+			continue
+		}
+		for res, limit := range qu.q.Limits {
+			per := capacityquota.Amount(template, res)
+			if per <= 0 {
+				continue
+			}
+			n := 0
+			if left := limit - qu.used[res]; left > 0 {
+				n = int(min(left/per, 1<<30))
+			}
+			if !ok || n < room {
+				room, quota, ok = n, qu.q.Name, true
+			}
+		}
+	}
+	return room, quota, ok
 }
 
 // gpuRoom is how many more nodes of perNode GPUs of type gpu --gpu-total
@@ -38,8 +88,13 @@ func (t *totals) gpuRoom(limits []config.GPULimit, gpu string, perNode int64) (i
 	return 0, false
 }
 
-func (o *Orchestrator) clusterTotals(in Input, groups map[string]*groupState, excluded map[string]bool) *totals {
+func (o *Orchestrator) clusterTotals(ctx context.Context, in Input, groups map[string]*groupState, excluded map[string]bool) *totals {
 	t := &totals{gpus: map[string]int64{}}
+	if o.quotas != nil {
+		for _, q := range o.quotas.Quotas(ctx) {
+			t.quotas = append(t.quotas, quotaUse{q: q, used: map[apiv1.ResourceName]int64{}})
+		}
+	}
 	if len(o.opts.GPUTotal) > 0 {
 		t.gpuOf = func(n *apiv1.Node) (string, int64) { return cloudprovider.GPUsOf(context.Background(), o.provider, n) }
 	}
@@ -58,6 +113,13 @@ func (o *Orchestrator) clusterTotals(in Input, groups map[string]*groupState, ex
 }
 
 func (t *totals) addNode(n *apiv1.Node) {
+	for _, qu := range t.quotas {
+		if qu.q.Applies(n) {
+			for res := range qu.q.Limits {
+				qu.used[res] += capacityquota.Amount(n, res)
+			}
+		}
+	}
 	t.nodes++
 	t.milliCPU += n.Status.Capacity.Cpu().MilliValue()
 	t.memory += n.Status.Capacity.Memory().Value()

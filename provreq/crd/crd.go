@@ -48,27 +48,31 @@ func CRD() (*apiextensionsv1.CustomResourceDefinition, error) {
 // established it and lists every served version in discovery. When the CRD
 // was already established, a changed schema may take the API server a moment
 // more to enforce.
-func Install(ctx context.Context, cfg *rest.Config) error {
+func Install(ctx context.Context, cfg *rest.Config) error { return Apply(ctx, cfg, manifest) }
+
+// Apply is Install for any CRD manifest (the project's other CRDs use it).
+func Apply(ctx context.Context, cfg *rest.Config, manifest []byte) error {
 	client, err := apiextensionsclient.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("creating the apiextensions client: %w", err)
 	}
-	want, err := CRD()
-	if err != nil {
-		return err
+	want := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(manifest, want); err != nil {
+		return fmt.Errorf("decoding a CRD manifest: %w", err)
 	}
+	name := want.Name
 	body, err := yaml.YAMLToJSON(manifest)
 	if err != nil {
-		return fmt.Errorf("converting the %s manifest to JSON: %w", Name, err)
+		return fmt.Errorf("converting the %s manifest to JSON: %w", name, err)
 	}
 	crds := client.ApiextensionsV1().CustomResourceDefinitions()
 	opts := metav1.PatchOptions{FieldManager: FieldManager, Force: ptr.To(true)}
-	if _, err := crds.Patch(ctx, Name, types.ApplyPatchType, body, opts); err != nil {
-		return fmt.Errorf("applying CRD %s: %w", Name, err)
+	if _, err := crds.Patch(ctx, name, types.ApplyPatchType, body, opts); err != nil {
+		return fmt.Errorf("applying CRD %s: %w", name, err)
 	}
 
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, installTimeout, true, func(ctx context.Context) (bool, error) {
-		got, err := crds.Get(ctx, Name, metav1.GetOptions{})
+		got, err := crds.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -83,7 +87,7 @@ func Install(ctx context.Context, cfg *rest.Config) error {
 		return true, nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for CRD %s to be established: %w", Name, err)
+		return fmt.Errorf("waiting for CRD %s to be established: %w", name, err)
 	}
 	return nil
 }

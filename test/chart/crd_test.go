@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"k8s.io/autoscaler/cluster-autoscaler/capacityquota"
 	"k8s.io/autoscaler/cluster-autoscaler/provreq/crd"
 )
 
@@ -33,7 +34,24 @@ func TestChartCRDIsProvreqCRD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != 1 {
-		t.Errorf("%s/crds holds %d files, want only %s", chartDir, len(entries), filepath.Base(crdFile))
+	if len(entries) != 2 {
+		t.Errorf("%s/crds holds %d files, want only %s and %s", chartDir, len(entries), filepath.Base(crdFile),
+			filepath.Base(quotaCRDFile))
+	}
+}
+
+// quotaCRDFile is the chart's copy of the CapacityQuota CRD.
+const quotaCRDFile = "crds/autoscaling.x-k8s.io_capacityquotas.yaml"
+
+// TestChartCRDIsCapacityQuotaCRD: the chart ships the CapacityQuota CRD the
+// binary embeds.
+func TestChartCRDIsCapacityQuotaCRD(t *testing.T) {
+	got, err := os.ReadFile(filepath.Join(repoRoot, chartDir, quotaCRDFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, capacityquota.Manifest()) {
+		t.Fatalf("%s/%s differs from capacityquota/%s; copy it:\n  cp capacityquota/%s %s/crds/",
+			chartDir, quotaCRDFile, filepath.Base(quotaCRDFile), filepath.Base(quotaCRDFile), chartDir)
 	}
 }

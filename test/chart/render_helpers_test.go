@@ -220,6 +220,8 @@ func clusterPermissions() []permission {
 		// ProvisioningRequests: informer, conditions (server-side apply to status), garbage collection (delete)
 		perms("autoscaling.x-k8s.io", "provisioningrequests", "get list watch update patch delete"),
 		perms("autoscaling.x-k8s.io", "provisioningrequests/status", "get update patch"),
+		// CapacityQuotas (--capacity-quotas-enabled): the informer
+		perms("autoscaling.x-k8s.io", "capacityquotas", "get list watch"),
 		perms("", "podtemplates", "get list watch"),
 	)
 }

@@ -347,7 +347,9 @@ expanderPriorities:
 
 func TestUnsupportedValuesFail(t *testing.T) {
 	for name, tc := range map[string]struct{ values, want string }{
-		"auto-discovery":   {"autoDiscovery: {clusterName: prod}\n", "autoDiscovery is used only with cloudProvider clusterapi"},
+		"auto-discovery":   {"autoDiscovery: {clusterName: prod}\n", "autoDiscovery.clusterName and autoDiscovery.namespace are used only with cloudProvider clusterapi"},
+		"auto-discovery with externalgrpc": {"cloudProvider: externalgrpc\nexternalGRPC: {address: \"127.0.0.1:8086\"}\nautoDiscovery: {labels: [{a: b}]}\n",
+			"autoDiscovery is used only with cloudProvider clusterapi and kwok"},
 		"both pdb bounds":  {"podDisruptionBudget: {minAvailable: 1, maxUnavailable: 1}\n", "either minAvailable or maxUnavailable"},
 		"incomplete group": {"autoscalingGroups: [{name: a, maxSize: 3}]\n", "needs name, minSize and maxSize"},
 	} {
@@ -388,5 +390,40 @@ extraObjects:
 	m.one(t, "Secret", secret)
 	if cm.Name != release+"-extra" || secret.Name != fullname+"-credentials" {
 		t.Errorf("extra objects named %q and %q", cm.Name, secret.Name)
+	}
+}
+
+// With the kwok provider, autoDiscovery.labels render one
+// --node-group-auto-discovery spec that the provider parses and applies:
+// every listed label must be on a group's template.
+func TestKwokAutoDiscovery(t *testing.T) {
+	m := render(t, release, namespace, "autoDiscovery:\n  labels:\n  - team: a\n  - tier: 1\n")
+	_, c := m.deployment(t)
+	var specs []string
+	for _, a := range c.Args {
+		if v, ok := strings.CutPrefix(a, "--node-group-auto-discovery="); ok {
+			specs = append(specs, v)
+		}
+	}
+	if diff := cmp.Diff([]string{"kwok:team=a,tier=1"}, specs); diff != "" {
+		t.Fatalf("auto-discovery args (-want +got):\n%s", diff)
+	}
+	checkArgsParse(t, c.Args)
+	cfg := &kwok.Config{NodeGroups: []kwok.NodeGroupConfig{
+		{Name: "both", Template: kwok.TemplateConfig{Labels: map[string]string{"team": "a", "tier": "1"}}},
+		{Name: "team-only", Template: kwok.TemplateConfig{Labels: map[string]string{"team": "a"}}},
+	}}
+	if err := cfg.FilterByDiscovery(specs); err != nil {
+		t.Fatalf("the provider rejects the rendered spec: %v", err)
+	}
+	if len(cfg.NodeGroups) != 1 || cfg.NodeGroups[0].Name != "both" {
+		t.Errorf("groups kept: %+v, want only the one with both labels", cfg.NodeGroups)
+	}
+	// Upstream's default (tags and roles only) renders nothing.
+	_, c = render(t, release, namespace, "autoDiscovery: {tags: [a], roles: [worker]}\n").deployment(t)
+	for _, a := range c.Args {
+		if strings.HasPrefix(a, "--node-group-auto-discovery") {
+			t.Errorf("tags and roles rendered %s", a)
+		}
 	}
 }

@@ -172,8 +172,13 @@ kube-system
 {{- $_ = include "cluster-autoscaler.capi.secretDir" . -}}
 {{- else -}}
 {{- with .Values.autoDiscovery -}}
-{{- if or .clusterName .namespace .labels -}}
-{{- fail (printf "autoDiscovery is used only with cloudProvider clusterapi; the %s provider has no node-group auto-discovery: list node groups in autoscalingGroups or in the provider's configuration" $.Values.cloudProvider) -}}
+{{- if eq $.Values.cloudProvider "kwok" -}}
+{{- if or .clusterName .namespace -}}
+{{- fail "autoDiscovery.clusterName and autoDiscovery.namespace are used only with cloudProvider clusterapi; the kwok provider discovers its node groups by template label: use autoDiscovery.labels" -}}
+{{- end -}}
+{{- $_ := include "cluster-autoscaler.kwok.discovery" $ -}}
+{{- else if or .clusterName .namespace .labels -}}
+{{- fail (printf "autoDiscovery is used only with cloudProvider clusterapi and kwok; the %s provider has no node-group auto-discovery: list node groups in autoscalingGroups or in the provider's configuration" $.Values.cloudProvider) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
@@ -217,4 +222,27 @@ true
 {{- /* rbac.clusterScoped false: the Cluster API rules and rbac.additionalRules go into the Role. */ -}}
 true
 {{- end -}}
+{{- end -}}
+
+
+{{/* The kwok provider's --node-group-auto-discovery spec without its "kwok:" prefix: every label of
+autoDiscovery.labels (a list of maps, each {label: value}), all of which a group's template must carry;
+empty when none is set. */}}
+{{- define "cluster-autoscaler.kwok.discovery" -}}
+{{- $parts := list -}}
+{{- with .Values.autoDiscovery -}}
+{{- if and .labels (not (kindIs "slice" .labels)) -}}
+{{- fail "autoDiscovery.labels must be a list of maps, e.g. [{environment: production}]" -}}
+{{- end -}}
+{{- range $i, $entry := .labels -}}
+{{- if or (not (kindIs "map" $entry)) (not $entry) -}}
+{{- fail (printf "autoDiscovery.labels[%d] must be a map of label to value, e.g. {environment: production}" $i) -}}
+{{- end -}}
+{{- range $k, $v := $entry -}}
+{{- $key := include "cluster-autoscaler.capi.discoveryWord" (list (printf "autoDiscovery.labels[%d] key" $i) $k) -}}
+{{- $parts = append $parts (printf "%s=%s" $key (include "cluster-autoscaler.capi.discoveryWord" (list (printf "autoDiscovery.labels[%d].%s" $i $k) $v))) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- join "," $parts -}}
 {{- end -}}

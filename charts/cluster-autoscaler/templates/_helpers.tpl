@@ -168,6 +168,11 @@ The container's arguments, one per line, as a YAML list.
 {{- else if eq .Values.cloudProvider "externalgrpc" }}
 - {{ printf "--cloud-config=%s/cloud-config.yaml" (include "cluster-autoscaler.externalGRPCConfigDir" .) | quote }}
 {{- end }}
+{{- if eq .Values.cloudProvider "kwok" }}
+{{- with include "cluster-autoscaler.kwok.discovery" . }}
+- {{ printf "--node-group-auto-discovery=kwok:%s" . | quote }}
+{{- end }}
+{{- end }}
 {{- range .Values.autoscalingGroups }}
 {{- if or (kindIs "invalid" .minSize) (kindIs "invalid" .maxSize) (not .name) }}
 {{- fail "each autoscalingGroups entry needs name, minSize and maxSize" }}

@@ -1,0 +1,20 @@
+package capacityquota
+
+import (
+	"bytes"
+	"context"
+	_ "embed" // the CRD manifest
+
+	"k8s.io/client-go/rest"
+
+	"k8s.io/autoscaler/cluster-autoscaler/provreq/crd"
+)
+
+//go:embed autoscaling.x-k8s.io_capacityquotas.yaml
+var manifest []byte
+
+// Manifest returns a copy of the CRD's YAML (the chart ships the same file).
+func Manifest() []byte { return bytes.Clone(manifest) }
+
+// InstallCRD creates or updates the CRD and waits until it is served.
+func InstallCRD(ctx context.Context, cfg *rest.Config) error { return crd.Apply(ctx, cfg, manifest) }
