@@ -347,7 +347,7 @@ expanderPriorities:
 
 func TestUnsupportedValuesFail(t *testing.T) {
 	for name, tc := range map[string]struct{ values, want string }{
-		"auto-discovery":   {"autoDiscovery: {clusterName: prod}\n", "autoDiscovery.clusterName and autoDiscovery.namespace are used only with cloudProvider clusterapi"},
+		"auto-discovery": {"autoDiscovery: {clusterName: prod}\n", "autoDiscovery.clusterName and autoDiscovery.namespace are used only with cloudProvider clusterapi"},
 		"auto-discovery with externalgrpc": {"cloudProvider: externalgrpc\nexternalGRPC: {address: \"127.0.0.1:8086\"}\nautoDiscovery: {labels: [{a: b}]}\n",
 			"autoDiscovery is used only with cloudProvider clusterapi and kwok"},
 		"both pdb bounds":  {"podDisruptionBudget: {minAvailable: 1, maxUnavailable: 1}\n", "either minAvailable or maxUnavailable"},
