@@ -106,3 +106,28 @@ func TestManifestIsTheCRD(t *testing.T) {
 		t.Fatalf("manifest %+v does not match %v", crd, Resource)
 	}
 }
+
+func TestUsed(t *testing.T) {
+	cq := &CapacityQuota{Spec: Spec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "a"}},
+		Limits: Limits{Resources: apiv1.ResourceList{"cpu": resource.MustParse("64"), "memory": resource.MustParse("1Ti"),
+			NodesResource: resource.MustParse("10")}}}}
+	q, err := Parse(cq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := func(pool, cpu string) *apiv1.Node {
+		return &apiv1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"pool": pool}}, Status: apiv1.NodeStatus{
+			Capacity: apiv1.ResourceList{"cpu": resource.MustParse(cpu), "memory": resource.MustParse("16Gi")}}}
+	}
+	used := q.Used([]*apiv1.Node{node("a", "4"), node("a", "1500m"), node("b", "16")})
+	want := map[string]string{"cpu": "5500m", "memory": "32Gi", "nodes": "2"}
+	for res, w := range want {
+		v := used[apiv1.ResourceName(res)]
+		if v.String() != w {
+			t.Errorf("used %s = %s, want %s", res, v.String(), w)
+		}
+	}
+	if len(used) != 3 {
+		t.Errorf("used has %d resources, want the 3 limited", len(used))
+	}
+}

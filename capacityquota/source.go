@@ -22,6 +22,7 @@ import (
 type Source struct {
 	informer cache.SharedIndexInformer
 	recorder record.EventRecorder
+	dyn      dynamic.Interface
 
 	mu sync.Mutex
 	// reported remembers, per object UID, the resourceVersion whose
@@ -34,7 +35,7 @@ type Source struct {
 func NewSource(dyn dynamic.Interface, recorder record.EventRecorder) *Source {
 	informer := dynamicinformer.NewFilteredDynamicInformer(dyn, Resource, metav1.NamespaceAll, 0,
 		cache.Indexers{}, nil).Informer()
-	return &Source{informer: informer, recorder: recorder, reported: map[string]string{}}
+	return &Source{informer: informer, recorder: recorder, dyn: dyn, reported: map[string]string{}}
 }
 
 // Check fails when the API server does not serve CapacityQuotas (the CRD is

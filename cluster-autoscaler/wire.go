@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -329,6 +330,18 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 			return err
 		}
 		quotas = src
+		// status.used, every period once the node informer has listed.
+		nodeInformer := factory.Core().V1().Nodes().Informer()
+		go func() {
+			if !cache.WaitForCacheSync(informerCtx.Done(), nodeInformer.HasSynced) {
+				return
+			}
+			wait.UntilWithContext(informerCtx, func(ctx context.Context) {
+				if nodes, err := listers.Nodes.List(labels.Everything()); err == nil {
+					src.WriteStatus(ctx, nodes)
+				}
+			}, capacityQuotaStatusPeriod)
+		}()
 	}
 	orchestrator, nsFactory, err := buildScaleUp(ctx, opts, client, factory, provider, listers, recorder, state, m, reporting, quotas)
 	if err != nil {
@@ -587,6 +600,10 @@ func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.In
 	}
 	return scaleup.New(provider, sim, estimator.New(sim), chain, opts, state, suOpts...), nsFactory, nil
 }
+
+// capacityQuotaStatusPeriod is how often CapacityQuotas' status.used is
+// brought up to date.
+const capacityQuotaStatusPeriod = 10 * time.Second
 
 // startCapacityQuotas checks that CapacityQuotas are served (a clear
 // start-up error otherwise), starts their informer on informerCtx and waits

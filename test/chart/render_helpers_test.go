@@ -220,8 +220,9 @@ func clusterPermissions() []permission {
 		// ProvisioningRequests: informer, conditions (server-side apply to status), garbage collection (delete)
 		perms("autoscaling.x-k8s.io", "provisioningrequests", "get list watch update patch delete"),
 		perms("autoscaling.x-k8s.io", "provisioningrequests/status", "get update patch"),
-		// CapacityQuotas (--capacity-quotas-enabled): the informer
+		// CapacityQuotas (--capacity-quotas-enabled): the informer, status.used
 		perms("autoscaling.x-k8s.io", "capacityquotas", "get list watch"),
+		perms("autoscaling.x-k8s.io", "capacityquotas/status", "get update patch"),
 		perms("", "podtemplates", "get list watch"),
 	)
 }

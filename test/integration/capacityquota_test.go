@@ -81,6 +81,16 @@ func TestCapacityQuotaCapsScaleUp(t *testing.T) {
 	default:
 	}
 
+	// status.used: the two 4-CPU nodes of the group.
+	e.Eventually(30*time.Second, "status.used.resources.cpu 8 on "+limitName, func(ctx context.Context) (bool, error) {
+		q, err := dyn.Resource(capacityquota.Resource).Get(ctx, limitName, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		cpu, _, _ := unstructured.NestedString(q.Object, "status", "used", "resources", "cpu")
+		return cpu == "8", nil
+	})
+
 	// Raising the limit lets the rest of the pods run on one more node.
 	patch := `{"spec":{"limits":{"resources":{"cpu":"12"}}}}`
 	if _, err := dyn.Resource(capacityquota.Resource).Patch(e.Context(), limitName, "application/merge-patch+json",
