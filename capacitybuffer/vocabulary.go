@@ -104,3 +104,9 @@ func SameCondition(a, b *metav1.Condition) bool {
 	return a.Type == b.Type && a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message &&
 		a.ObservedGeneration == b.ObservedGeneration
 }
+
+// Reference is the object reference of a buffer, for events.
+func Reference(b *v1.CapacityBuffer) *apiv1.ObjectReference {
+	return &apiv1.ObjectReference{APIVersion: v1.SchemeGroupVersion.String(), Kind: v1.Kind,
+		Namespace: b.Namespace, Name: b.Name, UID: b.UID, ResourceVersion: b.ResourceVersion}
+}

@@ -351,18 +351,12 @@ func (c *Controller) report(ctx context.Context, b *v1.CapacityBuffer, was *meta
 	if !changed || c.recorder == nil {
 		return
 	}
-	ref := Reference(b)
+	ref := capacitybuffer.Reference(b)
 	if now.Status == metav1.ConditionTrue {
 		c.recorder.Event(ref, apiv1.EventTypeNormal, capacitybuffer.ConditionReadyForProvisioning, now.Message)
 		return
 	}
 	c.recorder.Event(ref, apiv1.EventTypeWarning, now.Reason, now.Message)
-}
-
-// Reference is the object reference of a buffer for events.
-func Reference(b *v1.CapacityBuffer) *apiv1.ObjectReference {
-	return &apiv1.ObjectReference{APIVersion: v1.SchemeGroupVersion.String(), Kind: v1.Kind,
-		Namespace: b.Namespace, Name: b.Name, UID: b.UID, ResourceVersion: b.ResourceVersion}
 }
 
 // forget drops what the controller remembers of a deleted buffer.
