@@ -122,16 +122,18 @@ func New(buffers Buffers, templates Templates, scalables Scalables, status Statu
 }
 
 // Run reconciles buffers until ctx ends: those events ask for, and all of
-// them every resync period.
+// them every resync period. It returns once its reconciles have stopped.
 func (c *Controller) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	defer c.queue.ShutDown()
 	logger.Info("CapacityBuffer controller started", "resync", c.resync, "dryRun", c.dryRun != nil)
-	go func() {
+	var worker sync.WaitGroup
+	worker.Go(func() {
 		for c.next(ctx) {
 		}
-	}()
+	})
 	wait.UntilWithContext(ctx, func(context.Context) { c.enqueueAll(ctx) }, c.resync)
+	c.queue.ShutDown()
+	worker.Wait()
 	logger.Info("CapacityBuffer controller stopped")
 }
 
