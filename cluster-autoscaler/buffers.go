@@ -44,7 +44,7 @@ type buffers struct {
 
 // buildBuffers wires what the CapacityBuffer flags ask for; nil when none.
 // It fails when the CRD is not served, as --enable-provisioning-requests does.
-func buildBuffers(ctx context.Context, opts config.Options, restConfig *rest.Config, client kubernetes.Interface,
+func buildBuffers(ctx context.Context, opts config.Options, restConfig *rest.Config,
 	factory informers.SharedInformerFactory, recorder record.EventRecorder, m *metrics.Metrics) (*buffers, error) {
 	if !opts.CapacityBufferControllerEnabled && !opts.CapacityBufferPodInjectionEnabled {
 		return nil, nil
@@ -81,12 +81,19 @@ func buildBuffers(ctx context.Context, opts config.Options, restConfig *rest.Con
 		return nil, fmt.Errorf("building the discovery client of the CapacityBuffer controller: %w", err)
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
+	// The controller's writes (templates, dry-runs) get a client of their
+	// own, so that a burst of buffers does not hold up the loop's writes
+	// behind one rate limiter.
+	own, err := kubernetes.NewForConfig(rest.CopyConfig(restConfig))
+	if err != nil {
+		return nil, fmt.Errorf("building the client of the CapacityBuffer controller: %w", err)
+	}
 	copts := []controller.Option{controller.WithEventRecorder(recorder)}
 	if opts.CapacityBufferPodDryRunEnabled {
-		copts = append(copts, controller.WithDryRun(controller.NewDryRunPods(client)))
+		copts = append(copts, controller.WithDryRun(controller.NewDryRunPods(own)))
 	}
 	b.controller = controller.New(lister,
-		bufferTemplates{podTemplates: podTemplates{templateLister}, api: client.CoreV1()},
+		bufferTemplates{podTemplates: podTemplates{templateLister}, api: own.CoreV1()},
 		controller.NewScaleClient(dyn, mapper, factory.Core().V1().Pods().Lister()),
 		bufferStatus{c: c, manager: controller.FieldManager}, copts...)
 	if err := m.Registerer().Register(b.controller.Collector()); err != nil {

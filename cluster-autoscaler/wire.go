@@ -375,7 +375,7 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 		}
 		requests = provreqs.New(p, state)
 	}
-	bufs, err := buildBuffers(ctx, opts, restConfig, client, factory, recorder, m)
+	bufs, err := buildBuffers(ctx, opts, restConfig, factory, recorder, m)
 	if err != nil {
 		return err
 	}
