@@ -104,10 +104,14 @@ func install(t *testing.T, values string) *installed {
 		case "ServiceAccount":
 			in.serviceAccount = o.GetName()
 		case "CustomResourceDefinition":
-			env.Eventually(30*time.Second, "the ProvisioningRequest CRD is served", func(context.Context) (bool, error) {
-				list, err := env.Client.Discovery().ServerResourcesForGroupVersion(v1.SchemeGroupVersion.String())
+			group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
+			plural, _, _ := unstructured.NestedString(o.Object, "spec", "names", "plural")
+			versions, _, _ := unstructured.NestedSlice(o.Object, "spec", "versions")
+			version, _, _ := unstructured.NestedString(versions[len(versions)-1].(map[string]any), "name")
+			env.Eventually(30*time.Second, "CRD "+o.GetName()+" is served", func(context.Context) (bool, error) {
+				list, err := env.Client.Discovery().ServerResourcesForGroupVersion(group + "/" + version)
 				return err == nil && slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool {
-					return r.Name == v1.ResourcePlural
+					return r.Name == plural
 				}), nil
 			})
 		}

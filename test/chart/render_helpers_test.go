@@ -220,6 +220,10 @@ func clusterPermissions() []permission {
 		// ProvisioningRequests: informer, conditions (server-side apply to status), garbage collection (delete)
 		perms("autoscaling.x-k8s.io", "provisioningrequests", "get list watch update patch delete"),
 		perms("autoscaling.x-k8s.io", "provisioningrequests/status", "get update patch"),
+		// CapacityBuffers: informer; the controller's translation and the Provisioning condition
+		// (server-side apply to status)
+		perms("autoscaling.x-k8s.io", "capacitybuffers", "get list watch"),
+		perms("autoscaling.x-k8s.io", "capacitybuffers/status", "get update patch"),
 		perms("", "podtemplates", "get list watch"),
 	)
 }
@@ -250,6 +254,8 @@ func forbiddenPermissions() []permission {
 		{resource: "configmaps", verb: "delete", name: "kwok-provider-config"},
 		{group: "coordination.k8s.io", resource: "leases", verb: "update", name: "kube-scheduler"},
 		{group: "autoscaling.x-k8s.io", resource: "provisioningrequests", verb: "create"},
+		{group: "autoscaling.x-k8s.io", resource: "capacitybuffers", verb: "create"},
+		{group: "autoscaling.x-k8s.io", resource: "capacitybuffers", verb: "delete"},
 		{group: "rbac.authorization.k8s.io", resource: "clusterroles", verb: "create"},
 	}
 }
