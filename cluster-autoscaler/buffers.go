@@ -8,12 +8,14 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
@@ -88,7 +90,9 @@ func buildBuffers(ctx context.Context, opts config.Options, restConfig *rest.Con
 	if err != nil {
 		return nil, fmt.Errorf("building the client of the CapacityBuffer controller: %w", err)
 	}
-	copts := []controller.Option{controller.WithEventRecorder(recorder)}
+	quotas := factory.Core().V1().ResourceQuotas()
+	copts := []controller.Option{controller.WithEventRecorder(recorder),
+		controller.WithQuotas(resourceQuotas{quotas.Lister()})}
 	if opts.CapacityBufferPodDryRunEnabled {
 		copts = append(copts, controller.WithDryRun(controller.NewDryRunPods(own)))
 	}
@@ -105,6 +109,7 @@ func buildBuffers(ctx context.Context, opts config.Options, restConfig *rest.Con
 	}{
 		{b.informer, b.controller.BufferHandler()},
 		{factory.Core().V1().PodTemplates().Informer(), b.controller.PodTemplateHandler()},
+		{quotas.Informer(), b.controller.QuotaHandler()},
 		{factory.Apps().V1().Deployments().Informer(), b.controller.ScalableHandler("apps", "Deployment")},
 		{factory.Apps().V1().ReplicaSets().Informer(), b.controller.ScalableHandler("apps", "ReplicaSet")},
 		{factory.Apps().V1().StatefulSets().Informer(), b.controller.ScalableHandler("apps", "StatefulSet")},
@@ -201,4 +206,11 @@ func (t bufferTemplates) Create(ctx context.Context, pt *apiv1.PodTemplate) (*ap
 
 func (t bufferTemplates) Update(ctx context.Context, pt *apiv1.PodTemplate) (*apiv1.PodTemplate, error) {
 	return t.api.PodTemplates(pt.Namespace).Update(ctx, pt, metav1.UpdateOptions{FieldManager: controller.FieldManager})
+}
+
+// resourceQuotas lists a namespace's ResourceQuotas from the informer cache.
+type resourceQuotas struct{ lister corelisters.ResourceQuotaLister }
+
+func (q resourceQuotas) List(namespace string) ([]*apiv1.ResourceQuota, error) {
+	return q.lister.ResourceQuotas(namespace).List(labels.Everything())
 }

@@ -96,6 +96,7 @@ type Controller struct {
 	scalables Scalables
 	status    StatusWriter
 	dryRun    PodResolver
+	quotas    Quotas
 	recorder  record.EventRecorder
 	clock     clock.WithTicker
 	resync    time.Duration
@@ -192,6 +193,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	want := c.desiredStatus(b, tr, problem)
 	if !sameOwnedStatus(b.Status, want) {
 		was := meta.FindStatusCondition(b.Status.Conditions, capacitybuffer.ConditionReadyForProvisioning).DeepCopy()
+		wasReplicas := b.Status.Replicas
 		if err := c.status.ApplyStatus(ctx, b.Namespace, b.Name, want); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil
@@ -199,6 +201,10 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 			return fmt.Errorf("writing the status of CapacityBuffer %s: %w", key, err)
 		}
 		c.report(ctx, b, was, want)
+		if c.quotas != nil && !equalPtr(wasReplicas, want.Replicas) {
+			// The buffers after it in the namespace share the quotas' room.
+			c.enqueueWhere(b.Namespace, func(o *v1.CapacityBuffer) bool { return before(b, o) })
+		}
 	}
 	c.mu.Lock()
 	c.reconciled[b.UID] = c.clock.Now()
@@ -211,6 +217,7 @@ type translation struct {
 	template   string
 	generation int64
 	count      capacitybuffer.Count
+	quota      quotaCut
 }
 
 // translate resolves the buffer's pod shape and counts its chunks. A
@@ -260,14 +267,19 @@ func (c *Controller) translate(ctx context.Context, b *v1.CapacityBuffer) (trans
 	if p != nil {
 		return translation{}, p, nil
 	}
+	quota, err := c.fitQuotas(b, pod, count.Replicas)
+	if err != nil {
+		return translation{}, nil, err
+	}
+	count.Replicas = quota.to
 	if source != nil {
-		return translation{template: source.Name, generation: source.Generation, count: count}, nil, nil
+		return translation{template: source.Name, generation: source.Generation, count: count, quota: quota}, nil, nil
 	}
 	pt, p, err := c.keepTemplate(ctx, b, shape)
 	if p != nil || err != nil {
 		return translation{}, p, err
 	}
-	return translation{template: pt.Name, generation: pt.Generation, count: count}, nil, nil
+	return translation{template: pt.Name, generation: pt.Generation, count: count, quota: quota}, nil, nil
 }
 
 // desiredStatus is the controller's part of the buffer's status: the
@@ -300,6 +312,17 @@ func (c *Controller) desiredStatus(b *v1.CapacityBuffer, tr translation, problem
 	meta.SetStatusCondition(&conds, metav1.Condition{Type: capacitybuffer.ConditionReadyForProvisioning,
 		Status: metav1.ConditionTrue, Reason: capacitybuffer.ReasonAttributesSetSuccessfully, Message: msg,
 		ObservedGeneration: b.Generation, LastTransitionTime: now})
+	if q := tr.quota; q.applies {
+		limited := metav1.ConditionFalse
+		if q.to < q.from {
+			limited = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&conds, metav1.Condition{Type: capacitybuffer.ConditionLimitedByQuotas, Status: limited,
+			Reason: capacitybuffer.ReasonResourceQuotasAllocated, Message: q.message(),
+			ObservedGeneration: b.Generation, LastTransitionTime: now})
+	} else {
+		meta.RemoveStatusCondition(&conds, capacitybuffer.ConditionLimitedByQuotas)
+	}
 	st.Conditions = conds
 	return st
 }

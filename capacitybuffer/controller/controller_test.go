@@ -420,3 +420,49 @@ func event(rec *record.FakeRecorder) string {
 		return ""
 	}
 }
+
+// quotaList holds the ResourceQuotas of the namespace.
+type quotaList []*apiv1.ResourceQuota
+
+func (q quotaList) List(string) ([]*apiv1.ResourceQuota, error) { return q, nil }
+
+func TestBuffersShareTheQuotas(t *testing.T) {
+	s := newStore()
+	s.addTemplate("shape", "1", 1)
+	older := s.addBuffer("older", v1.CapacityBufferSpec{PodTemplateRef: &v1.LocalObjectRef{Name: "shape"}, Replicas: ptr.To[int32](3)})
+	newer := s.addBuffer("newer", v1.CapacityBufferSpec{PodTemplateRef: &v1.LocalObjectRef{Name: "shape"}, Replicas: ptr.To[int32](3)})
+	newer.CreationTimestamp = metav1.Unix(2000, 0)
+	cpu := func(q string) apiv1.ResourceList { return apiv1.ResourceList{"requests.cpu": resource.MustParse(q)} }
+	quota := &apiv1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "team-cpu", Namespace: ns},
+		Spec: apiv1.ResourceQuotaSpec{Hard: cpu("6")}, Status: apiv1.ResourceQuotaStatus{Hard: cpu("6"), Used: cpu("1")}}
+	c, _, _ := newController(s, WithQuotas(quotaList{quota}))
+	reconcile(t, c, "older")
+	reconcile(t, c, "newer")
+	limited := func(b *v1.CapacityBuffer) *metav1.Condition {
+		return meta.FindStatusCondition(b.Status.Conditions, capacitybuffer.ConditionLimitedByQuotas)
+	}
+	// 6 CPUs, 1 used: the older buffer gets its 3, the newer the 2 left.
+	if l := limited(older); *older.Status.Replicas != 3 || l == nil || l.Status != metav1.ConditionFalse ||
+		l.Reason != capacitybuffer.ReasonResourceQuotasAllocated {
+		t.Errorf("older: replicas %d, LimitedByQuotas %+v", *older.Status.Replicas, l)
+	}
+	if l := limited(newer); *newer.Status.Replicas != 2 || l == nil || l.Status != metav1.ConditionTrue ||
+		l.Message != "3 chunks limited to 2 by ResourceQuota team-cpu (requests.cpu)" {
+		t.Errorf("newer: replicas %d, LimitedByQuotas %+v", *newer.Status.Replicas, l)
+	}
+	if cond := ready(t, newer); cond.Status != metav1.ConditionTrue {
+		t.Errorf("a limited buffer is still ready: %+v", cond)
+	}
+	// The workload grows into the quota: the newer buffer shrinks to nothing.
+	quota.Status.Used = cpu("4")
+	reconcile(t, c, "newer")
+	if *newer.Status.Replicas != 0 {
+		t.Errorf("newer: %d replicas after the quota filled", *newer.Status.Replicas)
+	}
+	// Without a quota the condition goes.
+	c.quotas = quotaList{}
+	reconcile(t, c, "newer")
+	if l := limited(newer); l != nil || *newer.Status.Replicas != 3 {
+		t.Errorf("without quotas: replicas %d, LimitedByQuotas %+v", *newer.Status.Replicas, l)
+	}
+}

@@ -8,7 +8,9 @@
 // its pods for the shape); with --capacity-buffer-pod-dry-run-enabled the
 // shape is what the API server makes of a pod of that template in a server
 // dry-run (defaulting, LimitRanges, mutating webhooks), kept in a PodTemplate
-// the buffer owns. A spec that cannot be translated gets the condition False
+// the buffer owns. With WithQuotas, the chunks are cut to what the
+// namespace's ResourceQuotas leave (LimitedByQuotas), older buffers first.
+// A spec that cannot be translated gets the condition False
 // with a reason; nothing panics on bad input. It also exports
 // cluster_autoscaler_capacity_buffer_oldest_reconciliation_timestamp_seconds.
 //

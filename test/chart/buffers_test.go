@@ -23,11 +23,12 @@ import (
 )
 
 // bufferControllerPermissions are what the CapacityBuffer controller asks
-// beyond the default rules: its PodTemplates, the Deployments informer and
+// beyond the default rules: its PodTemplates, ResourceQuotas, the Deployments informer and
 // the scale subresources of the kinds scalableRefs commonly name.
 func bufferControllerPermissions() []permission {
 	var out []permission
 	out = append(out, perms("", "podtemplates", "create update patch")...)
+	out = append(out, perms("", "resourcequotas", "get list watch")...)
 	out = append(out, perms("apps", "deployments", "get list watch")...)
 	for _, r := range []string{"deployments/scale", "replicasets/scale", "statefulsets/scale"} {
 		out = append(out, perms("apps", r, "get")...)

@@ -332,3 +332,37 @@ func TestCapacityBufferBadInputGetsAReason(t *testing.T) {
 	default:
 	}
 }
+
+// TestCapacityBuffersFitResourceQuotas: two buffers share their namespace's
+// ResourceQuota, the older first; a pod that comes into the quota shrinks
+// the newer buffer (the quota controller's used is what counts).
+func TestCapacityBuffersFitResourceQuotas(t *testing.T) {
+	e := newBufferEnv(t)
+	pool := framework.UniqueName("quota")
+	path := groupsConfig(e.Env, pool)
+	e.podTemplate("shape", "1", pool)
+	cpu := apiv1.ResourceList{"requests.cpu": resource.MustParse("3")}
+	if _, err := e.Client.CoreV1().ResourceQuotas(e.Namespace).Create(e.Context(), &apiv1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "team-cpu"}, Spec: apiv1.ResourceQuotaSpec{Hard: cpu}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.create("older", v1.CapacityBufferSpec{PodTemplateRef: &v1.LocalObjectRef{Name: "shape"}, Replicas: ptr.To[int32](2)})
+	time.Sleep(1100 * time.Millisecond) // creation times are in seconds
+	e.create("newer", v1.CapacityBufferSpec{PodTemplateRef: &v1.LocalObjectRef{Name: "shape"}, Replicas: ptr.To[int32](2)})
+	startAutoscaler(t, "autoscaler", scaleUpArgs(e.Env, path, "--capacity-buffer-controller-enabled")...)
+
+	older := e.condition("older", capacitybuffer.ConditionLimitedByQuotas, metav1.ConditionFalse, capacitybuffer.ReasonResourceQuotasAllocated, 30*time.Second)
+	newer := e.condition("newer", capacitybuffer.ConditionLimitedByQuotas, metav1.ConditionTrue, capacitybuffer.ReasonResourceQuotasAllocated, 30*time.Second)
+	if *older.Status.Replicas != 2 || *newer.Status.Replicas != 1 {
+		t.Errorf("replicas: older %d, newer %d; want 2 and the 1 left of 3 CPUs", *older.Status.Replicas, *newer.Status.Replicas)
+	}
+	if msg := meta.FindStatusCondition(newer.Status.Conditions, capacitybuffer.ConditionLimitedByQuotas).Message; msg != "2 chunks limited to 1 by ResourceQuota team-cpu (requests.cpu)" {
+		t.Errorf("message %q", msg)
+	}
+	// A pod (pending: no node of its pool) counts against the quota.
+	createPods(e.Env, "worker", 1, "1", map[string]string{"pool": pool})
+	e.Eventually(30*time.Second, "the newer buffer shrinks to 0", func(ctx context.Context) (bool, error) {
+		b, err := e.buffers.Get(ctx, "newer", metav1.GetOptions{})
+		return err == nil && b.Status.Replicas != nil && *b.Status.Replicas == 0, err
+	})
+}
