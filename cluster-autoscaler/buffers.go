@@ -209,7 +209,9 @@ func (t bufferTemplates) Update(ctx context.Context, pt *apiv1.PodTemplate) (*ap
 }
 
 // resourceQuotas lists a namespace's ResourceQuotas from the informer cache.
-type resourceQuotas struct{ lister corelisters.ResourceQuotaLister }
+type resourceQuotas struct {
+	lister corelisters.ResourceQuotaLister
+}
 
 func (q resourceQuotas) List(namespace string) ([]*apiv1.ResourceQuota, error) {
 	return q.lister.ResourceQuotas(namespace).List(labels.Everything())

@@ -17,7 +17,7 @@ import (
 // templates.
 func TestChartCRDsAreTheGeneratedCRDs(t *testing.T) {
 	sources := map[string][]byte{
-		"provreq/crd/autoscaling.x-k8s.io_provisioningrequests.yaml":    provreqcrd.Manifest(),
+		"provreq/crd/autoscaling.x-k8s.io_provisioningrequests.yaml":   provreqcrd.Manifest(),
 		"capacitybuffer/crd/autoscaling.x-k8s.io_capacitybuffers.yaml": buffercrd.Manifest(),
 	}
 	var want []string
