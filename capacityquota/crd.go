@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"k8s.io/autoscaler/cluster-autoscaler/provreq/crd"
+	"k8s.io/autoscaler/cluster-autoscaler/customresources"
 )
 
 //go:embed autoscaling.x-k8s.io_capacityquotas.yaml
@@ -17,4 +17,4 @@ var manifest []byte
 func Manifest() []byte { return bytes.Clone(manifest) }
 
 // InstallCRD creates or updates the CRD and waits until it is served.
-func InstallCRD(ctx context.Context, cfg *rest.Config) error { return crd.Apply(ctx, cfg, manifest) }
+func InstallCRD(ctx context.Context, cfg *rest.Config) error { return customresources.Install(ctx, cfg, manifest) }

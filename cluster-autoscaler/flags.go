@@ -206,9 +206,12 @@ func (c *commandLine) registerScaleUp() {
 	c.fs.DurationVar(&c.opts.NodeInfoCacheExpireTime, "node-info-cache-expire-time", c.opts.NodeInfoCacheExpireTime,
 		"How long a template made from a node group's node stands in for the group once it has no ready node; 0 means forever.")
 	c.ignoredInt("cluster-snapshot-parallelism", 16, "Deprecated upstream: use --predicate-parallelism.")
-	c.ignoredBool("capacity-buffer-controller-enabled", false, "Run the CapacityBuffer controller.")
-	c.ignoredBool("capacity-buffer-pod-injection-enabled", false, "Inject pods for ready CapacityBuffers.")
-	c.ignoredBool("capacity-buffer-pod-dry-run-enabled", true, "Build CapacityBuffer pod templates by server dry-run.")
+	c.fs.BoolVar(&c.opts.CapacityBufferControllerEnabled, "capacity-buffer-controller-enabled", c.opts.CapacityBufferControllerEnabled,
+		"Run the CapacityBuffer controller: translate each buffer (autoscaling.x-k8s.io) of the active-capacity strategy into a pod template and a number of chunks in its status, with the ReadyForProvisioning condition.")
+	c.fs.BoolVar(&c.opts.CapacityBufferPodInjectionEnabled, "capacity-buffer-pod-injection-enabled", c.opts.CapacityBufferPodInjectionEnabled,
+		"Inject, after the real pending pods, status.replicas pods of every ready CapacityBuffer's template into the scale-up (never created in the API), so that their room is kept free on running nodes; sets the Provisioning condition.")
+	c.fs.BoolVar(&c.opts.CapacityBufferPodDryRunEnabled, "capacity-buffer-pod-dry-run-enabled", c.opts.CapacityBufferPodDryRunEnabled,
+		"Shape each CapacityBuffer's pod by a server dry-run create (defaulting, LimitRanges, webhooks; nothing is stored), kept in a PodTemplate the buffer owns; needs permission to create pods. Acts only with --capacity-buffer-controller-enabled.")
 	c.fs.BoolVar(&c.opts.DebuggingSnapshotEnabled, "debugging-snapshot-enabled", c.opts.DebuggingSnapshotEnabled,
 		"Serve /snapshotz on --address: a GET waits for the next loop and answers its view of the cluster (nodes with their pods, each group's template node, the pending pods) as JSON.")
 }

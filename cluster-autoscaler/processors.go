@@ -6,16 +6,18 @@ import (
 
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/processors"
+	"k8s.io/autoscaler/cluster-autoscaler/processors/capacitybuffers"
 	"k8s.io/autoscaler/cluster-autoscaler/processors/provreqs"
 )
 
 // loopProcessors composes the loop's extension points (package processors),
 // each list in the order it runs. requests is nil unless
-// --enable-provisioning-requests is set. A fork adds its own processor with
+// --enable-provisioning-requests is set, buffers unless
+// --capacity-buffer-pod-injection-enabled is. A fork adds its own processor with
 // one line in the list it belongs to (FAQ: "How do I extend it in my own
 // build?").
 func loopProcessors(opts config.Options, factory informers.SharedInformerFactory, recorder record.EventRecorder,
-	requests *provreqs.Requests) processors.Set {
+	requests *provreqs.Requests, buffers *capacitybuffers.Injector) processors.Set {
 	set := processors.Set{
 		PodLists: []processors.PodListProcessor{
 			// The pods the scheduler marked, with the rest of their burst.
@@ -32,6 +34,11 @@ func loopProcessors(opts config.Options, factory informers.SharedInformerFactory
 		set.PodLists = append(set.PodLists, requests)
 		set.Capacity = append(set.Capacity, requests)
 		set.ScaleUpStatus = append(set.ScaleUpStatus, requests)
+	}
+	if buffers != nil {
+		// Last: the buffers' pods come after every real pending pod.
+		set.PodLists = append(set.PodLists, buffers)
+		set.ScaleUpStatus = append(set.ScaleUpStatus, buffers)
 	}
 	return set
 }

@@ -54,6 +54,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/healing"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 	"k8s.io/autoscaler/cluster-autoscaler/processors"
+	"k8s.io/autoscaler/cluster-autoscaler/processors/capacitybuffers"
 	"k8s.io/autoscaler/cluster-autoscaler/processors/provreqs"
 	provreqv1 "k8s.io/autoscaler/cluster-autoscaler/provreq/apis/autoscaling.x-k8s.io/v1"
 	provreqclient "k8s.io/autoscaler/cluster-autoscaler/provreq/client"
@@ -397,7 +398,15 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 		}
 		requests = provreqs.New(p, state)
 	}
-	procs := loopProcessors(opts, factory, recorder, requests)
+	bufs, err := buildBuffers(ctx, opts, restConfig, factory, recorder, m)
+	if err != nil {
+		return err
+	}
+	var injector *capacitybuffers.Injector
+	if bufs != nil {
+		injector = bufs.injector
+	}
+	procs := loopProcessors(opts, factory, recorder, requests, injector)
 	if opts.NodeHealingEnabled {
 		hopts, err := healingOptions(opts)
 		if err != nil {
@@ -432,6 +441,11 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 			return errors.New("syncing the ProvisioningRequest informer cache (is the CRD installed?)")
 		}
 	}
+	if bufs != nil {
+		if err := bufs.startInformer(ctx, informerCtx, runner); err != nil {
+			return err
+		}
+	}
 	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(unschedulablePodTrigger(runner,
 		opts.AllowedSchedulerNames, opts.BypassedSchedulerNames)); err != nil {
 		return fmt.Errorf("watching pods: %w", err)
@@ -454,6 +468,11 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 				return fmt.Errorf("syncing the %v informer cache", typ)
 			}
 		}
+	}
+	if bufs != nil {
+		// The controller runs while the loop does, and is waited for.
+		waitController := bufs.runController(loopCtx)
+		defer func() { stopLoop(); waitController() }()
 	}
 	cleanStaleTaints(ctx, listers.Nodes, provider, taints)
 	logger.Info("Informer caches synced; starting the loop", "scanInterval", opts.ScanInterval)

@@ -114,5 +114,6 @@ func Defaults() Options {
 		ProvReqExpiryTime:               7 * 24 * time.Hour,
 		ProvReqRetentionTime:            7 * 24 * time.Hour,
 		ProvReqMaxPods:                  50000,
+		CapacityBufferPodDryRunEnabled:  true,
 	}
 }

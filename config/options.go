@@ -177,6 +177,11 @@ type Options struct {
 	ProvReqRetentionTime       time.Duration
 	// ProvReqMaxPods caps the pods one ProvisioningRequest may ask for.
 	ProvReqMaxPods int
+
+	// CapacityBuffers.
+	CapacityBufferControllerEnabled   bool
+	CapacityBufferPodInjectionEnabled bool
+	CapacityBufferPodDryRunEnabled    bool
 }
 
 // LeaderElection configures the Lease lock the autoscaler holds while it acts.

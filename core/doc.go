@@ -4,5 +4,6 @@
 // between builds (which pods reach the scale-up, ProvisioningRequests,
 // events, repairs) is the processors' (package processors), which core calls
 // in order and knows nothing more of. core must not import a concrete cloud
-// provider, package main, provreq or processors/provreqs.
+// provider, package main, provreq, processors/provreqs, capacitybuffer or
+// processors/capacitybuffers.
 package core

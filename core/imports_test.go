@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// The loop knows ProvisioningRequests, providers and the composition root
+// The loop knows ProvisioningRequests, CapacityBuffers, providers and the composition root
 // only through the processors and interfaces it is given (doc.go).
 func TestCoreImportsNoRequestProviderOrMain(t *testing.T) {
 	files, err := filepath.Glob("*.go")
@@ -18,7 +18,7 @@ func TestCoreImportsNoRequestProviderOrMain(t *testing.T) {
 	}
 	const module = "k8s.io/autoscaler/cluster-autoscaler/"
 	forbidden := []string{module + "provreq", module + "processors/provreqs", module + "cluster-autoscaler",
-		module + "cloudprovider/"}
+		module + "cloudprovider/", module + "capacitybuffer", module + "processors/capacitybuffers"}
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
 			continue

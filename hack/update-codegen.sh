@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Regenerates the checked-in code of the ProvisioningRequest API with
-# controller-gen (pinned by hack/tools/codegen):
+# Regenerates the checked-in code of the ProvisioningRequest and
+# CapacityBuffer APIs with controller-gen (pinned by hack/tools/codegen):
 #   provreq/apis/autoscaling.x-k8s.io/*/zz_generated.deepcopy.go
 #   provreq/crd/autoscaling.x-k8s.io_provisioningrequests.yaml
+#   capacitybuffer/apis/autoscaling.x-k8s.io/*/zz_generated.deepcopy.go
+#   capacitybuffer/crd/autoscaling.x-k8s.io_capacitybuffers.yaml
 # controller-gen is built into _output/bin, and rebuilt only when its module
 # changed. With --verify nothing is changed: the script fails if the
 # checked-in files differ from what would be generated.
@@ -27,11 +29,12 @@ if [ ! -x "$out/controller-gen" ] || [ "$(cat "$out/.stamp-codegen" 2>/dev/null)
   echo "$want" > "$out/.stamp-codegen"
 fi
 
-apis=./provreq/apis/...
-crd_dir=provreq/crd
 generated=(provreq/apis/autoscaling.x-k8s.io/v1/zz_generated.deepcopy.go
            provreq/apis/autoscaling.x-k8s.io/v1beta1/zz_generated.deepcopy.go
-           "$crd_dir/autoscaling.x-k8s.io_provisioningrequests.yaml")
+           provreq/crd/autoscaling.x-k8s.io_provisioningrequests.yaml
+           capacitybuffer/apis/autoscaling.x-k8s.io/v1beta1/zz_generated.deepcopy.go
+           capacitybuffer/apis/autoscaling.x-k8s.io/v1alpha1/zz_generated.deepcopy.go
+           capacitybuffer/crd/autoscaling.x-k8s.io_capacitybuffers.yaml)
 
 cd "$root"
 if $verify; then
@@ -42,8 +45,11 @@ if $verify; then
   for f in "${generated[@]}"; do mkdir -p "$keep/$(dirname "$f")"; cp "$f" "$keep/$f"; done
 fi
 
-"$out/controller-gen" object paths="$apis"
-"$out/controller-gen" crd:crdVersions=v1 paths="$apis" output:crd:artifacts:config="$crd_dir"
+# One API per run: each run writes the CRDs of its packages into its crd folder.
+for api in provreq capacitybuffer; do
+  "$out/controller-gen" object paths="./$api/apis/..."
+  "$out/controller-gen" crd:crdVersions=v1 paths="./$api/apis/..." output:crd:artifacts:config="$api/crd"
+done
 
 if $verify; then
   stale=0

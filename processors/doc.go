@@ -16,8 +16,10 @@
 //     The default list: UnschedulablePods (the pods the scheduler marked,
 //     with the twins and replicas of a burst), ScaleUpDelay (too-new pods
 //     wait), then the ProvisioningRequest processor's ConsumingPods (pods
-//     that consume a live request are set aside). Pods that fit existing or
-//     upcoming room are set aside by the scale-up itself, first thing.
+//     that consume a live request are set aside), then, last, the
+//     CapacityBuffer injector (pods of ready buffers, after every real pod).
+//     Pods that fit existing or upcoming room are set aside by the scale-up
+//     itself, first thing.
 //  3. NodeGroups (NodeGroupListProcessor): node groups the scale-up must not
 //     grow in this loop, on top of clusterstate's verdicts (health,
 //     back-off), which always apply.
@@ -26,8 +28,8 @@
 //     capacity, answer check-capacity, and scale up all-or-nothing, one
 //     equivalence group per PodSet.
 //  5. ScaleUpStatus (ScaleUpStatusProcessor): told what the scale-up step
-//     did, whenever the pod lists ran (events, ProvisioningRequest
-//     conditions).
+//     did, whenever the pod lists ran (events, ProvisioningRequest and
+//     CapacityBuffer conditions).
 //  6. ScaleDownStatus (ScaleDownStatusProcessor): told what the scale-down
 //     step did.
 //
@@ -39,6 +41,7 @@
 // scale-up's expander.Strategy chain, built from --expander.
 //
 // This package may import the step packages (scaleup, clusterstate,
-// estimator); it must not import core, package main, or a concrete cloud
-// provider. The ProvisioningRequest processors live in processors/provreqs.
+// estimator) and the CapacityBuffer vocabulary (capacitybuffer); it must not import core, package main, or a concrete cloud
+// provider. The ProvisioningRequest processors live in processors/provreqs,
+// the CapacityBuffer ones in processors/capacitybuffers.
 package processors

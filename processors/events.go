@@ -7,6 +7,8 @@ import (
 
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
+
+	"k8s.io/autoscaler/cluster-autoscaler/capacitybuffer"
 )
 
 // Event reasons on pods, as upstream's.
@@ -18,7 +20,9 @@ const (
 // ScaleUpEvents is the scale-up status processor that tells the pods what
 // the scale-up did for them: TriggeredScaleUp on pods a scale-up serves,
 // and, when no group was scaled up in this loop, NotTriggerScaleUp with the
-// reasons on the pods left. Stand-ins for replicas not created yet get none.
+// reasons on the pods left. Stand-ins for replicas not created yet and the
+// pods injected for CapacityBuffers get none (the buffers get theirs, from
+// processors/capacitybuffers).
 // Like upstream, every pod gets its event: there is no per-loop cap (the
 // events client's rate limiter and client-go's spam filter pace them).
 type ScaleUpEvents struct {
@@ -43,7 +47,7 @@ func (e ScaleUpEvents) ScaleUpDone(_ context.Context, _ *Loop, status ScaleUpSta
 		}
 		msg := "pod triggered scale-up: [" + strings.Join(parts, " ") + "]"
 		for _, p := range inc.Pods {
-			if IsUpcomingReplica(p) {
+			if !exists(p) {
 				continue
 			}
 			e.Recorder.Event(p, apiv1.EventTypeNormal, EventTriggeredScaleUp, msg)
@@ -53,10 +57,15 @@ func (e ScaleUpEvents) ScaleUpDone(_ context.Context, _ *Loop, status ScaleUpSta
 		return
 	}
 	for p, reason := range res.Remaining {
-		if IsUpcomingReplica(p) {
+		if !exists(p) {
 			continue
 		}
 		e.Recorder.Event(p, apiv1.EventTypeNormal, EventNotTriggerScaleUp,
 			"pod didn't trigger scale-up: "+strings.TrimSpace(reason))
 	}
+}
+
+// exists reports whether p is a pod of the API, not a stand-in of the loop.
+func exists(p *apiv1.Pod) bool {
+	return !IsUpcomingReplica(p) && !capacitybuffer.IsFakePod(p)
 }

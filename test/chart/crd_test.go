@@ -4,54 +4,51 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
+	buffercrd "k8s.io/autoscaler/cluster-autoscaler/capacitybuffer/crd"
 	"k8s.io/autoscaler/cluster-autoscaler/capacityquota"
-	"k8s.io/autoscaler/cluster-autoscaler/provreq/crd"
+	provreqcrd "k8s.io/autoscaler/cluster-autoscaler/provreq/crd"
 )
 
-// crdFile is the chart's copy of the ProvisioningRequest CRD; Helm installs
-// the files of crds/ before the templates.
-const crdFile = "crds/autoscaling.x-k8s.io_provisioningrequests.yaml"
-
-// TestChartCRDIsProvreqCRD: the chart ships exactly the CRD that
-// hack/update-codegen.sh generates into provreq/crd, so they cannot drift.
-func TestChartCRDIsProvreqCRD(t *testing.T) {
-	got, err := os.ReadFile(filepath.Join(repoRoot, chartDir, crdFile))
-	if err != nil {
-		t.Fatal(err)
+// TestChartCRDsAreTheGeneratedCRDs: the chart ships exactly the CRDs that
+// hack/update-codegen.sh generates into provreq/crd and capacitybuffer/crd,
+// so they cannot drift; Helm installs the files of crds/ before the
+// templates.
+func TestChartCRDsAreTheGeneratedCRDs(t *testing.T) {
+	sources := map[string][]byte{
+		"provreq/crd/autoscaling.x-k8s.io_provisioningrequests.yaml":   provreqcrd.Manifest(),
+		"capacitybuffer/crd/autoscaling.x-k8s.io_capacitybuffers.yaml": buffercrd.Manifest(),
+		"capacityquota/autoscaling.x-k8s.io_capacityquotas.yaml":       capacityquota.Manifest(),
 	}
-	source := filepath.Join(repoRoot, "provreq", "crd", filepath.Base(crdFile))
-	want, err := os.ReadFile(source)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) || !bytes.Equal(got, crd.Manifest()) {
-		t.Fatalf("%s/%s differs from %s; copy it:\n  cp provreq/crd/%s %s/crds/",
-			chartDir, crdFile, source, filepath.Base(crdFile), chartDir)
+	var want []string
+	for source, embedded := range sources {
+		name := filepath.Base(source)
+		want = append(want, name)
+		got, err := os.ReadFile(filepath.Join(repoRoot, chartDir, "crds", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		generated, err := os.ReadFile(filepath.Join(repoRoot, source))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, generated) || !bytes.Equal(got, embedded) {
+			t.Errorf("%s/crds/%s differs from %s; copy it:\n  cp %s %s/crds/", chartDir, name, source, source, chartDir)
+		}
 	}
 	entries, err := os.ReadDir(filepath.Join(repoRoot, chartDir, "crds"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != 2 {
-		t.Errorf("%s/crds holds %d files, want only %s and %s", chartDir, len(entries), filepath.Base(crdFile),
-			filepath.Base(quotaCRDFile))
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
 	}
-}
-
-// quotaCRDFile is the chart's copy of the CapacityQuota CRD.
-const quotaCRDFile = "crds/autoscaling.x-k8s.io_capacityquotas.yaml"
-
-// TestChartCRDIsCapacityQuotaCRD: the chart ships the CapacityQuota CRD the
-// binary embeds.
-func TestChartCRDIsCapacityQuotaCRD(t *testing.T) {
-	got, err := os.ReadFile(filepath.Join(repoRoot, chartDir, quotaCRDFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, capacityquota.Manifest()) {
-		t.Fatalf("%s/%s differs from capacityquota/%s; copy it:\n  cp capacityquota/%s %s/crds/",
-			chartDir, quotaCRDFile, filepath.Base(quotaCRDFile), filepath.Base(quotaCRDFile), chartDir)
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("%s/crds holds %v, want %v", chartDir, got, want)
 	}
 }

@@ -104,15 +104,11 @@ func install(t *testing.T, values string) *installed {
 		case "ServiceAccount":
 			in.serviceAccount = o.GetName()
 		case "CustomResourceDefinition":
-			// Wait for the CRD just applied (crds/ holds several).
 			group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
 			plural, _, _ := unstructured.NestedString(o.Object, "spec", "names", "plural")
 			versions, _, _ := unstructured.NestedSlice(o.Object, "spec", "versions")
-			version := ""
-			if len(versions) > 0 {
-				version, _, _ = unstructured.NestedString(versions[0].(map[string]any), "name")
-			}
-			env.Eventually(30*time.Second, "the CRD "+o.GetName()+" is served", func(context.Context) (bool, error) {
+			version, _, _ := unstructured.NestedString(versions[len(versions)-1].(map[string]any), "name")
+			env.Eventually(30*time.Second, "CRD "+o.GetName()+" is served", func(context.Context) (bool, error) {
 				list, err := env.Client.Discovery().ServerResourcesForGroupVersion(group + "/" + version)
 				return err == nil && slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool {
 					return r.Name == plural

@@ -223,6 +223,10 @@ func clusterPermissions() []permission {
 		// CapacityQuotas (--capacity-quotas-enabled): the informer, status.used
 		perms("autoscaling.x-k8s.io", "capacityquotas", "get list watch"),
 		perms("autoscaling.x-k8s.io", "capacityquotas/status", "get update patch"),
+		// CapacityBuffers: informer; the controller's translation and the Provisioning condition
+		// (server-side apply to status)
+		perms("autoscaling.x-k8s.io", "capacitybuffers", "get list watch"),
+		perms("autoscaling.x-k8s.io", "capacitybuffers/status", "get update patch"),
 		perms("", "podtemplates", "get list watch"),
 	)
 }
@@ -253,6 +257,8 @@ func forbiddenPermissions() []permission {
 		{resource: "configmaps", verb: "delete", name: "kwok-provider-config"},
 		{group: "coordination.k8s.io", resource: "leases", verb: "update", name: "kube-scheduler"},
 		{group: "autoscaling.x-k8s.io", resource: "provisioningrequests", verb: "create"},
+		{group: "autoscaling.x-k8s.io", resource: "capacitybuffers", verb: "create"},
+		{group: "autoscaling.x-k8s.io", resource: "capacitybuffers", verb: "delete"},
 		{group: "rbac.authorization.k8s.io", resource: "clusterroles", verb: "create"},
 	}
 }
