@@ -21,8 +21,11 @@ test: tools ## unit and integration tests, as CI runs them, then a short fuzzing
 	go test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) fuzz
 
-# Fuzz targets of what servers and users send us: package and target.
-FUZZ_TARGETS := ./expander/grpc:FuzzBestOptionsReply ./cloudprovider/externalgrpc:FuzzDecodeReplies
+# Fuzz targets of what servers and users send us: package and target
+# (docs/reliability.md, "Fuzzing", says what each checks).
+FUZZ_TARGETS := ./expander/grpc:FuzzBestOptionsReply ./cloudprovider/externalgrpc:FuzzDecodeReplies \
+	./provreq/processor:FuzzProvisioningRequest ./expander:FuzzPriorityConfigMap ./cloudprovider/kwok:FuzzConfig \
+	./config:FuzzFlagValues ./cluster-autoscaler:FuzzCommandLine ./simulator/framework:FuzzSchedulerConfigFile
 FUZZ_TIME ?= 10s
 
 fuzz: ## each fuzz target for FUZZ_TIME (their seed corpora also run in go test)

@@ -140,7 +140,7 @@ func (c *commandLine) registerLoopAndCloud() {
 	fs.IntVar(&o.MaxNodesTotal, "max-nodes-total", o.MaxNodesTotal, "Maximum number of nodes in all node groups; 0 means no limit.")
 	fs.Var(rangeValue{&o.Cores}, "cores-total", "Minimum and maximum cores in the cluster, <min>:<max>.")
 	fs.Var(rangeValue{&o.MemoryGiB}, "memory-total", "Minimum and maximum memory in the cluster in GiB, <min>:<max>.")
-	fs.Var(gpuLimitsValue{&o.GPUTotal}, "gpu-total", "Minimum and maximum count of a GPU type, <gpu_type>:<min>:<max>; repeatable.")
+	fs.Var(gpuLimitsValue{&o.GPUTotal}, "gpu-total", "Minimum and maximum count of a GPU type, <gpu_type>:<min>:<max>; repeatable (a type given again takes the new limit).")
 }
 
 func (c *commandLine) registerScaleUp() {

@@ -184,6 +184,25 @@ func TestUpstreamManifestParses(t *testing.T) {
 	}
 }
 
+// A GPU type given twice to --gpu-total keeps its last limit, as upstream's
+// limits do; it was kept twice, and scale-up read the first while
+// scale-down read the last. Found by FuzzCommandLine.
+func TestGPUTotalTypeGivenTwiceKeepsTheLast(t *testing.T) {
+	c := newCommandLine()
+	if err := c.parse([]string{"--gpu-total=t4:0:8", "--gpu-total=a100:0:2", "--gpu-total=t4:1:2"}); err != nil {
+		t.Fatal(err)
+	}
+	want := []config.GPULimit{{Type: "t4", Min: 1, Max: 2}, {Type: "a100", Min: 0, Max: 2}}
+	if diff := cmp.Diff(want, c.opts.GPUTotal); diff != "" {
+		t.Errorf("--gpu-total (-want +got):\n%s", diff)
+	}
+	o := config.Defaults()
+	o.GPUTotal = []config.GPULimit{{Type: "t4", Max: 1}, {Type: "t4", Max: 2}}
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--gpu-total") {
+		t.Errorf("two limits of one GPU type in the options: Validate = %v", err)
+	}
+}
+
 func TestDefaultsParseAndValidate(t *testing.T) {
 	c := newCommandLine()
 	if err := c.parse(nil); err != nil {

@@ -31,10 +31,20 @@ func (v gpuLimitsValue) String() string {
 	return "[" + strings.Join(parts, ",") + "]"
 }
 func (v gpuLimitsValue) Type() string { return "gpu_type:min:max" }
+
+// Set adds a limit; a type given again takes the new limit, as upstream's
+// limits end up (its per-type map keeps the last), so scale-up and
+// scale-down never read different limits of one type.
 func (v gpuLimitsValue) Set(s string) error {
 	g, err := config.ParseGPULimit(s)
 	if err != nil {
 		return err
+	}
+	for i := range *v.l {
+		if (*v.l)[i].Type == g.Type {
+			(*v.l)[i] = g
+			return nil
+		}
 	}
 	*v.l = append(*v.l, g)
 	return nil

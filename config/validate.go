@@ -82,6 +82,14 @@ func (o *Options) validate() *validator {
 	v.check(o.MemoryGiB.Min >= 0 && o.MemoryGiB.Max >= o.MemoryGiB.Min, "--memory-total", "want 0 <= min <= max, got %s", o.MemoryGiB)
 	v.check(o.MemoryGiB.Max <= MaxMemoryTotalGiB, "--memory-total", "max must not exceed %d GiB, got %d", int64(MaxMemoryTotalGiB), o.MemoryGiB.Max)
 
+	gpuTypes := map[string]bool{}
+	for _, g := range o.GPUTotal {
+		// --gpu-total keeps one limit per type; scale-up and scale-down
+		// would read different ones of a type given twice.
+		v.check(!gpuTypes[g.Type], "--gpu-total", "type %q has two limits", g.Type)
+		v.check(g.Type != "" && g.Min >= 0 && g.Max >= g.Min, "--gpu-total", "want <gpu_type>:<min>:<max> with 0 <= min <= max, got %+v", g)
+		gpuTypes[g.Type] = true
+	}
 	o.validateExpanders(v)
 	v.check(o.MaxNodesPerScaleUp > 0, "--max-nodes-per-scaleup", "must be positive, got %d", o.MaxNodesPerScaleUp)
 	v.positive(o.MaxNodeGroupBinpackingDuration, "--max-nodegroup-binpacking-duration")

@@ -32,13 +32,20 @@ const maxValidUntilSeconds = math.MaxInt64 / int64(time.Second)
 // ParseNoRetry reads the noRetry parameter: false when absent, an error when
 // it is not a boolean (strconv.ParseBool's spellings).
 func ParseNoRetry(params map[string]v1.Parameter) (bool, error) {
-	raw, ok := params[ParamNoRetry]
+	return ParseBoolParameter(params, ParamNoRetry)
+}
+
+// ParseBoolParameter reads a boolean parameter: false when absent, an error
+// when it is not a boolean (strconv.ParseBool's spellings: true, True,
+// TRUE, t, 1 and their false counterparts).
+func ParseBoolParameter(params map[string]v1.Parameter, key string) (bool, error) {
+	raw, ok := params[key]
 	if !ok {
 		return false, nil
 	}
 	b, err := strconv.ParseBool(string(raw))
 	if err != nil {
-		return false, fmt.Errorf("parameter %s=%q: not true or false", ParamNoRetry, raw)
+		return false, fmt.Errorf("parameter %s=%q: not true or false", key, raw)
 	}
 	return b, nil
 }

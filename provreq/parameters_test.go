@@ -97,3 +97,42 @@ func TestProcessorInstance(t *testing.T) {
 		t.Errorf("ProcessorInstance = %q", got)
 	}
 }
+
+func TestValidatePodSets(t *testing.T) {
+	set := func(name string, count int32) v1.PodSet {
+		return v1.PodSet{PodTemplateRef: v1.Reference{Name: name}, Count: count}
+	}
+	many := make([]v1.PodSet, MaxPodSets+1)
+	for i := range many {
+		many[i] = set("t", 1)
+	}
+	for _, tc := range []struct {
+		name    string
+		sets    []v1.PodSet
+		wantErr bool
+	}{
+		{name: "one", sets: []v1.PodSet{set("t", 1)}},
+		{name: "the most", sets: many[:MaxPodSets]},
+		{name: "none", wantErr: true},
+		{name: "too many", sets: many, wantErr: true},
+		{name: "zero count", sets: []v1.PodSet{set("t", 0)}, wantErr: true},
+		{name: "negative count hiding a huge one", sets: []v1.PodSet{set("t", 1<<31-1), set("t", -1<<31)}, wantErr: true},
+		{name: "no template", sets: []v1.PodSet{set("", 1)}, wantErr: true},
+	} {
+		if err := ValidatePodSets(tc.sets); (err != nil) != tc.wantErr {
+			t.Errorf("%s: err = %v, wantErr %v", tc.name, err, tc.wantErr)
+		}
+	}
+}
+
+func TestParseBoolParameter(t *testing.T) {
+	params := map[string]v1.Parameter{"yes": "True", "no": "0", "bad": "yes"}
+	for key, want := range map[string]bool{"yes": true, "no": false, "absent": false} {
+		if got, err := ParseBoolParameter(params, key); err != nil || got != want {
+			t.Errorf("%s = %v, %v; want %v", key, got, err, want)
+		}
+	}
+	if _, err := ParseBoolParameter(params, "bad"); err == nil {
+		t.Error("yes read as a boolean")
+	}
+}

@@ -7,7 +7,10 @@ import (
 
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
 	"k8s.io/autoscaler/cluster-autoscaler/config"
@@ -180,11 +183,8 @@ func (c *Config) Validate() error {
 				add("%s: template.allocatable.%s exceeds capacity", where, r)
 			}
 		}
-		for _, t := range g.Template.Taints {
-			if t.Key == "" || (t.Effect != apiv1.TaintEffectNoSchedule && t.Effect != apiv1.TaintEffectPreferNoSchedule &&
-				t.Effect != apiv1.TaintEffectNoExecute) {
-				add("%s: taint %q needs a key and an effect NoSchedule, PreferNoSchedule or NoExecute", where, t.Key)
-			}
+		for _, err := range validateTemplate(g.Template) {
+			add("%s: template.%v", where, err)
 		}
 		f := g.Faults
 		if f.RegistrationDelay.Duration < 0 {
@@ -199,8 +199,70 @@ func (c *Config) Validate() error {
 		if f.OutOfCapacityAfter < 0 {
 			add("%s: faults.outOfCapacityAfter must not be negative", where)
 		}
+		if o := g.Options; o != nil {
+			if u := o.ScaleDownUtilizationThreshold; u != nil && !(*u >= 0 && *u <= 1) {
+				add("%s: options.scaleDownUtilizationThreshold must be between 0 and 1, got %v", where, *u)
+			}
+			if d := o.ScaleDownUnneededTime; d != nil && d.Duration < 0 {
+				add("%s: options.scaleDownUnneededTime must not be negative", where)
+			}
+			if d := o.ScaleDownUnreadyTime; d != nil && d.Duration < 0 {
+				add("%s: options.scaleDownUnreadyTime must not be negative", where)
+			}
+			if d := o.MaxNodeProvisionTime; d != nil && d.Duration <= 0 {
+				add("%s: options.maxNodeProvisionTime must be positive", where)
+			}
+		}
+	}
+	if c.GPULabel != "" {
+		for _, msg := range validation.IsQualifiedName(c.GPULabel) {
+			add("gpuLabel %q: %s", c.GPULabel, msg)
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateTemplate applies the API server's rules for the fields the
+// template sets on a Node (labels, annotations, taints, resource names and
+// quantities), so that a config the provider accepts never makes Nodes the
+// API server refuses.
+func validateTemplate(t TemplateConfig) field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, metav1validation.ValidateLabels(t.Labels, field.NewPath("labels"))...)
+	errs = append(errs, apimachineryvalidation.ValidateAnnotations(t.Annotations, field.NewPath("annotations"))...)
+	seen := map[apiv1.Taint]bool{}
+	for i, taint := range t.Taints {
+		p := field.NewPath("taints").Index(i)
+		for _, msg := range validation.IsQualifiedName(taint.Key) {
+			errs = append(errs, field.Invalid(p.Child("key"), taint.Key, msg))
+		}
+		for _, msg := range validation.IsValidLabelValue(taint.Value) {
+			errs = append(errs, field.Invalid(p.Child("value"), taint.Value, msg))
+		}
+		switch taint.Effect {
+		case apiv1.TaintEffectNoSchedule, apiv1.TaintEffectPreferNoSchedule, apiv1.TaintEffectNoExecute:
+		default:
+			errs = append(errs, field.NotSupported(p.Child("effect"), taint.Effect, []apiv1.TaintEffect{
+				apiv1.TaintEffectNoSchedule, apiv1.TaintEffectPreferNoSchedule, apiv1.TaintEffectNoExecute}))
+		}
+		key := apiv1.Taint{Key: taint.Key, Effect: taint.Effect}
+		if seen[key] {
+			errs = append(errs, field.Duplicate(p, taint.Key+":"+string(taint.Effect)))
+		}
+		seen[key] = true
+	}
+	for what, list := range map[string]apiv1.ResourceList{"capacity": t.Capacity, "allocatable": t.Allocatable} {
+		for r, q := range list {
+			p := field.NewPath(what).Key(string(r))
+			for _, msg := range validation.IsQualifiedName(string(r)) {
+				errs = append(errs, field.Invalid(p, string(r), msg))
+			}
+			if q.Sign() < 0 {
+				errs = append(errs, field.Invalid(p, q.String(), "must not be negative"))
+			}
+		}
+	}
+	return errs
 }
 
 // defaultTemplate is used for groups that only --nodes defines.

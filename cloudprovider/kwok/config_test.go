@@ -55,6 +55,18 @@ func TestParseConfigRejects(t *testing.T) {
 		{"bad duration", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}}, faults: {registrationDelay: soon}}]", "duration"},
 		{"negative listing delay", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}}, faults: {listingDelay: -1s}}]", "listingDelay"},
 		{"bad taint", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}, taints: [{key: k, effect: Sometimes}]}}]", "effect"},
+		// Found by FuzzConfig: each was accepted, and the Nodes (or the
+		// per-group options) were refused later, or used out of range.
+		{"bad label key", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}, labels: {'bad key!': v}}}]", "labels"},
+		{"bad annotation key", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}, annotations: {'k/': v}}}]", "annotations"},
+		{"negative allocatable", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}, allocatable: {memory: -1}}}]", "negative"},
+		{"bad resource name", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1, 'not a resource': 1}}}]", "capacity[not a resource]"},
+		{"bad taint key", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}, taints: [{key: 'a b', effect: NoSchedule}]}}]", "taints[0].key"},
+		{"duplicate taint", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}, taints: [{key: k, effect: NoSchedule}, {key: k, value: v, effect: NoSchedule}]}}]", "Duplicate"},
+		{"utilization threshold", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}}, options: {scaleDownUtilizationThreshold: -3}}]", "scaleDownUtilizationThreshold"},
+		{"negative unneeded time", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}}, options: {scaleDownUnneededTime: -1m}}]", "scaleDownUnneededTime"},
+		{"zero provision time", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}}, options: {maxNodeProvisionTime: 0s}}]", "maxNodeProvisionTime"},
+		{"bad gpu label", "gpuLabel: 'a b'\nnodeGroups: []", "gpuLabel"},
 		{"duplicate", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}}}, {name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}}}]", "twice"},
 	} {
 		_, err := ParseConfig([]byte(tc.yaml))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -261,7 +262,11 @@ func groupFromTemplateNode(n *apiv1.Node, name string, skipTaint bool) (NodeGrou
 		annotations[k] = v
 	}
 	taints := append([]apiv1.Taint(nil), n.Spec.Taints...)
-	if !skipTaint {
+	hasTaint := slices.ContainsFunc(taints, func(t apiv1.Taint) bool {
+		return t.Key == UpstreamTaintKey && t.Effect == apiv1.TaintEffectNoSchedule
+	})
+	if !skipTaint && !hasTaint {
+		// A node this provider made (readNodesFrom: cluster) has it already.
 		taints = append(taints, apiv1.Taint{Key: UpstreamTaintKey, Value: "true", Effect: apiv1.TaintEffectNoSchedule})
 	}
 	capacity := n.Status.Capacity.DeepCopy()

@@ -228,3 +228,22 @@ nodeGroups:
 		}
 	}
 }
+
+// Template nodes read from the cluster are often nodes this provider made,
+// with the kwok-provider taint already: it is not added a second time
+// (the API server refuses a Node with the same taint twice). Found with
+// FuzzConfig's Node checks.
+func TestUpstreamTemplateWithTheTaintAlready(t *testing.T) {
+	n := &apiv1.Node{ObjectMeta: metav1.ObjectMeta{Name: "made-by-kwok", Labels: map[string]string{"g": "a"}},
+		Spec: apiv1.NodeSpec{Taints: []apiv1.Taint{{Key: UpstreamTaintKey, Value: "true", Effect: apiv1.TaintEffectNoSchedule}}},
+		Status: apiv1.NodeStatus{Capacity: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("1"),
+			apiv1.ResourceMemory: resource.MustParse("1Gi"), apiv1.ResourcePods: resource.MustParse("10")}}}
+	cfg, err := translateUpstream(context.Background(), upstreamClient("templates", "", n), "ns",
+		[]byte("apiVersion: v1alpha1\nreadNodesFrom: cluster\nnodegroups: {fromNodeLabelKey: g}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if taints := cfg.NodeGroups[0].Template.Taints; len(taints) != 1 || taints[0].Key != UpstreamTaintKey {
+		t.Errorf("taints %v, want kwok-provider once", taints)
+	}
+}

@@ -220,7 +220,7 @@ func (l *Loop) claimAll(instances Instances) map[string]int {
 // is then rolled back, and backs the request off.
 func (l *Loop) watch(ctx context.Context, r *request, capacity Capacity, instances Instances, deficit map[string]int) {
 	at := r.state.attempt
-	waitReady := r.pr.Spec.Parameters[ParamWaitForReadyNodes] == "true"
+	waitReady, _ := provreq.ParseBoolParameter(r.pr.Spec.Parameters, ParamWaitForReadyNodes) // checked in lifecycle
 	total, ready, unlisted := 0, 0, 0
 	nodes := map[string]bool{}
 	var problem string

@@ -248,6 +248,37 @@ func TestHugeRequestFailsWithoutBuildingItsPods(t *testing.T) {
 	}
 }
 
+// Found by FuzzProvisioningRequest: PodSets the CRD's schema forbids (a
+// CRD installed without it lets them in) fail the request with
+// InvalidPodSets. A negative count used to hide a huge one from the pod
+// cap, and the loop then built 2^31-1 pods; a count of 0 or no PodSet at
+// all was "provisioned" with no pod. A non-boolean waitForReadyNodes was
+// read as false; it now fails as InvalidParameters, as noRetry does.
+func TestInvalidPodSetsFailBeforeAnyPodIsBuilt(t *testing.T) {
+	c := &cluster{fits: true}
+	hidden := c.addRequest("hidden", provreq.ClassCheckCapacity, 2_147_483_647, nil, t0)
+	hidden.Spec.PodSets = append(hidden.Spec.PodSets, v1.PodSet{PodTemplateRef: hidden.Spec.PodSets[0].PodTemplateRef,
+		Count: -2_147_483_648})
+	zero := c.addRequest("zero", provreq.ClassCheckCapacity, 0, nil, t0)
+	none := c.addRequest("none", provreq.ClassBestEffortAtomicScaleUp, 1, nil, t0)
+	none.Spec.PodSets = nil
+	unnamed := c.addRequest("unnamed", provreq.ClassCheckCapacity, 1, nil, t0)
+	unnamed.Spec.PodSets[0].PodTemplateRef.Name = ""
+	notBool := c.addRequest("not-bool", provreq.ClassBestEffortAtomicScaleUp, 1, map[string]string{
+		ParamWaitForReadyNodes: "yes"}, t0)
+	ok := c.addRequest("ok", provreq.ClassCheckCapacity, 2, nil, t0)
+	p := newTestProcessor(c, func(o *Options) { o.MaxPodsPerRequest = 50000 })
+	loop(p, c, t0.Add(time.Second), nil, nil)
+	for _, pr := range []*v1.ProvisioningRequest{hidden, zero, none, unnamed} {
+		wantCond(t, pr, provreq.ConditionFailed, metav1.ConditionTrue, ReasonInvalidPodSets)
+	}
+	wantCond(t, notBool, provreq.ConditionFailed, metav1.ConditionTrue, ReasonInvalidParameters)
+	wantCond(t, ok, provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsFound)
+	if c.templateGets != 1 {
+		t.Errorf("%d PodTemplate reads, want only the valid request's", c.templateGets)
+	}
+}
+
 // A request deleted during its scale-up: the instances not created yet are
 // cancelled, but only in a loop where no ordinary pod is pending (those
 // might take the upcoming nodes); the ones created are never deleted by it.

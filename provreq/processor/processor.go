@@ -418,7 +418,7 @@ func (l *Loop) lifecycle(ctx context.Context, r *request) {
 			l.fail(r, ReasonInvalidParameters, fmt.Sprintf("Invalid parameters: %v.", err))
 			return
 		}
-		if _, err := provreq.ParseNoRetry(pr.Spec.Parameters); err != nil {
+		if err := checkBoolParameters(pr.Spec.Parameters); err != nil {
 			l.fail(r, ReasonInvalidParameters, fmt.Sprintf("Invalid parameters: %v.", err))
 			return
 		}
@@ -428,6 +428,11 @@ func (l *Loop) lifecycle(ctx context.Context, r *request) {
 				deadline.Sub(pr.CreationTimestamp.Time)))
 			return
 		}
+	}
+	if err := provreq.ValidatePodSets(pr.Spec.PodSets); err != nil {
+		// Before the pod cap: a negative count would hide a huge one from it.
+		l.fail(r, ReasonInvalidPodSets, fmt.Sprintf("Invalid PodSets: %v.", err))
+		return
 	}
 	if total := r.total(); opts.MaxPodsPerRequest > 0 && total > opts.MaxPodsPerRequest {
 		if r.provisioned() {
@@ -478,6 +483,17 @@ func (l *Loop) lifecycle(ctx context.Context, r *request) {
 					opts.BookingTime, r.scheduled, r.total()))
 		}
 	}
+}
+
+// checkBoolParameters reports the first boolean parameter whose value is
+// not a boolean.
+func checkBoolParameters(params map[string]v1.Parameter) error {
+	for _, key := range []string{provreq.ParamNoRetry, ParamWaitForReadyNodes} {
+		if _, err := provreq.ParseBoolParameter(params, key); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // lastTransition is the latest transition of the request's conditions.

@@ -25,10 +25,12 @@ const (
 	ReasonNodeGroupsGone         = "NodeGroupsGone"
 	ReasonCapacityLost           = "CapacityLost"
 	ReasonTooManyPods            = "TooManyPods"
+	ReasonInvalidPodSets         = "InvalidPodSets"
 	ReasonWaitingForUpcoming     = "WaitingForUpcomingNodes"
 
-	// ParamWaitForReadyNodes makes an atomic request Provisioned only once
-	// its new nodes are Ready, not as soon as they registered.
+	// ParamWaitForReadyNodes ("true" or "false", strconv.ParseBool's
+	// spellings) makes an atomic request Provisioned only once its new
+	// nodes are Ready, not as soon as they registered.
 	ParamWaitForReadyNodes = "waitForReadyNodes"
 	// DetailNodeGroups names the node groups an atomic request was given.
 	DetailNodeGroups = "nodeGroups"

@@ -16,6 +16,7 @@ import (
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
 	schedscheme "k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
+	schedvalidation "k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
@@ -114,13 +115,20 @@ func loadProfile(path string) (*schedconfig.KubeSchedulerProfile, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--scheduler-config-file: %w", err)
 		}
-		obj, _, err := schedscheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
+		obj, gvk, err := schedscheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
 		if err != nil {
 			return nil, fmt.Errorf("--scheduler-config-file %s: %w", path, err)
 		}
 		c, ok := obj.(*schedconfig.KubeSchedulerConfiguration)
 		if !ok {
 			return nil, fmt.Errorf("--scheduler-config-file %s: not a KubeSchedulerConfiguration but %T", path, obj)
+		}
+		// What kube-scheduler (and upstream's autoscaler) refuses is refused
+		// here too. The checks per plugin depend on the file's version,
+		// which decoding into the internal type drops.
+		c.APIVersion = gvk.GroupVersion().String()
+		if err := schedvalidation.ValidateKubeSchedulerConfiguration(c); err != nil {
+			return nil, fmt.Errorf("--scheduler-config-file %s: %w", path, err)
 		}
 		cfg = c
 	}

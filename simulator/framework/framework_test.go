@@ -144,6 +144,20 @@ profiles:
 	if _, err := New(t.Context(), s, factory, WithSchedulerConfigFile(filepath.Join(t.TempDir(), "missing.yaml"))); err == nil {
 		t.Error("a missing config file was accepted")
 	}
+	// Found by FuzzSchedulerConfigFile: files that kube-scheduler's
+	// validation refuses (as upstream's autoscaler does) were accepted.
+	for _, bad := range []string{
+		"percentageOfNodesToScore: 300\nparallelism: -1\n",
+		"profiles:\n- schedulerName: x\n- schedulerName: x\n",
+	} {
+		if err := os.WriteFile(path, []byte(cfg[:strings.Index(cfg, "profiles:")]+bad), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := New(t.Context(), s, factory, WithSchedulerConfigFile(path)); err == nil ||
+			!strings.Contains(err.Error(), "--scheduler-config-file") {
+			t.Errorf("%q: error %v, want the scheduler's validation error", bad, err)
+		}
+	}
 }
 
 func TestFitCount(t *testing.T) {
