@@ -168,6 +168,11 @@ func (l *Loop) claimAll(instances Instances) map[string]int {
 		}
 	}
 	all = append(all, attempts...)
+	for _, ids := range l.p.attributed {
+		for id := range ids {
+			taken[id] = true
+		}
+	}
 	for _, groups := range all {
 		for _, sh := range groups {
 			for _, id := range sh.claimed {
@@ -176,18 +181,23 @@ func (l *Loop) claimAll(instances Instances) map[string]int {
 		}
 	}
 	views := map[string]GroupView{}
-	for _, groups := range all {
-		for g, sh := range groups {
-			view, ok := views[g]
-			if !ok {
-				if view, ok = instances.NodeGroup(g); !ok {
-					continue
-				}
+	viewOf := func(g string) (GroupView, bool) {
+		view, ok := views[g]
+		if !ok {
+			if view, ok = instances.NodeGroup(g); ok {
 				views[g] = view
 			}
-			sh.claim(view, taken)
+		}
+		return view, ok
+	}
+	for _, groups := range all {
+		for g, sh := range groups {
+			if view, ok := viewOf(g); ok {
+				sh.claim(view, taken)
+			}
 		}
 	}
+	l.remember(all, viewOf)
 	waiting := map[string]int{}
 	for _, groups := range attempts {
 		for g, sh := range groups {
@@ -211,6 +221,37 @@ func (l *Loop) claimAll(instances Instances) map[string]int {
 		}
 	}
 	return deficit
+}
+
+// remember adds the shares' claims to the attributed instances and forgets
+// those their group no longer lists (or whose group is gone).
+func (l *Loop) remember(all []map[string]*share, viewOf func(string) (GroupView, bool)) {
+	attributed := l.p.attributed
+	for _, groups := range all {
+		for g, sh := range groups {
+			for _, id := range sh.claimed {
+				if attributed[g] == nil {
+					attributed[g] = map[string]bool{}
+				}
+				attributed[g][id] = true
+			}
+		}
+	}
+	for g, ids := range attributed {
+		view, ok := viewOf(g)
+		listed := make(map[string]bool, len(view.Instances))
+		for _, in := range view.Instances {
+			listed[in.Id] = true
+		}
+		for id := range ids {
+			if !ok || !listed[id] {
+				delete(ids, id)
+			}
+		}
+		if len(ids) == 0 {
+			delete(attributed, g)
+		}
+	}
 }
 
 // watch follows an atomic attempt: once every instance asked for is listed
@@ -294,6 +335,8 @@ func (l *Loop) watch(ctx context.Context, r *request, capacity Capacity, instanc
 		r.state.attempt = nil
 		r.state.backoff = 0
 		r.state.nodes = nodes
+		klog.FromContext(ctx).V(2).Info("All-or-nothing attempt provisioned", "provisioningRequest", klog.KObj(r.pr),
+			"nodes", sortedNames(nodes))
 		what := "registered"
 		if waitReady {
 			what = "Ready"
@@ -420,6 +463,15 @@ func (l *Loop) cancel(ctx context.Context, u *undo) bool {
 		}
 	}
 	return false
+}
+
+func sortedNames(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func describeShares(groups map[string]*share) string {

@@ -281,3 +281,58 @@ func TestDeletedRequestCancelsOnlyWhatIsNotCreated(t *testing.T) {
 		t.Errorf("all created: rollbacks %v, %d kept; want none", c.rolledBack, len(p.undos))
 	}
 }
+
+// Two attempts in the same group, the second made before the cloud listed
+// the first's instance (so its before-set lacks it). The first request is
+// Provisioned with its instance; the second must not then claim that
+// instance as its own once the first attempt is over: it waits for the
+// instance it asked for. A fault test on the local control plane saw
+// requests Provisioned on another request's nodes this way, leaving fewer
+// nodes than the requests had asked for.
+func TestProvisionedInstancesAreNotClaimedAgain(t *testing.T) {
+	c := atomicCluster(1)
+	a := c.addRequest("a", provreq.ClassBestEffortAtomicScaleUp, 4, nil, t0)
+	b := c.addRequest("b", provreq.ClassBestEffortAtomicScaleUp, 4, nil, t0.Add(time.Second))
+	c.groups["g"] = view(3, "old=old") // both increases made, neither listed yet
+	p := newTestProcessor(c, nil)
+	loop(p, c, t0, nil, nil)
+	if c.scaleCalls != 2 {
+		t.Fatalf("%d scale-ups, want one per request", c.scaleCalls)
+	}
+	c.groups["g"] = view(3, "old=old", "i1=n1") // the first instance listed and registered
+	loop(p, c, t0.Add(time.Minute), nil, nil)
+	wantCond(t, a, provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsProvisioned)
+	wantCond(t, b, provreq.ConditionProvisioned, metav1.ConditionFalse, ReasonProvisioningInProgress)
+	loop(p, c, t0.Add(2*time.Minute), nil, nil)
+	wantCond(t, b, provreq.ConditionProvisioned, metav1.ConditionFalse, ReasonProvisioningInProgress)
+	c.groups["g"] = view(3, "old=old", "i1=n1", "i2=n2")
+	loop(p, c, t0.Add(3*time.Minute), nil, nil)
+	wantCond(t, b, provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsProvisioned)
+	if got := fmt.Sprint(p.states[b.UID].nodes); got != "map[n2:true]" {
+		t.Errorf("b's nodes %s, want n2 only", got)
+	}
+}
+
+// An attempt's instance fails and is deleted (by the cleanup) before the
+// attempt sees the failure. The attempt must not take the vanished
+// instance for one renamed by the cloud and adopt a provisioned request's
+// instance in its place.
+func TestVanishedInstanceIsNotReplacedByAProvisionedOne(t *testing.T) {
+	c := atomicCluster(1)
+	a := c.addRequest("a", provreq.ClassBestEffortAtomicScaleUp, 4, nil, t0)
+	b := c.addRequest("b", provreq.ClassBestEffortAtomicScaleUp, 4, nil, t0.Add(time.Second))
+	c.groups["g"] = view(3, "old=old")
+	p := newTestProcessor(c, nil)
+	loop(p, c, t0, nil, nil)
+	c.groups["g"] = view(3, "old=old", "i1=n1", "i2") // a claims i1 (registered), b claims i2
+	loop(p, c, t0.Add(time.Minute), nil, nil)
+	wantCond(t, a, provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsProvisioned)
+	c.groups["g"] = view(2, "old=old", "i1=n1") // i2 failed and was deleted
+	loop(p, c, t0.Add(2*time.Minute), nil, nil)
+	if c := cond(t, b, provreq.ConditionProvisioned); c.Status == metav1.ConditionTrue {
+		t.Fatalf("b is Provisioned (%s) on a's node", c.Message)
+	}
+	if len(c.rolledBack) != 1 || strings.Contains(undoString(c.rolledBack[0]), "i1") {
+		t.Errorf("rollbacks %v, want b's attempt rolled back without a's instance", c.rolledBack)
+	}
+}
