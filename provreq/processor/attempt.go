@@ -357,7 +357,9 @@ func (l *Loop) watch(ctx context.Context, r *request, capacity Capacity, instanc
 }
 
 // finishUndos rolls back what abandoned attempts made, and retries what an
-// earlier rollback left, claiming the instances listed since.
+// earlier rollback left, claiming the instances listed since. It sets
+// l.rolledBack when it asked the provider to delete or cancel anything
+// (an answer lost in a timeout may hide a deletion that took effect).
 func (l *Loop) finishUndos(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	var keep []*undo
@@ -381,6 +383,7 @@ func (l *Loop) finishUndos(ctx context.Context) {
 		if len(plan) == 0 {
 			continue
 		}
+		l.rolledBack = true
 		left, err := l.p.rollback(ctx, plan, u.why)
 		if err != nil {
 			logger.Error(err, "Rolling back an all-or-nothing scale-up", "reason", u.why)
@@ -445,6 +448,7 @@ func (l *Loop) cancel(ctx context.Context, u *undo) bool {
 			"reason", u.why, "pending", len(l.pending), "left", describeShares(u.groups))
 		return true
 	}
+	l.rolledBack = true
 	left, err := l.p.rollback(ctx, plan, u.why)
 	if err != nil {
 		logger.Error(err, "Cancelling the instances of a deleted request's scale-up", "reason", u.why)

@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -335,4 +336,36 @@ func TestVanishedInstanceIsNotReplacedByAProvisionedOne(t *testing.T) {
 	if len(c.rolledBack) != 1 || strings.Contains(undoString(c.rolledBack[0]), "i1") {
 		t.Errorf("rollbacks %v, want b's attempt rolled back without a's instance", c.rolledBack)
 	}
+}
+
+// A loop that rolls capacity back decides no request: its snapshot still
+// holds the nodes just deleted (and the instances just cancelled as
+// upcoming nodes), and a request answered on them would be Provisioned on
+// capacity that is gone. A fault test on the local control plane saw
+// all-or-nothing requests fit part of their pods on a rolled back
+// attempt's nodes and end Provisioned with fewer nodes than they needed.
+func TestNoRequestIsAnsweredInALoopThatRollsBack(t *testing.T) {
+	c := atomicCluster(1, "i1")
+	c.addRequest("a", provreq.ClassBestEffortAtomicScaleUp, 4, nil, t0)
+	p := newTestProcessor(c, nil)
+	loop(p, c, t0, nil, nil)
+	c.groups["g"] = view(2, "old=old") // i1 vanished: the attempt is rolled back
+	c.fits = true
+	b := c.addRequest("b", provreq.ClassCheckCapacity, 4, nil, t0.Add(time.Second))
+	ctx := context.Background()
+	fits := c.fitCalls
+	l := p.Begin(ctx, Input{Now: t0.Add(time.Minute)})
+	productive := l.Run(ctx, c, nil, c)
+	l.Finish(ctx)
+	if len(c.rolledBack) != 1 {
+		t.Fatalf("rollbacks %v, want a's", c.rolledBack)
+	}
+	if cond(t, b, provreq.ConditionProvisioned) != nil || c.fitCalls != fits {
+		t.Errorf("b answered (%v, %d fit checks) in the loop that rolled back", cond(t, b, provreq.ConditionProvisioned), c.fitCalls-fits)
+	}
+	if !productive {
+		t.Error("the loop that rolled back does not ask for the next loop at once")
+	}
+	loop(p, c, t0.Add(time.Minute+time.Second), nil, nil)
+	wantCond(t, b, provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsFound)
 }

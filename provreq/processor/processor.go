@@ -166,6 +166,9 @@ type Loop struct {
 	pending  []*apiv1.Pod
 	released []*apiv1.Pod // consuming pods of a request that is not live
 	foreign  int          // pods set aside for requests another instance or controller handles
+	// rolledBack: this loop asked the provider to delete or cancel the
+	// capacity of abandoned attempts, which its snapshot still holds.
+	rolledBack bool
 }
 
 // Input is what the processor needs of the loop's observation.
