@@ -139,6 +139,8 @@ type undo struct {
 	// number), and only in a loop with no ordinary pending pod, which might
 	// use them; the instances listed are left to scale-down and cleanup.
 	cancelOnly bool
+	// tried: the provider was asked at least once already.
+	tried bool
 }
 
 // abandon ends the request's attempt, if any: everything it made is rolled
@@ -358,8 +360,11 @@ func (l *Loop) watch(ctx context.Context, r *request, capacity Capacity, instanc
 
 // finishUndos rolls back what abandoned attempts made, and retries what an
 // earlier rollback left, claiming the instances listed since. It sets
-// l.rolledBack when it asked the provider to delete or cancel anything
-// (an answer lost in a timeout may hide a deletion that took effect).
+// l.rolledBack when it may have removed capacity: on a rollback's first
+// call (an answer lost in a timeout may hide a deletion that took effect)
+// and on any later call that undid something. A retry that undid nothing
+// does not hold the requests back, or a provider that keeps refusing
+// deletions would hold them back until the rollback is given up.
 func (l *Loop) finishUndos(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	var keep []*undo
@@ -383,12 +388,14 @@ func (l *Loop) finishUndos(ctx context.Context) {
 		if len(plan) == 0 {
 			continue
 		}
-		l.rolledBack = true
 		left, err := l.p.rollback(ctx, plan, u.why)
 		if err != nil {
 			logger.Error(err, "Rolling back an all-or-nothing scale-up", "reason", u.why)
 		}
-		next := &undo{why: u.why, since: u.since, groups: map[string]*share{}}
+		if !u.tried || undid(plan, left) {
+			l.rolledBack = true
+		}
+		next := &undo{why: u.why, since: u.since, groups: map[string]*share{}, tried: true}
 		for g, rest := range left {
 			old := u.groups[g]
 			sh := &share{asked: len(rest.Instances) + rest.Unlisted, before: old.before, claimed: rest.Instances}
@@ -448,11 +455,14 @@ func (l *Loop) cancel(ctx context.Context, u *undo) bool {
 			"reason", u.why, "pending", len(l.pending), "left", describeShares(u.groups))
 		return true
 	}
-	l.rolledBack = true
 	left, err := l.p.rollback(ctx, plan, u.why)
 	if err != nil {
 		logger.Error(err, "Cancelling the instances of a deleted request's scale-up", "reason", u.why)
 	}
+	if !u.tried || undid(plan, left) {
+		l.rolledBack = true
+	}
+	u.tried = true
 	cancelled := 0
 	for g, un := range plan {
 		cancelled += un.Unlisted - left[g].Unlisted
@@ -463,6 +473,18 @@ func (l *Loop) cancel(ctx context.Context, u *undo) bool {
 		"reason", u.why, "cancelled", cancelled, "created", created)
 	for _, un := range left {
 		if !un.Empty() {
+			return true
+		}
+	}
+	return false
+}
+
+// undid reports whether a rollback call undid any of plan: left holds
+// fewer instances or fewer unlisted ones for some group.
+func undid(plan, left map[string]scaleup.Undo) bool {
+	for g, un := range plan {
+		rest := left[g]
+		if len(rest.Instances) < len(un.Instances) || rest.Unlisted < un.Unlisted {
 			return true
 		}
 	}

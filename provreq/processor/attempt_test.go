@@ -369,3 +369,29 @@ func TestNoRequestIsAnsweredInALoopThatRollsBack(t *testing.T) {
 	loop(p, c, t0.Add(time.Minute+time.Second), nil, nil)
 	wantCond(t, b, provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsFound)
 }
+
+// A rollback the provider keeps refusing holds the requests back for one
+// loop only (its first call may have deleted something behind a lost
+// answer); its retries that undo nothing do not, or the requests would wait
+// until the rollback is given up.
+func TestRefusedRollbackHoldsRequestsBackOnce(t *testing.T) {
+	c := atomicCluster(1, "i1")
+	c.addRequest("a", provreq.ClassBestEffortAtomicScaleUp, 4, nil, t0)
+	p := newTestProcessor(c, nil)
+	loop(p, c, t0, nil, nil)
+	c.groups["g"] = view(1, "old=old", "i1=n1")
+	c.requests[0].CreationTimestamp = metav1.NewTime(t0.Add(-7 * 24 * time.Hour)) // expired: rolled back
+	c.left = map[string]scaleup.Undo{"g": {Instances: []string{"i1"}}}            // the deletion fails
+	c.fits = true
+	b := c.addRequest("b", provreq.ClassCheckCapacity, 4, nil, t0.Add(time.Second))
+	loop(p, c, t0.Add(time.Minute), nil, nil)
+	if cond(t, b, provreq.ConditionProvisioned) != nil {
+		t.Fatal("b answered in the loop of the rollback's first call")
+	}
+	c.left = map[string]scaleup.Undo{"g": {Instances: []string{"i1"}}} // refused again
+	loop(p, c, t0.Add(time.Minute+time.Second), nil, nil)
+	if len(c.rolledBack) != 2 {
+		t.Fatalf("rollback calls %v, want the retry", c.rolledBack)
+	}
+	wantCond(t, b, provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsFound)
+}
