@@ -14,36 +14,37 @@ import (
 )
 
 // atomicFaults are the kwok faults of the groups of the all-or-nothing
-// fault test, group i taking atomicFaults[i % 3]: every group fails part of
-// 30% of its increases; one also lists new instances 2 s late; one also
-// fails 5% of its calls and loses the answer of 10% of its size changes.
+// fault test, group i taking atomicFaults[i % 3], with the share of
+// increases that fail in part given: every group fails part of its
+// increases; one also lists new instances 2 s late; one also fails 5% of
+// its calls and loses the answer of 10% of its size changes.
 var atomicFaults = []string{
-	"registrationDelay: 1s, partialFailureRate: 0.3",
-	"registrationDelay: 1s, partialFailureRate: 0.3, listingDelay: 2s",
-	"registrationDelay: 1s, partialFailureRate: 0.3, apiErrorRate: 0.05, lostResponseRate: 0.1",
+	"registrationDelay: 1s, partialFailureRate: %v",
+	"registrationDelay: 1s, partialFailureRate: %v, listingDelay: 2s",
+	"registrationDelay: 1s, partialFailureRate: %v, apiErrorRate: 0.05, lostResponseRate: 0.1",
 }
 
 // TestAtomicRequestsUnderFaultsLeaveNoOrphans: 10 all-or-nothing
 // ProvisioningRequests, each of two PodSets pinned to two different groups
 // (so every attempt spans two groups), against groups that fail some
-// instances of 30% of their increases, list late, fail calls and lose
+// instances of 20% of their increases, list late, fail calls and lose
 // answers. Every request ends Provisioned by a scale-up of its own, and
 // once the rollbacks are done every Node of the groups is one a request
 // asked for and no instance is left without a Node: 0 orphans.
 func TestAtomicRequestsUnderFaultsLeaveNoOrphans(t *testing.T) {
-	atomicUnderFaults(t, 10, 3, 2*time.Minute)
+	atomicUnderFaults(t, 10, 3, 0.2, 2*time.Minute)
 }
 
 // TestAtomicRequestsUnderFaultsLong is the same with 100 requests over six
-// groups (see docs/reliability.md):
+// groups that fail part of 30% of their increases (see docs/reliability.md):
 //
 //	RELIABILITY_LONG=1 go test -race -count=1 -timeout 30m -run 'TestAtomicRequestsUnderFaultsLong' -v ./test/integration/
 func TestAtomicRequestsUnderFaultsLong(t *testing.T) {
 	skipUnlessLong(t)
-	atomicUnderFaults(t, 100, 6, 20*time.Minute)
+	atomicUnderFaults(t, 100, 6, 0.3, 20*time.Minute)
 }
 
-func atomicUnderFaults(t *testing.T, requests, groups int, timeout time.Duration) {
+func atomicUnderFaults(t *testing.T, requests, groups int, partialFailureRate float64, timeout time.Duration) {
 	e := newProvreqEnv(t)
 	e.dumpRequests()
 	names := make([]string, groups)
@@ -78,7 +79,7 @@ func atomicUnderFaults(t *testing.T, requests, groups int, timeout time.Duration
     labels: {%[3]s: %[4]s, pool: %[1]s}
     capacity: {cpu: "4", memory: 16Gi, pods: "110"}
   faults: {%[5]s}
-`, g, want[g]+6, framework.TestNamespaceLabel, e.Namespace, atomicFaults[i%len(atomicFaults)])
+`, g, want[g]+6, framework.TestNamespaceLabel, e.Namespace, fmt.Sprintf(atomicFaults[i%len(atomicFaults)], partialFailureRate))
 	}
 	path := writeKwokConfig(e.Env, cfg.String())
 	deletions := watchNodeDeletions(e.Env)
@@ -168,9 +169,9 @@ func atomicUnderFaults(t *testing.T, requests, groups int, timeout time.Duration
 			rolledBackNodes++
 		}
 	}
-	t.Logf("figures: requests=%d nodes=%d groups=%d to-all-provisioned=%.1fs attempts=%d attempts-rolled-back=%d "+
+	t.Logf("figures: partial-failure-rate=%v requests=%d nodes=%d groups=%d to-all-provisioned=%.1fs attempts=%d attempts-rolled-back=%d "+
 		"failed-instances-deleted-by-cleanup=%d ready-nodes-deleted=%d nodes-deleted=%d orphans=%d",
-		requests, total, groups, toProvisioned.Seconds(), countLines(log, "Scaled up for a ProvisioningRequest"),
+		partialFailureRate, requests, total, groups, toProvisioned.Seconds(), countLines(log, "Scaled up for a ProvisioningRequest"),
 		countLines(log, "The scale-up was rolled back"), countMatches(log, `"Deleted broken instance"`, "failed-creation"),
 		rolledBackNodes, len(deletions.all()), orphans)
 }
