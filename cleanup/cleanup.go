@@ -145,6 +145,10 @@ func (c *Cleaner) Run(ctx context.Context, state *clusterstate.Registry, now tim
 			c.breakerTripped(ctx, id, len(gs.LongUnregistered), len(gs.Instances), clusterOpen)
 		default:
 			for _, u := range gs.LongUnregistered {
+				if u.Node != "" {
+					c.lookalike(ctx, id, u)
+					continue
+				}
 				unregistered = append(unregistered, victim{id: u.Id, reason: ReasonUnregistered,
 					detail: fmt.Sprintf("no Node registered since %s (max provision time %v)", u.Since.UTC().Format(time.RFC3339),
 						gs.Options.MaxNodeProvisionTime)})
@@ -200,6 +204,20 @@ func (c *Cleaner) breakerTripped(ctx context.Context, group string, long, total 
 		"instances", total, "scope", scope)
 	if c.recorder != nil && c.target != nil {
 		c.recorder.Event(c.target, apiv1.EventTypeWarning, "DeleteUnregisteredBlocked", msg)
+	}
+}
+
+// lookalike records an unregistered instance that is not deleted because a
+// Node that matches no instance looks like it: deleting the instance would
+// most likely delete that registered Node.
+func (c *Cleaner) lookalike(ctx context.Context, group string, u clusterstate.UnregisteredInstance) {
+	klog.FromContext(ctx).Info("Not deleting an unregistered instance: a Node under another provider ID looks like it",
+		"instance", u.Id, "nodeGroup", group, "node", u.Node, "since", u.Since)
+	if c.recorder != nil {
+		ref := &apiv1.ObjectReference{Kind: "Node", Name: u.Node}
+		c.recorder.Eventf(ref, apiv1.EventTypeWarning, "ProviderIDMismatch",
+			"Node %s looks like instance %s of node group %s, which has no Node with its provider ID: the instance is not deleted as unregistered; check the Node's spec.providerID",
+			u.Node, u.Id, group)
 	}
 }
 

@@ -215,3 +215,43 @@ func TestProviderIDSpellings(t *testing.T) {
 		t.Error("different instances normalise to the same id")
 	}
 }
+
+// A group's Nodes registered under a provider ID that matches none of its
+// instances (a misconfigured cloud controller): too few of them to trip
+// the breaker, so the old code deleted the instances as unregistered, and
+// with them the registered, healthy Nodes and their pods (seen by the kwok
+// fault test with foreignProviderID). An instance whose id ends in the name
+// (or provider ID) of a Node matching no instance is kept and reported; a
+// really unregistered one is still deleted.
+func TestInstanceOfANodeWithAnotherProviderIDIsNotDeleted(t *testing.T) {
+	w := newWorld()
+	w.group(t, "healthy", 0, 3, 0)
+	w.group(t, "odd", 0, 0, 2)
+	w.group(t, "ghost", 0, 0, 1)
+	ctx := context.Background()
+	ngs, _ := w.p.NodeGroups(ctx)
+	for _, ng := range ngs {
+		if ng.Id() != "odd" {
+			continue
+		}
+		instances, _ := ng.Nodes(ctx)
+		for i, in := range instances {
+			name := in.Id[strings.LastIndex(in.Id, "/")+1:]
+			providerID := "othercloud://" + name
+			if i == 1 {
+				providerID = "othercloud://zone/" + name // matched by the provider ID's last segment
+				name = fmt.Sprintf("node-%d", i)
+			}
+			w.nodes = append(w.nodes, &apiv1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec:   apiv1.NodeSpec{ProviderID: providerID},
+				Status: apiv1.NodeStatus{Conditions: []apiv1.NodeCondition{{Type: apiv1.NodeReady, Status: apiv1.ConditionTrue}}}})
+		}
+	}
+	res := w.run(t, nil)
+	if got := w.deletions(); len(got) != 1 || got[0] != "DeleteNodes ghost: ghost-new-1" {
+		t.Fatalf("deletions %v, want only ghost's unregistered instance", got)
+	}
+	if res.Deleted != 1 || len(res.BreakerOpen) != 0 {
+		t.Errorf("result %+v, want one deletion and no breaker", res)
+	}
+}

@@ -80,6 +80,11 @@ type GroupState struct {
 type UnregisteredInstance struct {
 	Id    string
 	Since time.Time
+	// Node names a Node that matches no instance but whose name, or the
+	// last segment of whose provider ID, is the last segment of Id: most
+	// likely this instance, registered under a provider ID that does not
+	// match it (a misconfigured cloud controller). Empty when there is none.
+	Node string
 }
 
 // NormalizeProviderID makes the usual spellings of one provider ID equal:
@@ -191,6 +196,7 @@ func (r *Registry) Update(ctx context.Context, provider cloudprovider.CloudProvi
 
 	var cluster NodeCounts
 	registered := make(map[string]bool, len(nodes))
+	lookalikes := lookalikeNodes(groups, nodes)
 	for _, n := range nodes {
 		if n.Spec.ProviderID != "" {
 			registered[NormalizeProviderID(n.Spec.ProviderID)] = true
@@ -255,7 +261,8 @@ func (r *Registry) Update(ctx context.Context, provider cloudprovider.CloudProvi
 				firstSeen[in.Id] = seen
 				if now.Sub(seen) > gs.Options.MaxNodeProvisionTime {
 					gs.Counts.LongUnregistered++
-					gs.LongUnregistered = append(gs.LongUnregistered, UnregisteredInstance{Id: in.Id, Since: seen})
+					gs.LongUnregistered = append(gs.LongUnregistered, UnregisteredInstance{Id: in.Id, Since: seen,
+						Node: lookalikes[lastSegment(NormalizeProviderID(in.Id))]})
 				} else {
 					gs.Counts.Unregistered++
 				}
@@ -281,6 +288,40 @@ func (r *Registry) Update(ctx context.Context, provider cloudprovider.CloudProvi
 	r.groups, r.cluster, r.updated = groups, cluster, now
 	r.healthy = r.acceptable(cluster.Unready+cluster.LongUnregistered, cluster.Registered()+cluster.LongUnregistered)
 	return nil
+}
+
+// lookalikeNodes maps, for every Node whose provider ID matches no
+// instance of any group, its name and the last segment of its provider ID
+// to its name: an unregistered instance whose id ends in one of them is
+// most likely that Node under a provider ID that does not match.
+func lookalikeNodes(groups map[string]*GroupState, nodes []*apiv1.Node) map[string]string {
+	known := map[string]bool{}
+	for _, gs := range groups {
+		for _, in := range gs.Instances {
+			known[NormalizeProviderID(in.Id)] = true
+		}
+	}
+	out := map[string]string{}
+	for _, n := range nodes {
+		id := NormalizeProviderID(n.Spec.ProviderID)
+		if known[id] {
+			continue
+		}
+		out[n.Name] = n.Name
+		if seg := lastSegment(id); seg != "" {
+			out[seg] = n.Name
+		}
+	}
+	return out
+}
+
+// lastSegment is what follows the last slash of a provider ID (all of an
+// ID without one), such as the instance name of "gce://p/zone/name".
+func lastSegment(id string) string {
+	if _, rest, ok := strings.Cut(id, "://"); ok {
+		id = rest
+	}
+	return id[strings.LastIndex(id, "/")+1:]
 }
 
 // trackScaleUp ends the group's scale-up request once its nodes are all

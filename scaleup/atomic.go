@@ -165,11 +165,14 @@ func (s *Session) increase(ctx context.Context, sh share) (before, added []strin
 	if g := s.grow(ctx, sh.gs, sh.delta, true); g.Err != nil {
 		s.failed(ctx, sh.gs, g)
 		err = &IncreaseError{NodeGroup: ng.Id(), Delta: sh.delta, Transient: g.Transient, Err: g.Err}
-		if g.Added > 0 {
-			partial.Unlisted = g.Added
+		// What took effect, or may have (the outcome of a call is unknown
+		// when the target size could not be read after it), is undone:
+		// an instance left out would be an orphan.
+		if took := g.Added + g.Unknown; took > 0 {
+			partial.Unlisted = took
 			if after, lerr := ng.Nodes(ctx); lerr == nil {
 				for _, in := range after {
-					if !had[in.Id] && len(partial.Instances) < g.Added {
+					if !had[in.Id] && len(partial.Instances) < took {
 						partial.Instances = append(partial.Instances, in.Id)
 					}
 				}

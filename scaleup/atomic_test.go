@@ -307,3 +307,30 @@ func TestScaleUpAllReasonNamesEachGroup(t *testing.T) {
 		t.Errorf("reason %q, want %q", res.Reason, want)
 	}
 }
+
+// An atomic increase that took effect but answered with a timeout, after
+// which the cloud API stops answering TargetSize: its outcome is unknown,
+// so its instances are undone with the attempt, not left as orphans (the
+// old code counted them as never made and did not delete them).
+func TestScaleUpAllUndoesAnIncreaseOfUnknownOutcome(t *testing.T) {
+	ctx := context.Background()
+	provider := fakeprovider.NewProvider()
+	provider.AddNodeGroup("a", 0, 10, 0, templateNode("a", "4"))
+	o := newOrchestrator(t, provider, nil)
+	s := beginLoop(t, o, nil)
+	provider.InjectIncreaseError("a", context.DeadlineExceeded, 1, true)
+	provider.InjectErrorAfter("AtomicIncreaseSize", "TargetSize", "a", fmt.Errorf("simulated: %w", cloudprovider.ErrTransient))
+	res := s.ScaleUpAll(ctx, pendingPods(12, "1"))
+	if res.Fit || res.Err == nil {
+		t.Fatalf("result %+v, want the failure", res)
+	}
+	if c := calls(provider, "AtomicIncreaseSize"); len(c) != 1 {
+		t.Errorf("AtomicIncreaseSize calls %+v, want one: asking again could double it", c)
+	}
+	ngs, _ := provider.NodeGroups(ctx)
+	instances, _ := ngs[0].Nodes(ctx)
+	left := len(res.Left["a"].Instances) + res.Left["a"].Unlisted
+	if len(instances) != 0 && left < len(instances) {
+		t.Errorf("%d instances of the failed attempt neither deleted nor left to undo (left %+v)", len(instances)-left, res.Left)
+	}
+}

@@ -27,7 +27,15 @@ type growth struct {
 	Transient bool
 	// Retries counts the calls repeated after a transient error.
 	Retries int
+	// Unknown is how many instances beyond Added a failed call may have
+	// added all the same: the target size could not be read after it, so
+	// whether it took effect is not known. Such a call is never repeated.
+	Unknown int
 }
+
+// targetReads bounds the reads of the target size after a failed increase
+// call: without one, the call's outcome is unknown.
+const targetReads = 3
 
 // grow asks ng for delta more instances (all or none of them when atomic,
 // through AtomicIncreaseSize where the provider has it) and finds out what
@@ -35,13 +43,25 @@ type growth struct {
 // instances the cloud created all the same are accounted for exactly once
 // and are not asked for a second time. A transient error is retried up to
 // MaxIncreaseAttempts calls in all; an atomic increase that took effect in
-// part is not retried (the caller rolls it back).
+// part is not retried (the caller rolls it back). Nothing is asked while
+// the target size cannot be read before the call, and a failed call after
+// which it cannot be read ends the increase with its outcome unknown
+// (growth.Unknown): asking again might double it.
 func grow(ctx context.Context, ng cloudprovider.NodeGroup, delta int, atomic bool) growth {
 	logger := klog.FromContext(ctx)
 	var g growth
 	for attempt := 1; ; attempt++ {
 		want := delta - g.Added
 		before, beforeErr := ng.TargetSize(ctx)
+		if beforeErr != nil {
+			g.Err = fmt.Errorf("reading the target size before increasing it: %w", beforeErr)
+			g.Transient = cloudprovider.IsTransient(beforeErr)
+			if !g.Transient || attempt >= MaxIncreaseAttempts || ctx.Err() != nil {
+				return g
+			}
+			g.Retries++
+			continue
+		}
 		err := increaseOnce(ctx, ng, want, atomic)
 		if err == nil {
 			g.Added += want
@@ -52,11 +72,18 @@ func grow(ctx context.Context, ng cloudprovider.NodeGroup, delta int, atomic boo
 			}
 			return g
 		}
+		after, afterErr := readTarget(ctx, ng)
+		if afterErr != nil {
+			g.Unknown = want
+			g.Err = fmt.Errorf("%w; whether it took effect is unknown: %w", err, afterErr)
+			g.Transient = cloudprovider.IsTransient(err)
+			logger.Error(g.Err, "Node group increase failed and the target size cannot be read; not asking again",
+				"nodeGroup", ng.Id(), "asked", want)
+			return g
+		}
 		took := 0
-		if beforeErr == nil {
-			if after, afterErr := ng.TargetSize(ctx); afterErr == nil && after > before {
-				took = min(after-before, want)
-			}
+		if after > before {
+			took = min(after-before, want)
 		}
 		g.Added += took
 		g.Err = err
@@ -74,6 +101,21 @@ func grow(ctx context.Context, ng cloudprovider.NodeGroup, delta int, atomic boo
 		logger.V(2).Info("Transient error increasing a node group; asking again", "nodeGroup", ng.Id(),
 			"asked", want, "took", took, "attempt", attempt, "err", err)
 	}
+}
+
+// readTarget reads the group's target size, up to targetReads times.
+func readTarget(ctx context.Context, ng cloudprovider.NodeGroup) (int, error) {
+	var err error
+	for range targetReads {
+		var n int
+		if n, err = ng.TargetSize(ctx); err == nil {
+			return n, nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return 0, err
 }
 
 func increaseOnce(ctx context.Context, ng cloudprovider.NodeGroup, delta int, atomic bool) error {

@@ -3,6 +3,7 @@ package scaleup
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -139,5 +140,54 @@ func TestOutOfResourcesIncreaseBacksOffWithItsCode(t *testing.T) {
 	}
 	if calls != 2 {
 		t.Errorf("%d IncreaseSize calls, want 2", calls)
+	}
+}
+
+// unreadableTarget is a node group whose TargetSize fails at the calls
+// listed in fail (counted from 1).
+type unreadableTarget struct {
+	cloudprovider.NodeGroup
+	fail  map[int]bool
+	calls int
+}
+
+func (g *unreadableTarget) TargetSize(ctx context.Context) (int, error) {
+	g.calls++
+	if g.fail[g.calls] {
+		return 0, fmt.Errorf("simulated: %w", cloudprovider.ErrTransient)
+	}
+	return g.NodeGroup.TargetSize(ctx)
+}
+
+// An increase that took effect but answered with a timeout, around which
+// the target size could not be read: the outcome is unknown, and asking
+// again would double the increase. The kwok fault knobs (apiErrorRate with
+// lostResponseRate) make this happen on the local control plane.
+func TestUnknownOutcomeOfAnIncreaseIsNotAskedAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fail map[int]bool // the TargetSize calls that fail
+	}{
+		{"target unreadable before", map[int]bool{1: true}},
+		{"target unreadable after", map[int]bool{2: true}},
+		{"target unreadable after, several times", map[int]bool{2: true, 3: true, 4: true, 5: true, 6: true}},
+	} {
+		for _, atomic := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s,atomic=%v", tc.name, atomic), func(t *testing.T) {
+				ctx := context.Background()
+				provider := fakeprovider.NewProvider()
+				provider.AddNodeGroup("small", 0, 10, 0, templateNode("small", "4"))
+				provider.InjectIncreaseError("small", context.DeadlineExceeded, 1, true)
+				ngs, _ := provider.NodeGroups(ctx)
+				ng := &unreadableTarget{NodeGroup: ngs[0], fail: tc.fail}
+				g := grow(ctx, ng, 3, atomic)
+				if got := targetOf(t, provider, "small"); got > 3 {
+					t.Fatalf("target %d after an increase of 3: it was asked for again (growth %+v)", got, g)
+				}
+				if got := targetOf(t, provider, "small"); g.Err == nil && g.Added != got {
+					t.Errorf("growth %+v reports %d added without an error, the target is %d", g, g.Added, got)
+				}
+			})
+		}
 	}
 }

@@ -32,6 +32,13 @@ type Provider struct {
 	pricing cloudprovider.PricingModel
 	// delayListing holds new instances back from Nodes until ListNew.
 	delayListing bool
+	// armed are errors injected once a trigger call is made.
+	armed []armedError
+}
+
+type armedError struct {
+	trigger, method, group string
+	err                    error
 }
 
 var _ cloudprovider.CloudProvider = (*Provider)(nil)
@@ -89,6 +96,16 @@ func (p *Provider) InjectError(method, group string, err error) {
 		return
 	}
 	p.errs[key] = err
+}
+
+// InjectErrorAfter makes method fail with err on group, as InjectError,
+// from the first call of trigger on that group on (the trigger call itself
+// is not affected): a failure that starts mid-way, such as a cloud API that
+// stops answering right after an increase.
+func (p *Provider) InjectErrorAfter(trigger, method, group string, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.armed = append(p.armed, armedError{trigger: trigger, method: method, group: group, err: err})
 }
 
 type flakyError struct {
@@ -161,10 +178,20 @@ func (p *Provider) Calls() []Call {
 // record logs a call and returns the injected error for it, if any. Callers hold p.mu.
 func (p *Provider) record(c Call) error {
 	p.calls = append(p.calls, c)
-	if err, ok := p.errs[c.Method+"/"+c.Group]; ok {
-		return err
+	err, ok := p.errs[c.Method+"/"+c.Group]
+	if !ok {
+		err = p.errs[c.Method]
 	}
-	return p.errs[c.Method]
+	armed := p.armed[:0]
+	for _, a := range p.armed {
+		if a.trigger == c.Method && a.group == c.Group {
+			p.errs[a.method+"/"+a.group] = a.err
+			continue
+		}
+		armed = append(armed, a)
+	}
+	p.armed = armed
+	return err
 }
 
 func (p *Provider) group(id string) *NodeGroup {

@@ -83,6 +83,25 @@ type FaultConfig struct {
 	// counts it) for this long after its creation, as most clouds list a new
 	// instance only some time after the increase.
 	ListingDelay Duration `json:"listingDelay,omitempty"`
+	// PartialFailureRate is the share (0..1) of increases, all-or-nothing
+	// ones included, of which some instances fail: of an increase of n,
+	// between 1 and n-1 instances (the one of an increase of 1), picked at
+	// random, fail with error class Other, code CREATION_FAILED, when
+	// their Node would have appeared; the others register as usual. An
+	// all-or-nothing cloud API promises that every instance is accepted,
+	// not that every one boots.
+	PartialFailureRate float64 `json:"partialFailureRate,omitempty"`
+	// APIErrorRate is the share (0..1) of the group's provider calls
+	// (TargetSize, Nodes, IncreaseSize, AtomicIncreaseSize, DeleteNodes,
+	// ForceDeleteNodes, DecreaseTargetSize) that fail having changed
+	// nothing, with an error wrapping cloudprovider.ErrTransient, as a
+	// throttled or briefly unavailable cloud API does.
+	APIErrorRate float64 `json:"apiErrorRate,omitempty"`
+	// LostResponseRate is the share (0..1) of the group's size changes
+	// (increases, deletions, target decreases) that take effect but answer
+	// with an error wrapping context.DeadlineExceeded, as a call that timed
+	// out after the cloud had received it.
+	LostResponseRate float64 `json:"lostResponseRate,omitempty"`
 }
 
 // OptionsConfig are per-group overrides of the autoscaler's defaults; unset
@@ -193,8 +212,16 @@ func (c *Config) Validate() error {
 		if f.ListingDelay.Duration < 0 {
 			add("%s: faults.listingDelay must not be negative", where)
 		}
-		if f.CreationFailureRate < 0 || f.CreationFailureRate > 1 || f.NeverRegisterRate < 0 || f.NeverRegisterRate > 1 {
-			add("%s: fault rates must be between 0 and 1", where)
+		for _, r := range []struct {
+			name string
+			v    float64
+		}{{"creationFailureRate", f.CreationFailureRate}, {"neverRegisterRate", f.NeverRegisterRate},
+			{"partialFailureRate", f.PartialFailureRate}, {"apiErrorRate", f.APIErrorRate},
+			{"lostResponseRate", f.LostResponseRate}} {
+			// Written so that NaN fails too.
+			if !(r.v >= 0 && r.v <= 1) {
+				add("%s: faults.%s: fault rates must be between 0 and 1, got %v", where, r.name, r.v)
+			}
 		}
 		if f.OutOfCapacityAfter < 0 {
 			add("%s: faults.outOfCapacityAfter must not be negative", where)

@@ -3,8 +3,10 @@
 // IncreaseSize creates instances in the provider's state, and a worker pool
 // creates their Node objects after the group's registration delay, at a
 // bounded rate; deleting an instance deletes its Node. Fault knobs per group
-// (creation failures, an out-of-capacity limit, instances that never register)
-// make the autoscaler's failure handling testable. Instances that have not
-// registered are persisted in a ConfigMap; registered ones are derived from
-// the Node objects, so the state survives an autoscaler restart.
+// (creation failures, partial failures of increases, an out-of-capacity
+// limit, instances that never register or are listed late, foreign provider
+// IDs, API errors and lost responses) make the autoscaler's failure handling
+// testable. Instances that have not registered are persisted in a ConfigMap;
+// registered ones are derived from the Node objects, so the state survives an
+// autoscaler restart.
 package kwok

@@ -62,9 +62,30 @@ func (g *NodeGroup) members() []*instance {
 	return out
 }
 
+// apiError is the simulated failure of a call (faults.apiErrorRate), or nil.
+func (g *NodeGroup) apiError(op string) error {
+	if r := g.cfg.Faults.APIErrorRate; r > 0 && g.provider.random() < r {
+		return fmt.Errorf("kwok: simulated API error in %s of node group %s: %w", op, g.cfg.Name, cloudprovider.ErrTransient)
+	}
+	return nil
+}
+
+// lostResponse is the simulated timeout of a size change that took effect
+// (faults.lostResponseRate), or nil.
+func (g *NodeGroup) lostResponse(op string) error {
+	if r := g.cfg.Faults.LostResponseRate; r > 0 && g.provider.random() < r {
+		return fmt.Errorf("kwok: simulated lost response of %s of node group %s, which took effect: %w", op, g.cfg.Name,
+			context.DeadlineExceeded)
+	}
+	return nil
+}
+
 // TargetSize implements cloudprovider.NodeGroup: every instance counts,
 // failed ones included, until it is deleted.
 func (g *NodeGroup) TargetSize(context.Context) (int, error) {
+	if err := g.apiError("TargetSize"); err != nil {
+		return 0, err
+	}
 	g.provider.mu.Lock()
 	defer g.provider.mu.Unlock()
 	return len(g.members()), nil
@@ -73,14 +94,25 @@ func (g *NodeGroup) TargetSize(context.Context) (int, error) {
 // IncreaseSize implements cloudprovider.NodeGroup. Each new instance's fate
 // is decided by the fault knobs when it is created.
 func (g *NodeGroup) IncreaseSize(ctx context.Context, delta int) error {
-	return g.increase(ctx, delta, false)
+	return g.faulty("IncreaseSize", func() error { return g.increase(ctx, delta, false) })
 }
 
 // AtomicIncreaseSize implements cloudprovider.NodeGroup: when any of the
 // delta instances would fail (out of capacity), none is created and the call
 // fails, as an all-or-nothing cloud API does.
 func (g *NodeGroup) AtomicIncreaseSize(ctx context.Context, delta int) error {
-	return g.increase(ctx, delta, true)
+	return g.faulty("AtomicIncreaseSize", func() error { return g.increase(ctx, delta, true) })
+}
+
+// faulty runs a size change under the API-error and lost-response faults.
+func (g *NodeGroup) faulty(op string, change func() error) error {
+	if err := g.apiError(op); err != nil {
+		return err
+	}
+	if err := change(); err != nil {
+		return err
+	}
+	return g.lostResponse(op)
 }
 
 func (g *NodeGroup) increase(ctx context.Context, delta int, atomic bool) error {
@@ -108,9 +140,15 @@ func (g *NodeGroup) increase(ctx context.Context, delta int, atomic bool) error 
 	}
 	now := p.clock.Now()
 	created := make([]*instance, 0, delta)
+	doomed := g.partialFailures(delta)
 	for i := 0; i < delta; i++ {
 		in := &instance{Name: g.cfg.Name + "-" + randomSuffix(), Group: g.cfg.Name, CreatedAt: now, held: true}
 		switch {
+		case doomed[i]:
+			// Accepted, and fails when its Node would have appeared.
+			in.Error = &cloudprovider.InstanceErrorInfo{ErrorClass: cloudprovider.OtherErrorClass,
+				ErrorCode: ErrorCodeCreationFailed, ErrorMessage: "simulated failure of some instances of an increase"}
+			in.FailAt = now.Add(f.RegistrationDelay.Duration)
 		case f.OutOfCapacityAfter > 0 && live >= f.OutOfCapacityAfter:
 			in.Error = &cloudprovider.InstanceErrorInfo{ErrorClass: cloudprovider.OutOfResourcesErrorClass,
 				ErrorCode: ErrorCodeStockout, ErrorMessage: fmt.Sprintf("%s has no capacity beyond %d instances", g.cfg.Name, f.OutOfCapacityAfter)}
@@ -155,14 +193,34 @@ func (g *NodeGroup) increase(ctx context.Context, delta int, atomic bool) error 
 	return nil
 }
 
+// partialFailures picks, for one increase of delta instances in
+// partialFailureRate of the increases, the instances that fail: between 1
+// and delta-1 of them (the one of an increase of 1). Callers hold p.mu.
+func (g *NodeGroup) partialFailures(delta int) map[int]bool {
+	r := g.cfg.Faults.PartialFailureRate
+	if r <= 0 || g.provider.random() >= r {
+		return nil
+	}
+	n := 1
+	if delta > 2 {
+		n += int(g.provider.random() * float64(delta-1)) // 1 .. delta-1
+		n = min(n, delta-1)
+	}
+	doomed := map[int]bool{}
+	for len(doomed) < n {
+		doomed[int(g.provider.random()*float64(delta))%delta] = true
+	}
+	return doomed
+}
+
 // DeleteNodes implements cloudprovider.NodeGroup.
 func (g *NodeGroup) DeleteNodes(ctx context.Context, nodes []*apiv1.Node) error {
-	return g.delete(ctx, nodes, true)
+	return g.faulty("DeleteNodes", func() error { return g.delete(ctx, nodes, true) })
 }
 
 // ForceDeleteNodes implements cloudprovider.NodeGroup.
 func (g *NodeGroup) ForceDeleteNodes(ctx context.Context, nodes []*apiv1.Node) error {
-	return g.delete(ctx, nodes, false)
+	return g.faulty("ForceDeleteNodes", func() error { return g.delete(ctx, nodes, false) })
 }
 
 // delete removes the named instances and their Nodes; nothing is deleted when
@@ -225,6 +283,10 @@ func (g *NodeGroup) delete(ctx context.Context, nodes []*apiv1.Node, respectMin 
 // instances that have no Node yet, newest first, and never touches a
 // registered one.
 func (g *NodeGroup) DecreaseTargetSize(ctx context.Context, delta int) error {
+	return g.faulty("DecreaseTargetSize", func() error { return g.decrease(ctx, delta) })
+}
+
+func (g *NodeGroup) decrease(ctx context.Context, delta int) error {
 	if delta >= 0 {
 		return fmt.Errorf("size decrease of %s must be negative, got %d", g.cfg.Name, delta)
 	}
@@ -261,6 +323,9 @@ func sortNewestFirst(ins []*instance) {
 
 // Nodes implements cloudprovider.NodeGroup.
 func (g *NodeGroup) Nodes(context.Context) ([]cloudprovider.Instance, error) {
+	if err := g.apiError("Nodes"); err != nil {
+		return nil, err
+	}
 	g.provider.mu.Lock()
 	defer g.provider.mu.Unlock()
 	members := g.members()
@@ -270,7 +335,7 @@ func (g *NodeGroup) Nodes(context.Context) ([]cloudprovider.Instance, error) {
 		if delay > 0 && !in.registered && now.Sub(in.CreatedAt) < delay {
 			continue // not listed yet
 		}
-		out = append(out, cloudprovider.Instance{Id: in.id(), Status: in.status()})
+		out = append(out, cloudprovider.Instance{Id: in.id(), Status: in.status(now)})
 	}
 	return out, nil
 }

@@ -162,7 +162,7 @@ func New(ctx context.Context, cfg *Config, client kubernetes.Interface, namespac
 		have := len(g.members())
 		p.mu.Unlock()
 		if g.cfg.InitialSize > 0 && have == 0 {
-			if err := g.IncreaseSize(ctx, g.cfg.InitialSize); err != nil {
+			if err := g.increase(ctx, g.cfg.InitialSize, false); err != nil { // no simulated API faults at start-up
 				return nil, fmt.Errorf("node group %s: initial size %d: %w", name, g.cfg.InitialSize, err)
 			}
 			klog.FromContext(ctx).Info("Created the initial instances of a kwok node group", "nodeGroup", name, "size", g.cfg.InitialSize)

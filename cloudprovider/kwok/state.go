@@ -36,6 +36,9 @@ type instance struct {
 	// RegisterAt is when its Node is due; zero means never.
 	RegisterAt time.Time                        `json:"registerAt,omitzero"`
 	Error      *cloudprovider.InstanceErrorInfo `json:"error,omitempty"`
+	// FailAt is when a failed instance's Error shows; until then it looks
+	// like one being created. Zero: at once.
+	FailAt time.Time `json:"failAt,omitzero"`
 	// registered is true once its Node exists; registered instances are not persisted.
 	registered bool
 	// held keeps the instance from its Node until the increase that made it
@@ -46,11 +49,11 @@ type instance struct {
 
 func (i *instance) id() string { return ProviderIDPrefix + i.Name }
 
-func (i *instance) status() *cloudprovider.InstanceStatus {
+func (i *instance) status(now time.Time) *cloudprovider.InstanceStatus {
 	switch {
 	case i.registered:
 		return &cloudprovider.InstanceStatus{State: cloudprovider.InstanceRunning}
-	case i.Error != nil:
+	case i.Error != nil && !now.Before(i.FailAt):
 		e := *i.Error
 		return &cloudprovider.InstanceStatus{State: cloudprovider.InstanceCreating, ErrorInfo: &e}
 	default:

@@ -139,6 +139,8 @@ type undo struct {
 	// number), and only in a loop with no ordinary pending pod, which might
 	// use them; the instances listed are left to scale-down and cleanup.
 	cancelOnly bool
+	// tried: the provider was asked at least once already.
+	tried bool
 }
 
 // abandon ends the request's attempt, if any: everything it made is rolled
@@ -168,6 +170,11 @@ func (l *Loop) claimAll(instances Instances) map[string]int {
 		}
 	}
 	all = append(all, attempts...)
+	for _, ids := range l.p.attributed {
+		for id := range ids {
+			taken[id] = true
+		}
+	}
 	for _, groups := range all {
 		for _, sh := range groups {
 			for _, id := range sh.claimed {
@@ -176,18 +183,23 @@ func (l *Loop) claimAll(instances Instances) map[string]int {
 		}
 	}
 	views := map[string]GroupView{}
-	for _, groups := range all {
-		for g, sh := range groups {
-			view, ok := views[g]
-			if !ok {
-				if view, ok = instances.NodeGroup(g); !ok {
-					continue
-				}
+	viewOf := func(g string) (GroupView, bool) {
+		view, ok := views[g]
+		if !ok {
+			if view, ok = instances.NodeGroup(g); ok {
 				views[g] = view
 			}
-			sh.claim(view, taken)
+		}
+		return view, ok
+	}
+	for _, groups := range all {
+		for g, sh := range groups {
+			if view, ok := viewOf(g); ok {
+				sh.claim(view, taken)
+			}
 		}
 	}
+	l.remember(all, viewOf)
 	waiting := map[string]int{}
 	for _, groups := range attempts {
 		for g, sh := range groups {
@@ -211,6 +223,37 @@ func (l *Loop) claimAll(instances Instances) map[string]int {
 		}
 	}
 	return deficit
+}
+
+// remember adds the shares' claims to the attributed instances and forgets
+// those their group no longer lists (or whose group is gone).
+func (l *Loop) remember(all []map[string]*share, viewOf func(string) (GroupView, bool)) {
+	attributed := l.p.attributed
+	for _, groups := range all {
+		for g, sh := range groups {
+			for _, id := range sh.claimed {
+				if attributed[g] == nil {
+					attributed[g] = map[string]bool{}
+				}
+				attributed[g][id] = true
+			}
+		}
+	}
+	for g, ids := range attributed {
+		view, ok := viewOf(g)
+		listed := make(map[string]bool, len(view.Instances))
+		for _, in := range view.Instances {
+			listed[in.Id] = true
+		}
+		for id := range ids {
+			if !ok || !listed[id] {
+				delete(ids, id)
+			}
+		}
+		if len(ids) == 0 {
+			delete(attributed, g)
+		}
+	}
 }
 
 // watch follows an atomic attempt: once every instance asked for is listed
@@ -294,6 +337,8 @@ func (l *Loop) watch(ctx context.Context, r *request, capacity Capacity, instanc
 		r.state.attempt = nil
 		r.state.backoff = 0
 		r.state.nodes = nodes
+		klog.FromContext(ctx).V(2).Info("All-or-nothing attempt provisioned", "provisioningRequest", klog.KObj(r.pr),
+			"nodes", sortedNames(nodes))
 		what := "registered"
 		if waitReady {
 			what = "Ready"
@@ -314,7 +359,12 @@ func (l *Loop) watch(ctx context.Context, r *request, capacity Capacity, instanc
 }
 
 // finishUndos rolls back what abandoned attempts made, and retries what an
-// earlier rollback left, claiming the instances listed since.
+// earlier rollback left, claiming the instances listed since. It sets
+// l.rolledBack when it may have removed capacity: on a rollback's first
+// call (an answer lost in a timeout may hide a deletion that took effect)
+// and on any later call that undid something. A retry that undid nothing
+// does not hold the requests back, or a provider that keeps refusing
+// deletions would hold them back until the rollback is given up.
 func (l *Loop) finishUndos(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	var keep []*undo
@@ -342,7 +392,10 @@ func (l *Loop) finishUndos(ctx context.Context) {
 		if err != nil {
 			logger.Error(err, "Rolling back an all-or-nothing scale-up", "reason", u.why)
 		}
-		next := &undo{why: u.why, since: u.since, groups: map[string]*share{}}
+		if !u.tried || undid(plan, left) {
+			l.rolledBack = true
+		}
+		next := &undo{why: u.why, since: u.since, groups: map[string]*share{}, tried: true}
 		for g, rest := range left {
 			old := u.groups[g]
 			sh := &share{asked: len(rest.Instances) + rest.Unlisted, before: old.before, claimed: rest.Instances}
@@ -406,6 +459,10 @@ func (l *Loop) cancel(ctx context.Context, u *undo) bool {
 	if err != nil {
 		logger.Error(err, "Cancelling the instances of a deleted request's scale-up", "reason", u.why)
 	}
+	if !u.tried || undid(plan, left) {
+		l.rolledBack = true
+	}
+	u.tried = true
 	cancelled := 0
 	for g, un := range plan {
 		cancelled += un.Unlisted - left[g].Unlisted
@@ -420,6 +477,27 @@ func (l *Loop) cancel(ctx context.Context, u *undo) bool {
 		}
 	}
 	return false
+}
+
+// undid reports whether a rollback call undid any of plan: left holds
+// fewer instances or fewer unlisted ones for some group.
+func undid(plan, left map[string]scaleup.Undo) bool {
+	for g, un := range plan {
+		rest := left[g]
+		if len(rest.Instances) < len(un.Instances) || rest.Unlisted < un.Unlisted {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedNames(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func describeShares(groups map[string]*share) string {

@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -311,4 +312,117 @@ func TestDeletedRequestCancelsOnlyWhatIsNotCreated(t *testing.T) {
 	if len(c.rolledBack) != 0 || len(p.undos) != 0 {
 		t.Errorf("all created: rollbacks %v, %d kept; want none", c.rolledBack, len(p.undos))
 	}
+}
+
+// Two attempts in the same group, the second made before the cloud listed
+// the first's instance (so its before-set lacks it). The first request is
+// Provisioned with its instance; the second must not then claim that
+// instance as its own once the first attempt is over: it waits for the
+// instance it asked for. A fault test on the local control plane saw
+// requests Provisioned on another request's nodes this way, leaving fewer
+// nodes than the requests had asked for.
+func TestProvisionedInstancesAreNotClaimedAgain(t *testing.T) {
+	c := atomicCluster(1)
+	a := c.addRequest("a", provreq.ClassBestEffortAtomicScaleUp, 4, nil, t0)
+	b := c.addRequest("b", provreq.ClassBestEffortAtomicScaleUp, 4, nil, t0.Add(time.Second))
+	c.groups["g"] = view(3, "old=old") // both increases made, neither listed yet
+	p := newTestProcessor(c, nil)
+	loop(p, c, t0, nil, nil)
+	if c.scaleCalls != 2 {
+		t.Fatalf("%d scale-ups, want one per request", c.scaleCalls)
+	}
+	c.groups["g"] = view(3, "old=old", "i1=n1") // the first instance listed and registered
+	loop(p, c, t0.Add(time.Minute), nil, nil)
+	wantCond(t, a, provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsProvisioned)
+	wantCond(t, b, provreq.ConditionProvisioned, metav1.ConditionFalse, ReasonProvisioningInProgress)
+	loop(p, c, t0.Add(2*time.Minute), nil, nil)
+	wantCond(t, b, provreq.ConditionProvisioned, metav1.ConditionFalse, ReasonProvisioningInProgress)
+	c.groups["g"] = view(3, "old=old", "i1=n1", "i2=n2")
+	loop(p, c, t0.Add(3*time.Minute), nil, nil)
+	wantCond(t, b, provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsProvisioned)
+	if got := fmt.Sprint(p.states[b.UID].nodes); got != "map[n2:true]" {
+		t.Errorf("b's nodes %s, want n2 only", got)
+	}
+}
+
+// An attempt's instance fails and is deleted (by the cleanup) before the
+// attempt sees the failure. The attempt must not take the vanished
+// instance for one renamed by the cloud and adopt a provisioned request's
+// instance in its place.
+func TestVanishedInstanceIsNotReplacedByAProvisionedOne(t *testing.T) {
+	c := atomicCluster(1)
+	a := c.addRequest("a", provreq.ClassBestEffortAtomicScaleUp, 4, nil, t0)
+	b := c.addRequest("b", provreq.ClassBestEffortAtomicScaleUp, 4, nil, t0.Add(time.Second))
+	c.groups["g"] = view(3, "old=old")
+	p := newTestProcessor(c, nil)
+	loop(p, c, t0, nil, nil)
+	c.groups["g"] = view(3, "old=old", "i1=n1", "i2") // a claims i1 (registered), b claims i2
+	loop(p, c, t0.Add(time.Minute), nil, nil)
+	wantCond(t, a, provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsProvisioned)
+	c.groups["g"] = view(2, "old=old", "i1=n1") // i2 failed and was deleted
+	loop(p, c, t0.Add(2*time.Minute), nil, nil)
+	if c := cond(t, b, provreq.ConditionProvisioned); c.Status == metav1.ConditionTrue {
+		t.Fatalf("b is Provisioned (%s) on a's node", c.Message)
+	}
+	if len(c.rolledBack) != 1 || strings.Contains(undoString(c.rolledBack[0]), "i1") {
+		t.Errorf("rollbacks %v, want b's attempt rolled back without a's instance", c.rolledBack)
+	}
+}
+
+// A loop that rolls capacity back decides no request: its snapshot still
+// holds the nodes just deleted (and the instances just cancelled as
+// upcoming nodes), and a request answered on them would be Provisioned on
+// capacity that is gone. A fault test on the local control plane saw
+// all-or-nothing requests fit part of their pods on a rolled back
+// attempt's nodes and end Provisioned with fewer nodes than they needed.
+func TestNoRequestIsAnsweredInALoopThatRollsBack(t *testing.T) {
+	c := atomicCluster(1, "i1")
+	c.addRequest("a", provreq.ClassBestEffortAtomicScaleUp, 4, nil, t0)
+	p := newTestProcessor(c, nil)
+	loop(p, c, t0, nil, nil)
+	c.groups["g"] = view(2, "old=old") // i1 vanished: the attempt is rolled back
+	c.fits = true
+	b := c.addRequest("b", provreq.ClassCheckCapacity, 4, nil, t0.Add(time.Second))
+	ctx := context.Background()
+	fits := c.fitCalls
+	l := p.Begin(ctx, Input{Now: t0.Add(time.Minute)})
+	productive := l.Run(ctx, c, nil, c)
+	l.Finish(ctx)
+	if len(c.rolledBack) != 1 {
+		t.Fatalf("rollbacks %v, want a's", c.rolledBack)
+	}
+	if cond(t, b, provreq.ConditionProvisioned) != nil || c.fitCalls != fits {
+		t.Errorf("b answered (%v, %d fit checks) in the loop that rolled back", cond(t, b, provreq.ConditionProvisioned), c.fitCalls-fits)
+	}
+	if !productive {
+		t.Error("the loop that rolled back does not ask for the next loop at once")
+	}
+	loop(p, c, t0.Add(time.Minute+time.Second), nil, nil)
+	wantCond(t, b, provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsFound)
+}
+
+// A rollback the provider keeps refusing holds the requests back for one
+// loop only (its first call may have deleted something behind a lost
+// answer); its retries that undo nothing do not, or the requests would wait
+// until the rollback is given up.
+func TestRefusedRollbackHoldsRequestsBackOnce(t *testing.T) {
+	c := atomicCluster(1, "i1")
+	c.addRequest("a", provreq.ClassBestEffortAtomicScaleUp, 4, nil, t0)
+	p := newTestProcessor(c, nil)
+	loop(p, c, t0, nil, nil)
+	c.groups["g"] = view(1, "old=old", "i1=n1")
+	c.requests[0].CreationTimestamp = metav1.NewTime(t0.Add(-7 * 24 * time.Hour)) // expired: rolled back
+	c.left = map[string]scaleup.Undo{"g": {Instances: []string{"i1"}}}            // the deletion fails
+	c.fits = true
+	b := c.addRequest("b", provreq.ClassCheckCapacity, 4, nil, t0.Add(time.Second))
+	loop(p, c, t0.Add(time.Minute), nil, nil)
+	if cond(t, b, provreq.ConditionProvisioned) != nil {
+		t.Fatal("b answered in the loop of the rollback's first call")
+	}
+	c.left = map[string]scaleup.Undo{"g": {Instances: []string{"i1"}}} // refused again
+	loop(p, c, t0.Add(time.Minute+time.Second), nil, nil)
+	if len(c.rolledBack) != 2 {
+		t.Fatalf("rollback calls %v, want the retry", c.rolledBack)
+	}
+	wantCond(t, b, provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsFound)
 }

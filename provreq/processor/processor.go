@@ -93,6 +93,12 @@ type Processor struct {
 	states map[types.UID]*requestState
 	// undos are rollbacks of abandoned attempts still to do or finish.
 	undos []*undo
+	// attributed are, by node group, the instances any share ever claimed.
+	// They stay taken once their attempt is over, Provisioned ones
+	// included: a share whose before-set lacks them (the cloud listed them
+	// after its increase) must not claim them again. An id is forgotten
+	// once its group no longer lists it.
+	attributed map[string]map[string]bool
 }
 
 // requestState is what the processor remembers of one request.
@@ -125,7 +131,8 @@ func WithMetrics(m Metrics) Option { return func(p *Processor) { p.metrics = m }
 func New(opts Options, requests RequestLister, templates TemplateGetter, status StatusWriter, rollback RollbackFunc,
 	options ...Option) *Processor {
 	p := &Processor{opts: opts, requests: requests, templates: templates, status: status, rollback: rollback,
-		metrics: nopMetrics{}, clock: clock.RealClock{}, states: map[types.UID]*requestState{}}
+		metrics: nopMetrics{}, clock: clock.RealClock{}, states: map[types.UID]*requestState{},
+		attributed: map[string]map[string]bool{}}
 	for _, o := range options {
 		o(p)
 	}
@@ -159,6 +166,9 @@ type Loop struct {
 	pending  []*apiv1.Pod
 	released []*apiv1.Pod // consuming pods of a request that is not live
 	foreign  int          // pods set aside for requests another instance or controller handles
+	// rolledBack: this loop asked the provider to delete or cancel the
+	// capacity of abandoned attempts, which its snapshot still holds.
+	rolledBack bool
 }
 
 // Input is what the processor needs of the loop's observation.

@@ -76,6 +76,14 @@ func (l *Loop) Run(ctx context.Context, capacity Capacity, nodes []*apiv1.Node, 
 		}
 	}
 	l.finishUndos(ctx)
+	if l.rolledBack {
+		// The snapshot still holds the nodes just deleted and the
+		// instances just cancelled: a request answered on it could be
+		// Provisioned on capacity that is gone. The next loop, at once,
+		// answers on a fresh observation.
+		klog.FromContext(ctx).V(2).Info("Capacity rolled back in this loop; requests are answered in the next loop")
+		return true
+	}
 	var start time.Time
 	productive, answered := false, 0
 	for _, r := range l.requests {

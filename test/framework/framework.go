@@ -35,6 +35,9 @@ const TestNamespaceLabel = "test.autoscaler/namespace"
 // kubeconfig of the package's control plane, set by Main.
 var kubeconfig string
 
+// cluster is the control plane Main started; nil when it reuses one.
+var cluster *localcluster.Cluster
+
 // Main starts the control plane, runs the package's tests and stops it. Use
 // it from TestMain: func TestMain(m *testing.M) { os.Exit(framework.Main(m)) }.
 func Main(m *testing.M) int {
@@ -61,7 +64,7 @@ func Main(m *testing.M) int {
 		return 1
 	}
 	fmt.Fprintf(os.Stderr, "framework: control plane healthy in %.1fs (%s)\n", time.Since(start).Seconds(), dir)
-	kubeconfig = c.Kubeconfig
+	kubeconfig, cluster = c.Kubeconfig, c
 	code := m.Run()
 	if err := c.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "framework: stopping the control plane:", err)
@@ -72,6 +75,21 @@ func Main(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "framework: control-plane logs kept in %s\n", filepath.Join(dir, "logs"))
 	}
 	return code
+}
+
+// RestartAPIServer kills the package's kube-apiserver (SIGKILL), leaves it
+// down for downtime and starts it again on the same port with the same
+// certificates and data; it returns once the API server is ready. A test on
+// a reused control plane ($LOCAL_CLUSTER_KUBECONFIG) is skipped: that
+// API server is not this process's to restart.
+func RestartAPIServer(t testing.TB, downtime time.Duration) {
+	t.Helper()
+	if cluster == nil {
+		t.Skipf("the control plane is reused (%s): its kube-apiserver cannot be restarted from here", ReuseEnv)
+	}
+	if err := cluster.RestartAPIServer(t.Context(), downtime); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Env is one test's view of the cluster.

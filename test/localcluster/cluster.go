@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"syscall"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -48,6 +50,11 @@ type Cluster struct {
 	dir   string
 	procs []*process
 	ca    []byte
+	// cfg, pki and tokenFile restart a component with its arguments; set
+	// only in the process that started the cluster.
+	cfg       Config
+	pki       *pki
+	tokenFile string
 }
 
 const stateFile = "state.json"
@@ -83,7 +90,8 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		return nil, err
 	}
 	token := randomToken()
-	c = &Cluster{dir: cfg.Dir, ca: p.caPEM, State: State{
+	tokenFile := filepath.Join(cfg.Dir, "pki", "tokens.csv")
+	c = &Cluster{dir: cfg.Dir, ca: p.caPEM, cfg: cfg, pki: p, tokenFile: tokenFile, State: State{
 		Server: fmt.Sprintf("https://127.0.0.1:%d", ports["kube-apiserver"]),
 		Token:  token, PIDs: map[string]int{}, Ports: ports,
 		Kubeconfig: filepath.Join(cfg.Dir, "kubeconfig"),
@@ -96,7 +104,6 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 			_ = started.Stop()
 		}
 	}()
-	tokenFile := filepath.Join(cfg.Dir, "pki", "tokens.csv")
 	if err := os.WriteFile(tokenFile, []byte(token+",admin,admin,system:masters\n"), 0o600); err != nil {
 		return nil, err
 	}
@@ -112,9 +119,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		{"etcd", etcdArgs(cfg, ports), func(ctx context.Context) error {
 			return httpOK(ctx, fmt.Sprintf("http://127.0.0.1:%d/health", ports["etcd"]), "")
 		}},
-		{"kube-apiserver", apiserverArgs(cfg, ports, p, tokenFile), func(ctx context.Context) error {
-			return httpOK(ctx, c.Server+"/readyz", token)
-		}},
+		{"kube-apiserver", apiserverArgs(cfg, ports, p, tokenFile), c.apiserverReady},
 		{"kube-controller-manager", controllerManagerArgs(cfg, ports, p, c.Kubeconfig), func(ctx context.Context) error {
 			return httpOK(ctx, fmt.Sprintf("https://127.0.0.1:%d/healthz", ports["kube-controller-manager"]), "")
 		}},
@@ -141,6 +146,54 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		}
 	}
 	return c, nil
+}
+
+func (c *Cluster) apiserverReady(ctx context.Context) error {
+	return httpOK(ctx, c.Server+"/readyz", c.Token)
+}
+
+// RestartAPIServer kills kube-apiserver with SIGKILL, as a crash would,
+// leaves it down for downtime and starts it again with the same port,
+// certificates, token and etcd data; it returns once /readyz answers. The
+// other components stay up and reconnect by themselves. Only the process
+// that started the cluster can restart its API server.
+func (c *Cluster) RestartAPIServer(ctx context.Context, downtime time.Duration) error {
+	const name = "kube-apiserver"
+	if c.pki == nil {
+		return errors.New("restarting kube-apiserver: the cluster was started by another process")
+	}
+	i := slices.IndexFunc(c.procs, func(p *process) bool { return p.pid() == c.PIDs[name] })
+	if i < 0 {
+		return errors.New("restarting kube-apiserver: it is not running")
+	}
+	if err := syscall.Kill(c.procs[i].pid(), syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("killing kube-apiserver: %w", err)
+	}
+	select {
+	case <-c.procs[i].done:
+	case <-time.After(10 * time.Second):
+		return errors.New("kube-apiserver still running 10s after SIGKILL")
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(downtime):
+	}
+	logPath := filepath.Join(c.cfg.Dir, "logs", name+".log")
+	proc, err := startProcess(filepath.Join(c.cfg.BinDir, name), apiserverArgs(c.cfg, c.Ports, c.pki, c.tokenFile),
+		logPath, c.cfg.Detach)
+	if err != nil {
+		return fmt.Errorf("starting kube-apiserver again: %w", err)
+	}
+	c.procs[i] = proc
+	c.PIDs[name] = proc.pid()
+	if err := c.saveState(); err != nil {
+		return err
+	}
+	if err := waitHealthy(ctx, name, proc, c.apiserverReady); err != nil {
+		return fmt.Errorf("%w (log: %s)", err, logPath)
+	}
+	return nil
 }
 
 // Attach reads the state of a cluster started by another process.

@@ -1,0 +1,162 @@
+package kwok
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+)
+
+func faultGroup(faults string) string {
+	return fmt.Sprintf(`
+nodeGroups:
+- name: pool
+  maxSize: 100
+  template:
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  faults: {%s}
+`, faults)
+}
+
+// TestAPIErrorsChangeNothing: with apiErrorRate 1 every call of the group
+// fails with a transient error, and the group is as it was.
+func TestAPIErrorsChangeNothing(t *testing.T) {
+	client := fake.NewClientset()
+	p, g := newTestProvider(t, client, faultGroup("registrationDelay: 1h"))
+	ctx := context.Background()
+	if err := g.IncreaseSize(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	g.cfg.Faults.APIErrorRate = 1
+	p.mu.Unlock()
+	victim := cloudprovider.InstanceNode(ProviderIDPrefix + g.someInstance(t))
+	calls := map[string]error{
+		"IncreaseSize":       g.IncreaseSize(ctx, 1),
+		"AtomicIncreaseSize": g.AtomicIncreaseSize(ctx, 1),
+		"DeleteNodes":        g.DeleteNodes(ctx, []*apiv1.Node{victim}),
+		"ForceDeleteNodes":   g.ForceDeleteNodes(ctx, []*apiv1.Node{victim}),
+		"DecreaseTargetSize": g.DecreaseTargetSize(ctx, -1),
+	}
+	_, calls["TargetSize"] = g.TargetSize(ctx)
+	_, calls["Nodes"] = g.Nodes(ctx)
+	for op, err := range calls {
+		if !errors.Is(err, cloudprovider.ErrTransient) || !strings.Contains(err.Error(), op) {
+			t.Errorf("%s: error %v, want a transient one naming the call", op, err)
+		}
+	}
+	p.mu.Lock()
+	size := len(g.members())
+	p.mu.Unlock()
+	if size != 2 {
+		t.Errorf("size after failed calls = %d, want 2", size)
+	}
+}
+
+// TestLostResponsesTookEffect: with lostResponseRate 1 each size change
+// answers with a timeout that is not ErrTransient (the call changed
+// something), and took effect.
+func TestLostResponsesTookEffect(t *testing.T) {
+	client := fake.NewClientset()
+	p, g := newTestProvider(t, client, faultGroup("registrationDelay: 1h, lostResponseRate: 1"))
+	ctx := context.Background()
+	size := func() int {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(g.members())
+	}
+	check := func(op string, err error, want int) {
+		t.Helper()
+		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, cloudprovider.ErrTransient) {
+			t.Errorf("%s: error %v, want a deadline exceeded that is not ErrTransient", op, err)
+		}
+		if got := size(); got != want {
+			t.Errorf("%s: size %d, want %d", op, got, want)
+		}
+	}
+	check("IncreaseSize", g.IncreaseSize(ctx, 3), 3)
+	check("AtomicIncreaseSize", g.AtomicIncreaseSize(ctx, 2), 5)
+	check("DecreaseTargetSize", g.DecreaseTargetSize(ctx, -1), 4)
+	victim := cloudprovider.InstanceNode(ProviderIDPrefix + g.someInstance(t))
+	check("DeleteNodes", g.DeleteNodes(ctx, []*apiv1.Node{victim}), 3)
+	if _, err := g.TargetSize(ctx); err != nil {
+		t.Errorf("TargetSize: %v; lost responses are of size changes only", err)
+	}
+}
+
+// TestPartialFailures: with partialFailureRate 1 an increase of n has
+// between 1 and n-1 failed instances (the one of an increase of 1), atomic
+// increases included; their errors show when their Nodes would have
+// appeared.
+func TestPartialFailures(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		delta  int
+		atomic bool
+	}{{1, false}, {2, true}, {3, false}, {6, true}, {6, false}} {
+		t.Run(fmt.Sprintf("delta=%d,atomic=%v", tc.delta, tc.atomic), func(t *testing.T) {
+			for range 20 {
+				_, g := newTestProvider(t, fake.NewClientset(), faultGroup("partialFailureRate: 1"))
+				var err error
+				if tc.atomic {
+					err = g.AtomicIncreaseSize(ctx, tc.delta)
+				} else {
+					err = g.IncreaseSize(ctx, tc.delta)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				failed := 0
+				instances, err := g.Nodes(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, in := range instances {
+					if e := in.Status.ErrorInfo; e != nil {
+						failed++
+						if e.ErrorClass != cloudprovider.OtherErrorClass || e.ErrorCode != ErrorCodeCreationFailed {
+							t.Errorf("error %+v, want class Other, code %s", e, ErrorCodeCreationFailed)
+						}
+					}
+				}
+				lo, hi := 1, max(1, tc.delta-1)
+				if failed < lo || failed > hi {
+					t.Fatalf("%d of %d instances failed, want %d..%d", failed, tc.delta, lo, hi)
+				}
+			}
+		})
+	}
+
+	// Their errors show when the Nodes would have appeared.
+	_, g := newTestProvider(t, fake.NewClientset(), faultGroup("partialFailureRate: 1, registrationDelay: 1h"))
+	if err := g.IncreaseSize(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	instances, err := g.Nodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range instances {
+		if in.Status.ErrorInfo != nil || in.Status.State != cloudprovider.InstanceCreating {
+			t.Errorf("instance %s shows %+v before its registration time, want creating", in.Id, in.Status)
+		}
+	}
+}
+
+// someInstance names one instance of the group.
+func (g *NodeGroup) someInstance(t *testing.T) string {
+	t.Helper()
+	g.provider.mu.Lock()
+	defer g.provider.mu.Unlock()
+	for _, in := range g.members() {
+		return in.Name
+	}
+	t.Fatal("the group has no instance")
+	return ""
+}
