@@ -73,7 +73,7 @@ type StatusWriter interface {
 type Capacity interface {
 	Place(ctx context.Context, sets [][]*apiv1.Pod, realOnly bool) []*apiv1.Pod
 	FitAll(ctx context.Context, sets [][]*apiv1.Pod, realOnly bool) bool
-	ScaleUpAll(ctx context.Context, pods []*apiv1.Pod) scaleup.AtomicResult
+	ScaleUpAll(ctx context.Context, pods []*apiv1.Pod, record scaleup.RecordFunc) scaleup.AtomicResult
 }
 
 // Processor keeps the per-request state between loops. One loop uses it at

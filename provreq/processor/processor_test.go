@@ -75,7 +75,7 @@ func (c *cluster) Place(_ context.Context, sets [][]*apiv1.Pod, _ bool) []*apiv1
 
 func (c *cluster) FitAll(context.Context, [][]*apiv1.Pod, bool) bool { c.fitCalls++; return c.fits }
 
-func (c *cluster) ScaleUpAll(context.Context, []*apiv1.Pod) scaleup.AtomicResult {
+func (c *cluster) ScaleUpAll(context.Context, []*apiv1.Pod, scaleup.RecordFunc) scaleup.AtomicResult {
 	c.scaleCalls++
 	return c.atomic
 }

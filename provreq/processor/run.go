@@ -154,11 +154,19 @@ func (l *Loop) scaleUp(ctx context.Context, r *request, capacity Capacity) bool 
 			fmt.Sprintf("All %d pods fit the cluster's current nodes.", len(r.pods)))
 		return false
 	}
-	res := capacity.ScaleUpAll(ctx, r.pods)
+	res := capacity.ScaleUpAll(ctx, r.pods, nil)
 	if len(res.Left) > 0 {
 		groups := map[string]*share{}
 		for g, u := range res.Left {
-			groups[g] = newShare(len(u.Instances)+u.Unlisted, res.Before[g], u.Instances)
+			asked := len(u.Instances) + u.Unlisted
+			before, ok := res.Before[g]
+			if !ok {
+				// Without the group's instances from before the increase,
+				// an instance listed later cannot be told from one it had:
+				// only those named are undone.
+				asked = len(u.Instances)
+			}
+			groups[g] = newShare(asked, before, u.Instances)
 		}
 		l.p.undos = append(l.p.undos, &undo{why: fmt.Sprintf("ProvisioningRequest %s/%s: a later increase failed",
 			r.pr.Namespace, r.pr.Name), since: l.now, groups: groups, lastChance: true})
