@@ -93,6 +93,13 @@ type Processor struct {
 	states map[types.UID]*requestState
 	// undos are rollbacks of abandoned attempts still to do or finish.
 	undos []*undo
+
+	// store keeps the attempts, rollbacks and provisioned nodes for the
+	// next leader (nil: memory only); restored is set once they were read
+	// back, saved is what it holds as last written or read.
+	store    RecordStore
+	restored bool
+	saved    map[string]string
 }
 
 // requestState is what the processor remembers of one request.
@@ -159,6 +166,9 @@ type Loop struct {
 	pending  []*apiv1.Pod
 	released []*apiv1.Pod // consuming pods of a request that is not live
 	foreign  int          // pods set aside for requests another instance or controller handles
+	// unrestored: the records could not be read in this loop; nothing that
+	// depends on them (atomic scale-ups, rollbacks, their records) is done.
+	unrestored bool
 }
 
 // Input is what the processor needs of the loop's observation.
@@ -192,6 +202,7 @@ func (p *Processor) Begin(ctx context.Context, in Input) *Loop {
 		return a.Name < b.Name
 	})
 	byName := map[string]*request{}
+	byUID := map[types.UID]*request{}
 	// Requests of another class, or for another processor instance, are
 	// someone else's: never touched, but their consuming pods are theirs.
 	foreign := map[string]bool{}
@@ -213,6 +224,13 @@ func (p *Processor) Begin(ctx context.Context, in Input) *Loop {
 		r := &request{pr: pr, class: class, state: st, status: *ownStatus(pr)}
 		l.requests = append(l.requests, r)
 		byName[pr.Namespace+"/"+pr.Name] = r
+		byUID[pr.UID] = r
+	}
+	if p.store != nil && !p.restored {
+		if err := l.restore(ctx, byUID); err != nil {
+			logger.Error(err, "Reading the records of the all-or-nothing attempts in flight; no atomic scale-up or rollback in this loop")
+			l.unrestored = true
+		}
 	}
 	l.forgetGone(ctx)
 	p.mu.Unlock()
@@ -296,7 +314,8 @@ func (l *Loop) forgetGone(ctx context.Context) {
 				klog.FromContext(ctx).Info("ProvisioningRequest deleted during its scale-up; cancelling the instances not created yet",
 					"provisioningRequest", st.name)
 				p.undos = append(p.undos, &undo{why: "ProvisioningRequest " + st.name + " was deleted during its scale-up",
-					since: now, groups: st.attempt.groups, cancelOnly: true})
+					since: now, groups: st.attempt.groups, cancelOnly: true, owner: uid, request: st.name,
+					unchecked: st.attempt.unchecked})
 			}
 			delete(p.states, uid)
 		}
