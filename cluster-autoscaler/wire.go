@@ -691,18 +691,13 @@ func maxGraceSec(opts config.Options) int {
 }
 
 // cleanStaleTaints removes, once at start-up, the deletion taints a
-// previous run left on nodes of the managed groups.
+// previous run left on nodes of the managed groups (but on those the cloud
+// provider is deleting).
 func cleanStaleTaints(ctx context.Context, nodes corelisters.NodeLister, provider cloudprovider.CloudProvider, taints *scaledown.Taints) {
 	all, err := nodes.List(labels.Everything())
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Listing nodes to clean stale deletion taints")
 		return
 	}
-	var managed []*apiv1.Node
-	for _, n := range all {
-		if ng, err := provider.NodeGroupForNode(ctx, n); err == nil && ng != nil {
-			managed = append(managed, n)
-		}
-	}
-	taints.CleanUp(ctx, managed)
+	taints.CleanUp(ctx, scaledown.LeftToBeDeleted(ctx, provider, all))
 }
