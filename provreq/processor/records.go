@@ -217,6 +217,9 @@ func (l *Loop) restore(ctx context.Context, byUID map[types.UID]*request) error 
 	for _, key := range keys {
 		r := byUID[types.UID(key)]
 		rec, err := decodeRecord(raw[key], l.now, claimedBy, key)
+		if err == nil && r != nil && r.class != provreq.ClassBestEffortAtomicScaleUp && (rec.Attempt != nil || len(rec.Rollbacks) > 0) {
+			err = fmt.Errorf("an all-or-nothing attempt recorded for a request of class %s", r.class)
+		}
 		if err != nil {
 			l.invalidRecord(ctx, key, r, err)
 			continue

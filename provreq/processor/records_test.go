@@ -394,6 +394,24 @@ func TestInvalidRecordsAreLeftOut(t *testing.T) {
 	}
 }
 
+// An attempt on record for a check-capacity request (which never scales
+// up) is left out: nothing it names is deleted.
+func TestAttemptRecordOfACheckCapacityRequestIsLeftOut(t *testing.T) {
+	c := atomicCluster(2, "i1")
+	c.fits = true
+	pr := c.addRequest("a", provreq.ClassCheckCapacity, 8, nil, t0)
+	store := &memStore{data: map[string]string{string(pr.UID): `{"version":1,"request":"ns/a","attempt":{` +
+		`"started":"2026-01-01T00:00:00Z","groups":{"g":{"asked":2,"before":["old"],"claimed":["i1"]}}}}`}}
+	recorder := record.NewFakeRecorder(20)
+	loop(leader(c, store, recorder), c, t0.Add(20*time.Minute), nil, nil)
+	if ev := events(recorder); !strings.Contains(ev, "Warning "+ReasonInvalidRecord) || !strings.Contains(ev, "check-capacity") {
+		t.Errorf("events %q, want a Warning about the class", ev)
+	}
+	if len(c.rolledBack) != 0 {
+		t.Errorf("rolled back %v", c.rolledBack)
+	}
+}
+
 // A record naming a node group the provider does not know: that share is
 // dropped with a Warning event, the rest of the attempt (which cannot be
 // all-or-nothing any more) is rolled back, and the request backs off.
