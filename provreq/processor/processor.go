@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
@@ -100,6 +101,9 @@ type Processor struct {
 	store    RecordStore
 	restored bool
 	saved    map[string]string
+
+	// waiting is WaitingForNodes's answer, as the loop last published it.
+	waiting atomic.Bool
 }
 
 // requestState is what the processor remembers of one request.
@@ -233,6 +237,7 @@ func (p *Processor) Begin(ctx context.Context, in Input) *Loop {
 		}
 	}
 	l.forgetGone(ctx)
+	p.publishWaiting()
 	p.mu.Unlock()
 
 	// Consuming pods: count them per request, set aside the pending ones of
@@ -277,16 +282,20 @@ func (p *Processor) Begin(ctx context.Context, in Input) *Loop {
 // WaitingForNodes reports whether an all-or-nothing attempt is waiting for
 // its new nodes to register (or turn Ready): a node joining may then make a
 // request Provisioned, and is worth a loop at once. Safe to call from any
-// goroutine.
-func (p *Processor) WaitingForNodes() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// goroutine: it reads what the loop last published, not the states the
+// loop is changing.
+func (p *Processor) WaitingForNodes() bool { return p.waiting.Load() }
+
+// publishWaiting sets what WaitingForNodes answers; the loop's goroutine
+// calls it once the attempts may have changed.
+func (p *Processor) publishWaiting() {
 	for _, st := range p.states {
 		if st.attempt != nil {
-			return true
+			p.waiting.Store(true)
+			return
 		}
 	}
-	return false
+	p.waiting.Store(false)
 }
 
 // handles applies --check-capacity-processor-instance: an instance with a

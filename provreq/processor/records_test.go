@@ -462,3 +462,25 @@ func TestCheckCapacityBookingSurvivesARestart(t *testing.T) {
 	loop(p2, c, t0.Add(11*time.Minute), nil, nil)
 	wantCond(t, first, provreq.ConditionBookingExpired, metav1.ConditionTrue, provreq.ReasonCapacityReservationTimeExpired)
 }
+
+// WaitingForNodes is called from the informers' goroutine while a loop
+// runs: it must not race with the loop's changes (go test -race).
+func TestWaitingForNodesDuringALoop(t *testing.T) {
+	c := atomicCluster(2)
+	c.addRequest("a", provreq.ClassBestEffortAtomicScaleUp, 8, nil, t0)
+	p := leader(c, &memStore{}, nil)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 1000; i++ {
+			p.WaitingForNodes()
+		}
+	}()
+	for i := 0; i < 20; i++ {
+		loop(p, c, t0.Add(time.Duration(i)*time.Second), nil, nil)
+	}
+	<-done
+	if !p.WaitingForNodes() {
+		t.Error("not waiting for the attempt's nodes")
+	}
+}

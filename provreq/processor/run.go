@@ -107,6 +107,7 @@ func (l *Loop) Run(ctx context.Context, capacity Capacity, nodes []*apiv1.Node, 
 			}
 		}
 	}
+	l.p.publishWaiting()
 	return productive
 }
 
