@@ -392,7 +392,7 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 	var requests *provreqs.Requests
 	if opts.EnableProvisioningRequests {
 		var p *processor.Processor
-		p, provreqInformer, err = buildProvReqProcessor(ctx, opts, restConfig, factory, recorder, orchestrator, m)
+		p, provreqInformer, err = buildProvReqProcessor(ctx, opts, restConfig, client, factory, recorder, orchestrator, m)
 		if err != nil {
 			return err
 		}
@@ -648,9 +648,11 @@ func startCapacityQuotas(ctx, informerCtx context.Context, restConfig *rest.Conf
 
 // buildProvReqProcessor wires the ProvisioningRequest processor: its typed
 // client, informer (started by the caller), PodTemplate lister, status
-// writer and the orchestrator's rollback.
-func buildProvReqProcessor(ctx context.Context, opts config.Options, restConfig *rest.Config, factory informers.SharedInformerFactory,
-	recorder record.EventRecorder, orchestrator *scaleup.Orchestrator, m *metrics.Metrics) (*processor.Processor, cache.SharedIndexInformer, error) {
+// writer, the orchestrator's rollback and the ConfigMap that records the
+// all-or-nothing attempts in flight for the next leader.
+func buildProvReqProcessor(ctx context.Context, opts config.Options, restConfig *rest.Config, client kubernetes.Interface,
+	factory informers.SharedInformerFactory, recorder record.EventRecorder, orchestrator *scaleup.Orchestrator,
+	m *metrics.Metrics) (*processor.Processor, cache.SharedIndexInformer, error) {
 	c, err := provreqclient.NewForConfig(restConfig)
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the ProvisioningRequest client: %w", err)
@@ -681,7 +683,8 @@ func buildProvReqProcessor(ctx context.Context, opts config.Options, restConfig 
 		MaxNodeStartupTime:      opts.NodeGroupDefaults.MaxNodeStartupTime,
 		MaxPodsPerRequest:       opts.ProvReqMaxPods,
 	}, provreqclient.NewLister(informer.GetIndexer()), podTemplates{factory.Core().V1().PodTemplates().Lister()},
-		provreqStatus{c}, orchestrator.Rollback, processor.WithEventRecorder(recorder), processor.WithMetrics(m))
+		provreqStatus{c}, orchestrator.Rollback, processor.WithEventRecorder(recorder), processor.WithMetrics(m),
+		processor.WithRecordStore(provreqclient.NewConfigMapRecords(client, opts.Namespace, processor.RecordsConfigMap)))
 	return p, informer, nil
 }
 
@@ -764,18 +767,13 @@ func maxGraceSec(opts config.Options) int {
 }
 
 // cleanStaleTaints removes, once at start-up, the deletion taints a
-// previous run left on nodes of the managed groups.
+// previous run left on nodes of the managed groups (but on those the cloud
+// provider is deleting).
 func cleanStaleTaints(ctx context.Context, nodes corelisters.NodeLister, provider cloudprovider.CloudProvider, taints *scaledown.Taints) {
 	all, err := nodes.List(labels.Everything())
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Listing nodes to clean stale deletion taints")
 		return
 	}
-	var managed []*apiv1.Node
-	for _, n := range all {
-		if ng, err := provider.NodeGroupForNode(ctx, n); err == nil && ng != nil {
-			managed = append(managed, n)
-		}
-	}
-	taints.CleanUp(ctx, managed)
+	taints.CleanUp(ctx, scaledown.LeftToBeDeleted(ctx, provider, all))
 }

@@ -14,6 +14,9 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
 )
 
 // Taints writes scale-down's taints on nodes.
@@ -209,4 +212,45 @@ func (t *Taints) CleanUp(ctx context.Context, nodes []*apiv1.Node) int {
 		klog.FromContext(ctx).Info("Removed a deletion taint left by a previous run", "node", n.Name)
 	}
 	return cleaned
+}
+
+// LeftToBeDeleted picks, among nodes, those of the provider's node groups
+// whose ToBeDeleted taint a previous run left, for CleanUp at start-up. A
+// node whose instance the provider reports as being deleted keeps its
+// taint: the previous run's deletion reached the cloud, the node goes, and
+// lifting the taint would let pods land on it meanwhile.
+func LeftToBeDeleted(ctx context.Context, provider cloudprovider.CloudProvider, nodes []*apiv1.Node) []*apiv1.Node {
+	logger := klog.FromContext(ctx)
+	deleting := map[string]map[string]bool{} // group -> instances being deleted
+	var out []*apiv1.Node
+	for _, n := range nodes {
+		if !hasTaint(n, ToBeDeletedTaint) {
+			continue
+		}
+		ng, err := provider.NodeGroupForNode(ctx, n)
+		if err != nil || ng == nil {
+			continue // not ours to clean
+		}
+		ids, seen := deleting[ng.Id()]
+		if !seen {
+			ids = map[string]bool{}
+			instances, err := ng.Nodes(ctx)
+			if err != nil {
+				logger.Error(err, "Listing a node group's instances at start-up; its nodes' deletion taints are lifted", "nodeGroup", ng.Id())
+			}
+			for _, in := range instances {
+				if in.Status != nil && in.Status.State == cloudprovider.InstanceDeleting {
+					ids[clusterstate.NormalizeProviderID(in.Id)] = true
+				}
+			}
+			deleting[ng.Id()] = ids
+		}
+		if ids[clusterstate.NormalizeProviderID(n.Spec.ProviderID)] {
+			logger.Info("Keeping the deletion taint a previous run left on a node its cloud provider is deleting", "node", n.Name,
+				"nodeGroup", ng.Id())
+			continue
+		}
+		out = append(out, n)
+	}
+	return out
 }

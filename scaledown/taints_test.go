@@ -13,6 +13,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+	fakeprovider "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
@@ -106,5 +108,28 @@ func TestNodeDeletionCandidateTTL(t *testing.T) {
 		if got, _ := taintTime(n, DeletionCandidateTaint); !got.Equal(tc.wantSince) {
 			t.Errorf("ttl %v, taint %v old: the taint says %v, want %v", tc.ttl, tc.age, got, tc.wantSince)
 		}
+	}
+}
+
+// At start-up the ToBeDeleted taints of managed nodes are lifted, but for
+// a node whose instance the provider is deleting already (the previous
+// run's deletion reached the cloud): pods must not land on it meanwhile.
+func TestLeftToBeDeletedKeepsNodesBeingDeleted(t *testing.T) {
+	p := fakeprovider.NewProvider()
+	p.AddNodeGroup("g", 0, 10, 0, nil)
+	toBeDeleted := apiv1.Taint{Key: ToBeDeletedTaint, Value: "1", Effect: apiv1.TaintEffectNoSchedule}
+	going, drained, plain := node("going", toBeDeleted), node("drained", toBeDeleted), node("plain")
+	for _, n := range []*apiv1.Node{going, drained, plain} {
+		p.AddNode("g", n)
+	}
+	foreign := node("foreign", toBeDeleted) // in no node group
+	p.SetInstanceStatus("g", going.Spec.ProviderID, &cloudprovider.InstanceStatus{State: cloudprovider.InstanceDeleting})
+	got := LeftToBeDeleted(context.Background(), p, []*apiv1.Node{going, drained, plain, foreign})
+	if len(got) != 1 || got[0] != drained {
+		var names []string
+		for _, n := range got {
+			names = append(names, n.Name)
+		}
+		t.Errorf("taints to lift on %v, want only drained's", names)
 	}
 }

@@ -79,7 +79,13 @@ func (u Undo) Empty() bool { return len(u.Instances) == 0 && u.Unlisted <= 0 }
 // binpacking time budget. The increases use AtomicIncreaseSize where the
 // provider has it. When a later increase fails, the earlier ones are rolled
 // back at once.
-func (s *Session) ScaleUpAll(ctx context.Context, pods []*apiv1.Pod) AtomicResult {
+//
+// record, when not nil, is called once the plan is made and before the
+// first increase, with the increases to come and the instances each group
+// lists before them: the caller writes down the attempt there, so that an
+// autoscaler that dies during or after the increases leaves a record the
+// next one can finish or roll back. When record fails nothing is increased.
+func (s *Session) ScaleUpAll(ctx context.Context, pods []*apiv1.Pod, record RecordFunc) AtomicResult {
 	snap := s.o.sim.Snapshot()
 	snap.Fork()
 	remaining := s.o.fitExisting(ctx, pods, false)
@@ -103,10 +109,25 @@ func (s *Session) ScaleUpAll(ctx context.Context, pods []*apiv1.Pod) AtomicResul
 		}
 		return AtomicResult{Reason: reason, Permanent: why != "" && unknown == 0}
 	}
+	planned, err := s.listBefore(ctx, plan)
+	if err == nil && record != nil {
+		if err = record(ctx, planned); err != nil {
+			err = fmt.Errorf("recording the attempt before its increases: %w", err)
+		}
+	}
+	if err != nil {
+		snap.Revert()
+		return AtomicResult{Err: err, Reason: err.Error() + "; nothing was increased"}
+	}
 	res := AtomicResult{Before: map[string][]string{}, Instances: map[string][]string{}}
 	s.decision++
-	for _, sh := range plan {
-		before, ids, partial, err := s.increase(ctx, sh)
+	for i, sh := range plan {
+		before := planned[i].Before
+		// Set before the increase: a failed one's partial effect is
+		// rolled back too, and what is left of it is told from the
+		// instances the group had only by this list.
+		res.Before[sh.gs.group.Id()] = before
+		ids, partial, err := s.increase(ctx, sh, before)
 		if err != nil {
 			undo := map[string]Undo{}
 			for _, inc := range res.Increases {
@@ -129,7 +150,6 @@ func (s *Session) ScaleUpAll(ctx context.Context, pods []*apiv1.Pod) AtomicResul
 			return AtomicResult{Err: err, Reason: err.Error(), Before: res.Before, Left: left}
 		}
 		gs := sh.gs
-		res.Before[gs.group.Id()] = before
 		res.Instances[gs.group.Id()] = ids
 		res.Increases = append(res.Increases, Increase{NodeGroup: gs.group.Id(), From: gs.target, To: gs.target + sh.delta,
 			Max: gs.group.MaxSize(), Pods: pods, Decision: s.decision})
@@ -147,20 +167,48 @@ func (s *Session) ScaleUpAll(ctx context.Context, pods []*apiv1.Pod) AtomicResul
 	return res
 }
 
-// increase adds sh.delta instances to the group. It returns the ids of the
-// instances listed before the increase and of the new ones listed right
-// after it (a provider may list them only later). When the increase fails,
-// partial is what took effect all the same and must be rolled back with the
-// attempt's other increases.
-func (s *Session) increase(ctx context.Context, sh share) (before, added []string, partial Undo, err error) {
-	ng := sh.gs.group
-	listed, err := ng.Nodes(ctx)
-	if err != nil {
-		return nil, nil, Undo{}, fmt.Errorf("listing the instances of %q: %w", ng.Id(), err)
+// Planned is one increase of an all-or-nothing scale-up about to be made.
+type Planned struct {
+	NodeGroup string
+	// From and To are the group's target size before and after it.
+	From, To int
+	// Before are the ids of the instances the group lists before it.
+	Before []string
+}
+
+// RecordFunc writes down the increases of an all-or-nothing scale-up
+// before they are made; see ScaleUpAll.
+type RecordFunc func(ctx context.Context, planned []Planned) error
+
+// listBefore lists the instances of every group of the plan, before any
+// increase.
+func (s *Session) listBefore(ctx context.Context, plan []share) ([]Planned, error) {
+	out := make([]Planned, 0, len(plan))
+	for _, sh := range plan {
+		ng := sh.gs.group
+		listed, err := ng.Nodes(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("listing the instances of %q: %w", ng.Id(), err)
+		}
+		before := make([]string, 0, len(listed))
+		for _, in := range listed {
+			before = append(before, in.Id)
+		}
+		out = append(out, Planned{NodeGroup: ng.Id(), From: sh.gs.target, To: sh.gs.target + sh.delta, Before: before})
 	}
-	had := make(map[string]bool, len(listed))
-	for _, in := range listed {
-		had[in.Id] = true
+	return out, nil
+}
+
+// increase adds sh.delta instances to the group, whose instances before it
+// are before. It returns the ids of the new instances listed right after it
+// (a provider may list them only later). When the increase fails, partial
+// is what took effect all the same and must be rolled back with the
+// attempt's other increases.
+func (s *Session) increase(ctx context.Context, sh share, before []string) (added []string, partial Undo, err error) {
+	ng := sh.gs.group
+	had := make(map[string]bool, len(before))
+	for _, id := range before {
+		had[id] = true
 	}
 	if g := s.grow(ctx, sh.gs, sh.delta, true); g.Err != nil {
 		s.failed(ctx, sh.gs, g)
@@ -179,29 +227,26 @@ func (s *Session) increase(ctx context.Context, sh share) (before, added []strin
 			}
 			partial.Unlisted -= len(partial.Instances)
 		}
-		return nil, nil, partial, err
-	}
-	for _, in := range listed {
-		before = append(before, in.Id)
+		return nil, partial, err
 	}
 	after, err := ng.Nodes(ctx)
 	if err != nil {
 		// The increase is made: its instances are attributed when they are
 		// listed in a later loop.
 		klog.FromContext(ctx).Error(err, "Listing the instances of a node group after an increase", "nodeGroup", ng.Id())
-		return before, nil, Undo{}, nil
+		return nil, Undo{}, nil
 	}
 	for _, in := range after {
 		if !had[in.Id] && len(added) < sh.delta {
 			added = append(added, in.Id)
 		}
 	}
-	return before, added, Undo{}, nil
+	return added, Undo{}, nil
 }
 
 // Rollback undoes all-or-nothing scale-ups that failed, timed out or whose
 // request is gone, group by group: it deletes by name the listed instances
-// that still exist, then decreases the group's target size by the instances
+// that still exist and are not being deleted already, then decreases the group's target size by the instances
 // that were asked for and never listed, as far as the target still holds
 // more than the listed instances (it never asks the provider to drop a
 // listed instance that way). It returns, by group, what it could not undo
@@ -261,9 +306,11 @@ func (o *Orchestrator) rollbackGroup(ctx context.Context, ng cloudprovider.NodeG
 	if err != nil {
 		return u, fmt.Errorf("listing the instances of %q: %w", id, err)
 	}
+	// An instance the provider deletes already (a rollback cut short by a
+	// restart, say) is not asked for again: it goes all the same.
 	exists := map[string]bool{}
 	for _, in := range current {
-		exists[in.Id] = true
+		exists[in.Id] = in.Status == nil || in.Status.State != cloudprovider.InstanceDeleting
 	}
 	var victims []*apiv1.Node
 	for _, instance := range u.Instances {

@@ -41,7 +41,7 @@ func TestScaleUpAllOneGroup(t *testing.T) {
 	provider.AddNodeGroup("small", 0, 10, 0, templateNode("small", "4"))
 	provider.AddNodeGroup("large", 0, 10, 0, templateNode("large", "16"))
 	o := newOrchestrator(t, provider, func(o *config.Options) { o.MaxNodesPerScaleUp = 1 })
-	res := beginLoop(t, o, nil).ScaleUpAll(context.Background(), pendingPods(12, "1"))
+	res := beginLoop(t, o, nil).ScaleUpAll(context.Background(), pendingPods(12, "1"), nil)
 	if !res.Fit || res.Err != nil {
 		t.Fatalf("result %+v, want a fit", res)
 	}
@@ -59,7 +59,7 @@ func TestScaleUpAllSplitsOverGroups(t *testing.T) {
 	provider.AddNodeGroup("a", 0, 2, 0, templateNode("a", "4"))
 	provider.AddNodeGroup("b", 0, 3, 0, templateNode("b", "4"))
 	o := newOrchestrator(t, provider, nil)
-	res := beginLoop(t, o, nil).ScaleUpAll(context.Background(), pendingPods(16, "1"))
+	res := beginLoop(t, o, nil).ScaleUpAll(context.Background(), pendingPods(16, "1"), nil)
 	if !res.Fit {
 		t.Fatalf("result %+v, want a fit", res)
 	}
@@ -111,7 +111,7 @@ func TestScaleUpAllChangesNothingWhenItCannotFit(t *testing.T) {
 			case tc.mutate != nil:
 				pods = pendingPods(16, "1") // four nodes
 			}
-			res := s.ScaleUpAll(context.Background(), pods)
+			res := s.ScaleUpAll(context.Background(), pods, nil)
 			if res.Fit || len(res.Increases) != 0 || res.Permanent != tc.permanent || !strings.Contains(res.Reason, tc.reason) {
 				t.Errorf("result fit=%v increases=%v permanent=%v reason=%q; want no fit, permanent=%v, reason with %q",
 					res.Fit, res.Increases, res.Permanent, res.Reason, tc.permanent, tc.reason)
@@ -132,7 +132,7 @@ func TestScaleUpAllRollsBackWhenALaterIncreaseFails(t *testing.T) {
 	provider.InjectError("AtomicIncreaseSize", "a", cloudprovider.ErrNotImplemented)
 	provider.InjectError("IncreaseSize", "a", errors.New("quota exceeded"))
 	o := newOrchestrator(t, provider, func(o *config.Options) { o.Expanders = []string{config.MostPodsExpander} })
-	res := beginLoop(t, o, nil).ScaleUpAll(ctx, pendingPods(16, "1"))
+	res := beginLoop(t, o, nil).ScaleUpAll(ctx, pendingPods(16, "1"), nil)
 	if res.Fit || res.Err == nil || !strings.Contains(res.Reason, "quota exceeded") {
 		t.Fatalf("result %+v, want the failure", res)
 	}
@@ -151,6 +151,68 @@ func TestScaleUpAllRollsBackWhenALaterIncreaseFails(t *testing.T) {
 	if c := calls(provider, "IncreaseSize"); len(c) != 1 || c[0].Group != "a" {
 		t.Errorf("IncreaseSize calls %+v, want the fallback on a", c)
 	}
+	// What is left of the failed increase is told from a's instances by
+	// a's list from before it: without it, a rollback retried later would
+	// take any instance of a for one of its own.
+	if before, ok := res.Before["a"]; !ok || len(before) != 0 {
+		t.Errorf("Before %v, want a's (empty) list of instances from before its failed increase", res.Before)
+	}
+}
+
+// The attempt is handed to record before any increase, with each group's
+// target sizes and its instances from before; when record fails, nothing
+// is increased and the snapshot is as it was.
+func TestScaleUpAllRecordsTheAttemptBeforeIncreasing(t *testing.T) {
+	ctx := context.Background()
+	// One group with one full node.
+	setup := func() (*fakeprovider.Provider, *Session) {
+		provider := fakeprovider.NewProvider()
+		provider.AddNodeGroup("small", 0, 10, 1, templateNode("small", "4"))
+		old := templateNode("small", "4")
+		old.Name = "old"
+		provider.AddNode("small", old)
+		s := beginLoop(t, newOrchestrator(t, provider, nil), []*apiv1.Node{old})
+		full := pendingPods(1, "4")[0]
+		full.Name, full.UID = "full", "full"
+		if rest := s.Place(ctx, [][]*apiv1.Pod{{full}}, true); len(rest) != 0 {
+			t.Fatal("could not fill the old node")
+		}
+		return provider, s
+	}
+	provider, s := setup()
+	var got []Planned
+	increasesSeen := -1
+	res := s.ScaleUpAll(ctx, pendingPods(8, "1"), func(_ context.Context, planned []Planned) error {
+		got = planned
+		increasesSeen = len(calls(provider, "AtomicIncreaseSize")) + len(calls(provider, "IncreaseSize"))
+		return nil
+	})
+	if !res.Fit || len(res.Increases) != 1 {
+		t.Fatalf("result %+v, want one increase", res)
+	}
+	if increasesSeen != 0 {
+		t.Errorf("record saw %d increases made; want it called before any", increasesSeen)
+	}
+	if want := "[{small 1 3 [fake://old]}]"; fmt.Sprint(got) != want {
+		t.Errorf("recorded %v, want %s", got, want)
+	}
+
+	// A record that cannot be written: no increase, no room taken.
+	provider, s = setup()
+	res = s.ScaleUpAll(ctx, pendingPods(8, "1"), func(context.Context, []Planned) error { return errors.New("etcd is down") })
+	if res.Fit || res.Err == nil || !strings.Contains(res.Reason, "etcd is down") || len(res.Increases) != 0 {
+		t.Fatalf("result %+v, want the record's failure and no increase", res)
+	}
+	if n := len(calls(provider, "AtomicIncreaseSize")) + len(calls(provider, "IncreaseSize")); n != 0 {
+		t.Errorf("%d increases made after the record failed", n)
+	}
+	if s.Added() != 0 {
+		t.Errorf("session added %d nodes", s.Added())
+	}
+	// The pods still have no room in the session: nothing was committed.
+	if s.FitAll(ctx, [][]*apiv1.Pod{pendingPods(1, "1")}, false) {
+		t.Error("a pod fits after the failed attempt: the snapshot kept its nodes")
+	}
 }
 
 // A request for 2,000 nodes is not cut to --max-nodes-per-scaleup (1000 by
@@ -162,7 +224,7 @@ func TestScaleUpAllIgnoresMaxNodesPerScaleUp(t *testing.T) {
 	if o.opts.MaxNodesPerScaleUp != 1000 {
 		t.Fatalf("default --max-nodes-per-scaleup = %d, want 1000", o.opts.MaxNodesPerScaleUp)
 	}
-	res := beginLoop(t, o, nil).ScaleUpAll(context.Background(), pendingPods(8000, "1"))
+	res := beginLoop(t, o, nil).ScaleUpAll(context.Background(), pendingPods(8000, "1"), nil)
 	if !res.Fit {
 		t.Fatalf("result %+v, want a fit", res.Reason)
 	}
@@ -173,7 +235,7 @@ func TestScaleUpAllIgnoresMaxNodesPerScaleUp(t *testing.T) {
 	provider = fakeprovider.NewProvider()
 	provider.AddNodeGroup("big", 0, 1999, 0, templateNode("big", "4"))
 	o = newOrchestrator(t, provider, nil)
-	res = beginLoop(t, o, nil).ScaleUpAll(context.Background(), pendingPods(8000, "1"))
+	res = beginLoop(t, o, nil).ScaleUpAll(context.Background(), pendingPods(8000, "1"), nil)
 	if res.Fit || !res.Permanent || len(calls(provider, "AtomicIncreaseSize")) != 0 {
 		t.Errorf("result fit=%v permanent=%v reason=%q; want a permanent refusal and no call", res.Fit, res.Permanent, res.Reason)
 	}
@@ -199,7 +261,7 @@ func TestScaleUpAllAndRollbackWithInstancesListedLater(t *testing.T) {
 		t.Fatal("could not fill the old node")
 	}
 	provider.DelayListing(true)
-	res := s.ScaleUpAll(ctx, pendingPods(12, "1"))
+	res := s.ScaleUpAll(ctx, pendingPods(12, "1"), nil)
 	if !res.Fit || len(res.Increases) != 1 || res.Increases[0].To-res.Increases[0].From != 3 {
 		t.Fatalf("result %+v, want one increase of 3", res)
 	}
@@ -257,6 +319,29 @@ func TestRollbackLeavesInstancesListedMeanwhile(t *testing.T) {
 	}
 }
 
+// An instance the provider already deletes (an earlier rollback, cut short
+// by a restart before it was recorded) is not deleted a second time; the
+// others are.
+func TestRollbackDoesNotDeleteTwice(t *testing.T) {
+	ctx := context.Background()
+	provider := fakeprovider.NewProvider()
+	g := provider.AddNodeGroup("small", 0, 10, 0, templateNode("small", "4"))
+	if err := g.IncreaseSize(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	instances, _ := g.Nodes(ctx)
+	provider.SetInstanceStatus("small", instances[0].Id, &cloudprovider.InstanceStatus{State: cloudprovider.InstanceDeleting})
+	o := newOrchestrator(t, provider, nil)
+	left, err := o.Rollback(ctx, map[string]Undo{"small": {Instances: []string{instances[0].Id, instances[1].Id}}}, "test")
+	if err != nil || len(left) != 0 {
+		t.Fatalf("left %v err %v", left, err)
+	}
+	c := calls(provider, "ForceDeleteNodes")
+	if len(c) != 1 || len(c[0].Nodes) != 1 || !strings.HasSuffix(instances[1].Id, "/"+c[0].Nodes[0]) {
+		t.Errorf("deletions %+v, want only %s (the other one is being deleted already)", c, instances[1].Id)
+	}
+}
+
 // A node group whose template is unknown now (a transient provider error,
 // or a group built from its nodes that has none) might hold the pods: the
 // refusal is not permanent.
@@ -278,7 +363,7 @@ func TestScaleUpAllIsNotPermanentWhileATemplateIsUnknown(t *testing.T) {
 			provider.AddNodeGroup("tiny", 0, 1, 0, templateNode("tiny", "2"))
 			tc.setup(provider)
 			o := newOrchestrator(t, provider, nil)
-			res := beginLoop(t, o, nil).ScaleUpAll(context.Background(), pendingPods(8, "1"))
+			res := beginLoop(t, o, nil).ScaleUpAll(context.Background(), pendingPods(8, "1"), nil)
 			if res.Fit || res.Permanent || !strings.Contains(res.Reason, "no template") {
 				t.Errorf("fit=%v permanent=%v reason=%q; want a refusal that is not permanent and says why",
 					res.Fit, res.Permanent, res.Reason)
@@ -288,7 +373,7 @@ func TestScaleUpAllIsNotPermanentWhileATemplateIsUnknown(t *testing.T) {
 	// With every template known, the same request can never fit.
 	provider := fakeprovider.NewProvider()
 	provider.AddNodeGroup("tiny", 0, 1, 0, templateNode("tiny", "2"))
-	res := beginLoop(t, newOrchestrator(t, provider, nil), nil).ScaleUpAll(context.Background(), pendingPods(8, "1"))
+	res := beginLoop(t, newOrchestrator(t, provider, nil), nil).ScaleUpAll(context.Background(), pendingPods(8, "1"), nil)
 	if res.Fit || !res.Permanent {
 		t.Errorf("fit=%v permanent=%v; want a permanent refusal", res.Fit, res.Permanent)
 	}
@@ -301,7 +386,7 @@ func TestScaleUpAllReasonNamesEachGroup(t *testing.T) {
 	provider.AddNodeGroup("a", 0, 10, 0, templateNode("a", "4"))
 	provider.AddNodeGroup("b", 0, 0, 0, templateNode("b", "64"))
 	o := newOrchestrator(t, provider, nil)
-	res := beginLoop(t, o, nil).ScaleUpAll(context.Background(), pendingPods(2, "8"))
+	res := beginLoop(t, o, nil).ScaleUpAll(context.Background(), pendingPods(2, "8"), nil)
 	want := "none of the 2 pods fit: group a: the pods do not fit on a new node of it; group b is at its max size of 0 nodes"
 	if res.Fit || res.Reason != want {
 		t.Errorf("reason %q, want %q", res.Reason, want)
@@ -320,7 +405,7 @@ func TestScaleUpAllUndoesAnIncreaseOfUnknownOutcome(t *testing.T) {
 	s := beginLoop(t, o, nil)
 	provider.InjectIncreaseError("a", context.DeadlineExceeded, 1, true)
 	provider.InjectErrorAfter("AtomicIncreaseSize", "TargetSize", "a", fmt.Errorf("simulated: %w", cloudprovider.ErrTransient))
-	res := s.ScaleUpAll(ctx, pendingPods(12, "1"))
+	res := s.ScaleUpAll(ctx, pendingPods(12, "1"), nil)
 	if res.Fit || res.Err == nil {
 		t.Fatalf("result %+v, want the failure", res)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"k8s.io/autoscaler/cluster-autoscaler/provreq"
@@ -113,6 +114,8 @@ func (sh *share) claim(view GroupView, taken map[string]bool) {
 type attempt struct {
 	groups  map[string]*share
 	started time.Time
+	// unchecked: restored from a record, its node groups not checked yet.
+	unchecked bool
 }
 
 func newAttempt(res scaleup.AtomicResult, now time.Time) *attempt {
@@ -141,6 +144,12 @@ type undo struct {
 	cancelOnly bool
 	// tried: the provider was asked at least once already.
 	tried bool
+	// owner and request are the request whose attempt it undoes (its UID
+	// and namespace/name): its record holds the undo until it is done.
+	owner   types.UID
+	request string
+	// unchecked: restored from a record, its node groups not checked yet.
+	unchecked bool
 }
 
 // abandon ends the request's attempt, if any: everything it made is rolled
@@ -148,7 +157,7 @@ type undo struct {
 func (l *Loop) abandon(r *request, why string) {
 	if at := r.state.attempt; at != nil {
 		l.p.undos = append(l.p.undos, &undo{why: fmt.Sprintf("ProvisioningRequest %s/%s: %s", r.pr.Namespace, r.pr.Name, why),
-			since: l.now, groups: at.groups})
+			since: l.now, groups: at.groups, owner: r.pr.UID, request: r.state.name, unchecked: at.unchecked})
 		r.state.attempt = nil
 	}
 }
@@ -395,7 +404,8 @@ func (l *Loop) finishUndos(ctx context.Context) {
 		if !u.tried || undid(plan, left) {
 			l.rolledBack = true
 		}
-		next := &undo{why: u.why, since: u.since, groups: map[string]*share{}, tried: true}
+		next := &undo{why: u.why, since: u.since, groups: map[string]*share{}, tried: true, owner: u.owner,
+			request: u.request}
 		for g, rest := range left {
 			old := u.groups[g]
 			sh := &share{asked: len(rest.Instances) + rest.Unlisted, before: old.before, claimed: rest.Instances}

@@ -426,3 +426,20 @@ func TestRefusedRollbackHoldsRequestsBackOnce(t *testing.T) {
 	}
 	wantCond(t, b, provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsFound)
 }
+// What a failed scale-up could not undo at once, in a group whose
+// instances from before the increase are not known, is undone by name
+// only: the group's other instances (here an old node and one listed
+// since) are never taken for the attempt's.
+func TestLeftoverWithoutTheGroupsInstancesBeforeDeletesOnlyNamedOnes(t *testing.T) {
+	c := &cluster{atomic: scaleup.AtomicResult{Err: fmt.Errorf("quota"), Reason: "quota",
+		Before: map[string][]string{}, Left: map[string]scaleup.Undo{"g": {Instances: []string{"i1"}, Unlisted: 1}}},
+		groups: map[string]GroupView{"g": view(3, "old=old", "i1")}}
+	c.addRequest("a", provreq.ClassBestEffortAtomicScaleUp, 8, nil, t0)
+	p := newTestProcessor(c, nil)
+	loop(p, c, t0, nil, nil)
+	c.groups["g"] = view(3, "old=old", "i1", "i2")
+	loop(p, c, t0.Add(time.Second), nil, nil)
+	if len(c.rolledBack) != 1 || undoString(c.rolledBack[0]) != "map[g:{[i1] 0}]" {
+		t.Fatalf("rolled back %v, want i1 only", c.rolledBack)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
@@ -73,7 +74,7 @@ type StatusWriter interface {
 type Capacity interface {
 	Place(ctx context.Context, sets [][]*apiv1.Pod, realOnly bool) []*apiv1.Pod
 	FitAll(ctx context.Context, sets [][]*apiv1.Pod, realOnly bool) bool
-	ScaleUpAll(ctx context.Context, pods []*apiv1.Pod) scaleup.AtomicResult
+	ScaleUpAll(ctx context.Context, pods []*apiv1.Pod, record scaleup.RecordFunc) scaleup.AtomicResult
 }
 
 // Processor keeps the per-request state between loops. One loop uses it at
@@ -99,6 +100,16 @@ type Processor struct {
 	// after its increase) must not claim them again. An id is forgotten
 	// once its group no longer lists it.
 	attributed map[string]map[string]bool
+
+	// store keeps the attempts, rollbacks and provisioned nodes for the
+	// next leader (nil: memory only); restored is set once they were read
+	// back, saved is what it holds as last written or read.
+	store    RecordStore
+	restored bool
+	saved    map[string]string
+
+	// waiting is WaitingForNodes's answer, as the loop last published it.
+	waiting atomic.Bool
 }
 
 // requestState is what the processor remembers of one request.
@@ -169,6 +180,9 @@ type Loop struct {
 	// rolledBack: this loop asked the provider to delete or cancel the
 	// capacity of abandoned attempts, which its snapshot still holds.
 	rolledBack bool
+	// unrestored: the records could not be read in this loop; nothing that
+	// depends on them (atomic scale-ups, rollbacks, their records) is done.
+	unrestored bool
 }
 
 // Input is what the processor needs of the loop's observation.
@@ -202,6 +216,7 @@ func (p *Processor) Begin(ctx context.Context, in Input) *Loop {
 		return a.Name < b.Name
 	})
 	byName := map[string]*request{}
+	byUID := map[types.UID]*request{}
 	// Requests of another class, or for another processor instance, are
 	// someone else's: never touched, but their consuming pods are theirs.
 	foreign := map[string]bool{}
@@ -223,8 +238,16 @@ func (p *Processor) Begin(ctx context.Context, in Input) *Loop {
 		r := &request{pr: pr, class: class, state: st, status: *ownStatus(pr)}
 		l.requests = append(l.requests, r)
 		byName[pr.Namespace+"/"+pr.Name] = r
+		byUID[pr.UID] = r
+	}
+	if p.store != nil && !p.restored {
+		if err := l.restore(ctx, byUID); err != nil {
+			logger.Error(err, "Reading the records of the all-or-nothing attempts in flight; no atomic scale-up or rollback in this loop")
+			l.unrestored = true
+		}
 	}
 	l.forgetGone(ctx)
+	p.publishWaiting()
 	p.mu.Unlock()
 
 	// Consuming pods: count them per request, set aside the pending ones of
@@ -269,16 +292,20 @@ func (p *Processor) Begin(ctx context.Context, in Input) *Loop {
 // WaitingForNodes reports whether an all-or-nothing attempt is waiting for
 // its new nodes to register (or turn Ready): a node joining may then make a
 // request Provisioned, and is worth a loop at once. Safe to call from any
-// goroutine.
-func (p *Processor) WaitingForNodes() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// goroutine: it reads what the loop last published, not the states the
+// loop is changing.
+func (p *Processor) WaitingForNodes() bool { return p.waiting.Load() }
+
+// publishWaiting sets what WaitingForNodes answers; the loop's goroutine
+// calls it once the attempts may have changed.
+func (p *Processor) publishWaiting() {
 	for _, st := range p.states {
 		if st.attempt != nil {
-			return true
+			p.waiting.Store(true)
+			return
 		}
 	}
-	return false
+	p.waiting.Store(false)
 }
 
 // handles applies --check-capacity-processor-instance: an instance with a
@@ -306,7 +333,8 @@ func (l *Loop) forgetGone(ctx context.Context) {
 				klog.FromContext(ctx).Info("ProvisioningRequest deleted during its scale-up; cancelling the instances not created yet",
 					"provisioningRequest", st.name)
 				p.undos = append(p.undos, &undo{why: "ProvisioningRequest " + st.name + " was deleted during its scale-up",
-					since: now, groups: st.attempt.groups, cancelOnly: true})
+					since: now, groups: st.attempt.groups, cancelOnly: true, owner: uid, request: st.name,
+					unchecked: st.attempt.unchecked})
 			}
 			delete(p.states, uid)
 		}

@@ -75,8 +75,20 @@ func (c *cluster) Place(_ context.Context, sets [][]*apiv1.Pod, _ bool) []*apiv1
 
 func (c *cluster) FitAll(context.Context, [][]*apiv1.Pod, bool) bool { c.fitCalls++; return c.fits }
 
-func (c *cluster) ScaleUpAll(context.Context, []*apiv1.Pod) scaleup.AtomicResult {
+// ScaleUpAll hands the increases of c.atomic to record first, as the
+// session does, and makes none when record fails.
+func (c *cluster) ScaleUpAll(ctx context.Context, _ []*apiv1.Pod, record scaleup.RecordFunc) scaleup.AtomicResult {
 	c.scaleCalls++
+	if record != nil && len(c.atomic.Increases) > 0 {
+		var planned []scaleup.Planned
+		for _, inc := range c.atomic.Increases {
+			planned = append(planned, scaleup.Planned{NodeGroup: inc.NodeGroup, From: inc.From, To: inc.To,
+				Before: c.atomic.Before[inc.NodeGroup]})
+		}
+		if err := record(ctx, planned); err != nil {
+			return scaleup.AtomicResult{Err: err, Reason: err.Error() + "; nothing was increased"}
+		}
+	}
 	return c.atomic
 }
 

@@ -60,22 +60,27 @@ func (l *Loop) Run(ctx context.Context, capacity Capacity, nodes []*apiv1.Node, 
 	for _, n := range nodes {
 		present[n.Name] = true
 	}
+	if !l.unrestored {
+		l.checkRestored(ctx, instances)
+	}
 	for _, r := range l.requests {
 		if r.provisioned() && r.pods != nil {
 			r.booked = l.book(ctx, r, capacity, present)
 		}
 	}
-	deficit := l.claimAll(instances)
-	for _, r := range l.requests {
-		switch {
-		case r.state.attempt == nil:
-		case !r.live() || r.provisioned():
-			l.abandon(r, "the request is no longer live")
-		default:
-			l.watch(ctx, r, capacity, instances, deficit)
+	if !l.unrestored {
+		deficit := l.claimAll(instances)
+		for _, r := range l.requests {
+			switch {
+			case r.state.attempt == nil:
+			case !r.live() || r.provisioned():
+				l.abandon(r, "the request is no longer live")
+			default:
+				l.watch(ctx, r, capacity, instances, deficit)
+			}
 		}
+		l.finishUndos(ctx)
 	}
-	l.finishUndos(ctx)
 	if l.rolledBack {
 		// The snapshot still holds the nodes just deleted and the
 		// instances just cancelled: a request answered on it could be
@@ -89,6 +94,9 @@ func (l *Loop) Run(ctx context.Context, capacity Capacity, nodes []*apiv1.Node, 
 	for _, r := range l.requests {
 		if !r.live() || r.provisioned() || r.state.attempt != nil || r.pods == nil || l.now.Before(r.state.retryAt) {
 			continue
+		}
+		if l.unrestored && r.class == provreq.ClassBestEffortAtomicScaleUp {
+			continue // an attempt of its own may be in flight, unknown until the records are read
 		}
 		switch r.class {
 		case provreq.ClassCheckCapacity:
@@ -109,6 +117,7 @@ func (l *Loop) Run(ctx context.Context, capacity Capacity, nodes []*apiv1.Node, 
 			}
 		}
 	}
+	l.p.publishWaiting()
 	return productive
 }
 
@@ -164,14 +173,26 @@ func (l *Loop) scaleUp(ctx context.Context, r *request, capacity Capacity) bool 
 			fmt.Sprintf("All %d pods fit the cluster's current nodes.", len(r.pods)))
 		return false
 	}
-	res := capacity.ScaleUpAll(ctx, r.pods)
+	// The attempt is recorded before its increases are made, so that a
+	// new leader finds it however far they went.
+	res := capacity.ScaleUpAll(ctx, r.pods, func(ctx context.Context, planned []scaleup.Planned) error {
+		return l.saveRecords(ctx, r, attemptFromPlan(planned, l.now))
+	})
 	if len(res.Left) > 0 {
 		groups := map[string]*share{}
 		for g, u := range res.Left {
-			groups[g] = newShare(len(u.Instances)+u.Unlisted, res.Before[g], u.Instances)
+			asked := len(u.Instances) + u.Unlisted
+			before, ok := res.Before[g]
+			if !ok {
+				// Without the group's instances from before the increase,
+				// an instance listed later cannot be told from one it had:
+				// only those named are undone.
+				asked = len(u.Instances)
+			}
+			groups[g] = newShare(asked, before, u.Instances)
 		}
 		l.p.undos = append(l.p.undos, &undo{why: fmt.Sprintf("ProvisioningRequest %s/%s: a later increase failed",
-			r.pr.Namespace, r.pr.Name), since: l.now, groups: groups, lastChance: true})
+			r.pr.Namespace, r.pr.Name), since: l.now, groups: groups, lastChance: true, owner: r.pr.UID, request: r.state.name})
 	}
 	switch {
 	case res.Fit && len(res.Increases) == 0:
@@ -215,6 +236,14 @@ func nodeReady(n *apiv1.Node) bool {
 // Finish writes the statuses that changed and records the events.
 func (l *Loop) Finish(ctx context.Context) {
 	logger := klog.FromContext(ctx)
+	// The records first: a status written before them could say an
+	// attempt is over (Provisioned) while the record still holds it, and a
+	// new leader would then roll it back.
+	if !l.unrestored {
+		if err := l.saveRecords(ctx, nil, nil); err != nil {
+			logger.Error(err, "Recording the all-or-nothing attempts in flight; retried in the next loop")
+		}
+	}
 	counts := map[[2]string]int{}
 	booked := 0
 	for _, r := range l.requests {

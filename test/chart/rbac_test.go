@@ -24,6 +24,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/provreq"
 	v1 "k8s.io/autoscaler/cluster-autoscaler/provreq/apis/autoscaling.x-k8s.io/v1"
 	"k8s.io/autoscaler/cluster-autoscaler/provreq/client"
+	"k8s.io/autoscaler/cluster-autoscaler/provreq/processor"
 	framework "k8s.io/autoscaler/cluster-autoscaler/test/framework"
 )
 
@@ -275,6 +276,18 @@ func TestServiceAccountCanDoTheAutoscalersWrites(t *testing.T) {
 		other.Data["k"] = "changed"
 		if _, err := cms.Update(ctx, other, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
 			t.Errorf("updating a ConfigMap the autoscaler does not own: err %v, want Forbidden", err)
+		}
+	})
+
+	t.Run("attempt records", func(t *testing.T) {
+		records := client.NewConfigMapRecords(sa, ns, processor.RecordsConfigMap)
+		if _, err := records.Load(ctx); err != nil {
+			t.Fatalf("reading the records: %v", err)
+		}
+		for _, data := range []map[string]string{{"uid-a": "{}"}, {"uid-b": "{}"}} { // a create, then an update
+			if err := records.Save(ctx, data); err != nil {
+				t.Errorf("writing the records: %v", err)
+			}
 		}
 	})
 

@@ -237,6 +237,7 @@ func namespacePermissions(statusConfigMap, lease string) []permission {
 		// priority expander ConfigMap informer, kwok provider config, status and state reads
 		perms("", "configmaps", "get list watch create"),
 		named(statusConfigMap, perms("", "configmaps", "get update delete")),
+		named("cluster-autoscaler-provisioning-attempts", perms("", "configmaps", "get update")),
 		named("kwok-provider-state", perms("", "configmaps", "get update")),
 		named("kwok-provider-config", perms("", "configmaps", "get")),
 		named("cluster-autoscaler-priority-expander", perms("", "configmaps", "get list watch")),
