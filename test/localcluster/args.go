@@ -2,6 +2,7 @@ package localcluster
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -82,11 +83,36 @@ func schedulerArgs(ports map[string]int, kubeconfig string) []string {
 	}
 }
 
-func kwokArgs(cfg Config, ports map[string]int, kubeconfig string) []string {
+// writeKwokConfiguration writes kwok's own options (a KwokConfiguration
+// document) when cfg asks for any, and returns its path, or "" when kwok's
+// defaults do.
+func writeKwokConfiguration(cfg Config) (string, error) {
+	if cfg.KwokParallelism <= 0 {
+		return "", nil
+	}
+	n := cfg.KwokParallelism
+	doc := fmt.Sprintf(`apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  podPlayStageParallelism: %d
+  nodePlayStageParallelism: %d
+  nodeLeaseParallelism: %d
+`, n, n, n)
+	path := filepath.Join(cfg.Dir, "kwok-configuration.yaml")
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		return "", fmt.Errorf("writing kwok's configuration: %w", err)
+	}
+	return path, nil
+}
+
+func kwokArgs(cfg Config, ports map[string]int, kubeconfig, configuration string) []string {
 	stages := []string{"node-initialize", "node-heartbeat-with-lease", "pod-ready", "pod-complete", "pod-delete"}
 	paths := make([]string, len(stages))
 	for i, s := range stages {
 		paths[i] = filepath.Join(cfg.StagesDir, s+".yaml")
+	}
+	if configuration != "" {
+		paths = append(paths, configuration)
 	}
 	return []string{
 		"--kubeconfig=" + kubeconfig,

@@ -31,6 +31,10 @@ type Config struct {
 	Detach bool
 	// NodeLeaseSeconds is kwok's node lease duration; 40 suits up to ~1000 nodes.
 	NodeLeaseSeconds int
+	// KwokParallelism, when positive, is how many pod and node stages and
+	// node leases kwok works on at once (kwok's default is 4 each): raise it
+	// for tens of thousands of pods.
+	KwokParallelism int
 }
 
 // State is what a running cluster records in Dir/state.json.
@@ -103,6 +107,10 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	if err := c.writeKubeconfig(); err != nil {
 		return nil, err
 	}
+	kwokConfig, err := writeKwokConfiguration(cfg)
+	if err != nil {
+		return nil, err
+	}
 
 	steps := []struct {
 		name    string
@@ -121,7 +129,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		{"kube-scheduler", schedulerArgs(ports, c.Kubeconfig), func(ctx context.Context) error {
 			return httpOK(ctx, fmt.Sprintf("https://127.0.0.1:%d/healthz", ports["kube-scheduler"]), "")
 		}},
-		{"kwok", kwokArgs(cfg, ports, c.Kubeconfig), func(ctx context.Context) error {
+		{"kwok", kwokArgs(cfg, ports, c.Kubeconfig, kwokConfig), func(ctx context.Context) error {
 			return httpOK(ctx, fmt.Sprintf("http://127.0.0.1:%d/healthz", ports["kwok"]), "")
 		}},
 	}
