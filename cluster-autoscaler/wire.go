@@ -281,7 +281,7 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 	// ends this function (an error, a recovered panic, the end of ctx).
 	informerCtx, stopInformers := context.WithCancel(ctx)
 	defer stopInformers()
-	factory := informers.NewSharedInformerFactory(client, 0)
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(trimForCache))
 	listers := core.Listers{
 		Nodes: factory.Core().V1().Nodes().Lister(),
 		Pods:  factory.Core().V1().Pods().Lister(),
@@ -554,7 +554,8 @@ func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.In
 	if err != nil {
 		return nil, nil, err
 	}
-	nsFactory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(opts.Namespace))
+	nsFactory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(opts.Namespace),
+		informers.WithTransform(trimForCache))
 	chain, err := expander.NewChain(ctx, opts.Expanders, expander.Deps{
 		Provider:   provider,
 		ConfigMaps: nsFactory.Core().V1().ConfigMaps().Lister().ConfigMaps(opts.Namespace),
