@@ -5,9 +5,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 )
 
-// trimForCache is the informers' transform: it drops, before an object is
-// cached, what no part of the autoscaler reads, so that the pods of a large
-// cluster (the bulk of the process's memory) take less room.
+// cacheTrimmer is the informers' transform: before an object is cached it
+// drops what no part of the autoscaler reads, and makes pods share their
+// common parts (podSharer), so that the pods of a large cluster (the bulk of
+// the process's memory) take less room.
 //
 // From every object: metadata.managedFields (server-side apply bookkeeping,
 // about a fifth of a small pod as decoded). From pods, in addition:
@@ -27,12 +28,25 @@ import (
 // constraints, claims, overhead, priority, node name, conditions, phase,
 // owner references, annotations) is kept. The autoscaler never writes a
 // cached pod back to the API server, which would lose what was dropped.
-func trimForCache(obj any) (any, error) {
+type cacheTrimmer struct {
+	pods *podSharer
+}
+
+// sharedPartsLimit bounds the parts the pod sharer remembers (see podSharer).
+const sharedPartsLimit = 50000
+
+func newCacheTrimmer() *cacheTrimmer { return &cacheTrimmer{pods: newPodSharer(sharedPartsLimit)} }
+
+// transform is the cache.TransformFunc.
+func (t *cacheTrimmer) transform(obj any) (any, error) {
 	if m, err := meta.Accessor(obj); err == nil && m.GetManagedFields() != nil {
 		m.SetManagedFields(nil)
 	}
 	if pod, ok := obj.(*apiv1.Pod); ok {
 		trimPod(pod)
+		if t.pods != nil {
+			t.pods.share(pod)
+		}
 	}
 	return obj, nil
 }

@@ -281,7 +281,8 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 	// ends this function (an error, a recovered panic, the end of ctx).
 	informerCtx, stopInformers := context.WithCancel(ctx)
 	defer stopInformers()
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(trimForCache))
+	trim := newCacheTrimmer()
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(trim.transform))
 	listers := core.Listers{
 		Nodes: factory.Core().V1().Nodes().Lister(),
 		Pods:  factory.Core().V1().Pods().Lister(),
@@ -555,7 +556,7 @@ func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.In
 		return nil, nil, err
 	}
 	nsFactory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(opts.Namespace),
-		informers.WithTransform(trimForCache))
+		informers.WithTransform(newCacheTrimmer().transform))
 	chain, err := expander.NewChain(ctx, opts.Expanders, expander.Deps{
 		Provider:   provider,
 		ConfigMaps: nsFactory.Core().V1().ConfigMaps().Lister().ConfigMaps(opts.Namespace),
