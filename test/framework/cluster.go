@@ -19,6 +19,9 @@ type ClusterOptions struct {
 	// KwokParallelism is how many pod and node stages and leases kwok works
 	// on at once (kwok's default: 4).
 	KwokParallelism int
+	// KwokIgnorePodLabel is a label key that makes kwok leave a pod's status
+	// to the test (see localcluster.Config).
+	KwokIgnorePodLabel string
 }
 
 // NewCluster starts a control plane of the test's own, rather than the
@@ -40,6 +43,7 @@ func NewCluster(t testing.TB, opts ClusterOptions) *Env {
 	c, err := localcluster.Start(context.Background(), localcluster.Config{
 		BinDir: filepath.Join(root, "_output", "bin"), StagesDir: filepath.Join(root, "_output", "kwok-stages"), Dir: dir,
 		NodeLeaseSeconds: opts.NodeLeaseSeconds, KwokParallelism: opts.KwokParallelism,
+		KwokIgnorePodLabel: opts.KwokIgnorePodLabel,
 	})
 	if err != nil {
 		t.Fatalf("starting a private control plane (logs in %s): %v", dir, err)
