@@ -7,7 +7,6 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/autoscaler/cluster-autoscaler/config"
@@ -150,7 +149,7 @@ func TestZeroOrMaxGroupGoesWhole(t *testing.T) {
 		f := newFixture(t, 0, map[string]string{"a": "", "b": "", "c": "3"}, nil)
 		zeroOrMax(f)
 		f.plan(t, t0)
-		f.sess.real["c"][0].Spec.Containers[0].Resources.Requests[apiv1.ResourceCPU] = resource.MustParse("1")
+		f.setPodCPU("c", "1")
 		f.plan(t, t0.Add(5*time.Minute))
 		plan := f.plan(t, t0.Add(11*time.Minute))
 		if len(plan.Removable) != 0 {

@@ -110,6 +110,9 @@ type Planner struct {
 	// candidate limits) when --max-node-skip-eval-time-tracker-enabled is
 	// set; nil otherwise.
 	skipped *skipTracker
+	// requests remembers each pod's requests from one loop to the next
+	// (utilisation is computed for every node in every loop).
+	requests framework.PodMemo[framework.Request]
 }
 
 type recheckEntry struct {
@@ -196,6 +199,7 @@ func (p *Planner) Update(ctx context.Context, in Input) *Plan {
 		eligible = append(eligible, c)
 		podsOf[c] = podsByNode[n.Name]
 	}
+	p.requests.Rotate()
 	unneeded, skipped := p.simulate(ctx, plan, eligible, podsOf, in, pdbs, removed, len(nodes))
 	if p.skipped != nil {
 		p.skipped.update(skipped, in.Now)
@@ -285,7 +289,7 @@ func (p *Planner) utilization(n *apiv1.Node, pods []*apiv1.Pod, o config.NodeGro
 		if p.opts.IgnoreMirrorPodsUtilization && drain.IsMirrorPod(pod) {
 			continue
 		}
-		r := framework.RequestOf(pod)
+		r := p.requests.Get(pod, framework.RequestOf)
 		cpu += r.MilliCPU
 		mem += r.Memory
 		for _, c := range pod.Spec.Containers {

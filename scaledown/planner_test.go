@@ -127,6 +127,18 @@ func (f *fixture) plan(t *testing.T, now time.Time) *Plan {
 		Session: f.sess})
 }
 
+// setPodCPU changes the requests of the pod on node: as informers do, the
+// changed pod is a new object.
+func (f *fixture) setPodCPU(node, cpu string) {
+	changed := pod("p-"+node, node, cpu)
+	for i, p := range f.pods {
+		if p.Name == changed.Name {
+			f.pods[i] = changed
+		}
+	}
+	f.sess.real[node] = []*apiv1.Pod{changed}
+}
+
 func names(cs []*Candidate) map[string]bool {
 	out := map[string]bool{}
 	for _, c := range cs {
@@ -162,7 +174,7 @@ func TestPlannerReasonsAndTimers(t *testing.T) {
 		t.Errorf("removable %v, want light and empty", got)
 	}
 	// light gets busy: needed again, its taint goes.
-	f.sess.real["light"][0].Spec.Containers[0].Resources.Requests[apiv1.ResourceCPU] = resource.MustParse("3")
+	f.setPodCPU("light", "3")
 	f.plan(t, t0.Add(12*time.Minute))
 	n, _ = f.client.CoreV1().Nodes().Get(context.Background(), "light", metav1.GetOptions{})
 	if _, ok := taintTime(n, DeletionCandidateTaint); ok {

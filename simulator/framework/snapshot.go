@@ -32,6 +32,12 @@ type Snapshot struct {
 	logger  klog.Logger
 
 	csiNodes map[string]*storagev1.CSINode // simulated nodes' own CSINodes (SetCSINode)
+
+	// podInfos keeps the scheduler's PodInfo of each scheduled pod from one
+	// Reset to the next: a pod the informers did not replace is not
+	// analysed again (its requests, affinity terms). PodInfos are never
+	// modified once built, so NodeInfos of successive loops share them.
+	podInfos *PodMemo[*schedframework.PodInfo]
 }
 
 type undoKind int
@@ -62,8 +68,12 @@ var _ fwk.SharedLister = (*Snapshot)(nil)
 // NewSnapshot builds a snapshot of nodes and the pods scheduled on them;
 // pods naming a node the snapshot does not hold are ignored.
 func NewSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod) *Snapshot {
+	return newSnapshot(nodes, pods, &PodMemo[*schedframework.PodInfo]{})
+}
+
+func newSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod, podInfos *PodMemo[*schedframework.PodInfo]) *Snapshot {
 	s := &Snapshot{nodes: make(map[string]*schedframework.NodeInfo, len(nodes)), index: make(map[string]int, len(nodes)),
-		logger: klog.Background()}
+		logger: klog.Background(), podInfos: podInfos}
 	byNode := make(map[string][]*apiv1.Pod, len(nodes))
 	for _, p := range pods {
 		if p.Spec.NodeName != "" {
@@ -71,19 +81,28 @@ func NewSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod) *Snapshot {
 		}
 	}
 	for _, n := range nodes {
-		ni := schedframework.NewNodeInfo(byNode[n.Name]...)
+		ni := schedframework.NewNodeInfo()
+		for _, p := range byNode[n.Name] {
+			// As NodeInfo.AddPod: a pod whose affinity terms do not parse
+			// is added with what could be parsed.
+			ni.AddPodInfo(podInfos.Get(p, func(p *apiv1.Pod) *schedframework.PodInfo {
+				pi, _ := schedframework.NewPodInfo(p)
+				return pi
+			}))
+		}
 		ni.SetNode(n)
 		s.insert(n.Name, ni, len(s.list))
 	}
+	podInfos.Rotate()
 	return s
 }
 
 // Reset replaces the snapshot's content with nodes and their pods and drops
 // every open level and every CSINode set on it. The scheduler framework
 // keeps pointing at the same Snapshot, so a loop resets it instead of
-// building a new one.
+// building a new one; the PodInfos of the pods it held before are reused.
 func (s *Snapshot) Reset(nodes []*apiv1.Node, pods []*apiv1.Pod) {
-	*s = *NewSnapshot(nodes, pods)
+	*s = *newSnapshot(nodes, pods, s.podInfos)
 }
 
 // Fork opens a what-if level.

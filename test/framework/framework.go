@@ -108,6 +108,15 @@ func New(t testing.TB) *Env {
 	if kubeconfig == "" {
 		t.Fatal("framework.Main was not called from TestMain")
 	}
+	e := newEnv(t, kubeconfig)
+	t.Cleanup(e.cleanup)
+	return e
+}
+
+// newEnv is New on the cluster of the given kubeconfig, without the
+// cleanup (a private cluster is thrown away whole).
+func newEnv(t testing.TB, kubeconfig string) *Env {
+	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatalf("loading %s: %v", kubeconfig, err)
@@ -122,7 +131,6 @@ func New(t testing.TB) *Env {
 	if _, err := client.CoreV1().Namespaces().Create(e.Context(), ns, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating namespace %s: %v", e.Namespace, err)
 	}
-	t.Cleanup(e.cleanup)
 	return e
 }
 

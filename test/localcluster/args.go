@@ -2,6 +2,7 @@ package localcluster
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -82,11 +83,62 @@ func schedulerArgs(ports map[string]int, kubeconfig string) []string {
 	}
 }
 
-func kwokArgs(cfg Config, ports map[string]int, kubeconfig string) []string {
+// writeKwokConfiguration writes kwok's own options (a KwokConfiguration
+// document) when cfg asks for any, and returns its path, or "" when kwok's
+// defaults do.
+func writeKwokConfiguration(cfg Config) (string, error) {
+	if cfg.KwokParallelism <= 0 {
+		return "", nil
+	}
+	n := cfg.KwokParallelism
+	doc := fmt.Sprintf(`apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  podPlayStageParallelism: %d
+  nodePlayStageParallelism: %d
+  nodeLeaseParallelism: %d
+`, n, n, n)
+	path := filepath.Join(cfg.Dir, "kwok-configuration.yaml")
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		return "", fmt.Errorf("writing kwok's configuration: %w", err)
+	}
+	return path, nil
+}
+
+// kwokStagePaths lists the stage files kwok runs: those of StagesDir, with
+// pod-ready rewritten to skip pods labelled KwokIgnorePodLabel when set.
+func kwokStagePaths(cfg Config) ([]string, error) {
 	stages := []string{"node-initialize", "node-heartbeat-with-lease", "pod-ready", "pod-complete", "pod-delete"}
 	paths := make([]string, len(stages))
 	for i, s := range stages {
 		paths[i] = filepath.Join(cfg.StagesDir, s+".yaml")
+	}
+	if cfg.KwokIgnorePodLabel == "" {
+		return paths, nil
+	}
+	data, err := os.ReadFile(paths[2])
+	if err != nil {
+		return nil, err
+	}
+	const anchor = "    matchExpressions:\n"
+	if !strings.Contains(string(data), anchor) {
+		return nil, fmt.Errorf("%s: no selector to extend", paths[2])
+	}
+	skip := fmt.Sprintf("%s    - key: '.metadata.labels[%q]'\n      operator: 'DoesNotExist'\n", anchor, cfg.KwokIgnorePodLabel)
+	paths[2] = filepath.Join(cfg.Dir, "kwok-pod-ready.yaml")
+	if err := os.WriteFile(paths[2], []byte(strings.Replace(string(data), anchor, skip, 1)), 0o644); err != nil {
+		return nil, err
+	}
+	return paths, nil
+}
+
+// kwokArgs runs kwok with the given --config files ("" entries skipped).
+func kwokArgs(cfg Config, ports map[string]int, kubeconfig string, configs []string) []string {
+	paths := configs[:0:0]
+	for _, c := range configs {
+		if c != "" {
+			paths = append(paths, c)
+		}
 	}
 	return []string{
 		"--kubeconfig=" + kubeconfig,

@@ -33,6 +33,14 @@ type Config struct {
 	Detach bool
 	// NodeLeaseSeconds is kwok's node lease duration; 40 suits up to ~1000 nodes.
 	NodeLeaseSeconds int
+	// KwokParallelism, when positive, is how many pod and node stages and
+	// node leases kwok works on at once (kwok's default is 4 each): raise it
+	// for tens of thousands of pods.
+	KwokParallelism int
+	// KwokIgnorePodLabel, when set, is a label key that makes kwok leave a
+	// pod's status alone (its pod-ready stage skips pods carrying it), for
+	// a test that writes the status of many pods itself.
+	KwokIgnorePodLabel string
 }
 
 // State is what a running cluster records in Dir/state.json.
@@ -110,6 +118,14 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	if err := c.writeKubeconfig(); err != nil {
 		return nil, err
 	}
+	kwokConfig, err := writeKwokConfiguration(cfg)
+	if err != nil {
+		return nil, err
+	}
+	kwokStages, err := kwokStagePaths(cfg)
+	if err != nil {
+		return nil, err
+	}
 
 	steps := []struct {
 		name    string
@@ -126,7 +142,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		{"kube-scheduler", schedulerArgs(ports, c.Kubeconfig), func(ctx context.Context) error {
 			return httpOK(ctx, fmt.Sprintf("https://127.0.0.1:%d/healthz", ports["kube-scheduler"]), "")
 		}},
-		{"kwok", kwokArgs(cfg, ports, c.Kubeconfig), func(ctx context.Context) error {
+		{"kwok", kwokArgs(cfg, ports, c.Kubeconfig, append(kwokStages, kwokConfig)), func(ctx context.Context) error {
 			return httpOK(ctx, fmt.Sprintf("http://127.0.0.1:%d/healthz", ports["kwok"]), "")
 		}},
 	}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+)
+
+// cacheTrimmer is the informers' transform: before an object is cached it
+// drops what no part of the autoscaler reads, and makes pods share their
+// common parts (podSharer), so that the pods of a large cluster (the bulk of
+// the process's memory) take less room.
+//
+// From every object: metadata.managedFields (server-side apply bookkeeping,
+// about a fifth of a small pod as decoded). From pods, in addition:
+//   - of each init and app container, what only the kubelet uses: command,
+//     args, working directory, environment, volume mounts and devices,
+//     probes, lifecycle hooks, termination message settings, image pull
+//     policy, security context and the terminal flags. Kept: name, image,
+//     ports (host ports are a scheduling constraint), resources, resize
+//     policy and restart policy (sidecars count in the pod's requests);
+//   - ephemeral containers, which have no resources and are never scheduled;
+//   - of each container status, its state, last state, readiness, restart
+//     count, image and container IDs, mounts, user and stop signal. Kept: the
+//     name and the resources the kubelet reports and allocated (read for
+//     pods being resized in place).
+//
+// Everything at the pod level (volumes, affinity, tolerations, spread
+// constraints, claims, overhead, priority, node name, conditions, phase,
+// owner references, annotations) is kept. The autoscaler never writes a
+// cached pod back to the API server, which would lose what was dropped.
+type cacheTrimmer struct {
+	pods *podSharer
+}
+
+// sharedPartsLimit bounds the parts the pod sharer remembers (see podSharer).
+const sharedPartsLimit = 50000
+
+func newCacheTrimmer() *cacheTrimmer { return &cacheTrimmer{pods: newPodSharer(sharedPartsLimit)} }
+
+// transform is the cache.TransformFunc.
+func (t *cacheTrimmer) transform(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil && m.GetManagedFields() != nil {
+		m.SetManagedFields(nil)
+	}
+	if pod, ok := obj.(*apiv1.Pod); ok {
+		trimPod(pod)
+		if t.pods != nil {
+			t.pods.share(pod)
+		}
+	}
+	return obj, nil
+}
+
+func trimPod(pod *apiv1.Pod) {
+	for i := range pod.Spec.InitContainers {
+		trimContainer(&pod.Spec.InitContainers[i])
+	}
+	for i := range pod.Spec.Containers {
+		trimContainer(&pod.Spec.Containers[i])
+	}
+	pod.Spec.EphemeralContainers = nil
+	pod.Status.InitContainerStatuses = trimStatuses(pod.Status.InitContainerStatuses)
+	pod.Status.ContainerStatuses = trimStatuses(pod.Status.ContainerStatuses)
+	pod.Status.EphemeralContainerStatuses = nil
+}
+
+// trimContainer clears the fields named above; any other field, including
+// one a later API version adds, is kept.
+func trimContainer(c *apiv1.Container) {
+	c.Command, c.Args, c.WorkingDir = nil, nil, ""
+	c.Env, c.EnvFrom = nil, nil
+	c.VolumeMounts, c.VolumeDevices = nil, nil
+	c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle = nil, nil, nil, nil
+	c.TerminationMessagePath, c.TerminationMessagePolicy, c.ImagePullPolicy = "", "", ""
+	c.SecurityContext = nil
+	c.Stdin, c.StdinOnce, c.TTY = false, false, false
+}
+
+// trimStatuses clears what the kubelet reports of each container's run;
+// the name and the resources stay, as does any field not named here.
+func trimStatuses(statuses []apiv1.ContainerStatus) []apiv1.ContainerStatus {
+	for i := range statuses {
+		s := &statuses[i]
+		s.State, s.LastTerminationState = apiv1.ContainerState{}, apiv1.ContainerState{}
+		s.Ready, s.Started, s.RestartCount = false, nil, 0
+		s.Image, s.ImageID, s.ContainerID = "", "", ""
+		s.VolumeMounts, s.User, s.AllocatedResourcesStatus, s.StopSignal = nil, nil, nil, nil
+	}
+	return statuses
+}
