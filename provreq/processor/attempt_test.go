@@ -426,6 +426,7 @@ func TestRefusedRollbackHoldsRequestsBackOnce(t *testing.T) {
 	}
 	wantCond(t, b, provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsFound)
 }
+
 // What a failed scale-up could not undo at once, in a group whose
 // instances from before the increase are not known, is undone by name
 // only: the group's other instances (here an old node and one listed
