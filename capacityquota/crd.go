@@ -17,4 +17,6 @@ var manifest []byte
 func Manifest() []byte { return bytes.Clone(manifest) }
 
 // InstallCRD creates or updates the CRD and waits until it is served.
-func InstallCRD(ctx context.Context, cfg *rest.Config) error { return customresources.Install(ctx, cfg, manifest) }
+func InstallCRD(ctx context.Context, cfg *rest.Config) error {
+	return customresources.Install(ctx, cfg, manifest)
+}
