@@ -348,11 +348,15 @@ func TestHungServerTimesOut(t *testing.T) {
 	}
 	srv := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo,
 		h grpc.UnaryHandler) (any, error) {
+		// A hung server never answers: the client's own deadline must end
+		// the call. (Answering once the server-side deadline passed raced
+		// the client's timer and could deliver a success.)
 		select {
 		case <-release:
+			return h(ctx, req)
 		case <-ctx.Done():
+			return nil, status.FromContextError(ctx.Err()).Err()
 		}
-		return h(ctx, req)
 	}))
 	protos.RegisterCloudProviderServer(srv, s)
 	go func() { _ = srv.Serve(lis) }()
