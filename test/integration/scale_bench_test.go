@@ -49,7 +49,8 @@ import (
 // the window, SCALE_HEAP_PROFILE=<file> a heap profile at its end,
 // SCALE_BURST_CPU_PROFILE=<file> a CPU profile over the burst's first 30 s;
 // SCALE_LOG=<file> keeps the measured autoscaler's log; SCALE_NODES=<n> runs
-// that size only.
+// that size only; SCALE_GOMEMLIMIT=<limit> then measures another window
+// with the binary restarted with GOMEMLIMIT=<limit> (e.g. 450MiB).
 func BenchmarkScale(b *testing.B) {
 	sizes := []int{100, 1000, 3000}
 	if v := os.Getenv("SCALE_NODES"); v != "" { // another size, alone
@@ -221,6 +222,7 @@ nodeGroups:
 	b.ReportMetric(percentile(f.loops, 1), "s-loop-max")
 	b.ReportMetric(f.requests/float64(len(f.loops)), "API-calls/loop")
 	b.ReportMetric(cpuSteady/float64(len(f.loops)), "CPU-s/loop")
+	b.ReportMetric(f.gcs/float64(len(f.loops)), "GCs/loop")
 	b.ReportMetric(burstSeconds, "s-burst-to-all-running")
 	if len(burstLoops.loops) > 0 {
 		b.ReportMetric(percentile(burstLoops.loops, 1), "s-burst-loop-max")
@@ -249,6 +251,43 @@ nodeGroups:
 	if rss := peakRSSMiB(p); rss > 500 {
 		b.Logf("peak RSS %.0f MiB is above the 500 MiB target", rss)
 	}
+	if limit := os.Getenv("SCALE_GOMEMLIMIT"); limit != "" {
+		benchScaleMemLimit(b, e, p, args, limit, window)
+	}
+}
+
+// benchScaleMemLimit replaces the measured autoscaler by one with
+// GOMEMLIMIT=limit in its environment (the Go runtime's soft memory limit:
+// the collector runs before the heap doubles once the limit is near) and
+// measures a steady window of it: loop percentiles, CPU per loop, peak RSS.
+func benchScaleMemLimit(b *testing.B, e *framework.Env, p *autoscalerProcess, args []string, limit string,
+	window time.Duration) {
+	if code := p.terminate(time.Minute); code != 0 {
+		b.Logf("the first autoscaler exited with %d", code)
+	}
+	q := startAutoscalerEnv(b, []string{"GOMEMLIMIT=" + limit}, "autoscaler-memlimit", append(args, "--v=2")...)
+	e.Eventually(5*time.Minute, "the first loop with GOMEMLIMIT", func(ctx context.Context) (bool, error) {
+		v, err := scrapeValues(ctx, q)
+		return err == nil && v[mainCount] >= 1, nil
+	})
+	cpuStart, loadStart := cpuSeconds(q), loadAverage()
+	s := startLoopSampler(b, q)
+	time.Sleep(window)
+	s.close()
+	f := s.figures()
+	if len(f.loops) == 0 {
+		b.Fatalf("GOMEMLIMIT=%s: no loop ended in the %v window", limit, window)
+	}
+	n := float64(len(f.loops))
+	b.ReportMetric(percentile(f.loops, 0.5), "memlimit-s-loop-p50")
+	b.ReportMetric(percentile(f.loops, 0.9), "memlimit-s-loop-p90")
+	b.ReportMetric(percentile(f.loops, 0.99), "memlimit-s-loop-p99")
+	b.ReportMetric((cpuSeconds(q)-cpuStart)/n, "memlimit-CPU-s/loop")
+	b.ReportMetric(f.gcs/n, "memlimit-GCs/loop")
+	b.ReportMetric(peakRSSMiB(q), "memlimit-peak-RSS-MiB")
+	b.Logf("GOMEMLIMIT=%s: %d loops %v; RSS %.0f MiB (VmHWM %.0f MiB), heap in use %.0f MiB; load average %s at the start and %s at the end",
+		limit, len(f.loops), roundAll(f.loops), procStatusMiB(q.cmd.Process.Pid, "VmRSS"), peakRSSMiB(q),
+		sumOf(s.last, "go_memstats_heap_inuse_bytes")/(1<<20), loadStart, loadAverage())
 }
 
 func roundAll(v []float64) []string {
