@@ -1,6 +1,8 @@
 package main
 
 import (
+	"reflect"
+
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 )
@@ -22,7 +24,7 @@ import (
 //   - of each container status, its state, last state, readiness, restart
 //     count, image and container IDs, mounts, user and stop signal. Kept: the
 //     name and the resources the kubelet reports and allocated (read for
-//     pods being resized in place).
+//     pods being resized in place); a status with nothing else is dropped.
 //
 // Everything at the pod level (volumes, affinity, tolerations, spread
 // constraints, claims, overhead, priority, node name, conditions, phase,
@@ -77,14 +79,24 @@ func trimContainer(c *apiv1.Container) {
 }
 
 // trimStatuses clears what the kubelet reports of each container's run;
-// the name and the resources stay, as does any field not named here.
+// the name and the resources stay, as does any field not named here. A
+// status left with its name only (no resources reported: no resize to
+// account for) is dropped, as the scheduler then reads the spec alone.
 func trimStatuses(statuses []apiv1.ContainerStatus) []apiv1.ContainerStatus {
+	kept := statuses[:0]
 	for i := range statuses {
-		s := &statuses[i]
+		s := statuses[i]
 		s.State, s.LastTerminationState = apiv1.ContainerState{}, apiv1.ContainerState{}
 		s.Ready, s.Started, s.RestartCount = false, nil, 0
 		s.Image, s.ImageID, s.ContainerID = "", "", ""
 		s.VolumeMounts, s.User, s.AllocatedResourcesStatus, s.StopSignal = nil, nil, nil, nil
+		if reflect.DeepEqual(s, apiv1.ContainerStatus{Name: s.Name}) {
+			continue
+		}
+		kept = append(kept, s)
 	}
-	return statuses
+	if len(kept) == 0 {
+		return nil
+	}
+	return kept
 }

@@ -192,18 +192,34 @@ func (c *PodCheck) Err() error { return c.err }
 
 // Fits runs Filter on one node; nil means the pod fits there.
 func (c *PodCheck) Fits(ctx context.Context, nodeName string) error {
-	if c.err != nil {
-		return c.err
-	}
-	if c.allowed != nil && !c.allowed[nodeName] {
-		return &Unschedulable{Pod: c.pod, Node: nodeName, Reasons: []string{"excluded by PreFilter"}}
-	}
 	ni, err := c.h.snapshot.NodeInfo(nodeName)
-	if err != nil {
+	if err != nil && c.err == nil {
 		return err
 	}
-	status := c.h.fw.RunFilterPlugins(c.h.logs.wrap(ctx), c.state, c.pod, ni)
-	if !status.IsSuccess() {
+	status, ran := c.filter(ctx, ni)
+	return c.verdict(nodeName, status, ran)
+}
+
+// filter runs the Filter plugins on ni; ran is false when the check failed
+// at PreFilter or PreFilter excluded the node (verdict tells them apart).
+// A nil status is a success, as the framework has it.
+func (c *PodCheck) filter(ctx context.Context, ni *schedframework.NodeInfo) (status *fwk.Status, ran bool) {
+	if c.err != nil || (c.allowed != nil && !c.allowed[ni.Node().Name]) {
+		return nil, false
+	}
+	return c.h.fw.RunFilterPlugins(c.h.logs.wrap(ctx), c.state, c.pod, ni), true
+}
+
+// verdict turns filter's answer for nodeName into Fits' error. It is kept
+// apart from filter so that a walk over many nodes builds the error of
+// the last refusal only.
+func (c *PodCheck) verdict(nodeName string, status *fwk.Status, ran bool) error {
+	switch {
+	case c.err != nil:
+		return c.err
+	case !ran:
+		return &Unschedulable{Pod: c.pod, Node: nodeName, Reasons: []string{"excluded by PreFilter"}}
+	case !status.IsSuccess():
 		return &Unschedulable{Pod: c.pod, Node: nodeName, Reasons: status.Reasons(), Plugin: status.Plugin()}
 	}
 	return nil
@@ -260,21 +276,27 @@ func (h *Handle) FitAnywhere(ctx context.Context, pod *apiv1.Pod, accept func(no
 	if c.err != nil {
 		return "", c.err
 	}
-	var last error
-	for _, name := range h.snapshot.NodeNames() {
+	// The snapshot's own list, walked in place (Filter plugins do not change
+	// the snapshot); the error is built for the last refusal only.
+	var lastNode string
+	var lastStatus *fwk.Status
+	var lastRan bool
+	for _, info := range h.snapshot.list {
+		ni := info.(*schedframework.NodeInfo)
+		name := ni.Node().Name
 		if accept != nil && !accept(name) {
 			continue
 		}
-		if err := c.Fits(ctx, name); err != nil {
-			last = err
-			continue
+		status, ran := c.filter(ctx, ni)
+		if ran && status.IsSuccess() {
+			return name, nil
 		}
-		return name, nil
+		lastNode, lastStatus, lastRan = name, status, ran
 	}
-	if last == nil {
-		last = &Unschedulable{Pod: pod, Reasons: []string{"no node to consider"}}
+	if lastNode == "" {
+		return "", &Unschedulable{Pod: pod, Reasons: []string{"no node to consider"}}
 	}
-	return "", last
+	return "", c.verdict(lastNode, lastStatus, lastRan)
 }
 
 // Unschedulable says why a pod does not fit.

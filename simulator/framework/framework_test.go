@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 )
 
-func newHandle(t *testing.T, s *Snapshot) *Handle {
+func newHandle(t testing.TB, s *Snapshot) *Handle {
 	t.Helper()
 	ctx := t.Context()
 	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)

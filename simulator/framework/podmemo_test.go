@@ -87,3 +87,23 @@ func BenchmarkReset(b *testing.B) {
 		s.Reset(nodes, pods)
 	}
 }
+
+// BenchmarkFitAnywhere: a pod that only the last of 3,000 nodes takes, as
+// the scale-down simulation asks for each pod of a candidate node.
+//
+//	go test -run xxx -bench FitAnywhere -benchmem ./simulator/framework
+func BenchmarkFitAnywhere(b *testing.B) {
+	var nodes []*apiv1.Node
+	for i := 0; i < 3000; i++ {
+		nodes = append(nodes, makeNode(fmt.Sprintf("n%d", i), "16").obj())
+	}
+	nodes[len(nodes)-1].Labels["pool"] = "last"
+	h := newHandle(b, NewSnapshot(nodes, nil))
+	pod := makePod("p", "1").selector("pool", "last").obj()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if node, err := h.FitAnywhere(b.Context(), pod, nil); err != nil || node != "n2999" {
+			b.Fatalf("placed on %q: %v", node, err)
+		}
+	}
+}

@@ -243,6 +243,7 @@ type loopFigures struct {
 	loops         []float64
 	inexact       int
 	requests      float64            // rest_client_requests_total
+	gcs           float64            // garbage collections (go_gc_duration_seconds_count)
 	requestsBy    map[string]float64 // by method
 	functionMeans map[string]float64 // seconds per run, by function label
 }
@@ -253,6 +254,7 @@ func (s *loopSampler) figures() loopFigures {
 	f := loopFigures{loops: append([]float64(nil), s.loops...), inexact: s.inexact,
 		requestsBy: map[string]float64{}, functionMeans: map[string]float64{}}
 	f.requests = sumOf(s.last, "rest_client_requests_total") - sumOf(s.first, "rest_client_requests_total")
+	f.gcs = s.last["go_gc_duration_seconds_count"] - s.first["go_gc_duration_seconds_count"]
 	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
 		l := `method="` + m + `"`
 		if d := sumOf(s.last, "rest_client_requests_total", l) - sumOf(s.first, "rest_client_requests_total", l); d > 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"syscall"
 	"testing"
@@ -34,9 +35,24 @@ func startAutoscaler(t testing.TB, name string, args ...string) *autoscalerProce
 // binary (a fork).
 func startAutoscalerBinary(t testing.TB, binary, name string, args ...string) *autoscalerProcess {
 	t.Helper()
+	return startAutoscalerProcess(t, binary, nil, name, args...)
+}
+
+// startAutoscalerEnv is startAutoscaler with variables added to the
+// process's environment ("GOMEMLIMIT=450MiB").
+func startAutoscalerEnv(t testing.TB, env []string, name string, args ...string) *autoscalerProcess {
+	t.Helper()
+	return startAutoscalerProcess(t, autoscalerBinary, env, name, args...)
+}
+
+func startAutoscalerProcess(t testing.TB, binary string, env []string, name string, args ...string) *autoscalerProcess {
+	t.Helper()
 	addr := framework.FreeAddress(t)
 	p := &autoscalerProcess{t: t, name: name, address: addr, log: &framework.SyncBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(binary, append([]string{"--address=" + addr}, args...)...)
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", name, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,9 +122,12 @@ nodeGroups:
 	up, down := sumOf(v, "cluster_autoscaler_scaled_up_nodes_total"), sumOf(v, "cluster_autoscaler_scaled_down_nodes_total")
 	loops := v[mainCount]
 	b.Logf("%d steps, %.0f loops, %.0f nodes added, %.0f removed; load average %s", steps, loops, up, down, loadAverage())
+	// One line (benchmark logs past 10 lines are cut without -v).
+	var b2 strings.Builder
 	for _, s := range samples {
-		b.Logf("t=%5.0fs RSS %6.1f MiB heap %6.1f MiB goroutines %4.0f", s.at.Seconds(), s.rssMiB, s.heapMiB, s.goroutines)
+		fmt.Fprintf(&b2, " %.0fs:%.1f/%.1f/%.0f", s.at.Seconds(), s.rssMiB, s.heapMiB, s.goroutines)
 	}
+	b.Logf("samples (time: RSS MiB / heap in use MiB / goroutines):%s", b2.String())
 
 	warm := min(3*time.Minute, duration/4)
 	var xs, rss, gor, heap []float64
