@@ -24,11 +24,17 @@ import (
 //   - of each container status, its state, last state, readiness, restart
 //     count, image and container IDs, mounts, user and stop signal. Kept: the
 //     name and the resources the kubelet reports and allocated (read for
-//     pods being resized in place); a status with nothing else is dropped.
+//     pods being resized in place); a status with nothing else is dropped;
+//   - the kubelet's readiness conditions (Ready, ContainersReady,
+//     Initialized, PodReadyToStartContainers: four of a running pod's five)
+//     and the pod's and host's IPs. Kept: PodScheduled (read to find
+//     unschedulable and unprocessed pods), the resize conditions (the
+//     scheduler's request arithmetic reads PodResizePending) and any other
+//     condition type.
 //
-// Everything at the pod level (volumes, affinity, tolerations, spread
-// constraints, claims, overhead, priority, node name, conditions, phase,
-// owner references, annotations) is kept. The autoscaler never writes a
+// Everything else at the pod level (volumes, affinity, tolerations, spread
+// constraints, claims, overhead, priority, node name, phase, owner
+// references, annotations) is kept. The autoscaler never writes a
 // cached pod back to the API server, which would lose what was dropped.
 type cacheTrimmer struct {
 	pods *podSharer
@@ -64,6 +70,39 @@ func trimPod(pod *apiv1.Pod) {
 	pod.Status.InitContainerStatuses = trimStatuses(pod.Status.InitContainerStatuses)
 	pod.Status.ContainerStatuses = trimStatuses(pod.Status.ContainerStatuses)
 	pod.Status.EphemeralContainerStatuses = nil
+	pod.Status.Conditions = trimConditions(pod.Status.Conditions)
+	pod.Status.PodIP, pod.Status.PodIPs, pod.Status.HostIP, pod.Status.HostIPs = "", nil, "", nil
+}
+
+// kubeletReadiness are the condition types only the kubelet's and the
+// endpoints' readers need.
+var kubeletReadiness = map[apiv1.PodConditionType]bool{
+	apiv1.PodReady: true, apiv1.ContainersReady: true, apiv1.PodInitialized: true, apiv1.PodReadyToStartContainers: true,
+}
+
+// trimConditions returns the conditions other than kubeletReadiness in a
+// slice of their own length (filtering in place would keep the decoded
+// backing array, and the memory with it).
+func trimConditions(conds []apiv1.PodCondition) []apiv1.PodCondition {
+	n := 0
+	for i := range conds {
+		if !kubeletReadiness[conds[i].Type] {
+			n++
+		}
+	}
+	if n == len(conds) {
+		return conds
+	}
+	if n == 0 {
+		return nil
+	}
+	kept := make([]apiv1.PodCondition, 0, n)
+	for i := range conds {
+		if !kubeletReadiness[conds[i].Type] {
+			kept = append(kept, conds[i])
+		}
+	}
+	return kept
 }
 
 // trimContainer clears the fields named above; any other field, including

@@ -45,7 +45,7 @@ func TestTrimForCacheKeepsWhatTheAutoscalerReads(t *testing.T) {
 			"VolumeDevices", "LivenessProbe", "ReadinessProbe", "StartupProbe", "Lifecycle", "TerminationMessagePath",
 			"TerminationMessagePolicy", "ImagePullPolicy", "SecurityContext", "Stdin", "StdinOnce", "TTY"),
 		cmpopts.IgnoreFields(apiv1.PodSpec{}, "EphemeralContainers"),
-		cmpopts.IgnoreFields(apiv1.PodStatus{}, "EphemeralContainerStatuses"),
+		cmpopts.IgnoreFields(apiv1.PodStatus{}, "EphemeralContainerStatuses", "PodIP", "PodIPs", "HostIP", "HostIPs"),
 		cmpopts.IgnoreFields(apiv1.ContainerStatus{}, "State", "LastTerminationState", "Ready", "Started",
 			"RestartCount", "Image", "ImageID", "ContainerID", "VolumeMounts", "User", "AllocatedResourcesStatus",
 			"StopSignal"),
@@ -61,6 +61,10 @@ func TestTrimForCacheKeepsWhatTheAutoscalerReads(t *testing.T) {
 			}
 			pod.Spec.EphemeralContainers = []apiv1.EphemeralContainer{{EphemeralContainerCommon: apiv1.EphemeralContainerCommon{
 				Name: "debug", Image: "busybox"}}}
+			// A resize the node cannot take: the scheduler reads this
+			// condition to decide which requests count.
+			pod.Status.Conditions = append(pod.Status.Conditions, apiv1.PodCondition{Type: apiv1.PodResizePending,
+				Status: apiv1.ConditionTrue, Reason: apiv1.PodReasonInfeasible})
 			before := pod.DeepCopy()
 			got, err := newCacheTrimmer().transform(pod)
 			if err != nil {
@@ -76,6 +80,23 @@ func TestTrimForCacheKeepsWhatTheAutoscalerReads(t *testing.T) {
 			want := before.DeepCopy()
 			want.Status.ContainerStatuses = withResources(want.Status.ContainerStatuses)
 			want.Status.InitContainerStatuses = withResources(want.Status.InitContainerStatuses)
+			want.Status.Conditions = nil
+			for _, c := range before.Status.Conditions {
+				switch c.Type {
+				case apiv1.PodReady, apiv1.ContainersReady, apiv1.PodInitialized, apiv1.PodReadyToStartContainers:
+				default:
+					want.Status.Conditions = append(want.Status.Conditions, c)
+				}
+			}
+			if last := want.Status.Conditions[len(want.Status.Conditions)-1]; last.Type != apiv1.PodResizePending {
+				t.Fatalf("test pod: want PodResizePending kept, got %+v", want.Status.Conditions)
+			}
+			if name == "pod-deployment-typical.yaml" && (len(after.Status.Conditions) != 2 || after.Status.Conditions[0].Type != apiv1.PodScheduled) {
+				t.Errorf("conditions kept: %+v; want PodScheduled and PodResizePending", after.Status.Conditions)
+			}
+			if after.Status.PodIP != "" || after.Status.PodIPs != nil || after.Status.HostIP != "" || after.Status.HostIPs != nil {
+				t.Errorf("IPs kept: %+v", after.Status)
+			}
 			if diff := cmp.Diff(want, after, dropped); diff != "" {
 				t.Errorf("trimmed pod differs in fields the trim keeps (-before +after):\n%s", diff)
 			}
