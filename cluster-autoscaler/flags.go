@@ -127,6 +127,7 @@ func (c *commandLine) registerLoopAndCloud() {
 	fs.BoolVar(&o.FrequentLoopsEnabled, "frequent-loops-enabled", o.FrequentLoopsEnabled, "Run the next loop at once after a productive loop or when a new unschedulable pod appears.")
 	fs.DurationVar(&o.ScaleUpBatchIdle, "scale-up-batch-idle-duration", o.ScaleUpBatchIdle, "A loop asked for by new unschedulable pods starts once no new one arrived for this long, so that a burst gets one scale-up; 0 starts it at once (not upstream).")
 	fs.DurationVar(&o.ScaleUpBatchMax, "scale-up-batch-max-duration", o.ScaleUpBatchMax, "The longest a burst of new unschedulable pods holds its loop back, counted from the first pod (not upstream).")
+	fs.Float64Var(&o.HeapHeadroomRatio, "heap-headroom-ratio", o.HeapHeadroomRatio, "After each garbage collection the heap may grow by this share of its live part (at least 64 MiB) before the next one; 0 leaves it to GOGC (not upstream). A cgroup memory limit caps it at 90% of the limit; GOGC or GOMEMLIMIT in the environment turn it off.")
 	fs.DurationVar(&o.MaxInactivity, "max-inactivity", o.MaxInactivity, "/health-check fails when no loop has started for this long.")
 	fs.DurationVar(&o.MaxFailingTime, "max-failing-time", o.MaxFailingTime, "/health-check fails when no loop has succeeded for this long.")
 	fs.DurationVar(&o.MaxStartupTime, "max-startup-time", o.MaxStartupTime, "/health-check fails when the first successful loop takes longer than this.")

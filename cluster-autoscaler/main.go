@@ -63,6 +63,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			"replacement", removedFlagReplacement(name))
 	}
 
+	stopGovernor := startHeapGovernor(logger, cl.opts.HeapHeadroomRatio)
+	defer stopGovernor()
+
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGQUIT)
 	defer stop()
 	if err := start(klog.NewContext(ctx, logger), cl.opts); err != nil {

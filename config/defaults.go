@@ -42,6 +42,7 @@ func Defaults() Options {
 		MaxInactivity:        10 * time.Minute,
 		MaxFailingTime:       15 * time.Minute,
 		MaxStartupTime:       20 * time.Minute,
+		HeapHeadroomRatio:    0.25,
 
 		CloudProvider: "gce",
 		Cores:         Range{Min: 0, Max: DefaultMaxClusterCores},

@@ -30,6 +30,9 @@ type Options struct {
 	MaxInactivity    time.Duration
 	MaxFailingTime   time.Duration
 	MaxStartupTime   time.Duration
+	// HeapHeadroomRatio bounds the Go heap's growth past its live part
+	// (not upstream; 0: Go's GOGC alone). See cluster-autoscaler/memory.go.
+	HeapHeadroomRatio float64
 
 	// Cloud provider and cluster-wide limits.
 	CloudProvider          string

@@ -67,6 +67,8 @@ func (o *Options) validate() *validator {
 	v.positive(o.MaxInactivity, "--max-inactivity")
 	v.positive(o.MaxFailingTime, "--max-failing-time")
 	v.positive(o.MaxStartupTime, "--max-startup-time")
+	v.check(o.HeapHeadroomRatio >= 0 && !math.IsInf(o.HeapHeadroomRatio, 1), "--heap-headroom-ratio",
+		"must be zero (off) or positive and finite, got %v", o.HeapHeadroomRatio)
 
 	v.check(o.CloudProvider != "", "--cloud-provider", "must not be empty")
 	for _, s := range o.NodeGroups {
