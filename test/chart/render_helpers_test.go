@@ -238,6 +238,7 @@ func namespacePermissions(statusConfigMap, lease string) []permission {
 		perms("", "configmaps", "get list watch create"),
 		named(statusConfigMap, perms("", "configmaps", "get update delete")),
 		named("cluster-autoscaler-provisioning-attempts", perms("", "configmaps", "get update")),
+		named("cluster-autoscaler-healing", perms("", "configmaps", "get update")),
 		named("kwok-provider-state", perms("", "configmaps", "get update")),
 		named("kwok-provider-config", perms("", "configmaps", "get")),
 		named("cluster-autoscaler-priority-expander", perms("", "configmaps", "get list watch")),
