@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,7 +51,8 @@ import (
 // SCALE_BURST_CPU_PROFILE=<file> a CPU profile over the burst's first 30 s;
 // SCALE_LOG=<file> keeps the measured autoscaler's log; SCALE_NODES=<n> runs
 // that size only; SCALE_GOMEMLIMIT=<limit> then measures another window
-// with the binary restarted with GOMEMLIMIT=<limit> (e.g. 450MiB).
+// with the binary restarted with GOMEMLIMIT=<limit> (e.g. 450MiB), and
+// SCALE_HEADROOM_RATIOS=<r>,... one more window per --heap-headroom-ratio.
 func BenchmarkScale(b *testing.B) {
 	sizes := []int{100, 1000, 3000}
 	if v := os.Getenv("SCALE_NODES"); v != "" { // another size, alone
@@ -250,21 +252,31 @@ nodeGroups:
 	b.Logf("burst: %d pods Running after %.1fs, %d loops %v; load average %s", scaleBurstPods, burstSeconds,
 		len(burstLoops.loops), roundAll(burstLoops.loops), loadAverage())
 	if limit := os.Getenv("SCALE_GOMEMLIMIT"); limit != "" {
-		benchScaleMemLimit(b, e, p, args, limit, window)
+		p = benchScaleVariant(b, e, p, []string{"GOMEMLIMIT=" + limit}, args, "memlimit", window)
+	}
+	if ratios := os.Getenv("SCALE_HEADROOM_RATIOS"); ratios != "" {
+		for _, r := range strings.Split(ratios, ",") {
+			if _, err := strconv.ParseFloat(r, 64); err != nil {
+				b.Fatalf("SCALE_HEADROOM_RATIOS=%q: %q is not a number", ratios, r)
+			}
+			p = benchScaleVariant(b, e, p, nil, append(slices.Clone(args), "--heap-headroom-ratio="+r),
+				"headroom"+r, window)
+		}
 	}
 }
 
-// benchScaleMemLimit replaces the measured autoscaler by one with
-// GOMEMLIMIT=limit in its environment (the Go runtime's soft memory limit:
-// the collector runs before the heap doubles once the limit is near) and
-// measures a steady window of it: loop percentiles, CPU per loop, peak RSS.
-func benchScaleMemLimit(b *testing.B, e *framework.Env, p *autoscalerProcess, args []string, limit string,
-	window time.Duration) {
+// benchScaleVariant replaces the measured autoscaler p by one with env
+// added to its environment (GOMEMLIMIT=<limit>: the Go runtime's soft
+// memory limit) and args, and measures a steady window of it: loop
+// percentiles, CPU per loop, peak RSS, reported with the label as prefix.
+// It returns the new process, which the next variant replaces in turn.
+func benchScaleVariant(b *testing.B, e *framework.Env, p *autoscalerProcess, env, args []string, label string,
+	window time.Duration) *autoscalerProcess {
 	if code := p.terminate(time.Minute); code != 0 {
-		b.Logf("the first autoscaler exited with %d", code)
+		b.Logf("the autoscaler before %s exited with %d", label, code)
 	}
-	q := startAutoscalerEnv(b, []string{"GOMEMLIMIT=" + limit}, "autoscaler-memlimit", append(args, "--v=2")...)
-	e.Eventually(5*time.Minute, "the first loop with GOMEMLIMIT", func(ctx context.Context) (bool, error) {
+	q := startAutoscalerEnv(b, env, "autoscaler-"+label, append(args, "--v=2")...)
+	e.Eventually(5*time.Minute, "the first loop of "+label, func(ctx context.Context) (bool, error) {
 		v, err := scrapeValues(ctx, q)
 		return err == nil && v[mainCount] >= 1, nil
 	})
@@ -274,18 +286,19 @@ func benchScaleMemLimit(b *testing.B, e *framework.Env, p *autoscalerProcess, ar
 	s.close()
 	f := s.figures()
 	if len(f.loops) == 0 {
-		b.Fatalf("GOMEMLIMIT=%s: no loop ended in the %v window", limit, window)
+		b.Fatalf("%s: no loop ended in the %v window", label, window)
 	}
 	n := float64(len(f.loops))
-	b.ReportMetric(percentile(f.loops, 0.5), "memlimit-s-loop-p50")
-	b.ReportMetric(percentile(f.loops, 0.9), "memlimit-s-loop-p90")
-	b.ReportMetric(percentile(f.loops, 0.99), "memlimit-s-loop-p99")
-	b.ReportMetric((cpuSeconds(q)-cpuStart)/n, "memlimit-CPU-s/loop")
-	b.ReportMetric(f.gcs/n, "memlimit-GCs/loop")
-	b.ReportMetric(peakRSSMiB(q), "memlimit-peak-RSS-MiB")
-	b.Logf("GOMEMLIMIT=%s: %d loops %v; RSS %.0f MiB (VmHWM %.0f MiB), heap in use %.0f MiB; load average %s at the start and %s at the end",
-		limit, len(f.loops), roundAll(f.loops), procStatusMiB(q.cmd.Process.Pid, "VmRSS"), peakRSSMiB(q),
+	b.ReportMetric(percentile(f.loops, 0.5), label+"-s-loop-p50")
+	b.ReportMetric(percentile(f.loops, 0.9), label+"-s-loop-p90")
+	b.ReportMetric(percentile(f.loops, 0.99), label+"-s-loop-p99")
+	b.ReportMetric((cpuSeconds(q)-cpuStart)/n, label+"-CPU-s/loop")
+	b.ReportMetric(f.gcs/n, label+"-GCs/loop")
+	b.ReportMetric(peakRSSMiB(q), label+"-peak-RSS-MiB")
+	b.Logf("%s (env %v, args %v): %d loops %v; RSS %.0f MiB (VmHWM %.0f MiB), heap in use %.0f MiB; load average %s at the start and %s at the end",
+		label, env, args[len(args)-1], len(f.loops), roundAll(f.loops), procStatusMiB(q.cmd.Process.Pid, "VmRSS"), peakRSSMiB(q),
 		sumOf(s.last, "go_memstats_heap_inuse_bytes")/(1<<20), loadStart, loadAverage())
+	return q
 }
 
 func roundAll(v []float64) []string {
