@@ -192,10 +192,6 @@ func internStrings(pod *apiv1.Pod) {
 	in((*string)(&pod.Spec.DNSPolicy))
 	in((*string)(&pod.Status.Phase))
 	in((*string)(&pod.Status.QOSClass))
-	in(&pod.Status.HostIP)
-	for i := range pod.Status.HostIPs {
-		in(&pod.Status.HostIPs[i].IP)
-	}
 	for i := range pod.Status.Conditions {
 		c := &pod.Status.Conditions[i]
 		in((*string)(&c.Type))
