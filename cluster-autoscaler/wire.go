@@ -455,8 +455,11 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 			return err
 		}
 	}
+	replicaSets := factory.Apps().V1().ReplicaSets().Lister()
 	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(unschedulablePodTrigger(runner,
-		opts.AllowedSchedulerNames, opts.BypassedSchedulerNames)); err != nil {
+		opts.AllowedSchedulerNames, opts.BypassedSchedulerNames, func(pod *apiv1.Pod) bool {
+			return processors.CountsWholeReplicaSet(replicaSets, pod, opts.PodInjectionLimit)
+		})); err != nil {
 		return fmt.Errorf("watching pods: %w", err)
 	}
 	if requests != nil {
@@ -521,8 +524,10 @@ func spamKey(statusNamespace, statusName string) record.EventSpamKeyFunc {
 // unschedulablePodTrigger asks for a loop when the scheduler newly marks a pod
 // unschedulable, or a pod of a bypassed scheduler arrives; the runner
 // batches a burst of them into one loop. Pods of schedulers outside
-// --allowed-scheduler-names ask for nothing.
-func unschedulablePodTrigger(r *core.Runner, allowed, bypassed []string) cache.ResourceEventHandler {
+// --allowed-scheduler-names ask for nothing. A new pod for which counted is
+// true (its workload's later pods are counted in full by the loop) does not
+// extend a batch its workload is already in.
+func unschedulablePodTrigger(r *core.Runner, allowed, bypassed []string, counted func(*apiv1.Pod) bool) cache.ResourceEventHandler {
 	check := func(obj any) {
 		pod, ok := obj.(*apiv1.Pod)
 		if !ok || len(processors.OfAllowedSchedulers([]*apiv1.Pod{pod}, allowed)) == 0 {
@@ -537,7 +542,7 @@ func unschedulablePodTrigger(r *core.Runner, allowed, bypassed []string) cache.R
 		AddFunc: func(obj any) {
 			if pod, ok := obj.(*apiv1.Pod); ok && pod.Spec.NodeName == "" && pod.Status.Phase == apiv1.PodPending &&
 				len(processors.OfAllowedSchedulers([]*apiv1.Pod{pod}, allowed)) > 0 {
-				r.PodArrived()
+				r.PodArrived(core.WorkloadKey(pod), counted(pod))
 			}
 			check(obj)
 		},

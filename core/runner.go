@@ -129,15 +129,19 @@ func (r *Runner) PodTrigger(key string) {
 	r.Trigger()
 }
 
-// PodArrived says a new pending pod was created: an open batch waits for
-// the rest of its burst. It starts no loop by itself and never blocks.
-func (r *Runner) PodArrived() {
+// PodArrived says a new pending pod of workload key (WorkloadKey) was
+// created: an open batch waits for the rest of its burst. A pod whose
+// workload is already in the batch and counted whole (counted: the loop
+// counts the replicas its controller has still to create, so nothing of it
+// is left to wait for) does not extend the window. It starts no loop by
+// itself and never blocks.
+func (r *Runner) PodArrived(key string, counted bool) {
 	if !r.frequent || r.batchIdle <= 0 {
 		return
 	}
 	now := r.clock.Now()
 	r.batchMu.Lock()
-	if !r.batchFirst.IsZero() {
+	if !r.batchFirst.IsZero() && !(counted && r.batchKeys[key]) {
 		r.batchLast = now
 	}
 	r.batchMu.Unlock()

@@ -311,7 +311,7 @@ func TestRunnerBatchHasAMaximum(t *testing.T) {
 	t0 := c.Now()
 	r.PodTrigger("deploy")
 	for i := 0; i < 25; i++ { // a new pod every 0.5s for 12.5s
-		r.PodArrived()
+		r.PodArrived("job", false)
 		stepWhenWaiting(t, c, 500*time.Millisecond)
 		if c.Now().Sub(t0) >= 10*time.Second {
 			break
@@ -337,18 +337,63 @@ func TestRunnerPodArrivalsExtendOnlyAnOpenBatch(t *testing.T) {
 	for !c.HasWaiters() {
 		time.Sleep(time.Millisecond)
 	}
-	r.PodArrived()
+	r.PodArrived("deploy", true)
 	stepWhenWaiting(t, c, 2*time.Second)
 	expectNoCall(t, loop, "a pod arrival alone started a loop")
 	t0 := c.Now()
 	r.PodTrigger("deploy")
 	stepWhenWaiting(t, c, 800*time.Millisecond)
-	r.PodArrived() // the window is now t0+1.8s
+	r.PodArrived("other", true) // the window is now t0+1.8s
 	stepWhenWaiting(t, c, 800*time.Millisecond)
 	expectNoCall(t, loop, "loop ran 0.8s after the last pod arrived")
 	stepWhenWaiting(t, c, 200*time.Millisecond)
 	waitCall(t, loop)
 	if got := loop.calls[1].Sub(t0); got != 1800*time.Millisecond {
 		t.Errorf("loop 2 started %v after the trigger, want 1.8s (1s after the last arrival)", got)
+	}
+}
+
+// TestRunnerCountedArrivalsDoNotExtend: once a ReplicaSet is in the batch,
+// its new pods do not extend the window (the loop counts the replicas it has
+// still to create); a pod of another workload, or of a workload whose later
+// pods are not counted, does.
+func TestRunnerCountedArrivalsDoNotExtend(t *testing.T) {
+	c := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	loop := &scriptedLoop{called: make(chan struct{}, 10)}
+	r := newBatchingRunner(loop, c)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = r.Run(ctx) }()
+	waitCall(t, loop)
+	for !c.HasWaiters() {
+		time.Sleep(time.Millisecond)
+	}
+	t0 := c.Now()
+	r.PodTrigger("rs")
+	for i := 0; i < 4; i++ { // the ReplicaSet's pods keep coming every 0.2s
+		stepWhenWaiting(t, c, 200*time.Millisecond)
+		r.PodArrived("rs", true)
+	}
+	stepWhenWaiting(t, c, 200*time.Millisecond)
+	waitCall(t, loop)
+	if got := loop.calls[1].Sub(t0); got != time.Second {
+		t.Errorf("loop 2 started %v after the trigger, want 1s: the counted ReplicaSet's pods extended the window", got)
+	}
+
+	for !c.HasWaiters() {
+		time.Sleep(time.Millisecond)
+	}
+	t1 := c.Now()
+	r.PodTrigger("rs")
+	stepWhenWaiting(t, c, 500*time.Millisecond)
+	r.PodArrived("job", true) // another workload: the window is now t1+1.5s
+	stepWhenWaiting(t, c, 500*time.Millisecond)
+	r.PodArrived("rs", false) // not counted whole: the window is now t1+2s
+	stepWhenWaiting(t, c, 900*time.Millisecond)
+	expectNoCall(t, loop, "loop ran 0.9s after an arrival that extends the window")
+	stepWhenWaiting(t, c, 100*time.Millisecond)
+	waitCall(t, loop)
+	if got := loop.calls[2].Sub(t1); got != 2*time.Second {
+		t.Errorf("loop 3 started %v after the trigger, want 2s (1s after the last extending arrival)", got)
 	}
 }

@@ -190,6 +190,28 @@ func IsUpcomingReplica(p *apiv1.Pod) bool {
 	return len(p.UID) > len(upcomingReplicaUIDPrefix) && string(p.UID[:len(upcomingReplicaUIDPrefix)]) == upcomingReplicaUIDPrefix
 }
 
+// CountsWholeReplicaSet reports whether p belongs to a ReplicaSet whose
+// replicas still to create a loop counts in full as stand-ins
+// (upcomingReplicas): one that lister knows, not being deleted, of at most
+// limit replicas (--pod-injection-limit), so that its later pods are known
+// before they exist. Other unschedulable pods may still take some of the
+// room; those replicas count once created.
+func CountsWholeReplicaSet(lister appslisters.ReplicaSetLister, p *apiv1.Pod, limit int) bool {
+	ref := metav1.GetControllerOf(p)
+	if lister == nil || ref == nil || ref.Kind != "ReplicaSet" || limit <= 0 {
+		return false
+	}
+	rs, err := lister.ReplicaSets(p.Namespace).Get(ref.Name)
+	if err != nil || rs.UID != ref.UID || rs.DeletionTimestamp != nil {
+		return false
+	}
+	want := int32(1)
+	if rs.Spec.Replicas != nil {
+		want = *rs.Spec.Replicas
+	}
+	return int(want) <= limit
+}
+
 // upcomingReplicas returns, for each ReplicaSet with a pod among
 // unschedulable, stand-ins for the replicas it has still to create
 // (spec.replicas minus its pods that are not terminating or terminal):

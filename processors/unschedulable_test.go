@@ -162,3 +162,45 @@ func TestPodInjectionLimit(t *testing.T) {
 		}
 	}
 }
+
+// A new pod of a ReplicaSet leaves an open batch alone only when the loop
+// will count all of that ReplicaSet's replicas still to create.
+func TestCountsWholeReplicaSet(t *testing.T) {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	small, big := int32(500), int32(10000)
+	_ = indexer.Add(&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a", UID: "a"},
+		Spec: appsv1.ReplicaSetSpec{Replicas: &small}})
+	_ = indexer.Add(&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "b", UID: "b"},
+		Spec: appsv1.ReplicaSetSpec{Replicas: &big}})
+	_ = indexer.Add(&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "c", UID: "c",
+		DeletionTimestamp: &metav1.Time{}}, Spec: appsv1.ReplicaSetSpec{Replicas: &small}})
+	lister := appslisters.NewReplicaSetLister(indexer)
+	recreated := burstPod("a-1", "a", "1", false)
+	recreated.OwnerReferences[0].UID = "an-older-a"
+	job := burstPod("j-0", "", "1", false)
+	yes := true
+	job.OwnerReferences = []metav1.OwnerReference{{Kind: "Job", Name: "j", UID: "j", Controller: &yes}}
+	for _, tc := range []struct {
+		name  string
+		pod   *apiv1.Pod
+		limit int
+		want  bool
+	}{
+		{"replicas within the limit", burstPod("a-0", "a", "1", false), 5000, true},
+		{"replicas above the limit", burstPod("b-0", "b", "1", false), 5000, false},
+		{"the limit raised", burstPod("b-0", "b", "1", false), 20000, true},
+		{"no stand-ins at all", burstPod("a-0", "a", "1", false), 0, false},
+		{"ReplicaSet being deleted", burstPod("c-0", "c", "1", false), 5000, false},
+		{"ReplicaSet not known", burstPod("d-0", "d", "1", false), 5000, false},
+		{"another ReplicaSet of the same name", recreated, 5000, false},
+		{"a Job's pod", job, 5000, false},
+		{"a bare pod", burstPod("p", "", "1", false), 5000, false},
+	} {
+		if got := CountsWholeReplicaSet(lister, tc.pod, tc.limit); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if CountsWholeReplicaSet(nil, burstPod("a-0", "a", "1", false), 5000) {
+		t.Error("counted without a lister")
+	}
+}
