@@ -34,6 +34,9 @@ import (
 // BURST_LOG=<path> keeps the autoscaler's log there. BURST_KWOK_PARALLELISM=N
 // runs on a control plane of the benchmark's own whose kwok plays N node and
 // pod stages at once (kwok's default, and the shared control plane's, is 4).
+// BURST_PREPROVISION=<small>,<large> gives the groups that many nodes before
+// the clock starts (the autoscaler then has nothing to decide): the control
+// plane's own time for the burst, the floor under the autoscaler's figures.
 func BenchmarkBurstDeployment500(b *testing.B) { benchBurst(b, 500, 200, 60) }
 
 // BenchmarkBurstDeployment10000 raises --pod-injection-limit above the
@@ -54,19 +57,22 @@ func benchBurst(b *testing.B, replicas int32, smallMax, largeMax int, extraArgs 
 		b.StopTimer()
 		e := burstEnv(b)
 		small, large := framework.UniqueName("small"), framework.UniqueName("large")
+		initSmall, initLarge := burstPreprovision(b)
 		path := writeKwokConfig(e, fmt.Sprintf(`
 nodeGroups:
 - name: %[1]s
   maxSize: %[5]d
+  initialSize: %[7]d
   template:
     labels: {%[3]s: %[4]s, pool: %[1]s, burst: %[4]s}
     capacity: {cpu: "4", memory: 16Gi, pods: "110"}
 - name: %[2]s
   maxSize: %[6]d
+  initialSize: %[8]d
   template:
     labels: {%[3]s: %[4]s, pool: %[2]s, burst: %[4]s}
     capacity: {cpu: "16", memory: 64Gi, pods: "110"}
-`, small, large, framework.TestNamespaceLabel, e.Namespace, smallMax, largeMax))
+`, small, large, framework.TestNamespaceLabel, e.Namespace, smallMax, largeMax, initSmall, initLarge))
 		p := startAutoscaler(b, "autoscaler", append([]string{"--kubeconfig=" + e.Kubeconfig, "--namespace=" + e.Namespace,
 			"--cloud-provider=kwok", "--cloud-config=" + path, "--expander=least-waste", "--v=2",
 			"--kube-client-qps=200", "--kube-client-burst=400", "--scale-down-enabled=false"}, extraArgs...)...)
@@ -75,6 +81,11 @@ nodeGroups:
 		})
 		w := watchPods(b, e)
 		nw := watchNodes(b, e)
+		if want := initSmall + initLarge; want > 0 {
+			e.Eventually(10*time.Minute, "the preprovisioned nodes schedulable", func(context.Context) (bool, error) {
+				return nw.schedulableCount() == want, nil
+			})
+		}
 
 		cpuBefore := cpuSeconds(p)
 		b.StartTimer()
@@ -271,6 +282,24 @@ func watchNodes(t testing.TB, e *framework.Env) *nodeWatch {
 	f.Start(stop)
 	f.WaitForCacheSync(stop)
 	return w
+}
+
+func (w *nodeWatch) schedulableCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.schedulable)
+}
+
+// burstPreprovision reads BURST_PREPROVISION (see BenchmarkBurstDeployment500).
+func burstPreprovision(b *testing.B) (small, large int) {
+	v := os.Getenv("BURST_PREPROVISION")
+	if v == "" {
+		return 0, 0
+	}
+	if _, err := fmt.Sscanf(v, "%d,%d", &small, &large); err != nil || small < 0 || large < 0 {
+		b.Fatalf("BURST_PREPROVISION=%q: want <small>,<large> node counts", v)
+	}
+	return small, large
 }
 
 func (w *nodeWatch) times() (lastSeen, lastReady, lastSchedulable time.Time) {
