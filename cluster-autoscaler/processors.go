@@ -18,16 +18,20 @@ import (
 // build?").
 func loopProcessors(opts config.Options, factory informers.SharedInformerFactory, recorder record.EventRecorder,
 	requests *provreqs.Requests, buffers *capacitybuffers.Injector) processors.Set {
+	// A ReplicaSet larger than --pod-injection-limit is counted in
+	// consecutive pieces: the room earlier pieces got is held for them.
+	plans := processors.NewReplicaPlans(opts.NodeGroupDefaults.MaxNodeProvisionTime)
 	set := processors.Set{
 		PodLists: []processors.PodListProcessor{
 			// The pods the scheduler marked, with the rest of their burst.
 			processors.UnschedulablePods{ReplicaSets: factory.Apps().V1().ReplicaSets().Lister(),
 				InjectionLimit: opts.PodInjectionLimit, AllowedSchedulers: opts.AllowedSchedulerNames,
-				BypassedSchedulers: opts.BypassedSchedulerNames},
+				BypassedSchedulers: opts.BypassedSchedulerNames, Plans: plans},
 			processors.ScaleUpDelay{Delay: opts.NewPodScaleUpDelay},
 		},
 		ScaleUpStatus: []processors.ScaleUpStatusProcessor{
 			processors.ScaleUpEvents{Recorder: recorder},
+			plans,
 		},
 	}
 	if requests != nil {
@@ -35,6 +39,8 @@ func loopProcessors(opts config.Options, factory informers.SharedInformerFactory
 		set.Capacity = append(set.Capacity, requests)
 		set.ScaleUpStatus = append(set.ScaleUpStatus, requests)
 	}
+	// After the ProvisioningRequests' bookings, which were promised first.
+	set.Capacity = append(set.Capacity, plans)
 	if buffers != nil {
 		// Last: the buffers' pods come after every real pending pod.
 		set.PodLists = append(set.PodLists, buffers)

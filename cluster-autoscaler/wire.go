@@ -458,7 +458,9 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 	replicaSets := factory.Apps().V1().ReplicaSets().Lister()
 	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(unschedulablePodTrigger(runner,
 		opts.AllowedSchedulerNames, opts.BypassedSchedulerNames, func(pod *apiv1.Pod) bool {
-			return processors.CountsWholeReplicaSet(replicaSets, pod, opts.PodInjectionLimit)
+			// The default processors count a ReplicaSet larger than the
+			// limit in pieces (processors.ReplicaPlans).
+			return processors.CountsWholeReplicaSet(replicaSets, pod, opts.PodInjectionLimit, true)
 		})); err != nil {
 		return fmt.Errorf("watching pods: %w", err)
 	}

@@ -34,6 +34,10 @@ type UnschedulablePods struct {
 	// (--bypassed-scheduler-names).
 	AllowedSchedulers  []string
 	BypassedSchedulers []string
+	// Plans, when set, counts a ReplicaSet larger than InjectionLimit in
+	// consecutive pieces (see ReplicaPlans); it must also be in the loop's
+	// capacity and scale-up status processors.
+	Plans *ReplicaPlans
 }
 
 // ProcessPods implements PodListProcessor.
@@ -191,12 +195,14 @@ func IsUpcomingReplica(p *apiv1.Pod) bool {
 }
 
 // CountsWholeReplicaSet reports whether p belongs to a ReplicaSet whose
-// replicas still to create a loop counts in full as stand-ins
-// (upcomingReplicas): one that lister knows, not being deleted, of at most
-// limit replicas (--pod-injection-limit), so that its later pods are known
-// before they exist. Other unschedulable pods may still take some of the
-// room; those replicas count once created.
-func CountsWholeReplicaSet(lister appslisters.ReplicaSetLister, p *apiv1.Pod, limit int) bool {
+// replicas still to create the loops count as stand-ins (upcomingReplicas),
+// so that its later pods are known before they exist: one that lister
+// knows, not being deleted, with stand-ins at all (limit, the
+// --pod-injection-limit, above 0), and of at most limit replicas unless
+// inPieces (UnschedulablePods.Plans: a larger one is counted in consecutive
+// pieces, a loop after the other). Other unschedulable pods may still take
+// some of the room; those replicas count once created.
+func CountsWholeReplicaSet(lister appslisters.ReplicaSetLister, p *apiv1.Pod, limit int, inPieces bool) bool {
 	ref := metav1.GetControllerOf(p)
 	if lister == nil || ref == nil || ref.Kind != "ReplicaSet" || limit <= 0 {
 		return false
@@ -209,7 +215,7 @@ func CountsWholeReplicaSet(lister appslisters.ReplicaSetLister, p *apiv1.Pod, li
 	if rs.Spec.Replicas != nil {
 		want = *rs.Spec.Replicas
 	}
-	return int(want) <= limit
+	return inPieces || int(want) <= limit
 }
 
 // upcomingReplicas returns, for each ReplicaSet with a pod among
@@ -218,64 +224,111 @@ func CountsWholeReplicaSet(lister appslisters.ReplicaSetLister, p *apiv1.Pod, li
 // copies of that pod under new names. They are what the ReplicaSet
 // controller is about to create from the same template, so the scale-up
 // makes room for them now rather than in a staircase of later loops; if they
-// never come, the nodes are unneeded and scaled down as any other.
+// never come, the nodes are unneeded and scaled down as any other. With
+// Plans, the replicas an earlier scale-up made room for and that are not
+// bound or among unschedulable are booked on that room instead, and the
+// stand-ins start after them (see ReplicaPlans).
 func (u UnschedulablePods) upcomingReplicas(ctx context.Context, unschedulable []*apiv1.Pod, obs *Loop) []*apiv1.Pod {
 	// The stand-ins fill the room up to the injection limit, so that a
 	// ReplicaSet of absurd size costs bounded memory; the rest are counted
 	// once they exist.
 	limit := u.InjectionLimit - len(unschedulable)
-	if u.ReplicaSets == nil || len(unschedulable) == 0 || limit <= 0 {
+	var plans map[types.UID]*replicaPlan
+	if u.Plans != nil {
+		plans = u.Plans.beginLoop(obs.Now)
+	}
+	if u.ReplicaSets == nil || (len(plans) == 0 && (len(unschedulable) == 0 || limit <= 0)) {
 		return nil
 	}
-	sample := map[types.UID]*apiv1.Pod{}
+	type replicaSet struct {
+		namespace, name string
+		sample          *apiv1.Pod // a pod to copy
+		unschedulable   int        // its pods among unschedulable
+	}
+	sets := map[types.UID]*replicaSet{}
 	for _, p := range unschedulable {
-		if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "ReplicaSet" && sample[ref.UID] == nil {
-			sample[ref.UID] = p
+		ref := metav1.GetControllerOf(p)
+		if ref == nil || ref.Kind != "ReplicaSet" {
+			continue
+		}
+		if sets[ref.UID] == nil {
+			sets[ref.UID] = &replicaSet{namespace: p.Namespace, name: ref.Name, sample: p}
+		}
+		sets[ref.UID].unschedulable++
+	}
+	for uid, pl := range plans {
+		if sets[uid] == nil {
+			sets[uid] = &replicaSet{namespace: pl.namespace, name: pl.name, sample: pl.sample}
 		}
 	}
-	if len(sample) == 0 {
+	if len(sets) == 0 {
 		return nil
 	}
-	active := map[types.UID]int{}
+	active, bound := map[types.UID]int{}, map[types.UID]int{}
 	for _, pods := range [][]*apiv1.Pod{obs.PendingPods, obs.ScheduledPods} {
 		for _, p := range pods {
 			if p.DeletionTimestamp != nil {
 				continue
 			}
-			if ref := metav1.GetControllerOf(p); ref != nil && sample[ref.UID] != nil {
+			if ref := metav1.GetControllerOf(p); ref != nil && sets[ref.UID] != nil {
 				active[ref.UID]++
+				if p.Spec.NodeName != "" {
+					bound[ref.UID]++
+				}
 			}
 		}
 	}
 	logger := klog.FromContext(ctx)
 	var out []*apiv1.Pod
-	for uid, p := range sample {
-		ref := metav1.GetControllerOf(p)
-		rs, err := u.ReplicaSets.ReplicaSets(p.Namespace).Get(ref.Name)
+	for uid, set := range sets {
+		rs, err := u.ReplicaSets.ReplicaSets(set.namespace).Get(set.name)
 		if err != nil || rs.UID != uid || rs.DeletionTimestamp != nil {
+			if u.Plans != nil {
+				u.Plans.forget(uid)
+			}
 			continue
 		}
-		want := int32(1)
+		want := 1
 		if rs.Spec.Replicas != nil {
-			want = *rs.Spec.Replicas
+			want = int(*rs.Spec.Replicas)
 		}
-		missing := int(want) - active[uid]
+		from := active[uid]
+		if u.Plans != nil {
+			planned := min(u.Plans.planned(uid), want)
+			if held := planned - bound[uid] - set.unschedulable; held > 0 {
+				u.Plans.book(uid, rs.Name, set.sample, held)
+			}
+			if planned <= bound[uid] {
+				u.Plans.forget(uid) // every replica it made room for is bound
+			}
+			from = max(from, planned)
+		}
+		if set.unschedulable == 0 {
+			continue // only booked: no pod of it asks for room in this loop
+		}
+		missing := want - from
 		if room := limit - len(out); missing > room {
-			logger.Info("Counting fewer upcoming replicas than the ReplicaSet will create (--pod-injection-limit); the rest count once created",
-				"replicaSet", klog.KObj(rs), "missing", missing, "counted", room, "podInjectionLimit", u.InjectionLimit)
+			if room > 0 {
+				logger.Info("Counting fewer upcoming replicas than the ReplicaSet will create (--pod-injection-limit); the rest count once created",
+					"replicaSet", klog.KObj(rs), "missing", missing, "counted", room, "podInjectionLimit", u.InjectionLimit)
+			}
 			missing = room
 		}
+		if missing <= 0 {
+			continue
+		}
 		for i := 0; i < missing; i++ {
-			c := *p
-			c.Name = fmt.Sprintf("%s-upcoming-%d", rs.Name, i)
-			c.UID = types.UID(fmt.Sprintf("%s%s/%d", upcomingReplicaUIDPrefix, uid, i))
+			c := *set.sample
+			c.Name = fmt.Sprintf("%s-upcoming-%d", rs.Name, from+i)
+			c.UID = types.UID(fmt.Sprintf("%s%s/%d", upcomingReplicaUIDPrefix, uid, from+i))
 			c.Spec.NodeName = ""
 			out = append(out, &c)
 		}
-		if missing > 0 {
-			logger.V(2).Info("Counting replicas the ReplicaSet has still to create", "replicaSet", klog.KObj(rs),
-				"replicas", want, "active", active[uid], "upcoming", missing)
+		if u.Plans != nil {
+			u.Plans.count(uid, countedPiece{namespace: rs.Namespace, name: rs.Name, sample: set.sample, from: from, count: missing})
 		}
+		logger.V(2).Info("Counting replicas the ReplicaSet has still to create", "replicaSet", klog.KObj(rs),
+			"replicas", want, "active", active[uid], "from", from, "upcoming", missing)
 	}
 	return out
 }

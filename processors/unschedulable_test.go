@@ -3,6 +3,7 @@ package processors
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -189,6 +190,7 @@ func TestCountsWholeReplicaSet(t *testing.T) {
 		{"replicas within the limit", burstPod("a-0", "a", "1", false), 5000, true},
 		{"replicas above the limit", burstPod("b-0", "b", "1", false), 5000, false},
 		{"the limit raised", burstPod("b-0", "b", "1", false), 20000, true},
+		{"above the limit, counted in pieces", burstPod("b-0", "b", "1", false), 5000, true},
 		{"no stand-ins at all", burstPod("a-0", "a", "1", false), 0, false},
 		{"ReplicaSet being deleted", burstPod("c-0", "c", "1", false), 5000, false},
 		{"ReplicaSet not known", burstPod("d-0", "d", "1", false), 5000, false},
@@ -196,11 +198,12 @@ func TestCountsWholeReplicaSet(t *testing.T) {
 		{"a Job's pod", job, 5000, false},
 		{"a bare pod", burstPod("p", "", "1", false), 5000, false},
 	} {
-		if got := CountsWholeReplicaSet(lister, tc.pod, tc.limit); got != tc.want {
+		inPieces := strings.HasSuffix(tc.name, "in pieces")
+		if got := CountsWholeReplicaSet(lister, tc.pod, tc.limit, inPieces); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
-	if CountsWholeReplicaSet(nil, burstPod("a-0", "a", "1", false), 5000) {
+	if CountsWholeReplicaSet(nil, burstPod("a-0", "a", "1", false), 5000, true) {
 		t.Error("counted without a lister")
 	}
 }
