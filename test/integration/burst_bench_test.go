@@ -234,14 +234,7 @@ func watchPods(t testing.TB, e *framework.Env) *podWatch {
 			w.run[pod.Name] = now
 		}
 	}
-	if _, err := f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: see, UpdateFunc: func(_, obj any) { see(obj) }}); err != nil {
-		t.Fatal(err)
-	}
-	stop := make(chan struct{})
-	t.Cleanup(func() { close(stop) })
-	f.Start(stop)
-	f.WaitForCacheSync(stop)
+	watchAddsAndUpdates(t, f, f.Core().V1().Pods().Informer(), see)
 	return w
 }
 
@@ -288,7 +281,14 @@ func watchNodes(t testing.TB, e *framework.Env) *nodeWatch {
 			w.schedulable[node.Name] = now
 		}
 	}
-	if _, err := f.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	watchAddsAndUpdates(t, f, f.Core().V1().Nodes().Informer(), see)
+	return w
+}
+
+// watchAddsAndUpdates calls see with every object informer adds or updates,
+// starts f until the test ends and waits for its caches.
+func watchAddsAndUpdates(t testing.TB, f informers.SharedInformerFactory, informer cache.SharedIndexInformer, see func(any)) {
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: see, UpdateFunc: func(_, obj any) { see(obj) }}); err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +296,6 @@ func watchNodes(t testing.TB, e *framework.Env) *nodeWatch {
 	t.Cleanup(func() { close(stop) })
 	f.Start(stop)
 	f.WaitForCacheSync(stop)
-	return w
 }
 
 func (w *nodeWatch) schedulableCount() int {
