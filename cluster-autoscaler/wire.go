@@ -52,6 +52,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/expander"
 	grpcexpander "k8s.io/autoscaler/cluster-autoscaler/expander/grpc"
 	"k8s.io/autoscaler/cluster-autoscaler/healing"
+	"k8s.io/autoscaler/cluster-autoscaler/leaderlease"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 	"k8s.io/autoscaler/cluster-autoscaler/processors"
 	"k8s.io/autoscaler/cluster-autoscaler/processors/capacitybuffers"
@@ -267,6 +268,14 @@ func runWithLeaderElection(ctx context.Context, opts config.Options, client kube
 		lost := leadCtx.Err() != nil && ctx.Err() == nil
 		stopElecting()
 		<-electorDone
+		// The elector's own release can lose a race with a renewal cancelled
+		// in flight; the Lease is read again and cleared while it is ours.
+		released, rerr := leaderlease.Release(context.WithoutCancel(ctx), lock, identity, le.RenewDeadline, clock.RealClock{})
+		if rerr != nil {
+			logger.Error(rerr, "The leader-election lease may stay held until it expires", "lease", klog.KRef(opts.Namespace, le.ResourceName))
+		} else if released == leaderlease.Cleared {
+			logger.V(2).Info("Cleared the holder of the leader-election lease", "lease", klog.KRef(opts.Namespace, le.ResourceName))
+		}
 		switch {
 		case err != nil && lost:
 			return fmt.Errorf("%w: %w", errLostLease, err)
