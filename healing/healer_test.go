@@ -37,11 +37,17 @@ type fixture struct {
 	healer   *Healer
 	events   *record.FakeRecorder
 	nodes    []*apiv1.Node
+	pods     []*apiv1.Pod // the loop's scheduled pods
 }
 
 func newFixture(t *testing.T, opts Options, nodes ...*apiv1.Node) *fixture {
+	return newSizedFixture(t, opts, 0, 10, nodes...)
+}
+
+// newSizedFixture is newFixture with the group's min and max sizes.
+func newSizedFixture(t *testing.T, opts Options, minSize, maxSize int, nodes ...*apiv1.Node) *fixture {
 	f := &fixture{client: fake.NewSimpleClientset(), provider: cpfake.NewProvider(), events: record.NewFakeRecorder(100), nodes: nodes}
-	f.provider.AddNodeGroup("g", 0, 10, len(nodes), nil)
+	f.provider.AddNodeGroup("g", minSize, maxSize, len(nodes), nil)
 	for _, n := range nodes {
 		f.provider.AddNode("g", n)
 		if _, err := f.client.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
@@ -63,7 +69,7 @@ func newFixture(t *testing.T, opts Options, nodes ...*apiv1.Node) *fixture {
 }
 
 func (f *fixture) loop(at time.Duration) bool {
-	return f.healer.Repair(context.Background(), &processors.Loop{Now: t0.Add(at), Nodes: f.nodes})
+	return f.healer.Repair(context.Background(), &processors.Loop{Now: t0.Add(at), Nodes: f.nodes, ScheduledPods: f.pods})
 }
 
 func (f *fixture) calls(method string) int {

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
+	"sync"
 	"time"
 )
 
@@ -91,4 +93,99 @@ func hooksForControlPlane(hooks []Hook) bool {
 		}
 	}
 	return false
+}
+
+// hookRunner calls the hooks of a heal's phase outside the loop: a loop
+// waits for them at most a short while (Options.HookWait) and goes on, the
+// heal waiting in its phase until they have answered (each hook is bounded
+// by its own timeout). A new leader calls the hooks of a phase whose answer
+// was not recorded again: hooks are called at least once.
+type hookRunner struct {
+	mu    sync.Mutex
+	calls map[string]*hookCall
+	// observe, if set, gets how long the hooks of a phase took and whether they failed.
+	observe func(phase string, took time.Duration, err error)
+}
+
+type hookCall struct {
+	done chan struct{}
+	err  error
+}
+
+// result starts the hooks of req's phase unless they are running already,
+// waits for them at most wait, and reports whether they have answered and,
+// if so, their error. A phase without hooks answers at once.
+func (hr *hookRunner) result(ctx context.Context, hooks []Hook, req HookRequest, ignored func(string, error),
+	wait time.Duration) (bool, error) {
+	key := req.Node + "/" + req.Phase
+	hr.mu.Lock()
+	c := hr.calls[key]
+	if c == nil {
+		if !hooksFor(hooks, req) {
+			hr.mu.Unlock()
+			return true, nil
+		}
+		c = &hookCall{done: make(chan struct{})}
+		if hr.calls == nil {
+			hr.calls = map[string]*hookCall{}
+		}
+		hr.calls[key] = c
+		// The calls outlive this loop (not its cancellation), each bounded
+		// by its hook's timeout.
+		callCtx := context.WithoutCancel(ctx)
+		go func() {
+			start := time.Now()
+			c.err = callHooks(callCtx, hooks, req, ignored)
+			if hr.observe != nil {
+				hr.observe(req.Phase, time.Since(start), c.err)
+			}
+			close(c.done)
+		}()
+	}
+	hr.mu.Unlock()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-c.done:
+	case <-timer.C:
+		return false, nil
+	case <-ctx.Done():
+		return false, nil
+	}
+	hr.mu.Lock()
+	delete(hr.calls, key)
+	hr.mu.Unlock()
+	return true, c.err
+}
+
+// forget drops the answers of a heal that ended while its hooks ran.
+func (hr *hookRunner) forget(node string) {
+	hr.mu.Lock()
+	defer hr.mu.Unlock()
+	for k := range hr.calls {
+		if strings.HasPrefix(k, node+"/") {
+			delete(hr.calls, k)
+		}
+	}
+}
+
+// hooksFor reports whether some hook is called for req.
+func hooksFor(hooks []Hook, req HookRequest) bool {
+	for i := range hooks {
+		if hooks[i].has(req.Phase) && (!req.ControlPlane || hooks[i].ControlPlane) {
+			return true
+		}
+	}
+	return false
+}
+
+// hookBudget is the longest the hooks of phase may take in all.
+func hookBudget(hooks []Hook, phase string) time.Duration {
+	var d time.Duration
+	for i := range hooks {
+		if hooks[i].has(phase) {
+			d += hooks[i].Timeout.Duration
+		}
+	}
+	return d
 }

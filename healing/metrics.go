@@ -26,24 +26,29 @@ type healMetrics struct {
 	started   *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
 	unhealthy prometheus.Gauge
+	hooks     *prometheus.HistogramVec
 }
 
 func newHealMetrics(reg prometheus.Registerer) *healMetrics {
 	m := &healMetrics{
 		heals: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "cluster_autoscaler", Name: "node_heals_total",
-			Help: "Node heals ended, by result (succeeded, failed, skipped) and reason."}, []string{"result", "reason"}),
+			Help: "Node heals ended, by result (succeeded, failed, cancelled, skipped) and reason."}, []string{"result", "reason"}),
 		started: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "cluster_autoscaler", Name: "node_heals_started_total",
 			Help: "Node heals started, by trigger (annotation, or the condition type of the policy)."}, []string{"trigger"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "cluster_autoscaler", Name: "node_heal_duration_seconds",
 			Help: "Time from the start of a heal to its end, by result.", Buckets: prometheus.ExponentialBuckets(5, 2, 10)}, []string{"result"}),
 		unhealthy: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "cluster_autoscaler", Name: "unhealthy_nodes_count",
-			Help: "Autoscaled nodes that need healing (a policy's condition held long enough, or the heal annotation)."}),
+			Help: "Autoscaled nodes that need healing (a policy's condition held long enough, or the heal annotation), heals in flight included."}),
+		hooks: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "cluster_autoscaler", Name: "node_heal_hook_duration_seconds",
+			Help:    "Time the hooks of one heal phase took (they run outside the loop), by phase and result (ok, failed).",
+			Buckets: prometheus.ExponentialBuckets(0.05, 2, 14)}, []string{"phase", "result"}),
 	}
 	if reg != nil {
 		m.heals = register(reg, m.heals)
 		m.started = register(reg, m.started)
 		m.duration = register(reg, m.duration)
 		m.unhealthy = register(reg, m.unhealthy)
+		m.hooks = register(reg, m.hooks)
 	}
 	return m
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
@@ -21,9 +22,30 @@ const (
 	PhaseSurging   = "Surging"   // cordoned; the replacement asked for first, waited for
 	PhaseDraining  = "Draining"  // cordoned and tainted, pods evicted
 	PhaseDeleting  = "Deleting"  // the instance deleted by name
+	PhaseFencing   = "Fencing"   // pods were left on a node that is not Ready: waiting until its instance is gone
 	PhaseReplacing = "Replacing" // waiting for the replacement to be Ready
 	PhaseFinishing = "Finishing" // heal_end hook
+	// PhaseRestoring: the heal has ended without replacing the node (failed
+	// or cancelled); the node's own state is given back, then the record goes.
+	PhaseRestoring = "Restoring"
 )
+
+// nodeBefore is what a heal changes on its node, as it was before the heal
+// touched it: a heal that ends without removing the node puts back exactly
+// this, never clearing what the operator had set.
+type nodeBefore struct {
+	Unschedulable bool `json:"unschedulable"`
+	// ScaleDownDisabled is the scale-down-disabled annotation's value; nil
+	// when the node had none.
+	ScaleDownDisabled *string `json:"scaleDownDisabled,omitempty"`
+}
+
+// ending is how a heal that did not replace its node ended.
+type ending struct {
+	Result  string `json:"result"` // failed or cancelled
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
 
 // heal is one heal in flight.
 type heal struct {
@@ -47,6 +69,36 @@ type heal struct {
 	// DeleteIssued: DeleteNodes returned for the node; it is never asked again.
 	DeleteIssued bool `json:"deleteIssued"`
 	ControlPlane bool `json:"controlPlane,omitempty"`
+	// Kind is what triggered the heal: "annotation", or the policy's
+	// condition type.
+	Kind string `json:"kind,omitempty"`
+	// Before is the node's state before the heal cordoned it (nil: not
+	// touched yet); it is recorded before the cordon.
+	Before *nodeBefore `json:"before,omitempty"`
+	// StartHooked: the heal_start hooks answered (they are not called again).
+	StartHooked bool `json:"startHooked,omitempty"`
+	// Fence: pods were left on a node that is not Ready; the node may still
+	// run them, so its instance is deleted (and seen gone from its group)
+	// before anything clears them.
+	Fence bool `json:"fence,omitempty"`
+	// OutOfService: the fenced node carries node.kubernetes.io/out-of-service,
+	// so Kubernetes removes the pods it can no longer run.
+	OutOfService bool `json:"outOfService,omitempty"`
+	// LastError is the last transient error met in the current phase, for
+	// the message of a phase that runs out of time.
+	LastError string `json:"lastError,omitempty"`
+	// End is set when the heal ended without replacing the node.
+	End *ending `json:"end,omitempty"`
+}
+
+// kind is what triggered the heal (records written before Kind existed
+// carry it at the start of Reason).
+func (r *heal) kind() string {
+	if r.Kind != "" {
+		return r.Kind
+	}
+	k, _, _ := strings.Cut(r.Reason, ":")
+	return k
 }
 
 // state is the ConfigMap's content.
@@ -97,10 +149,16 @@ func (s *store) save(ctx context.Context, st *state) error {
 	cm := &apiv1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: StateConfigMap, Namespace: s.namespace, ResourceVersion: s.rv},
 		Data: map[string]string{"state": string(data)}}
 	var out *apiv1.ConfigMap
+	if s.exists {
+		out, err = s.client.CoreV1().ConfigMaps(s.namespace).Update(ctx, cm, metav1.UpdateOptions{})
+		if apierrors.IsNotFound(err) {
+			// Deleted behind our back (by hand, or a namespace clean-up):
+			// the heals in flight are still ours, so write them anew.
+			s.exists, cm.ResourceVersion = false, ""
+		}
+	}
 	if !s.exists {
 		out, err = s.client.CoreV1().ConfigMaps(s.namespace).Create(ctx, cm, metav1.CreateOptions{})
-	} else {
-		out, err = s.client.CoreV1().ConfigMaps(s.namespace).Update(ctx, cm, metav1.UpdateOptions{})
 	}
 	if err != nil {
 		return fmt.Errorf("writing ConfigMap %s/%s: %w", s.namespace, StateConfigMap, err)

@@ -277,8 +277,9 @@ func nodeIsReady(n *apiv1.Node) bool {
 // TestNodeHealingReplacesANotReadyNode: a node whose kubelet is gone (kwok
 // no longer manages it) and whose Ready condition is False past the
 // policy's duration is replaced without any annotation, the hooks called in
-// order; its pods, which cannot terminate there, are deleted after
-// --max-pod-eviction-time and the workload runs on the other nodes.
+// order; its pods, which cannot terminate there, stay until the node's
+// instance is deleted (past --max-pod-eviction-time) and the workload runs on
+// the other nodes.
 func TestNodeHealingReplacesANotReadyNode(t *testing.T) {
 	e := framework.New(t)
 	dumpPods(e)
@@ -291,7 +292,7 @@ func TestNodeHealingReplacesANotReadyNode(t *testing.T) {
 	}
 	deployment(e, "web", 2, map[string]string{"pool": pool})
 	p := startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--node-healing-enabled", "--node-healing-hooks-config="+hooksFile,
-		"--node-healing-policy=Ready=False:3s", "--max-pod-eviction-time=5s")...)
+		"--node-healing-policy=Ready=False:3s", "--max-pod-eviction-time=5s", "--max-node-provision-time=20s")...)
 	nodes := twoRunningNodes(e, pool)
 	// kwok stops playing this node's kubelet (it manages the nodes with its
 	// annotation), as a dead kubelet stops reporting; the node then says

@@ -1,0 +1,233 @@
+package healing
+
+import (
+	"context"
+	"fmt"
+
+	apiv1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+	"k8s.io/autoscaler/cluster-autoscaler/processors"
+)
+
+// OutOfServiceTaint is Kubernetes' taint for a node that is shut down and
+// will not come back (non-graceful node shutdown): the pod garbage collector
+// then removes the pods still bound to it. A heal puts it only on a node
+// whose instance its group no longer lists.
+const OutOfServiceTaint = "node.kubernetes.io/out-of-service"
+
+// group returns the node's group; an error is the provider's (transient:
+// retried), a nil group with no error means the node is not autoscaled.
+func (h *Healer) group(ctx context.Context, n *apiv1.Node) (cloudprovider.NodeGroup, error) {
+	g, err := h.provider.NodeGroupForNode(ctx, n)
+	if err != nil {
+		return nil, fmt.Errorf("looking up the node group of node %s: %w", n.Name, err)
+	}
+	return g, nil
+}
+
+// groupByID returns the group named id; nil with no error when the
+// provider no longer has it.
+func (h *Healer) groupByID(ctx context.Context, id string) (cloudprovider.NodeGroup, error) {
+	groups, err := h.provider.NodeGroups(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing the node groups: %w", err)
+	}
+	for _, g := range groups {
+		if g.Id() == id {
+			return g, nil
+		}
+	}
+	return nil, nil
+}
+
+// instanceGone reports whether the heal's instance is no longer listed by
+// its group: the positive proof that the machine is gone, so nothing of it
+// can still run the node's pods.
+func (h *Healer) instanceGone(ctx context.Context, r *heal) (bool, error) {
+	g, err := h.groupByID(ctx, r.Group)
+	if err != nil || g == nil {
+		if err == nil {
+			err = fmt.Errorf("node group %s is gone", r.Group)
+		}
+		return false, err
+	}
+	instances, err := g.Nodes(ctx)
+	if err != nil {
+		return false, fmt.Errorf("listing the instances of %s: %w", r.Group, err)
+	}
+	for _, in := range instances {
+		if in.Id == r.ProviderID {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// snapshotBefore records what cordon will change on n.
+func snapshotBefore(n *apiv1.Node) *nodeBefore {
+	b := &nodeBefore{Unschedulable: n.Spec.Unschedulable}
+	if v, ok := n.Annotations[scaleDownDisabled]; ok {
+		b.ScaleDownDisabled = &v
+	}
+	return b
+}
+
+// cordon marks a node being healed: unschedulable, the healing taint, and
+// scale-down kept off it.
+func (h *Healer) cordon(ctx context.Context, name string) error {
+	return h.updateNode(ctx, name, func(n *apiv1.Node) {
+		n.Spec.Unschedulable = true
+		n.Spec.Taints = append(withoutTaint(n.Spec.Taints, Taint),
+			apiv1.Taint{Key: Taint, Value: "true", Effect: apiv1.TaintEffectNoSchedule})
+		if n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		n.Annotations[scaleDownDisabled] = "true"
+	})
+}
+
+// restore gives a node whose heal ended without removing it back its own
+// state: the healing taint goes, unschedulable and the scale-down-disabled
+// annotation are put back as recorded before the heal (a node the heal never
+// cordoned only loses the taint, should it carry one). A node already gone
+// needs nothing.
+func (h *Healer) restore(ctx context.Context, r *heal) error {
+	err := h.updateNode(ctx, r.Node, func(n *apiv1.Node) {
+		n.Spec.Taints = withoutTaint(n.Spec.Taints, Taint)
+		b := r.Before
+		if b == nil {
+			return
+		}
+		n.Spec.Unschedulable = b.Unschedulable
+		if b.ScaleDownDisabled != nil {
+			if n.Annotations == nil {
+				n.Annotations = map[string]string{}
+			}
+			n.Annotations[scaleDownDisabled] = *b.ScaleDownDisabled
+		} else {
+			delete(n.Annotations, scaleDownDisabled)
+		}
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// markOutOfService puts Kubernetes' out-of-service taint on a node whose
+// instance is gone.
+func (h *Healer) markOutOfService(ctx context.Context, name string) error {
+	err := h.updateNode(ctx, name, func(n *apiv1.Node) {
+		n.Spec.Taints = append(withoutTaint(n.Spec.Taints, OutOfServiceTaint),
+			apiv1.Taint{Key: OutOfServiceTaint, Value: "nodeshutdown", Effect: apiv1.TaintEffectNoExecute})
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// updateNode applies change to the node as read now, retrying on conflicts.
+func (h *Healer) updateNode(ctx context.Context, name string, change func(*apiv1.Node)) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := h.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(n)
+		_, err = h.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+func withoutTaint(taints []apiv1.Taint, key string) []apiv1.Taint {
+	var out []apiv1.Taint
+	for _, t := range taints {
+		if t.Key != key {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// evict asks the Eviction API to evict the node's pods (PDBs honoured; a
+// refusal is retried in the next loop) and returns how many are left. It
+// never deletes a pod: the pods of a node that is not Ready may still run
+// there, and are cleared only once its instance is gone (PhaseFencing).
+func (h *Healer) evict(ctx context.Context, node *apiv1.Node, loop *processors.Loop) int {
+	logger := klog.FromContext(ctx)
+	left := 0
+	for _, p := range loop.ScheduledPods {
+		if p.Spec.NodeName != node.Name || p.Status.Phase == apiv1.PodSucceeded || p.Status.Phase == apiv1.PodFailed ||
+			isDaemonSetPod(p) || p.Annotations[apiv1.MirrorPodAnnotationKey] != "" {
+			continue
+		}
+		left++
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		err := h.client.PolicyV1().Evictions(p.Namespace).Evict(ctx, &policyv1.Eviction{
+			ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}})
+		switch {
+		case err == nil, apierrors.IsNotFound(err):
+		case apierrors.IsTooManyRequests(err):
+			logger.V(2).Info("Eviction refused (disruption budget); retrying in the next loop", "pod", klog.KObj(p))
+		default:
+			logger.Error(err, "Evicting a pod of a node being healed", "pod", klog.KObj(p))
+		}
+	}
+	return left
+}
+
+// readyInGroup counts the Ready nodes of the heal's group, the healed node
+// and nodes being healed aside.
+func (h *Healer) readyInGroup(ctx context.Context, r *heal, loop *processors.Loop) int {
+	ready := 0
+	for _, n := range loop.Nodes {
+		if n.Name == r.Node || !nodeReady(n) || hasTaintKey(n, Taint) {
+			continue
+		}
+		if g, err := h.provider.NodeGroupForNode(ctx, n); err == nil && g != nil && g.Id() == r.Group {
+			ready++
+		}
+	}
+	return ready
+}
+
+func nodeReady(n *apiv1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == apiv1.NodeReady {
+			return c.Status == apiv1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func hasTaintKey(n *apiv1.Node, key string) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+func isControlPlane(n *apiv1.Node) bool {
+	_, ok := n.Labels[ControlPlaneLabel]
+	return ok
+}
+
+func isDaemonSetPod(p *apiv1.Pod) bool {
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "DaemonSet" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,145 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+)
+
+// partitionNode makes a node look cut off from the control plane: kwok no
+// longer plays its kubelet (its pods keep their last status, Running, as on
+// a machine that still runs them) and its Ready condition turns False.
+func partitionNode(e *framework.Env, name string) {
+	e.T.Helper()
+	patch := []byte(`{"metadata":{"annotations":{"kwok.x-k8s.io/node":null}}}`)
+	if _, err := e.Client.CoreV1().Nodes().Patch(e.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		e.T.Fatal(err)
+	}
+	n, err := e.Client.CoreV1().Nodes().Get(e.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	for i, c := range n.Status.Conditions {
+		if c.Type == apiv1.NodeReady {
+			n.Status.Conditions[i] = apiv1.NodeCondition{Type: apiv1.NodeReady, Status: apiv1.ConditionFalse,
+				Reason: "Partitioned", Message: "test: the node cannot reach the control plane", LastTransitionTime: metav1.Now(),
+				LastHeartbeatTime: metav1.Now()}
+		}
+	}
+	if _, err := e.Client.CoreV1().Nodes().UpdateStatus(e.Context(), n, metav1.UpdateOptions{}); err != nil {
+		e.T.Fatal(err)
+	}
+}
+
+// secondCopyWatch watches the namespace's pods for a new pod named name (a
+// UID other than first's) and checks, the moment it appears, that the node
+// the first copy ran on is gone: a second copy while that node may still run
+// the first would be two copies of one StatefulSet pod at once.
+type secondCopyWatch struct {
+	mu        sync.Mutex
+	second    *apiv1.Pod
+	violation string
+}
+
+func watchSecondCopy(e *framework.Env, first *apiv1.Pod) *secondCopyWatch {
+	w := &secondCopyWatch{}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.T.Cleanup(cancel)
+	wi, err := e.Client.CoreV1().Pods(e.Namespace).Watch(ctx, metav1.ListOptions{
+		FieldSelector: "metadata.name=" + first.Name, ResourceVersion: first.ResourceVersion})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	go func() {
+		defer wi.Stop()
+		for ev := range wi.ResultChan() {
+			p, ok := ev.Object.(*apiv1.Pod)
+			if !ok || ev.Type == watch.Deleted || p.UID == first.UID {
+				continue
+			}
+			_, err := e.Client.CoreV1().Nodes().Get(ctx, first.Spec.NodeName, metav1.GetOptions{})
+			w.mu.Lock()
+			if w.second == nil {
+				w.second = p.DeepCopy()
+				if !apierrors.IsNotFound(err) {
+					w.violation = fmt.Sprintf("a second %s (%s) was created while node %s, which may still run the first, exists (get: %v)",
+						p.Name, p.UID, first.Spec.NodeName, err)
+				}
+			}
+			w.mu.Unlock()
+			return
+		}
+	}()
+	return w
+}
+
+// TestNodeHealingFencesAPartitionedNode: a StatefulSet pod with a zonal
+// volume runs on a node that is cut off (NotReady, its pod still "Running"
+// as far as anyone can tell). The heal replaces the node, but never lets the
+// pod go while the machine may still run it: the node's instance is deleted
+// by name first, and the second copy of the pod appears only once that node
+// is gone; it then runs on the replacement with the same claim.
+func TestNodeHealingFencesAPartitionedNode(t *testing.T) {
+	e := framework.New(t)
+	dumpPods(e)
+	pool := framework.UniqueName("fence")
+	zone := "zone-" + e.Namespace
+	path := writeKwokConfig(e, fmt.Sprintf(`nodeGroups:
+- name: %[1]s
+  maxSize: 4
+  template:
+    labels: {%[2]s: %[3]s, pool: %[1]s, %[4]s: %[5]s}
+    capacity: {cpu: "2", memory: 8Gi, pods: "110"}
+`, pool, framework.TestNamespaceLabel, e.Namespace, zoneLabel, zone))
+	class := zonalStorage(e, zone, 1)
+	statefulSet(e, "db", pool, class, 1, "1500m")
+	startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--node-healing-enabled",
+		"--node-healing-policy=Ready=False:3s", "--node-healing-policy=Ready=Unknown:3s",
+		"--max-pod-eviction-time=5s", "--max-node-provision-time=20s")...)
+	var first *apiv1.Pod
+	e.Eventually(120*time.Second, "db-0 Running", func(ctx context.Context) (bool, error) {
+		p, err := e.Client.CoreV1().Pods(e.Namespace).Get(ctx, "db-0", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		first = p
+		return p.Status.Phase == apiv1.PodRunning && p.Spec.NodeName != "", nil
+	})
+	old := first.Spec.NodeName
+	copies := watchSecondCopy(e, first)
+	partitionNode(e, old)
+
+	e.Eventually(240*time.Second, "db-0 Running again on another node", func(ctx context.Context) (bool, error) {
+		p, err := e.Client.CoreV1().Pods(e.Namespace).Get(ctx, "db-0", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		return p.UID != first.UID && p.Status.Phase == apiv1.PodRunning, nil
+	})
+	copies.mu.Lock()
+	violation, second := copies.violation, copies.second
+	copies.mu.Unlock()
+	if violation != "" {
+		t.Fatal(violation)
+	}
+	if second == nil {
+		t.Fatal("the watch never saw the second db-0")
+	}
+	if _, err := e.Client.CoreV1().Nodes().Get(e.Context(), old, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("node %s still exists after its heal (get: %v)", old, err)
+	}
+	e.Eventually(60*time.Second, "HealSucceeded on "+old, func(ctx context.Context) (bool, error) {
+		ev, err := nodeEvents(ctx, e, old)
+		return err == nil && ev["HealSucceeded"] != "", err
+	})
+}
