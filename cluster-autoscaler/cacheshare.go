@@ -198,7 +198,7 @@ type cachedPods interface {
 // once per sweepGap.
 const (
 	sweepPeriod = time.Minute
-	sweepGap    = 5 * time.Second
+	sweepGap    = 30 * time.Second
 )
 
 // run sweeps against the pods informer caches, once it has synced, until
