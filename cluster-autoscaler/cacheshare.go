@@ -59,6 +59,7 @@ type partKey [sha256.Size]byte
 // map[string]string, ... as its kind (folded into its key) says.
 type sharedPart struct {
 	key   partKey
+	id    unsafe.Pointer // see sliceIdentity
 	value any
 	size  int64
 	seen  uint64
@@ -110,9 +111,9 @@ func sharedValue[T any](s *podSharer, k partRef, v T, identity func(T) unsafe.Po
 		}
 		return v
 	}
-	p := &sharedPart{key: k.key, value: v, size: size, seen: s.sweeps}
+	p := &sharedPart{key: k.key, id: identity(v), value: v, size: size, seen: s.sweeps}
 	s.parts[k.key] = p
-	s.byIdentity[identity(v)] = p
+	s.byIdentity[p.id] = p
 	s.bytes += size
 	return v
 }
@@ -168,12 +169,14 @@ func (s *podSharer) sweep(cached []any) (dropped int, freed int64) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for id, p := range s.byIdentity {
+	for key, p := range s.parts {
 		if p.seen >= gen {
 			continue
 		}
-		delete(s.byIdentity, id)
-		delete(s.parts, p.key)
+		if s.byIdentity[p.id] == p {
+			delete(s.byIdentity, p.id)
+		}
+		delete(s.parts, key)
 		s.bytes -= p.size
 		dropped++
 		freed += p.size
@@ -201,7 +204,7 @@ const (
 	sweepGap    = 30 * time.Second
 )
 
-// run sweeps against the pods informer caches, once it has synced, until
+// run sweeps against the pods the informer caches, once it has synced, until
 // ctx ends.
 func (s *podSharer) run(ctx context.Context, pods cachedPods, clk clock.WithTicker, period, gap time.Duration) {
 	logger := klog.FromContext(ctx)
