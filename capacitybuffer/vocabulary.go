@@ -50,6 +50,11 @@ const (
 	// ReasonPodTemplateNotWritten: the PodTemplate the controller keeps
 	// for the buffer could not be written.
 	ReasonPodTemplateNotWritten = "PodTemplateNotWritten"
+	// ReasonPodOwnerNotRead (a Warning event; the buffer stays translated):
+	// the template of a scalableRef's object without spec.template is its
+	// newest pod's controller's, and that controller could not be read, so
+	// the pod's own spec, as the API server returns it, was used instead.
+	ReasonPodOwnerNotRead = "PodOwnerNotRead"
 )
 
 // Reasons of Provisioning, as upstream's.

@@ -1,14 +1,21 @@
 package main
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"hash"
+	"reflect"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
+	"time"
 	"unique"
+	"unsafe"
 
 	apiv1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // podSharer makes cached pods share the parts that the pods of one workload
@@ -21,37 +28,50 @@ import (
 //
 // Sharing is safe because cached objects are read-only: nothing may modify a
 // pod from an informer (client-go's rule; a copy is made first), and a copy
-// (DeepCopy) owns all its parts again. The tables hold at most maxEntries
-// values; when full they are emptied and sharing starts anew (pods keep what
-// they share).
+// (DeepCopy) owns all its parts again.
+//
+// What it holds is bounded in bytes and kept only for parts a cached pod
+// still uses. Each part is found by the SHA-256 of its protobuf encoding
+// (32 bytes, not the encoding itself), and counts its encoded size plus
+// partOverhead against maxBytes; a part that would go past the bound is not
+// remembered (its pod keeps its own copy) and a sweep is asked for. A sweep
+// (run: periodically, and soon after the bound is reached) drops every part
+// that no pod in the informer's store holds and no pod took since the sweep
+// began, so that the parts of deleted pods (large unique annotations, say)
+// are not kept alive by the sharer.
 type podSharer struct {
-	mu         sync.Mutex
-	maxEntries int
-	entries    int
-	containers map[string][]apiv1.Container
-	stringMaps map[string]map[string]string
-	owners     map[string][]metav1.OwnerReference
-	tolerate   map[string][]apiv1.Toleration
-	spread     map[string][]apiv1.TopologySpreadConstraint
-	affinity   map[string]*apiv1.Affinity
-	security   map[string]*apiv1.PodSecurityContext
+	mu       sync.Mutex
+	maxBytes int64
+	bytes    int64
+	// sweeps counts the sweeps begun; a part records the value when a pod
+	// last took it (or a sweep found it held).
+	sweeps     uint64
+	parts      map[partKey]*sharedPart
+	byIdentity map[unsafe.Pointer]*sharedPart
+	// full asks the sweeper for a sweep (capacity 1: asks do not pile up).
+	full chan struct{}
 }
 
-func newPodSharer(maxEntries int) *podSharer {
-	s := &podSharer{maxEntries: maxEntries}
-	s.reset()
-	return s
+// partKey is the digest of a part's kind and encoding.
+type partKey [sha256.Size]byte
+
+// sharedPart is one remembered part: value is a []apiv1.Container, a
+// map[string]string, ... as its kind (folded into its key) says.
+type sharedPart struct {
+	key   partKey
+	id    unsafe.Pointer // see sliceIdentity
+	value any
+	size  int64
+	seen  uint64
 }
 
-func (s *podSharer) reset() {
-	s.entries = 0
-	s.containers = map[string][]apiv1.Container{}
-	s.stringMaps = map[string]map[string]string{}
-	s.owners = map[string][]metav1.OwnerReference{}
-	s.tolerate = map[string][]apiv1.Toleration{}
-	s.spread = map[string][]apiv1.TopologySpreadConstraint{}
-	s.affinity = map[string]*apiv1.Affinity{}
-	s.security = map[string]*apiv1.PodSecurityContext{}
+// partOverhead is what a remembered part costs besides its encoding: its
+// record, its two index entries and the boxed value.
+const partOverhead = 160
+
+func newPodSharer(maxBytes int64) *podSharer {
+	return &podSharer{maxBytes: maxBytes, parts: map[partKey]*sharedPart{},
+		byIdentity: map[unsafe.Pointer]*sharedPart{}, full: make(chan struct{}, 1)}
 }
 
 // share replaces the pod's parts by equal ones already cached. The pod must
@@ -60,117 +80,287 @@ func (s *podSharer) share(pod *apiv1.Pod) {
 	keys := podShareKeys(pod)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.entries >= s.maxEntries {
-		s.reset()
-	}
-	pod.Spec.Containers = sharedValue(s, s.containers, keys.containers, pod.Spec.Containers)
-	pod.Spec.InitContainers = sharedValue(s, s.containers, keys.initContainers, pod.Spec.InitContainers)
-	pod.Labels = sharedValue(s, s.stringMaps, keys.labels, pod.Labels)
-	pod.Annotations = sharedValue(s, s.stringMaps, keys.annotations, pod.Annotations)
-	pod.Spec.NodeSelector = sharedValue(s, s.stringMaps, keys.nodeSelector, pod.Spec.NodeSelector)
-	pod.OwnerReferences = sharedValue(s, s.owners, keys.owners, pod.OwnerReferences)
-	pod.Spec.Tolerations = sharedValue(s, s.tolerate, keys.tolerations, pod.Spec.Tolerations)
-	pod.Spec.TopologySpreadConstraints = sharedValue(s, s.spread, keys.spread, pod.Spec.TopologySpreadConstraints)
-	pod.Spec.Affinity = sharedValue(s, s.affinity, keys.affinity, pod.Spec.Affinity)
-	pod.Spec.SecurityContext = sharedValue(s, s.security, keys.security, pod.Spec.SecurityContext)
+	pod.Spec.Containers = sharedValue(s, keys.containers, pod.Spec.Containers, sliceIdentity)
+	pod.Spec.InitContainers = sharedValue(s, keys.initContainers, pod.Spec.InitContainers, sliceIdentity)
+	pod.Labels = sharedValue(s, keys.labels, pod.Labels, mapIdentity)
+	pod.Annotations = sharedValue(s, keys.annotations, pod.Annotations, mapIdentity)
+	pod.Spec.NodeSelector = sharedValue(s, keys.nodeSelector, pod.Spec.NodeSelector, mapIdentity)
+	pod.OwnerReferences = sharedValue(s, keys.owners, pod.OwnerReferences, sliceIdentity)
+	pod.Spec.Tolerations = sharedValue(s, keys.tolerations, pod.Spec.Tolerations, sliceIdentity)
+	pod.Spec.TopologySpreadConstraints = sharedValue(s, keys.spread, pod.Spec.TopologySpreadConstraints, sliceIdentity)
+	pod.Spec.Affinity = sharedValue(s, keys.affinity, pod.Spec.Affinity, pointerIdentity)
+	pod.Spec.SecurityContext = sharedValue(s, keys.security, pod.Spec.SecurityContext, pointerIdentity)
 	internStrings(pod)
 }
 
-// sharedValue returns the value already stored under key, or stores v. An
-// empty key (the part is absent) keeps v.
-func sharedValue[T any](s *podSharer, table map[string]T, key string, v T) T {
-	if key == "" {
+// sharedValue returns the value already remembered under k, or remembers v
+// if the bound leaves room for it. An absent part (k.size 0) keeps v.
+func sharedValue[T any](s *podSharer, k partRef, v T, identity func(T) unsafe.Pointer) T {
+	if k.size == 0 {
 		return v
 	}
-	if have, ok := table[key]; ok {
-		return have
+	if have, ok := s.parts[k.key]; ok {
+		have.seen = s.sweeps
+		return have.value.(T)
 	}
-	table[key] = v
-	s.entries++
+	size := int64(k.size) + partOverhead
+	if s.bytes+size > s.maxBytes {
+		select {
+		case s.full <- struct{}{}:
+		default:
+		}
+		return v
+	}
+	p := &sharedPart{key: k.key, id: identity(v), value: v, size: size, seen: s.sweeps}
+	s.parts[k.key] = p
+	s.byIdentity[p.id] = p
+	s.bytes += size
 	return v
 }
 
+// The identity of a part is the address of what its value refers to: the
+// array of a slice, the map, the struct of a pointer. A pod holding a
+// remembered part holds that address.
+func sliceIdentity[T any](v []T) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(v)) }
+
+func mapIdentity(v map[string]string) unsafe.Pointer { return reflect.ValueOf(v).UnsafePointer() }
+
+func pointerIdentity[T any](v *T) unsafe.Pointer { return unsafe.Pointer(v) }
+
+// podParts returns the identities of the parts a pod holds that can be
+// shared.
+func podParts(pod *apiv1.Pod) [10]unsafe.Pointer {
+	return [10]unsafe.Pointer{
+		sliceIdentity(pod.Spec.Containers), sliceIdentity(pod.Spec.InitContainers),
+		mapIdentity(pod.Labels), mapIdentity(pod.Annotations), mapIdentity(pod.Spec.NodeSelector),
+		sliceIdentity(pod.OwnerReferences), sliceIdentity(pod.Spec.Tolerations),
+		sliceIdentity(pod.Spec.TopologySpreadConstraints),
+		pointerIdentity(pod.Spec.Affinity), pointerIdentity(pod.Spec.SecurityContext),
+	}
+}
+
+// sweepChunk is how many pods a sweep marks per hold of the lock, so that
+// the informer's transform never waits long behind a sweep.
+const sweepChunk = 2000
+
+// sweep forgets the parts that none of cached (the informer's store's
+// objects) holds and no pod took since the sweep began. It returns how
+// many parts it dropped and the bytes they counted.
+func (s *podSharer) sweep(cached []any) (dropped int, freed int64) {
+	s.mu.Lock()
+	s.sweeps++
+	gen := s.sweeps
+	s.mu.Unlock()
+	for start := 0; start < len(cached); start += sweepChunk {
+		chunk := cached[start:min(start+sweepChunk, len(cached))]
+		s.mu.Lock()
+		for _, obj := range chunk {
+			pod, ok := obj.(*apiv1.Pod)
+			if !ok {
+				continue
+			}
+			for _, id := range podParts(pod) {
+				if p := s.byIdentity[id]; id != nil && p != nil {
+					p.seen = gen
+				}
+			}
+		}
+		s.mu.Unlock()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key, p := range s.parts {
+		if p.seen >= gen {
+			continue
+		}
+		if s.byIdentity[p.id] == p {
+			delete(s.byIdentity, p.id)
+		}
+		delete(s.parts, key)
+		s.bytes -= p.size
+		dropped++
+		freed += p.size
+	}
+	return dropped, freed
+}
+
+// heldBytes is what the remembered parts count against the bound.
+func (s *podSharer) heldBytes() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bytes
+}
+
+// cachedPods is the pod informer, as the sweeper reads it.
+type cachedPods interface {
+	HasSynced() bool
+	GetStore() cache.Store
+}
+
+// Sweep timing: every sweepPeriod, and when the bound is reached, at most
+// once per sweepGap.
+const (
+	sweepPeriod = time.Minute
+	sweepGap    = 30 * time.Second
+)
+
+// run sweeps against the pods the informer caches, once it has synced, until
+// ctx ends.
+func (s *podSharer) run(ctx context.Context, pods cachedPods, clk clock.WithTicker, period, gap time.Duration) {
+	logger := klog.FromContext(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced) {
+		return
+	}
+	ticker := clk.NewTicker(period)
+	defer ticker.Stop()
+	last := clk.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+		case <-s.full:
+			if wait := gap - clk.Since(last); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-clk.After(wait):
+				}
+			}
+		}
+		dropped, freed := s.sweep(pods.GetStore().List())
+		last = clk.Now()
+		logger.V(5).Info("Swept the informer cache's shared pod parts", "dropped", dropped, "freedBytes", freed,
+			"heldBytes", s.heldBytes())
+	}
+}
+
+// partRef is a part's key and encoded size; size 0: the part is absent
+// (or could not be encoded) and is not shared.
+type partRef struct {
+	key  partKey
+	size int
+}
+
 type shareKeys struct {
-	containers, initContainers, labels, annotations, nodeSelector string
-	owners, tolerations, spread, affinity, security               string
+	containers, initContainers, labels, annotations, nodeSelector partRef
+	owners, tolerations, spread, affinity, security               partRef
 }
 
 // marshaler is what the API types' generated protobuf code provides.
 type marshaler interface{ Marshal() ([]byte, error) }
 
-// podShareKeys computes, outside the lock, a key per part: its protobuf
-// encoding (equal encodings, equal values), or "" when the part is absent
-// or cannot be encoded.
+// Part kinds, folded into the digest: a kind always holds one Go type, and
+// parts of different roles (labels, annotations) are never taken for each
+// other.
+const (
+	kindContainers  = 'c'
+	kindLabels      = 'l'
+	kindAnnotations = 'a'
+	kindSelector    = 's'
+	kindOwners      = 'o'
+	kindTolerations = 't'
+	kindSpread      = 'p'
+	kindAffinity    = 'f'
+	kindSecurity    = 'x'
+)
+
+// podShareKeys computes, outside the lock, a key per part: the SHA-256 of
+// its kind and protobuf encoding (equal encodings, equal values), or the
+// zero partRef when the part is absent or cannot be encoded.
 func podShareKeys(pod *apiv1.Pod) shareKeys {
 	return shareKeys{
-		containers:     sliceKey(pod.Spec.Containers),
-		initContainers: sliceKey(pod.Spec.InitContainers),
-		labels:         mapKey("l", pod.Labels),
-		annotations:    mapKey("a", pod.Annotations),
-		nodeSelector:   mapKey("s", pod.Spec.NodeSelector),
-		owners:         sliceKey(pod.OwnerReferences),
-		tolerations:    sliceKey(pod.Spec.Tolerations),
-		spread:         sliceKey(pod.Spec.TopologySpreadConstraints),
-		affinity:       pointerKey(pod.Spec.Affinity),
-		security:       pointerKey(pod.Spec.SecurityContext),
+		containers:     sliceKey(kindContainers, pod.Spec.Containers),
+		initContainers: sliceKey(kindContainers, pod.Spec.InitContainers),
+		labels:         mapKey(kindLabels, pod.Labels),
+		annotations:    mapKey(kindAnnotations, pod.Annotations),
+		nodeSelector:   mapKey(kindSelector, pod.Spec.NodeSelector),
+		owners:         sliceKey(kindOwners, pod.OwnerReferences),
+		tolerations:    sliceKey(kindTolerations, pod.Spec.Tolerations),
+		spread:         sliceKey(kindSpread, pod.Spec.TopologySpreadConstraints),
+		affinity:       pointerKey(kindAffinity, pod.Spec.Affinity),
+		security:       pointerKey(kindSecurity, pod.Spec.SecurityContext),
 	}
+}
+
+// digest hashes a part's fields, each with a length prefix so that the
+// fields' boundaries are part of the key.
+type digest struct {
+	h    hash.Hash
+	size int
+	n    [binary.MaxVarintLen64]byte
+}
+
+func newDigest(kind byte) *digest {
+	d := &digest{h: sha256.New()}
+	d.h.Write([]byte{kind})
+	return d
+}
+
+func (d *digest) field(data []byte) {
+	d.h.Write(d.n[:binary.PutUvarint(d.n[:], uint64(len(data)))])
+	d.h.Write(data)
+	d.size += len(data)
+}
+
+func (d *digest) ref() partRef {
+	var r partRef
+	d.h.Sum(r.key[:0])
+	r.size = max(d.size, 1)
+	return r
 }
 
 func sliceKey[T any, P interface {
 	*T
 	marshaler
-}](items []T) string {
+}](kind byte, items []T) partRef {
 	if len(items) == 0 {
-		return ""
+		return partRef{}
 	}
-	var b strings.Builder
+	d := newDigest(kind)
 	for i := range items {
 		data, err := P(&items[i]).Marshal()
 		if err != nil {
-			return ""
+			return partRef{}
 		}
-		// A length prefix keeps the elements' boundaries in the key.
-		b.WriteString(strconv.Itoa(len(data)))
-		b.WriteByte(':')
-		b.Write(data)
+		d.field(data)
 	}
-	return b.String()
+	return d.ref()
 }
 
 func pointerKey[T any, P interface {
 	*T
 	marshaler
-}](p P) string {
+}](kind byte, p P) partRef {
 	if p == nil {
-		return ""
+		return partRef{}
 	}
 	data, err := p.Marshal()
 	if err != nil {
-		return ""
+		return partRef{}
 	}
-	return "p" + string(data)
+	d := newDigest(kind)
+	d.field(data)
+	return d.ref()
 }
 
-// mapKey encodes a string map with a prefix naming its role; the empty map
-// (as opposed to an absent one) is shared too.
-func mapKey(prefix string, m map[string]string) string {
+// mapKey digests a string map in key order; the empty map (as opposed to
+// an absent one) is shared too.
+func mapKey(kind byte, m map[string]string) partRef {
 	if m == nil {
-		return ""
+		return partRef{}
 	}
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	var b strings.Builder
-	b.WriteString(prefix)
+	d := newDigest(kind)
 	for _, k := range keys {
-		b.WriteString(k)
-		b.WriteByte(0)
-		b.WriteString(m[k])
-		b.WriteByte(0)
+		d.field([]byte(k))
+		d.field([]byte(m[k]))
 	}
-	return b.String()
+	return d.ref()
 }
 
 // internStrings replaces short strings that many pods hold equal by one

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"reflect"
 
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/clock"
 )
 
 // cacheTrimmer is the informers' transform: before an object is cached it
@@ -40,10 +42,17 @@ type cacheTrimmer struct {
 	pods *podSharer
 }
 
-// sharedPartsLimit bounds the parts the pod sharer remembers (see podSharer).
-const sharedPartsLimit = 50000
+// sharedPartsBytes bounds what the pod sharer remembers: the parts' encoded
+// sizes plus partOverhead each (see podSharer).
+const sharedPartsBytes = 32 << 20
 
-func newCacheTrimmer() *cacheTrimmer { return &cacheTrimmer{pods: newPodSharer(sharedPartsLimit)} }
+func newCacheTrimmer() *cacheTrimmer { return &cacheTrimmer{pods: newPodSharer(sharedPartsBytes)} }
+
+// run keeps the pod sharer to the parts that pods (the pod informer's
+// cache) still hold, until ctx ends; see podSharer.
+func (t *cacheTrimmer) run(ctx context.Context, pods cachedPods) {
+	t.pods.run(ctx, pods, clock.RealClock{}, sweepPeriod, sweepGap)
+}
 
 // transform is the cache.TransformFunc.
 func (t *cacheTrimmer) transform(obj any) (any, error) {

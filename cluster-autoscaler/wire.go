@@ -304,6 +304,7 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 	defer stopInformers()
 	trim := newCacheTrimmer()
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(trim.transform))
+	go trim.run(informerCtx, factory.Core().V1().Pods().Informer())
 	listers := core.Listers{
 		Nodes: factory.Core().V1().Nodes().Lister(),
 		Pods:  factory.Core().V1().Pods().Lister(),

@@ -58,6 +58,10 @@ type Templates interface {
 type Target struct {
 	Replicas int32
 	Template apiv1.PodTemplateSpec
+	// Note, when set, says the template is not what it should have been
+	// (a pod's controller could not be read); it goes into the
+	// ReadyForProvisioning message and a PodOwnerNotRead event.
+	Note string
 }
 
 // Scalables resolves scalableRefs. An error that is a *capacitybuffer.Problem
@@ -200,7 +204,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 			}
 			return fmt.Errorf("writing the status of CapacityBuffer %s: %w", key, err)
 		}
-		c.report(ctx, b, was, want)
+		c.report(ctx, b, was, want, tr.note)
 		if c.quotas != nil && !equalPtr(wasReplicas, want.Replicas) {
 			// The buffers after it in the namespace share the quotas' room.
 			c.enqueueWhere(b.Namespace, func(o *v1.CapacityBuffer) bool { return before(b, o) })
@@ -218,6 +222,8 @@ type translation struct {
 	generation int64
 	count      capacitybuffer.Count
 	quota      quotaCut
+	// note is the scalableRef's Target.Note.
+	note string
 }
 
 // translate resolves the buffer's pod shape and counts its chunks. A
@@ -230,6 +236,7 @@ func (c *Controller) translate(ctx context.Context, b *v1.CapacityBuffer) (trans
 		shape            apiv1.PodTemplateSpec
 		source           *apiv1.PodTemplate // the user's template, when used as is
 		scalableReplicas int32
+		note             string
 	)
 	if ref := b.Spec.PodTemplateRef; ref != nil {
 		pt, err := c.templates.Get(b.Namespace, ref.Name)
@@ -249,15 +256,18 @@ func (c *Controller) translate(ctx context.Context, b *v1.CapacityBuffer) (trans
 		if err != nil {
 			return translation{}, nil, err
 		}
-		shape, scalableReplicas = target.Template, target.Replicas
+		shape, scalableReplicas, note = target.Template, target.Replicas, target.Note
 	}
 
 	var pod *apiv1.Pod
 	if c.dryRun != nil {
 		var err error
 		if pod, err = c.dryRun.Resolve(ctx, b.Namespace, &shape); err != nil {
-			return translation{}, &capacitybuffer.Problem{Reason: capacitybuffer.ReasonPodDryRunFailed,
-				Message: fmt.Sprintf("the server dry-run of the buffer's pod failed (grant the autoscaler pods create, or set --capacity-buffer-pod-dry-run-enabled=false): %v", err)}, nil
+			msg := fmt.Sprintf("the server dry-run of the buffer's pod failed (grant the autoscaler pods create, or set --capacity-buffer-pod-dry-run-enabled=false): %v", err)
+			if note != "" {
+				msg += "; " + note
+			}
+			return translation{}, &capacitybuffer.Problem{Reason: capacitybuffer.ReasonPodDryRunFailed, Message: msg}, nil
 		}
 		shape, source = capacitybuffer.TemplateFromPod(pod), nil
 	} else {
@@ -279,7 +289,7 @@ func (c *Controller) translate(ctx context.Context, b *v1.CapacityBuffer) (trans
 	if p != nil || err != nil {
 		return translation{}, p, err
 	}
-	return translation{template: pt.Name, generation: pt.Generation, count: count, quota: quota}, nil, nil
+	return translation{template: pt.Name, generation: pt.Generation, count: count, quota: quota, note: note}, nil, nil
 }
 
 // desiredStatus is the controller's part of the buffer's status: the
@@ -308,6 +318,9 @@ func (c *Controller) desiredStatus(b *v1.CapacityBuffer, tr translation, problem
 	msg := fmt.Sprintf("%d chunks of PodTemplate %s", replicas, tr.template)
 	if len(tr.count.Notes) > 0 {
 		msg += "; " + strings.Join(tr.count.Notes, "; ")
+	}
+	if tr.note != "" {
+		msg += "; " + tr.note
 	}
 	meta.SetStatusCondition(&conds, metav1.Condition{Type: capacitybuffer.ConditionReadyForProvisioning,
 		Status: metav1.ConditionTrue, Reason: capacitybuffer.ReasonAttributesSetSuccessfully, Message: msg,
@@ -363,9 +376,15 @@ func equalPtr[T comparable](a, b *T) bool {
 
 // report logs and records a status change of the buffer's readiness; was
 // is its condition before the change.
-func (c *Controller) report(ctx context.Context, b *v1.CapacityBuffer, was *metav1.Condition, st v1.CapacityBufferStatus) {
+func (c *Controller) report(ctx context.Context, b *v1.CapacityBuffer, was *metav1.Condition, st v1.CapacityBufferStatus, note string) {
 	logger := klog.FromContext(ctx)
 	now := meta.FindStatusCondition(st.Conditions, capacitybuffer.ConditionReadyForProvisioning)
+	if note != "" && (was == nil || was.Message != now.Message) {
+		logger.Info("CapacityBuffer template taken from a pod, not its controller", "buffer", klog.KObj(b), "why", note)
+		if c.recorder != nil {
+			c.recorder.Event(capacitybuffer.Reference(b), apiv1.EventTypeWarning, capacitybuffer.ReasonPodOwnerNotRead, note)
+		}
+	}
 	changed := was == nil || was.Status != now.Status || was.Reason != now.Reason
 	if now.Status == metav1.ConditionTrue {
 		logger.V(2).Info("CapacityBuffer translated", "buffer", klog.KObj(b), "template", st.PodTemplateRef.Name,

@@ -4,8 +4,9 @@
 // writes them, with the ReadyForProvisioning condition, to the buffer's
 // status, by server-side apply as its own field manager. The pod shape comes
 // from spec.podTemplateRef's PodTemplate or from spec.scalableRef's object
-// (its scale subresource for the replica count, its pod template or one of
-// its pods for the shape); with --capacity-buffer-pod-dry-run-enabled the
+// (its scale subresource for the replica count, its pod template or, for a
+// kind without one, the template of its newest pod's controller, read
+// through the API and never from the trimmed informer cache, for the shape); with --capacity-buffer-pod-dry-run-enabled the
 // shape is what the API server makes of a pod of that template in a server
 // dry-run (defaulting, LimitRanges, mutating webhooks), kept in a PodTemplate
 // the buffer owns. With WithQuotas, the chunks are cut to what the

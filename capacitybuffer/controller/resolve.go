@@ -30,7 +30,9 @@ type Mapper interface {
 
 // ScaleClient resolves scalableRefs through the API: the scale subresource
 // for the replica count, the object's spec.template for the pod shape, or,
-// for a kind without one, the newest pod its scale selector matches.
+// for a kind without one, the template of the newest pod its scale selector
+// matches (that pod's controller's, read through the API; see
+// templateOfPod).
 type ScaleClient struct {
 	dyn    dynamic.Interface
 	mapper Mapper
@@ -98,7 +100,9 @@ func (s *ScaleClient) Resolve(ctx context.Context, namespace string, ref v1.Scal
 		return Target{}, &capacitybuffer.Problem{Reason: capacitybuffer.ReasonScalableRefUnsupported,
 			Message: fmt.Sprintf("%s has no spec.template to copy, and %s", what, why)}
 	}
-	target.Template = capacitybuffer.TemplateFromPod(pod)
+	if target.Template, target.Note, err = s.templateOfPod(ctx, pod); err != nil {
+		return Target{}, err
+	}
 	return target, nil
 }
 

@@ -17,6 +17,12 @@
 // Objects are watched with dynamic informers; each Refresh takes one
 // consistent view of them for the loop.
 //
+// A node is matched to a Machine (by provider ID, else nodeRef) only within
+// the autoscaler's own cluster, the Clusters of its node groups, and never
+// to one its Cluster API annotations (cluster name, namespace, Machine)
+// rule out; a node two Clusters' Machines could be is taken for neither
+// (match.go).
+//
 // It owns the translation between Cluster API objects and the cloudprovider
 // interfaces and must not import any other provider, nor anything of the
 // autoscaler above package cloudprovider.

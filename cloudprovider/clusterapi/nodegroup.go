@@ -192,7 +192,7 @@ func (g *NodeGroup) DeleteNodes(ctx context.Context, nodes []*apiv1.Node) error 
 		return fmt.Errorf("deleting %d nodes of node group %q: size %d would go below min size %d",
 			len(marked), g.Id(), g.target-len(marked), g.minSize)
 	}
-	machines := g.provider.client.Resource(g.provider.gvr("Machine")).Namespace(g.obj.GetNamespace())
+	machines := g.provider.client.Resource(g.provider.gvr(kindMachine)).Namespace(g.obj.GetNamespace())
 	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, DeleteMachineAnnotation, g.provider.clock.Now().UTC().Format(time.RFC3339))
 	for _, m := range marked {
 		if _, err := machines.Patch(ctx, m.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
@@ -226,15 +226,16 @@ func (g *NodeGroup) hasInstance(id string) bool {
 }
 
 // machineOf finds the group's Machine of node by provider ID (or
-// placeholder id), then by nodeRef.
+// placeholder id), then by nodeRef; a Machine that the node's Cluster API
+// annotations say is not its own never is.
 func (g *NodeGroup) machineOf(n *apiv1.Node) *unstructured.Unstructured {
 	for _, m := range g.machines {
-		if n.Spec.ProviderID != "" && machineInstanceID(m) == n.Spec.ProviderID {
+		if n.Spec.ProviderID != "" && machineInstanceID(m) == n.Spec.ProviderID && nodeAgrees(n, m, true) {
 			return m
 		}
 	}
 	for _, m := range g.machines {
-		if nodeRefName(m) != "" && nodeRefName(m) == n.Name {
+		if nodeRefName(m) != "" && nodeRefName(m) == n.Name && nodeAgrees(n, m, true) {
 			return m
 		}
 	}

@@ -32,6 +32,7 @@ const (
 	kindMachineDeployment = "MachineDeployment"
 	kindMachineSet        = "MachineSet"
 	kindMachinePool       = "MachinePool"
+	kindMachine           = "Machine"
 )
 
 // resourceOf maps the kinds this provider reads to their plural resource names.
@@ -39,7 +40,7 @@ var resourceOf = map[string]string{
 	kindMachineDeployment: "machinedeployments",
 	kindMachineSet:        "machinesets",
 	kindMachinePool:       "machinepools",
-	"Machine":             "machines",
+	kindMachine:           "machines",
 }
 
 // discoverySpec is one --node-group-auto-discovery=clusterapi:... filter; an

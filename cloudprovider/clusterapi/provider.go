@@ -228,8 +228,10 @@ func (p *Provider) NodeGroups(context.Context) ([]cloudprovider.NodeGroup, error
 	return out, nil
 }
 
-// NodeGroupForNode implements cloudprovider.CloudProvider: by provider ID
-// (or placeholder id), else by a Machine whose nodeRef names the node.
+// NodeGroupForNode implements cloudprovider.CloudProvider: the group of
+// the node's Machine (by provider ID or placeholder id, else by nodeRef), or
+// of a MachinePool listing its provider ID; only within the autoscaler's own
+// cluster (see scope).
 func (p *Provider) NodeGroupForNode(_ context.Context, node *apiv1.Node) (cloudprovider.NodeGroup, error) {
 	s := p.current()
 	if g := s.groupOfNode(node); g != nil {
@@ -239,7 +241,8 @@ func (p *Provider) NodeGroupForNode(_ context.Context, node *apiv1.Node) (cloudp
 }
 
 // HasInstance implements cloudprovider.CloudProvider: a node whose Machine
-// is known has an instance; one that names a Machine that is gone has not.
+// is known has an instance; one that names a Machine that is gone (from
+// its own cluster) has not.
 func (p *Provider) HasInstance(_ context.Context, node *apiv1.Node) (bool, error) {
 	s := p.current()
 	if m := s.machineOfNode(node); m != nil {
@@ -247,7 +250,7 @@ func (p *Provider) HasInstance(_ context.Context, node *apiv1.Node) (bool, error
 	}
 	if name := node.Annotations[NodeMachineAnnotation]; name != "" && s.listed {
 		for _, m := range s.machines {
-			if m.GetName() == name {
+			if m.GetName() == name && s.scope.machineMayBe(node, m) {
 				return true, nil
 			}
 		}
@@ -290,7 +293,7 @@ func (p *Provider) current() *snapshot {
 	return p.snap
 }
 
-var kinds = []string{kindMachineDeployment, kindMachineSet, kindMachinePool, "Machine"}
+var kinds = []string{kindMachineDeployment, kindMachineSet, kindMachinePool, kindMachine}
 
 // Watch makes Refresh read from informers instead of listing from the API
 // server in every loop. The informers run until ctx ends; Watch returns once
@@ -361,50 +364,59 @@ func (p *Provider) Refresh(ctx context.Context) error {
 // snapshot is what one Refresh saw.
 type snapshot struct {
 	listed   bool
+	scope    scope
 	groups   []*NodeGroup
 	machines []*unstructured.Unstructured
-	// byInstance maps an instance id (provider ID or placeholder) to its group.
-	byInstance map[string]*NodeGroup
-	// machineByInstance and machineByNode find the Machine of a node.
-	machineByInstance map[string]*unstructured.Unstructured
-	machineByNode     map[string]*unstructured.Unstructured
+	// groupOfMachine is the group of each Machine that has one.
+	groupOfMachine map[*unstructured.Unstructured]*NodeGroup
+	// groupsByInstance maps an instance id (provider ID or placeholder) to
+	// the groups listing it; machinesByInstance and machinesByNode (nodeRef)
+	// to the Machines that have it, whatever their Cluster.
+	groupsByInstance   map[string][]*NodeGroup
+	machinesByInstance map[string][]*unstructured.Unstructured
+	machinesByNode     map[string][]*unstructured.Unstructured
 }
 
+// machineOfNode is the one Machine of the autoscaler's own cluster that has
+// the node's provider ID, else whose nodeRef names it; nil when there is
+// none, or several that the node's annotations cannot tell apart.
 func (s *snapshot) machineOfNode(node *apiv1.Node) *unstructured.Unstructured {
+	may := func(m *unstructured.Unstructured) bool { return s.scope.machineMayBe(node, m) }
 	if node.Spec.ProviderID != "" {
-		if m := s.machineByInstance[node.Spec.ProviderID]; m != nil {
+		if m, ok := only(s.machinesByInstance[node.Spec.ProviderID], may); ok {
 			return m
 		}
 	}
-	return s.machineByNode[node.Name]
+	m, _ := only(s.machinesByNode[node.Name], may)
+	return m
 }
 
 func (s *snapshot) groupOfNode(node *apiv1.Node) *NodeGroup {
-	if node.Spec.ProviderID != "" {
-		if g := s.byInstance[node.Spec.ProviderID]; g != nil {
-			return g
-		}
+	if m := s.machineOfNode(node); m != nil {
+		return s.groupOfMachine[m]
 	}
-	if m := s.machineByNode[node.Name]; m != nil {
-		return s.byInstance[machineInstanceID(m)]
+	if node.Spec.ProviderID == "" {
+		return nil
 	}
-	return nil
+	g, _ := only(s.groupsByInstance[node.Spec.ProviderID], func(g *NodeGroup) bool { return s.scope.groupMayHave(node, g) })
+	return g
 }
 
 func key(namespace, name string) string { return namespace + "/" + name }
 
 func (p *Provider) buildSnapshot(ctx context.Context, lists map[string][]unstructured.Unstructured) *snapshot {
 	logger := klog.FromContext(ctx)
-	s := &snapshot{listed: true, byInstance: map[string]*NodeGroup{},
-		machineByInstance: map[string]*unstructured.Unstructured{}, machineByNode: map[string]*unstructured.Unstructured{}}
+	s := &snapshot{listed: true, groupOfMachine: map[*unstructured.Unstructured]*NodeGroup{},
+		groupsByInstance: map[string][]*NodeGroup{}, machinesByInstance: map[string][]*unstructured.Unstructured{},
+		machinesByNode: map[string][]*unstructured.Unstructured{}}
 	// Machines by owner.
 	machinesOf := map[string][]*unstructured.Unstructured{} // kind/ns/name -> machines
-	for i := range lists["Machine"] {
-		m := &lists["Machine"][i]
+	for i := range lists[kindMachine] {
+		m := &lists[kindMachine][i]
 		s.machines = append(s.machines, m)
-		s.machineByInstance[machineInstanceID(m)] = m
+		s.machinesByInstance[machineInstanceID(m)] = append(s.machinesByInstance[machineInstanceID(m)], m)
 		if n := nodeRefName(m); n != "" {
-			s.machineByNode[n] = m
+			s.machinesByNode[n] = append(s.machinesByNode[n], m)
 		}
 		for _, kind := range []string{kindMachineSet, kindMachinePool} {
 			if owner := ownerOfKind(m, p.group, kind); owner != "" {
@@ -454,8 +466,15 @@ func (p *Provider) buildSnapshot(ctx context.Context, lists map[string][]unstruc
 		g.instances = g.buildInstances()
 		s.groups = append(s.groups, g)
 		for _, in := range g.instances {
-			s.byInstance[in.Id] = g
+			s.groupsByInstance[in.Id] = append(s.groupsByInstance[in.Id], g)
 		}
+		for _, m := range g.machines {
+			s.groupOfMachine[m] = g
+		}
+	}
+	s.scope = scope{specs: p.specs, groups: map[clusterKey]bool{}}
+	for _, g := range s.groups {
+		s.scope.groups[clusterOf(g.obj)] = true
 	}
 	sort.Slice(s.groups, func(i, j int) bool { return s.groups[i].Id() < s.groups[j].Id() })
 	logger.V(4).Info("Cluster API node groups", "groups", len(s.groups), "machines", len(s.machines))

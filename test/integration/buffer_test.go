@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/capacitybuffer/controller"
 	"k8s.io/autoscaler/cluster-autoscaler/capacitybuffer/crd"
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
+	"k8s.io/autoscaler/cluster-autoscaler/customresources"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 )
 
@@ -365,4 +367,103 @@ func TestCapacityBuffersFitResourceQuotas(t *testing.T) {
 		b, err := e.buffers.Get(ctx, "newer", metav1.GetOptions{})
 		return err == nil && b.Status.Replicas != nil && *b.Status.Replicas == 0, err
 	})
+}
+
+// widgetCRD is a kind with a scale subresource and no pod template, whose
+// pods some other controller runs: a buffer of it takes the template of
+// its newest pod.
+const widgetCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.buffertest.example.com
+spec:
+  group: buffertest.example.com
+  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+    subresources:
+      status: {}
+      scale:
+        specReplicasPath: .spec.replicas
+        statusReplicasPath: .status.replicas
+        labelSelectorPath: .status.selector
+`
+
+// TestCapacityBufferOfPodsKeepsTheirSecurityContext: in a namespace that
+// enforces the restricted Pod Security level, a buffer of a Widget (no
+// spec.template; its pods are a ReplicaSet's) is translated with the server
+// dry-run on: its template is the ReplicaSet's, whose security contexts the
+// informer's trimmed copy of the pod lacks, so the dry-run is admitted.
+func TestCapacityBufferOfPodsKeepsTheirSecurityContext(t *testing.T) {
+	e := newBufferEnv(t)
+	if err := customresources.Install(e.Context(), e.Config, []byte(widgetCRD)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Client.CoreV1().Namespaces().Patch(e.Context(), e.Namespace, types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"pod-security.kubernetes.io/enforce":"restricted"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pool := framework.UniqueName("secure")
+	path := groupsConfig(e.Env, pool)
+	nowhere := framework.UniqueName("nowhere") // its pods stay pending: no group has this pool
+	labels := map[string]string{"app": "secure"}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "secure", Namespace: e.Namespace},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: apiv1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: apiv1.PodSpec{
+				NodeSelector: map[string]string{"pool": nowhere},
+				SecurityContext: &apiv1.PodSecurityContext{RunAsNonRoot: ptr.To(true),
+					SeccompProfile: &apiv1.SeccompProfile{Type: apiv1.SeccompProfileTypeRuntimeDefault}},
+				Containers: []apiv1.Container{{Name: "main", Image: "fake", Command: []string{"/serve"},
+					SecurityContext: &apiv1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false),
+						Capabilities: &apiv1.Capabilities{Drop: []apiv1.Capability{"ALL"}}},
+					Resources: apiv1.ResourceRequirements{Requests: apiv1.ResourceList{
+						apiv1.ResourceCPU: resource.MustParse("500m"), apiv1.ResourceMemory: resource.MustParse("100Mi")}}}}}}}}
+	if _, err := e.Client.AppsV1().ReplicaSets(e.Namespace).Create(e.Context(), rs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(60*time.Second, "the ReplicaSet's pod created", func(ctx context.Context) (bool, error) {
+		pods, err := e.Client.CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=secure"})
+		return err == nil && len(pods.Items) == 1, err
+	})
+	dyn, err := dynamic.NewForConfig(e.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	widgets := dyn.Resource(schema.GroupVersionResource{Group: "buffertest.example.com", Version: "v1", Resource: "widgets"}).
+		Namespace(e.Namespace)
+	w, err := widgets.Create(e.Context(), &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "buffertest.example.com/v1", "kind": "Widget", "metadata": map[string]any{"name": "w"},
+		"spec": map[string]any{"replicas": int64(1)}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Object["status"] = map[string]any{"replicas": int64(1), "selector": "app=secure"}
+	if _, err := widgets.UpdateStatus(e.Context(), w, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.create("secure-spare", v1.CapacityBufferSpec{ScalableRef: &v1.ScalableRef{APIGroup: "buffertest.example.com",
+		Kind: "Widget", Name: "w"}, Replicas: ptr.To[int32](2)})
+
+	startAutoscaler(t, "autoscaler", bufferArgs(e, path)...)
+	b := e.condition("secure-spare", capacitybuffer.ConditionReadyForProvisioning, metav1.ConditionTrue,
+		capacitybuffer.ReasonAttributesSetSuccessfully, 60*time.Second)
+	pt, err := e.Client.CoreV1().PodTemplates(e.Namespace).Get(e.Context(), b.Status.PodTemplateRef.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := pt.Template.Spec.Containers[0]
+	if c.SecurityContext == nil || ptr.Deref(c.SecurityContext.AllowPrivilegeEscalation, true) ||
+		c.SecurityContext.Capabilities == nil || len(c.SecurityContext.Capabilities.Drop) != 1 || len(c.Command) != 1 {
+		t.Errorf("kept template's container %+v: want the ReplicaSet's security context and command", c)
+	}
+	if *b.Status.Replicas != 2 {
+		t.Errorf("replicas %d, want 2", *b.Status.Replicas)
+	}
 }
