@@ -14,13 +14,26 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+	"k8s.io/autoscaler/cluster-autoscaler/test/localcluster"
 )
 
 // partitionNode makes a node look cut off from the control plane: kwok no
-// longer plays its kubelet (its pods keep their last status, Running, as on
-// a machine that still runs them) and its Ready condition turns False.
+// longer plays its kubelet, its Ready condition turns False, and its pods
+// keep their last status (Running, as on a machine that still runs them) and
+// are never confirmed deleted (localcluster.UnreachablePodLabel) until they
+// are force-deleted or the pod garbage collector removes them with the Node.
 func partitionNode(e *framework.Env, name string) {
 	e.T.Helper()
+	pods, err := e.Client.CoreV1().Pods("").List(e.Context(), metav1.ListOptions{FieldSelector: "spec.nodeName=" + name})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	label := fmt.Appendf(nil, `{"metadata":{"labels":{%q:"true"}}}`, localcluster.UnreachablePodLabel)
+	for _, p := range pods.Items {
+		if _, err := e.Client.CoreV1().Pods(p.Namespace).Patch(e.Context(), p.Name, types.MergePatchType, label, metav1.PatchOptions{}); err != nil {
+			e.T.Fatal(err)
+		}
+	}
 	patch := []byte(`{"metadata":{"annotations":{"kwok.x-k8s.io/node":null}}}`)
 	if _, err := e.Client.CoreV1().Nodes().Patch(e.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		e.T.Fatal(err)

@@ -294,27 +294,8 @@ func TestNodeHealingReplacesANotReadyNode(t *testing.T) {
 	p := startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--node-healing-enabled", "--node-healing-hooks-config="+hooksFile,
 		"--node-healing-policy=Ready=False:3s", "--max-pod-eviction-time=5s", "--max-node-provision-time=20s")...)
 	nodes := twoRunningNodes(e, pool)
-	// kwok stops playing this node's kubelet (it manages the nodes with its
-	// annotation), as a dead kubelet stops reporting; the node then says
-	// NotReady and nothing puts it back.
-	patch := []byte(`{"metadata":{"annotations":{"kwok.x-k8s.io/node":null}}}`)
-	if _, err := e.Client.CoreV1().Nodes().Patch(e.Context(), nodes[0].Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	got, err := e.Client.CoreV1().Nodes().Get(e.Context(), nodes[0].Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sick := *got
-	for i, c := range sick.Status.Conditions {
-		if c.Type == apiv1.NodeReady {
-			sick.Status.Conditions[i] = apiv1.NodeCondition{Type: apiv1.NodeReady, Status: apiv1.ConditionFalse,
-				Reason: "KubeletDown", Message: "test: the kubelet stopped", LastTransitionTime: metav1.Now(), LastHeartbeatTime: metav1.Now()}
-		}
-	}
-	if _, err := e.Client.CoreV1().Nodes().UpdateStatus(e.Context(), &sick, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	sick := nodes[0]
+	partitionNode(e, sick.Name)
 	e.Eventually(120*time.Second, "node "+sick.Name+" replaced", func(ctx context.Context) (bool, error) {
 		list, err := poolNodeList(ctx, e, pool)
 		if err != nil {
@@ -327,11 +308,13 @@ func TestNodeHealingReplacesANotReadyNode(t *testing.T) {
 		}
 		return len(list) == 2, nil
 	})
-	e.Eventually(60*time.Second, "both pods Running again", func(ctx context.Context) (bool, error) {
+	// The pod garbage collector removes the old pods some 40-60 s after their Node.
+	e.Eventually(150*time.Second, "both pods Running again", func(ctx context.Context) (bool, error) {
 		return allRunning(ctx, e, 2)
 	})
 	var ev map[string]string
 	e.Eventually(60*time.Second, "HealSucceeded on "+sick.Name, func(ctx context.Context) (bool, error) {
+		var err error
 		ev, err = nodeEvents(ctx, e, sick.Name)
 		return err == nil && ev["HealSucceeded"] != "", err
 	})

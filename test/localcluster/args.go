@@ -105,7 +105,14 @@ options:
 	return path, nil
 }
 
+// UnreachablePodLabel marks a pod whose kubelet is cut off from the control
+// plane: kwok never finishes deleting it (it stays Terminating, as on a
+// partitioned node that may still run it) until something force-deletes it
+// or its Node goes and the pod garbage collector removes it.
+const UnreachablePodLabel = "test.autoscaler/unreachable"
+
 // kwokStagePaths lists the stage files kwok runs: those of StagesDir, with
+// pod-delete rewritten to skip pods labelled UnreachablePodLabel, and
 // pod-ready rewritten to skip pods labelled KwokIgnorePodLabel when set.
 func kwokStagePaths(cfg Config) ([]string, error) {
 	stages := []string{"node-initialize", "node-heartbeat-with-lease", "pod-ready", "pod-complete", "pod-delete"}
@@ -113,23 +120,35 @@ func kwokStagePaths(cfg Config) ([]string, error) {
 	for i, s := range stages {
 		paths[i] = filepath.Join(cfg.StagesDir, s+".yaml")
 	}
-	if cfg.KwokIgnorePodLabel == "" {
-		return paths, nil
-	}
-	data, err := os.ReadFile(paths[2])
-	if err != nil {
+	var err error
+	if paths[4], err = skipLabelled(cfg, paths[4], UnreachablePodLabel); err != nil {
 		return nil, err
+	}
+	if cfg.KwokIgnorePodLabel != "" {
+		if paths[2], err = skipLabelled(cfg, paths[2], cfg.KwokIgnorePodLabel); err != nil {
+			return nil, err
+		}
+	}
+	return paths, nil
+}
+
+// skipLabelled writes a copy of the stage file at path, into cfg.Dir, whose
+// selector leaves out pods labelled label, and returns the copy's path.
+func skipLabelled(cfg Config, path, label string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
 	}
 	const anchor = "    matchExpressions:\n"
 	if !strings.Contains(string(data), anchor) {
-		return nil, fmt.Errorf("%s: no selector to extend", paths[2])
+		return "", fmt.Errorf("%s: no selector to extend", path)
 	}
-	skip := fmt.Sprintf("%s    - key: '.metadata.labels[%q]'\n      operator: 'DoesNotExist'\n", anchor, cfg.KwokIgnorePodLabel)
-	paths[2] = filepath.Join(cfg.Dir, "kwok-pod-ready.yaml")
-	if err := os.WriteFile(paths[2], []byte(strings.Replace(string(data), anchor, skip, 1)), 0o644); err != nil {
-		return nil, err
+	skip := fmt.Sprintf("%s    - key: '.metadata.labels[%q]'\n      operator: 'DoesNotExist'\n", anchor, label)
+	out := filepath.Join(cfg.Dir, "kwok-"+filepath.Base(path))
+	if err := os.WriteFile(out, []byte(strings.Replace(string(data), anchor, skip, 1)), 0o644); err != nil {
+		return "", err
 	}
-	return paths, nil
+	return out, nil
 }
 
 // kwokArgs runs kwok with the given --config files ("" entries skipped).
