@@ -15,6 +15,8 @@ import (
 	// the system has none.
 	_ "golang.org/x/crypto/x509roots/fallback"
 	"k8s.io/klog/v2"
+
+	"k8s.io/autoscaler/cluster-autoscaler/heapgovernor"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -63,7 +65,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			"replacement", removedFlagReplacement(name))
 	}
 
-	stopGovernor := startHeapGovernor(logger, cl.opts.HeapHeadroomRatio)
+	stopGovernor := heapgovernor.Start(logger, cl.opts.HeapHeadroomRatio)
 	defer stopGovernor()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGQUIT)

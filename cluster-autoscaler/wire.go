@@ -52,6 +52,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/expander"
 	grpcexpander "k8s.io/autoscaler/cluster-autoscaler/expander/grpc"
 	"k8s.io/autoscaler/cluster-autoscaler/healing"
+	"k8s.io/autoscaler/cluster-autoscaler/informercache"
 	"k8s.io/autoscaler/cluster-autoscaler/leaderlease"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 	"k8s.io/autoscaler/cluster-autoscaler/processors"
@@ -302,9 +303,9 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 	// ends this function (an error, a recovered panic, the end of ctx).
 	informerCtx, stopInformers := context.WithCancel(ctx)
 	defer stopInformers()
-	trim := newCacheTrimmer()
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(trim.transform))
-	go trim.run(informerCtx, factory.Core().V1().Pods().Informer())
+	trim := informercache.NewTrimmer()
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(trim.Transform))
+	go trim.Run(informerCtx, factory.Core().V1().Pods().Informer())
 	listers := core.Listers{
 		Nodes: factory.Core().V1().Nodes().Lister(),
 		Pods:  factory.Core().V1().Pods().Lister(),
@@ -624,7 +625,7 @@ func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.In
 		return nil, nil, err
 	}
 	nsFactory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(opts.Namespace),
-		informers.WithTransform(newCacheTrimmer().transform))
+		informers.WithTransform(informercache.NewTrimmer().Transform))
 	chain, err := expander.NewChain(ctx, opts.Expanders, expander.Deps{
 		Provider:   provider,
 		ConfigMaps: nsFactory.Core().V1().ConfigMaps().Lister().ConfigMaps(opts.Namespace),

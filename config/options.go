@@ -31,7 +31,7 @@ type Options struct {
 	MaxFailingTime   time.Duration
 	MaxStartupTime   time.Duration
 	// HeapHeadroomRatio bounds the Go heap's growth past its live part
-	// (not upstream; 0: Go's GOGC alone). See cluster-autoscaler/memory.go.
+	// (not upstream; 0: Go's GOGC alone). See heapgovernor/.
 	HeapHeadroomRatio float64
 
 	// Cloud provider and cluster-wide limits.

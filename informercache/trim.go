@@ -1,4 +1,4 @@
-package main
+package informercache
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// cacheTrimmer is the informers' transform: before an object is cached it
+// Trimmer is the informers' transform: before an object is cached it
 // drops what no part of the autoscaler reads, and makes pods share their
 // common parts (podSharer), so that the pods of a large cluster (the bulk of
 // the process's memory) take less room.
@@ -38,7 +38,7 @@ import (
 // constraints, claims, overhead, priority, node name, phase, owner
 // references, annotations) is kept. The autoscaler never writes a
 // cached pod back to the API server, which would lose what was dropped.
-type cacheTrimmer struct {
+type Trimmer struct {
 	pods *podSharer
 }
 
@@ -46,16 +46,17 @@ type cacheTrimmer struct {
 // sizes plus partOverhead each (see podSharer).
 const sharedPartsBytes = 32 << 20
 
-func newCacheTrimmer() *cacheTrimmer { return &cacheTrimmer{pods: newPodSharer(sharedPartsBytes)} }
+// NewTrimmer returns the informers' transform, its pod sharer bounded by sharedPartsBytes.
+func NewTrimmer() *Trimmer { return &Trimmer{pods: newPodSharer(sharedPartsBytes)} }
 
-// run keeps the pod sharer to the parts that pods (the pod informer's
+// Run keeps the pod sharer to the parts that pods (the pod informer's
 // cache) still hold, until ctx ends; see podSharer.
-func (t *cacheTrimmer) run(ctx context.Context, pods cachedPods) {
+func (t *Trimmer) Run(ctx context.Context, pods CachedPods) {
 	t.pods.run(ctx, pods, clock.RealClock{}, sweepPeriod, sweepGap)
 }
 
-// transform is the cache.TransformFunc.
-func (t *cacheTrimmer) transform(obj any) (any, error) {
+// Transform is the informers' cache.TransformFunc.
+func (t *Trimmer) Transform(obj any) (any, error) {
 	if m, err := meta.Accessor(obj); err == nil && m.GetManagedFields() != nil {
 		m.SetManagedFields(nil)
 	}

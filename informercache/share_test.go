@@ -1,4 +1,4 @@
-package main
+package informercache
 
 import (
 	"context"
@@ -45,14 +45,14 @@ func TestPodSharerSharesAWorkloadsParts(t *testing.T) {
 	a, b := sibling(base, "p1", "n1"), sibling(base, "p2", "n2")
 	other := sibling(base, "p3", "n3")
 	other.Spec.Containers[0].Resources.Requests[apiv1.ResourceCPU] = resource.MustParse("2")
-	trim := newCacheTrimmer()
+	trim := NewTrimmer()
 	var want []*apiv1.Pod
 	for _, p := range []*apiv1.Pod{a, b, other} {
 		w := p.DeepCopy()
 		trimPod(w)
 		w.ManagedFields = nil
 		want = append(want, w)
-		if _, err := trim.transform(p); err != nil {
+		if _, err := trim.Transform(p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -267,13 +267,13 @@ func BenchmarkPodChurnMemory(b *testing.B) {
 	const live, total, every, annotation = 1000, 40000, 10000, 4 << 10
 	base := loadPod(b, "pod-deployment-typical.yaml")
 	for i := 0; i < b.N; i++ {
-		trim := newCacheTrimmer()
+		trim := NewTrimmer()
 		store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			trim.run(ctx, podInformer{store})
+			trim.Run(ctx, podInformer{store})
 		}()
 		runtime.GC()
 		var m0 runtime.MemStats
@@ -287,7 +287,7 @@ func BenchmarkPodChurnMemory(b *testing.B) {
 			if err := p.Unmarshal(data); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := trim.transform(p); err != nil {
+			if _, err := trim.Transform(p); err != nil {
 				b.Fatal(err)
 			}
 			if err := store.Add(p); err != nil {

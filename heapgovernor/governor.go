@@ -1,4 +1,4 @@
-package main
+package heapgovernor
 
 import (
 	"math"
@@ -116,10 +116,10 @@ type heapGovernor struct {
 
 var governing atomic.Bool
 
-// startHeapGovernor starts the governor unless the environment sets GOGC
+// Start starts the governor unless the environment sets GOGC
 // or GOMEMLIMIT, or another one runs; the returned stop restores the limit
 // the runtime had.
-func startHeapGovernor(logger klog.Logger, ratio float64) (stop func()) {
+func Start(logger klog.Logger, ratio float64) (stop func()) {
 	if env := firstEnv("GOMEMLIMIT", "GOGC"); env != "" {
 		logger.Info("Heap governor off: the environment sets the Go collector", "variable", env)
 		return func() {}

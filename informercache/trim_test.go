@@ -1,4 +1,4 @@
-package main
+package informercache
 
 import (
 	"fmt"
@@ -66,7 +66,7 @@ func TestTrimForCacheKeepsWhatTheAutoscalerReads(t *testing.T) {
 			pod.Status.Conditions = append(pod.Status.Conditions, apiv1.PodCondition{Type: apiv1.PodResizePending,
 				Status: apiv1.ConditionTrue, Reason: apiv1.PodReasonInfeasible})
 			before := pod.DeepCopy()
-			got, err := newCacheTrimmer().transform(pod)
+			got, err := NewTrimmer().Transform(pod)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -137,8 +137,8 @@ func TestTrimForCacheOtherObjects(t *testing.T) {
 		Status: apiv1.NodeStatus{Images: []apiv1.ContainerImage{{Names: []string{"img"}}}}}
 	want := node.DeepCopy()
 	want.ManagedFields = nil
-	trim := newCacheTrimmer()
-	got, err := trim.transform(node)
+	trim := NewTrimmer()
+	got, err := trim.Transform(node)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestTrimForCacheOtherObjects(t *testing.T) {
 		t.Errorf("node (-want +got):\n%s", diff)
 	}
 	tomb := cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: &apiv1.Pod{}}
-	if got, err := trim.transform(tomb); err != nil || !cmp.Equal(got, tomb) {
+	if got, err := trim.Transform(tomb); err != nil || !cmp.Equal(got, tomb) {
 		t.Errorf("tombstone: got %v, %v", got, err)
 	}
 }
@@ -185,9 +185,9 @@ func BenchmarkCachedPodMemory(b *testing.B) {
 					var transform func(any) (any, error)
 					switch mode {
 					case "trimmed":
-						transform = (&cacheTrimmer{}).transform
+						transform = (&Trimmer{}).Transform
 					case "trimmed-shared":
-						transform = newCacheTrimmer().transform
+						transform = NewTrimmer().Transform
 					}
 					pods := make([]*apiv1.Pod, n)
 					runtime.GC()
@@ -228,9 +228,9 @@ func BenchmarkCacheTransform(b *testing.B) {
 				var transform func(any) (any, error)
 				switch mode {
 				case "trimmed":
-					transform = (&cacheTrimmer{}).transform
+					transform = (&Trimmer{}).Transform
 				case "trimmed-shared":
-					transform = newCacheTrimmer().transform
+					transform = NewTrimmer().Transform
 				}
 				b.ReportAllocs()
 				for i := 0; i < b.N; i++ {

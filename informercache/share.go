@@ -1,4 +1,4 @@
-package main
+package informercache
 
 import (
 	"context"
@@ -191,8 +191,8 @@ func (s *podSharer) heldBytes() int64 {
 	return s.bytes
 }
 
-// cachedPods is the pod informer, as the sweeper reads it.
-type cachedPods interface {
+// CachedPods is the pod informer, as the sweeper reads it.
+type CachedPods interface {
 	HasSynced() bool
 	GetStore() cache.Store
 }
@@ -206,7 +206,7 @@ const (
 
 // run sweeps against the pods the informer caches, once it has synced, until
 // ctx ends.
-func (s *podSharer) run(ctx context.Context, pods cachedPods, clk clock.WithTicker, period, gap time.Duration) {
+func (s *podSharer) run(ctx context.Context, pods CachedPods, clk clock.WithTicker, period, gap time.Duration) {
 	logger := klog.FromContext(ctx)
 	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced) {
 		return

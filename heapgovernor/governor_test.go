@@ -1,4 +1,4 @@
-package main
+package heapgovernor
 
 import (
 	"math"
@@ -81,7 +81,7 @@ func TestHeapGovernorFollowsTheLiveHeap(t *testing.T) {
 	for i := range live {
 		live[i] = make([]byte, 1<<20)
 	}
-	stop := startHeapGovernor(klog.Background(), 0.25)
+	stop := Start(klog.Background(), 0.25)
 	deadline := time.Now().Add(10 * time.Second)
 	var limit int64
 	for time.Now().Before(deadline) {
@@ -104,7 +104,7 @@ func TestHeapGovernorFollowsTheLiveHeap(t *testing.T) {
 	runtime.GC()
 
 	t.Setenv("GOGC", "100")
-	stop = startHeapGovernor(klog.Background(), 0.25)
+	stop = Start(klog.Background(), 0.25)
 	defer stop()
 	runtime.GC()
 	if got := debug.SetMemoryLimit(-1); got != before {
