@@ -630,7 +630,9 @@ func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.In
 		return nil, nil, fmt.Errorf("--expander: %w", err)
 	}
 	suOpts := []scaleup.Option{scaleup.WithDaemonSets(factory.Apps().V1().DaemonSets().Lister()),
-		scaleup.WithDeletionCounter(m.RegisterDeletedNodes), scaleup.WithReporter(reporting)}
+		scaleup.WithDeletionCounter(m.RegisterDeletedNodes), scaleup.WithReporter(reporting),
+		scaleup.WithInstancePods(scaleup.InstancePodsFromListers{Nodes: factory.Core().V1().Nodes().Lister(),
+			Pods: factory.Core().V1().Pods().Lister()})}
 	if quotas != nil {
 		suOpts = append(suOpts, scaleup.WithCapacityQuotas(quotas))
 	}

@@ -65,10 +65,27 @@ type Undo struct {
 	// the group's target size is decreased by as many, so that the cloud
 	// does not create them.
 	Unlisted int
+	// Request is the ProvisioningRequest (namespace/name) the instances
+	// were made for: its consuming pods do not keep a node from being
+	// deleted. Empty when not known: then any pod but DaemonSet and static
+	// ones, and those that finished, does.
+	Request string
+	// Kept are, in what Rollback returns, the instances of Instances it
+	// did not delete because their nodes run other pods, with why.
+	Kept map[string]string
 }
 
 // Empty reports whether nothing is left to undo.
 func (u Undo) Empty() bool { return len(u.Instances) == 0 && u.Unlisted <= 0 }
+
+// String is the instances and the number never listed, and the instances
+// kept, if any; for logs.
+func (u Undo) String() string {
+	if len(u.Kept) == 0 {
+		return fmt.Sprintf("{%v %d}", u.Instances, u.Unlisted)
+	}
+	return fmt.Sprintf("{%v %d kept %v}", u.Instances, u.Unlisted, u.Kept)
+}
 
 // ScaleUpAll gives every pod room or changes nothing. Pods that fit existing
 // or upcoming nodes take that room; for the others one node group is scaled
@@ -249,8 +266,10 @@ func (s *Session) increase(ctx context.Context, sh share, before []string) (adde
 // that still exist and are not being deleted already, then decreases the group's target size by the instances
 // that were asked for and never listed, as far as the target still holds
 // more than the listed instances (it never asks the provider to drop a
-// listed instance that way). It returns, by group, what it could not undo
-// yet: instances whose deletion failed, and asked-for instances that were
+// listed instance that way). An instance whose node runs pods other than
+// the request's (see WithInstancePods) is not deleted: it is returned, and
+// Kept says why. It returns, by group, what it could not undo
+// yet: instances whose deletion failed or that were kept, and asked-for instances that were
 // neither listed nor covered by the target any more (they may have been
 // listed meanwhile; the caller looks for them and calls again). A group that
 // no longer exists is reported with ErrNodeGroupGone and not left.
@@ -312,11 +331,23 @@ func (o *Orchestrator) rollbackGroup(ctx context.Context, ng cloudprovider.NodeG
 	for _, in := range current {
 		exists[in.Id] = in.Status == nil || in.Status.State != cloudprovider.InstanceDeleting
 	}
-	var victims []*apiv1.Node
+	var ids []string
 	for _, instance := range u.Instances {
 		if exists[instance] {
-			victims = append(victims, cloudprovider.InstanceNode(instance))
+			ids = append(ids, instance)
 		}
+	}
+	ids, kept, err := o.withoutBusy(ids, u.Request)
+	if err != nil {
+		return u, fmt.Errorf("checking the pods on the instances of %q before deleting them: %w", id, err)
+	}
+	for instance, reason := range kept {
+		logger.Info("Not deleting an instance of a rolled back all-or-nothing scale-up: its node runs other pods",
+			"instance", instance, "nodeGroup", id, "why", reason, "reason", why)
+	}
+	victims := make([]*apiv1.Node, 0, len(ids))
+	for _, instance := range ids {
+		victims = append(victims, cloudprovider.InstanceNode(instance))
 	}
 	if len(victims) > 0 {
 		err := ng.ForceDeleteNodes(ctx, victims)
@@ -324,6 +355,7 @@ func (o *Orchestrator) rollbackGroup(ctx context.Context, ng cloudprovider.NodeG
 			err = ng.DeleteNodes(ctx, victims)
 		}
 		if err != nil {
+			u.Kept = kept
 			return u, fmt.Errorf("deleting %d instances of %q: %w", len(victims), id, err)
 		}
 		for _, v := range victims {
@@ -334,7 +366,15 @@ func (o *Orchestrator) rollbackGroup(ctx context.Context, ng cloudprovider.NodeG
 			o.countDeletions(RollbackReason, len(victims))
 		}
 	}
-	rest := Undo{Unlisted: u.Unlisted}
+	rest := Undo{Unlisted: u.Unlisted, Request: u.Request}
+	if len(kept) > 0 {
+		rest.Kept = kept
+		for _, instance := range u.Instances {
+			if kept[instance] != "" {
+				rest.Instances = append(rest.Instances, instance)
+			}
+		}
+	}
 	if u.Unlisted <= 0 {
 		return rest, nil
 	}
@@ -356,6 +396,36 @@ func (o *Orchestrator) rollbackGroup(ctx context.Context, ng cloudprovider.NodeG
 		"nodeGroup", id, "from", target, "to", target-cancel, "reason", why)
 	rest.Unlisted -= cancel
 	return rest, nil
+}
+
+// withoutBusy splits ids into the instances a rollback may delete and
+// those it keeps because their nodes run pods other than request's.
+func (o *Orchestrator) withoutBusy(ids []string, request string) ([]string, map[string]string, error) {
+	if o.instancePods == nil || len(ids) == 0 {
+		return ids, nil, nil
+	}
+	onNodes, err := o.instancePods.PodsOn(ids)
+	if err != nil {
+		return nil, nil, err
+	}
+	var free []string
+	var kept map[string]string
+	for _, instance := range ids {
+		np, ok := onNodes[instance]
+		if !ok {
+			free = append(free, instance)
+			continue
+		}
+		if pods := foreignPods(np, request); len(pods) > 0 {
+			if kept == nil {
+				kept = map[string]string{}
+			}
+			kept[instance] = keptReason(np.Node, pods)
+			continue
+		}
+		free = append(free, instance)
+	}
+	return free, kept, nil
 }
 
 // planAll finds node groups that together hold every pod of podGroups. It
