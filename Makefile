@@ -24,7 +24,7 @@ test: tools ## unit and integration tests, as CI runs them, then a short fuzzing
 # Fuzz targets of what servers and users send us: package and target
 # (docs/reliability.md, "Fuzzing", says what each checks).
 FUZZ_TARGETS := ./expander/grpc:FuzzBestOptionsReply ./cloudprovider/externalgrpc:FuzzDecodeReplies \
-	./provreq/processor:FuzzProvisioningRequest ./expander:FuzzPriorityConfigMap ./cloudprovider/kwok:FuzzConfig \
+	./provreq/processor:FuzzProvisioningRequest ./provreq/processor:FuzzRestoredRecord ./expander:FuzzPriorityConfigMap ./cloudprovider/kwok:FuzzConfig \
 	./config:FuzzFlagValues ./cluster-autoscaler:FuzzCommandLine ./simulator/framework:FuzzSchedulerConfigFile
 FUZZ_TIME ?= 10s
 

@@ -19,6 +19,9 @@ func TestSpamKey(t *testing.T) {
 		return ev("ConfigMap", "ns", "cluster-autoscaler-status", apiv1.EventTypeNormal, reason, msg)
 	}
 	pod := func(typ, reason, msg string) *apiv1.Event { return ev("Pod", "ns", "p", typ, reason, msg) }
+	records := func(reason, msg string) *apiv1.Event {
+		return ev("ConfigMap", "ns", "cluster-autoscaler-provisioning-attempts", apiv1.EventTypeWarning, reason, msg)
+	}
 	for _, tc := range []struct {
 		name string
 		a, b *apiv1.Event
@@ -30,6 +33,9 @@ func TestSpamKey(t *testing.T) {
 		{"pod: types differ", pod(apiv1.EventTypeNormal, "R", "x"), pod(apiv1.EventTypeWarning, "R", "x"), true},
 		{"pod: reasons differ", pod(apiv1.EventTypeNormal, "TriggeredScaleUp", "x"), pod(apiv1.EventTypeNormal, "NotTriggerScaleUp", "x"), false},
 		{"another ConfigMap", ev("ConfigMap", "ns", "other", "Normal", "R", "a"), ev("ConfigMap", "ns", "other", "Normal", "R", "b"), true},
+		{"records: messages differ", records("R", "a"), records("R", "b"), false},
+		{"records: same message", records("R", "a"), records("R", "a"), true},
+		{"records: reasons differ", records("A", "m"), records("B", "m"), false},
 	} {
 		if got := key(tc.a) == key(tc.b); got != tc.same {
 			t.Errorf("%s: same key = %v, want %v", tc.name, got, tc.same)

@@ -510,7 +510,8 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 // one event per reason and object (any type, any message) and refills once
 // per five minutes, remembering 8192 keys; events on the status ConfigMap
 // are told apart by their message only, so that each distinct cluster-level
-// event is recorded. (Upstream recognises the status ConfigMap only under its
+// event is recorded, and those on the attempt records' ConfigMap by reason
+// and message (one per record dropped or instance a rollback kept). (Upstream recognises the status ConfigMap only under its
 // default name in kube-system; here it is --status-config-map-name in
 // --namespace.) With --record-duplicated-events client-go's defaults apply.
 func newEventBroadcaster(ctx context.Context, opts config.Options) record.EventBroadcaster {
@@ -528,6 +529,9 @@ func spamKey(statusNamespace, statusName string) record.EventSpamKeyFunc {
 		o := ev.InvolvedObject
 		if o.Kind == "ConfigMap" && o.Namespace == statusNamespace && o.Name == statusName {
 			return ev.Message
+		}
+		if o.Kind == "ConfigMap" && o.Namespace == statusNamespace && o.Name == processor.RecordsConfigMap {
+			return o.Name + ev.Reason + ev.Message // each record dropped or rollback kept is told
 		}
 		return strings.Join([]string{ev.Reason, ev.Source.Component, ev.Source.Host, o.Kind, o.Namespace, o.Name,
 			string(o.UID), o.APIVersion}, "")
@@ -641,7 +645,9 @@ func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.In
 		return nil, nil, fmt.Errorf("--expander: %w", err)
 	}
 	suOpts := []scaleup.Option{scaleup.WithDaemonSets(factory.Apps().V1().DaemonSets().Lister()),
-		scaleup.WithDeletionCounter(m.RegisterDeletedNodes), scaleup.WithReporter(reporting)}
+		scaleup.WithDeletionCounter(m.RegisterDeletedNodes), scaleup.WithReporter(reporting),
+		scaleup.WithInstancePods(scaleup.InstancePodsFromListers{Nodes: factory.Core().V1().Nodes().Lister(),
+			Pods: factory.Core().V1().Pods().Lister()})}
 	if quotas != nil {
 		suOpts = append(suOpts, scaleup.WithCapacityQuotas(quotas))
 	}

@@ -65,10 +65,27 @@ type Undo struct {
 	// the group's target size is decreased by as many, so that the cloud
 	// does not create them.
 	Unlisted int
+	// Request is the ProvisioningRequest (namespace/name) the instances
+	// were made for: its consuming pods do not keep a node from being
+	// deleted. Empty when not known: then any pod but DaemonSet and static
+	// ones, and those that finished, does.
+	Request string
+	// Kept are, in what Rollback returns, the instances of Instances it
+	// did not delete because their nodes run other pods, with why.
+	Kept map[string]string
 }
 
 // Empty reports whether nothing is left to undo.
 func (u Undo) Empty() bool { return len(u.Instances) == 0 && u.Unlisted <= 0 }
+
+// String is the instances and the number never listed, and the instances
+// kept, if any; for logs.
+func (u Undo) String() string {
+	if len(u.Kept) == 0 {
+		return fmt.Sprintf("{%v %d}", u.Instances, u.Unlisted)
+	}
+	return fmt.Sprintf("{%v %d kept %v}", u.Instances, u.Unlisted, u.Kept)
+}
 
 // ScaleUpAll gives every pod room or changes nothing. Pods that fit existing
 // or upcoming nodes take that room; for the others one node group is scaled
@@ -242,120 +259,6 @@ func (s *Session) increase(ctx context.Context, sh share, before []string) (adde
 		}
 	}
 	return added, Undo{}, nil
-}
-
-// Rollback undoes all-or-nothing scale-ups that failed, timed out or whose
-// request is gone, group by group: it deletes by name the listed instances
-// that still exist and are not being deleted already, then decreases the group's target size by the instances
-// that were asked for and never listed, as far as the target still holds
-// more than the listed instances (it never asks the provider to drop a
-// listed instance that way). It returns, by group, what it could not undo
-// yet: instances whose deletion failed, and asked-for instances that were
-// neither listed nor covered by the target any more (they may have been
-// listed meanwhile; the caller looks for them and calls again). A group that
-// no longer exists is reported with ErrNodeGroupGone and not left.
-func (o *Orchestrator) Rollback(ctx context.Context, undo map[string]Undo, why string) (map[string]Undo, error) {
-	logger := klog.FromContext(ctx)
-	left := map[string]Undo{}
-	ngs, err := o.provider.NodeGroups(ctx)
-	if err != nil {
-		for id, u := range undo {
-			left[id] = u
-		}
-		return left, fmt.Errorf("listing node groups: %w", err)
-	}
-	byID := map[string]cloudprovider.NodeGroup{}
-	for _, ng := range ngs {
-		byID[ng.Id()] = ng
-	}
-	var errs []error
-	ids := make([]string, 0, len(undo))
-	for id := range undo {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		u := undo[id]
-		if u.Empty() {
-			continue
-		}
-		ng := byID[id]
-		if ng == nil || !ng.Exist() {
-			errs = append(errs, fmt.Errorf("node group %q: its instances %v could not be rolled back: %w", id, u.Instances, ErrNodeGroupGone))
-			continue
-		}
-		rest, err := o.rollbackGroup(ctx, ng, u, why)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		if !rest.Empty() {
-			left[id] = rest
-		}
-	}
-	if len(left) > 0 {
-		logger.V(2).Info("All-or-nothing rollback not finished; it is retried", "left", left)
-	}
-	return left, errors.Join(errs...)
-}
-
-// rollbackGroup undoes one group's share and returns what is left of it.
-func (o *Orchestrator) rollbackGroup(ctx context.Context, ng cloudprovider.NodeGroup, u Undo, why string) (Undo, error) {
-	logger := klog.FromContext(ctx)
-	id := ng.Id()
-	current, err := ng.Nodes(ctx)
-	if err != nil {
-		return u, fmt.Errorf("listing the instances of %q: %w", id, err)
-	}
-	// An instance the provider deletes already (a rollback cut short by a
-	// restart, say) is not asked for again: it goes all the same.
-	exists := map[string]bool{}
-	for _, in := range current {
-		exists[in.Id] = in.Status == nil || in.Status.State != cloudprovider.InstanceDeleting
-	}
-	var victims []*apiv1.Node
-	for _, instance := range u.Instances {
-		if exists[instance] {
-			victims = append(victims, cloudprovider.InstanceNode(instance))
-		}
-	}
-	if len(victims) > 0 {
-		err := ng.ForceDeleteNodes(ctx, victims)
-		if errors.Is(err, cloudprovider.ErrNotImplemented) {
-			err = ng.DeleteNodes(ctx, victims)
-		}
-		if err != nil {
-			return u, fmt.Errorf("deleting %d instances of %q: %w", len(victims), id, err)
-		}
-		for _, v := range victims {
-			logger.Info("Deleted instance of a rolled back all-or-nothing scale-up", "instance", v.Spec.ProviderID,
-				"nodeGroup", id, "reason", why)
-		}
-		if o.countDeletions != nil {
-			o.countDeletions(RollbackReason, len(victims))
-		}
-	}
-	rest := Undo{Unlisted: u.Unlisted}
-	if u.Unlisted <= 0 {
-		return rest, nil
-	}
-	target, err := ng.TargetSize(ctx)
-	if err != nil {
-		return rest, fmt.Errorf("reading the target size of %q: %w", id, err)
-	}
-	if current, err = ng.Nodes(ctx); err != nil {
-		return rest, fmt.Errorf("listing the instances of %q: %w", id, err)
-	}
-	cancel := min(u.Unlisted, target-len(current))
-	if cancel <= 0 {
-		return rest, nil
-	}
-	if err := ng.DecreaseTargetSize(ctx, -cancel); err != nil {
-		return rest, fmt.Errorf("decreasing the target size of %q by %d: %w", id, cancel, err)
-	}
-	logger.Info("Decreased the target size for instances of a rolled back all-or-nothing scale-up that were never listed",
-		"nodeGroup", id, "from", target, "to", target-cancel, "reason", why)
-	rest.Unlisted -= cancel
-	return rest, nil
 }
 
 // planAll finds node groups that together hold every pod of podGroups. It

@@ -80,8 +80,10 @@ type Orchestrator struct {
 	fromNodesAt map[string]time.Time
 	// countDeletions records rolled back instances (deleted_nodes_total).
 	countDeletions func(reason string, n int)
-	templates      []TemplateProcessor
-	report         Reporter
+	// instancePods tells a rollback what runs on its instances' nodes.
+	instancePods InstancePods
+	templates    []TemplateProcessor
+	report       Reporter
 	// clock times the estimates of one scale-up (--max-binpacking-time).
 	clock clock.PassiveClock
 }

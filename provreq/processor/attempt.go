@@ -52,64 +52,6 @@ func (f InstanceViews) NodeGroup(id string) (GroupView, bool) { return f(id) }
 // undo yet, by node group.
 type RollbackFunc func(ctx context.Context, undo map[string]scaleup.Undo, why string) (map[string]scaleup.Undo, error)
 
-// share is one node group's part of an atomic attempt, or of a rollback
-// still to finish. Instances are attributed to it by name as the provider
-// lists them: any instance of the group that was not listed before the
-// increase (before) and that no other share holds, up to asked.
-type share struct {
-	asked   int
-	before  map[string]bool
-	claimed []string
-}
-
-func newShare(asked int, before, listed []string) *share {
-	sh := &share{asked: asked, before: make(map[string]bool, len(before))}
-	for _, id := range before {
-		sh.before[id] = true
-	}
-	sh.claimed = append(sh.claimed, listed[:min(len(listed), asked)]...)
-	return sh
-}
-
-func (sh *share) unlisted() int { return max(0, sh.asked-len(sh.claimed)) }
-
-// claim attributes newly listed instances to the share; taken are the
-// instances other shares hold, and gains those claimed now.
-//
-// An instance claimed earlier whose id is no longer listed, while a new
-// instance nobody holds is, was renamed by the cloud: some providers list a
-// requested instance under a placeholder id until it exists (a Cluster API
-// Machine before its provider ID is set, for one), so the new id takes the
-// old one's place instead of the attempt seeing an instance vanish.
-func (sh *share) claim(view GroupView, taken map[string]bool) {
-	listed := make(map[string]bool, len(view.Instances))
-	for _, in := range view.Instances {
-		listed[in.Id] = true
-	}
-	for i, id := range sh.claimed {
-		if listed[id] {
-			continue
-		}
-		for _, in := range view.Instances {
-			if !sh.before[in.Id] && !taken[in.Id] {
-				sh.claimed[i] = in.Id
-				taken[in.Id] = true
-				break
-			}
-		}
-	}
-	for _, in := range view.Instances {
-		if len(sh.claimed) >= sh.asked {
-			return
-		}
-		if sh.before[in.Id] || taken[in.Id] {
-			continue
-		}
-		sh.claimed = append(sh.claimed, in.Id)
-		taken[in.Id] = true
-	}
-}
-
 // attempt is an atomic scale-up in flight: one share per node group.
 type attempt struct {
 	groups  map[string]*share
@@ -150,6 +92,9 @@ type undo struct {
 	request string
 	// unchecked: restored from a record, its node groups not checked yet.
 	unchecked bool
+	// failedAt: when the rollback was given up (a failed one, kept on
+	// record only).
+	failedAt time.Time
 }
 
 // abandon ends the request's attempt, if any: everything it made is rolled
@@ -186,7 +131,14 @@ func (l *Loop) claimAll(instances Instances) map[string]int {
 	}
 	for _, groups := range all {
 		for _, sh := range groups {
-			for _, id := range sh.claimed {
+			for _, id := range sh.listed() {
+				taken[id] = true
+			}
+		}
+	}
+	for _, u := range l.p.failed {
+		for _, sh := range u.groups {
+			for _, id := range sh.listed() {
 				taken[id] = true
 			}
 		}
@@ -240,7 +192,7 @@ func (l *Loop) remember(all []map[string]*share, viewOf func(string) (GroupView,
 	attributed := l.p.attributed
 	for _, groups := range all {
 		for g, sh := range groups {
-			for _, id := range sh.claimed {
+			for _, id := range sh.listed() {
 				if attributed[g] == nil {
 					attributed[g] = map[string]bool{}
 				}
@@ -296,7 +248,7 @@ func (l *Loop) watch(ctx context.Context, r *request, capacity Capacity, instanc
 		for _, in := range view.Instances {
 			byID[in.Id] = in
 		}
-		for _, id := range sh.claimed {
+		for _, id := range sh.listed() {
 			st, ok := byID[id]
 			switch {
 			case !ok && late:
@@ -386,7 +338,9 @@ func (l *Loop) finishUndos(ctx context.Context) {
 		}
 		plan := map[string]scaleup.Undo{}
 		for g, sh := range u.groups {
-			un := scaleup.Undo{Instances: sh.claimed, Unlisted: sh.unlisted()}
+			// Only the instances claimed: adopted ones were never
+			// attributed to the attempt by the leader that made it.
+			un := scaleup.Undo{Instances: sh.claimed, Unlisted: sh.unlisted(), Request: u.request}
 			if u.lastChance {
 				un.Unlisted = 0
 			}
@@ -407,8 +361,12 @@ func (l *Loop) finishUndos(ctx context.Context) {
 		next := &undo{why: u.why, since: u.since, groups: map[string]*share{}, tried: true, owner: u.owner,
 			request: u.request}
 		for g, rest := range left {
+			if rest.Empty() {
+				continue
+			}
 			old := u.groups[g]
-			sh := &share{asked: len(rest.Instances) + rest.Unlisted, before: old.before, claimed: rest.Instances}
+			sh := &share{asked: len(rest.Instances) + rest.Unlisted, before: old.before, claimed: rest.Instances,
+				restored: old.restored}
 			deleted := map[string]bool{}
 			for _, id := range rest.Instances {
 				deleted[id] = true
@@ -418,6 +376,10 @@ func (l *Loop) finishUndos(ctx context.Context) {
 					sh.before[id] = true // deleted: never claimed again
 				}
 			}
+			for _, id := range old.adopted {
+				sh.before[id] = true // never the attempt's to delete
+			}
+			l.keep(ctx, next, g, sh, old.kept, rest.Kept)
 			next.groups[g] = sh
 			if rest.Unlisted > 0 {
 				next.lastChance = true
@@ -427,13 +389,92 @@ func (l *Loop) finishUndos(ctx context.Context) {
 		case len(next.groups) == 0:
 			logger.Info("Rolled back an all-or-nothing scale-up", "reason", u.why)
 		case l.now.Sub(u.since) > l.p.opts.MaxNodeProvisionTime:
-			logger.Error(errors.Join(err, errors.New("rollback not finished in time")), "Giving up rolling back an all-or-nothing scale-up",
-				"reason", u.why, "left", describeShares(next.groups))
+			l.giveUp(ctx, next, err)
 		default:
 			keep = append(keep, next)
 		}
 	}
 	l.p.undos = keep
+	l.forgetFailed()
+}
+
+// keep carries over to sh the instances a rollback kept because their
+// nodes run other pods (was: those kept before, now: this call's) and
+// reports those kept for the first time with a Warning event.
+func (l *Loop) keep(ctx context.Context, u *undo, group string, sh *share, was, now map[string]string) {
+	for _, id := range sh.claimed {
+		why, ok := now[id]
+		if !ok {
+			continue
+		}
+		if sh.kept == nil {
+			sh.kept = map[string]string{}
+		}
+		sh.kept[id] = why
+		if _, reported := was[id]; reported {
+			continue
+		}
+		msg := fmt.Sprintf("Instance %s of node group %s is not deleted by the rollback of ProvisioningRequest %s's scale-up: %s. "+
+			"The rollback is retried while it lasts (up to --max-node-provision-time), and then recorded as failed.",
+			id, group, u.request, why)
+		klog.FromContext(ctx).Info("Rollback kept an instance whose node runs other pods", "instance", id, "nodeGroup", group,
+			"provisioningRequest", u.request, "why", why)
+		l.warn(u.owner, ReasonRollbackKeptNode, msg)
+	}
+}
+
+// giveUp ends a rollback that did not finish in time: it is kept on record
+// as failed (nothing more is done for it), with a Warning event.
+func (l *Loop) giveUp(ctx context.Context, u *undo, err error) {
+	klog.FromContext(ctx).Error(errors.Join(err, errors.New("rollback not finished in time")),
+		"Giving up rolling back an all-or-nothing scale-up", "reason", u.why, "left", describeShares(u.groups))
+	l.warn(u.owner, ReasonRollbackFailed, fmt.Sprintf(
+		"The rollback of ProvisioningRequest %s's scale-up did not finish within --max-node-provision-time and is given up; "+
+			"nothing more is deleted for it. Left: %s.", u.request, describeShares(u.groups)))
+	u.failedAt = l.now
+	l.p.failed = append(l.p.failed, u)
+}
+
+// forgetFailed drops the failed rollbacks of requests that are gone and
+// those failed longer than failedRollbackRetention ago.
+func (l *Loop) forgetFailed() {
+	var keep []*undo
+	for _, u := range l.p.failed {
+		if _, live := l.p.states[u.owner]; live && l.now.Sub(u.failedAt) <= failedRollbackRetention {
+			keep = append(keep, u)
+		}
+	}
+	l.p.failed = keep
+}
+
+// failedRollbackRetention is how long a failed rollback stays on record.
+const failedRollbackRetention = 24 * time.Hour
+
+// Reasons of the Warning events about rollbacks.
+const (
+	// ReasonRollbackKeptNode: an instance of a rollback is not deleted
+	// because its node runs pods other than the request's.
+	ReasonRollbackKeptNode = "RollbackKeptBusyNode"
+	// ReasonRollbackFailed: a rollback did not finish in time.
+	ReasonRollbackFailed = "RollbackFailed"
+)
+
+// warn records a Warning event on the records' object and, when it is in
+// this loop, on the request whose UID is owner.
+func (l *Loop) warn(owner types.UID, reason, msg string) {
+	if l.p.recorder == nil {
+		return
+	}
+	if l.p.store != nil {
+		if ref := l.p.store.Reference(); ref != nil {
+			l.p.recorder.Event(ref, apiv1.EventTypeWarning, reason, msg)
+		}
+	}
+	for _, r := range l.requests {
+		if r.pr.UID == owner {
+			l.p.recorder.Event(reference(r.pr), apiv1.EventTypeWarning, reason, msg)
+		}
+	}
 }
 
 // cancel decreases the targets of a deleted request's groups by the
@@ -513,7 +554,11 @@ func sortedNames(set map[string]bool) []string {
 func describeShares(groups map[string]*share) string {
 	parts := make([]string, 0, len(groups))
 	for g, sh := range groups {
-		parts = append(parts, fmt.Sprintf("%s: instances %v, %d not listed", g, sh.claimed, sh.unlisted()))
+		part := fmt.Sprintf("%s: instances %v, %d not listed", g, sh.claimed, sh.unlisted())
+		if len(sh.adopted) > 0 {
+			part += fmt.Sprintf(", adopted (never deleted) %v", sh.adopted)
+		}
+		parts = append(parts, part)
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, "; ")

@@ -8,7 +8,10 @@
 // finish and the nodes of provisioned atomic requests are written to a
 // RecordStore (before an attempt's increases, and after every loop that
 // changed them) and read back by the next leader's first loop, which then
-// finishes or rolls back what the last one left. It decides against a
+// finishes or rolls back what the last one left; a rollback deletes only
+// instances the leader that made the increase attributed to it, never a
+// node running pods other than the request's, and a record whose request
+// is gone or that is too old rolls back nothing. It decides against a
 // scale-up session (the Capacity interface) and must not import core/ or a
 // cloud provider.
 package processor

@@ -100,6 +100,9 @@ type Processor struct {
 	// after its increase) must not claim them again. An id is forgotten
 	// once its group no longer lists it.
 	attributed map[string]map[string]bool
+	// failed are rollbacks given up, kept on record for a while: nothing
+	// more is done for them.
+	failed []*undo
 
 	// store keeps the attempts, rollbacks and provisioned nodes for the
 	// next leader (nil: memory only); restored is set once they were read
@@ -107,6 +110,8 @@ type Processor struct {
 	store    RecordStore
 	restored bool
 	saved    map[string]string
+	// maxRecordsSize bounds what store holds (MaxRecordsSize).
+	maxRecordsSize int
 
 	// waiting is WaitingForNodes's answer, as the loop last published it.
 	waiting atomic.Bool
@@ -143,7 +148,7 @@ func New(opts Options, requests RequestLister, templates TemplateGetter, status 
 	options ...Option) *Processor {
 	p := &Processor{opts: opts, requests: requests, templates: templates, status: status, rollback: rollback,
 		metrics: nopMetrics{}, clock: clock.RealClock{}, states: map[types.UID]*requestState{},
-		attributed: map[string]map[string]bool{}}
+		attributed: map[string]map[string]bool{}, maxRecordsSize: MaxRecordsSize}
 	for _, o := range options {
 		o(p)
 	}

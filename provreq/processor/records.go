@@ -1,19 +1,18 @@
 package processor
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 
 	"k8s.io/autoscaler/cluster-autoscaler/provreq"
@@ -67,11 +66,17 @@ type attemptRecord struct {
 }
 
 // shareRecord is one node group's share: asked instances, the instances
-// the group listed before the increase, and those attributed to it since.
+// the group listed before the increase, those the leader that made the
+// increase attributed to it since (claimed: the only ones a rollback
+// deletes), those a later leader counted for its progress (adopted: never
+// deleted), and the claimed ones a rollback kept because their nodes run
+// other pods, with why.
 type shareRecord struct {
-	Asked   int      `json:"asked"`
-	Before  []string `json:"before,omitempty"`
-	Claimed []string `json:"claimed,omitempty"`
+	Asked   int               `json:"asked"`
+	Before  []string          `json:"before,omitempty"`
+	Claimed []string          `json:"claimed,omitempty"`
+	Adopted []string          `json:"adopted,omitempty"`
+	Kept    map[string]string `json:"kept,omitempty"`
 }
 
 type undoRecord struct {
@@ -80,10 +85,14 @@ type undoRecord struct {
 	Groups     map[string]shareRecord `json:"groups"`
 	LastChance bool                   `json:"lastChance,omitempty"`
 	CancelOnly bool                   `json:"cancelOnly,omitempty"`
+	// Failed is when the rollback was given up; a failed rollback is on
+	// record for people only: nothing more is done for it.
+	Failed time.Time `json:"failed,omitzero"`
 }
 
 func shareToRecord(sh *share) shareRecord {
-	r := shareRecord{Asked: sh.asked, Claimed: append([]string(nil), sh.claimed...)}
+	r := shareRecord{Asked: sh.asked, Claimed: append([]string(nil), sh.claimed...),
+		Adopted: append([]string(nil), sh.adopted...), Kept: maps.Clone(sh.kept)}
 	for id := range sh.before {
 		r.Before = append(r.Before, id)
 	}
@@ -102,7 +111,8 @@ func sharesToRecord(groups map[string]*share) map[string]shareRecord {
 func sharesFromRecord(groups map[string]shareRecord) map[string]*share {
 	out := make(map[string]*share, len(groups))
 	for g, r := range groups {
-		sh := &share{asked: r.Asked, before: make(map[string]bool, len(r.Before)), claimed: append([]string(nil), r.Claimed...)}
+		sh := &share{asked: r.Asked, before: make(map[string]bool, len(r.Before)), claimed: append([]string(nil), r.Claimed...),
+			adopted: append([]string(nil), r.Adopted...), kept: maps.Clone(r.Kept), restored: true}
 		for _, id := range r.Before {
 			sh.before[id] = true
 		}
@@ -112,10 +122,14 @@ func sharesFromRecord(groups map[string]shareRecord) map[string]*share {
 }
 
 // records is what the store should hold now: one record per request with
-// an attempt in flight, a rollback to finish or provisioned nodes. attempt,
-// when not nil, is taken as r's attempt (the one about to be made).
-func (l *Loop) records(r *request, at *attempt) (map[string]string, error) {
+// an attempt in flight, a rollback to finish or given up, or provisioned
+// nodes. attempt, when not nil, is taken as r's attempt (the one about to
+// be made). finished are, by key, the records that hold nothing to do (no
+// attempt, no rollback to finish) with when they finished: those may be
+// dropped to bound the records' size.
+func (l *Loop) records(r *request, at *attempt) (out map[string]string, finished map[string]time.Time, err error) {
 	byUID := map[types.UID]*requestRecord{}
+	done := map[types.UID]time.Time{}
 	get := func(uid types.UID, name string) *requestRecord {
 		rec := byUID[uid]
 		if rec == nil {
@@ -123,6 +137,11 @@ func (l *Loop) records(r *request, at *attempt) (map[string]string, error) {
 			byUID[uid] = rec
 		}
 		return rec
+	}
+	later := func(uid types.UID, t time.Time) {
+		if t.After(done[uid]) {
+			done[uid] = t
+		}
 	}
 	for _, q := range l.requests {
 		a := q.state.attempt
@@ -135,6 +154,9 @@ func (l *Loop) records(r *request, at *attempt) (map[string]string, error) {
 		if len(q.state.nodes) > 0 && q.provisioned() {
 			rec := get(q.pr.UID, q.state.name)
 			rec.Nodes = sortedKeys(q.state.nodes)
+			if c := provreq.FindCondition(q.status.Conditions, provreq.ConditionProvisioned); c != nil {
+				later(q.pr.UID, c.LastTransitionTime.Time)
+			}
 		}
 	}
 	for _, u := range l.p.undos {
@@ -145,15 +167,51 @@ func (l *Loop) records(r *request, at *attempt) (map[string]string, error) {
 		rec.Rollbacks = append(rec.Rollbacks, undoRecord{Why: u.why, Since: u.since.UTC(), Groups: sharesToRecord(u.groups),
 			LastChance: u.lastChance, CancelOnly: u.cancelOnly})
 	}
-	out := make(map[string]string, len(byUID))
+	for _, u := range l.p.failed {
+		rec := get(u.owner, u.request)
+		rec.Rollbacks = append(rec.Rollbacks, undoRecord{Why: u.why, Since: u.since.UTC(), Groups: sharesToRecord(u.groups),
+			Failed: u.failedAt.UTC()})
+		later(u.owner, u.failedAt)
+	}
+	out = make(map[string]string, len(byUID))
+	finished = map[string]time.Time{}
 	for uid, rec := range byUID {
 		data, err := json.Marshal(rec)
 		if err != nil {
-			return nil, fmt.Errorf("encoding the record of %s: %w", rec.Request, err)
+			return nil, nil, fmt.Errorf("encoding the record of %s: %w", rec.Request, err)
 		}
 		out[string(uid)] = string(data)
+		if rec.Attempt == nil && !slices.ContainsFunc(rec.Rollbacks, func(u undoRecord) bool { return u.Failed.IsZero() }) {
+			finished[string(uid)] = done[uid]
+		}
 	}
-	return out, nil
+	return out, finished, nil
+}
+
+// bound drops finished records, oldest first, until the records take at
+// most limit bytes, and returns how many it dropped; an error when they
+// still take more.
+func bound(recs map[string]string, finished map[string]time.Time, limit int) (int, error) {
+	size := 0
+	for k, v := range recs {
+		size += len(k) + len(v)
+	}
+	keys := sortedKeys(finished)
+	sort.SliceStable(keys, func(i, j int) bool { return finished[keys[i]].Before(finished[keys[j]]) })
+	dropped := 0
+	for _, k := range keys {
+		if size <= limit {
+			break
+		}
+		size -= len(k) + len(recs[k])
+		delete(recs, k)
+		dropped++
+	}
+	if size > limit {
+		return dropped, fmt.Errorf("the records of the attempts in flight would take %d bytes, more than the %d a ConfigMap can safely hold",
+			size, limit)
+	}
+	return dropped, nil
 }
 
 // saveRecords writes the records when they changed since the last write.
@@ -167,40 +225,44 @@ func (l *Loop) saveRecords(ctx context.Context, r *request, at *attempt) error {
 	if !p.restored {
 		return errors.New("the records of the attempts in flight are not restored yet")
 	}
-	recs, err := l.records(r, at)
+	recs, finished, err := l.records(r, at)
+	if err != nil {
+		return err
+	}
+	dropped, err := bound(recs, finished, p.maxRecordsSize)
 	if err != nil {
 		return err
 	}
 	if maps.Equal(recs, p.saved) {
 		return nil
 	}
-	size := 0
-	for k, v := range recs {
-		size += len(k) + len(v)
-	}
-	if size > maxRecordsSize {
-		return fmt.Errorf("the records of the attempts in flight would take %d bytes, more than the %d a ConfigMap can safely hold",
-			size, maxRecordsSize)
-	}
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := p.store.Save(wctx, recs); err != nil {
 		return fmt.Errorf("writing the records of the attempts in flight: %w", err)
 	}
+	if dropped > 0 {
+		klog.FromContext(ctx).Info("Left the oldest finished records out of the attempt records to keep them under their size limit",
+			"dropped", dropped, "limit", p.maxRecordsSize)
+	}
 	p.saved = recs
 	return nil
 }
 
-// maxRecordsSize bounds the records: a ConfigMap holds at most 1 MiB.
-const maxRecordsSize = 900 << 10
+// MaxRecordsSize bounds the records (keys and values, in bytes): a
+// ConfigMap holds at most 1 MiB.
+const MaxRecordsSize = 900 << 10
 
 // restore reads the records once, at the processor's first loop, and gives
-// each listed request its attempt and nodes back; the rollbacks of every
-// record, and the attempts of requests deleted meanwhile (which are
-// cancelled as a deleted request's are), go back to the rollbacks to do.
-// A record that cannot be read or is not consistent is logged, reported
-// by a Warning event and left out: nothing it names is deleted. p.mu is
-// held; the node groups the records name are checked in Run.
+// each listed request its attempt and nodes back, and the rollbacks to do
+// back to the rollbacks. What another leader wrote is trusted only as far
+// as it is safe to act on: a record that cannot be read or is not
+// consistent, one whose request is gone (or was recreated: another UID),
+// and an attempt or rollback older than --max-node-provision-time plus
+// staleRecordMargin (its leader would have ended it long ago) roll back
+// nothing: they are logged, reported by a Warning event on the records'
+// object (and the request, when it exists) and dropped. p.mu is held; the
+// node groups the records name are checked in Run.
 func (l *Loop) restore(ctx context.Context, byUID map[types.UID]*request) error {
 	p := l.p
 	logger := klog.FromContext(ctx)
@@ -212,56 +274,121 @@ func (l *Loop) restore(ctx context.Context, byUID map[types.UID]*request) error 
 	}
 	p.restored = true
 	p.saved = raw
+	byName := map[string]*request{}
+	for _, r := range l.requests {
+		byName[r.state.name] = r
+	}
 	claimedBy := map[string]string{} // instance -> the record that claims it first
 	keys := sortedKeys(raw)
 	for _, key := range keys {
 		r := byUID[types.UID(key)]
 		rec, err := decodeRecord(raw[key], l.now, claimedBy, key)
-		if err == nil && r != nil && r.class != provreq.ClassBestEffortAtomicScaleUp && (rec.Attempt != nil || len(rec.Rollbacks) > 0) {
+		switch {
+		case err != nil:
+		case r == nil:
+			l.orphanedRecord(ctx, key, rec, byName[rec.Request])
+			continue
+		case r.state.name != rec.Request:
+			err = fmt.Errorf("it names request %s, but the request of UID %s is %s", rec.Request, key, r.state.name)
+		case r.class != provreq.ClassBestEffortAtomicScaleUp && (rec.Attempt != nil || len(rec.Rollbacks) > 0):
 			err = fmt.Errorf("an all-or-nothing attempt recorded for a request of class %s", r.class)
 		}
 		if err != nil {
 			l.invalidRecord(ctx, key, r, err)
 			continue
 		}
-		name := rec.Request
-		if r != nil {
-			name = r.state.name
-		}
-		for _, u := range rec.Rollbacks {
-			p.undos = append(p.undos, &undo{why: u.Why, since: u.Since, groups: sharesFromRecord(u.Groups), lastChance: u.LastChance,
-				cancelOnly: u.CancelOnly, owner: types.UID(key), request: name, unchecked: true})
-		}
-		if rec.Attempt != nil {
-			at := &attempt{started: rec.Attempt.Started, groups: sharesFromRecord(rec.Attempt.Groups), unchecked: true}
-			switch {
-			case r == nil:
-				// Deleted while no autoscaler watched: cancelled as any
-				// deleted request's attempt is.
-				logger.Info("Restored the attempt of a ProvisioningRequest deleted meanwhile; cancelling its instances not created yet",
-					"provisioningRequest", name)
-				p.undos = append(p.undos, &undo{why: "ProvisioningRequest " + name + " was deleted during its scale-up",
-					since: l.now, groups: at.groups, cancelOnly: true, owner: types.UID(key), request: name, unchecked: true})
-			case r.provisioned():
-				// Provisioned before the record caught up: the attempt is
-				// over, and nothing of it is rolled back.
-				logger.Info("Dropped the restored attempt of a provisioned ProvisioningRequest", "provisioningRequest", klog.KObj(r.pr))
-			default:
-				r.state.attempt = at
-				logger.Info("Restored an all-or-nothing attempt in flight", "provisioningRequest", klog.KObj(r.pr),
-					"started", at.started, "groups", describeShares(at.groups))
-			}
-		}
-		if r != nil && len(rec.Nodes) > 0 {
-			r.state.nodes = map[string]bool{}
-			for _, n := range rec.Nodes {
-				r.state.nodes[n] = true
-			}
-		}
+		l.restoreRecord(ctx, key, rec, r)
 	}
 	logger.Info("Restored the records of all-or-nothing attempts", "records", len(raw), "rollbacks", len(p.undos))
 	return nil
 }
+
+// staleRecordMargin is how much older than --max-node-provision-time an
+// attempt or a rollback on record may be and still be acted on.
+const staleRecordMargin = 5 * time.Minute
+
+// restoreRecord gives r, which exists, what its valid record holds.
+func (l *Loop) restoreRecord(ctx context.Context, key string, rec *requestRecord, r *request) {
+	p := l.p
+	logger := klog.FromContext(ctx)
+	stale := l.now.Add(-(p.opts.MaxNodeProvisionTime + staleRecordMargin))
+	var old []string
+	if a := rec.Attempt; a != nil {
+		at := &attempt{started: a.Started, groups: sharesFromRecord(a.Groups), unchecked: true}
+		switch {
+		case r.provisioned():
+			// Provisioned before the record caught up: the attempt is
+			// over, and nothing of it is rolled back.
+			logger.Info("Dropped the restored attempt of a provisioned ProvisioningRequest", "provisioningRequest", klog.KObj(r.pr))
+		case a.Started.Before(stale):
+			old = append(old, fmt.Sprintf("the attempt (started %s)", a.Started.UTC().Format(time.RFC3339)))
+		default:
+			r.state.attempt = at
+			logger.Info("Restored an all-or-nothing attempt in flight", "provisioningRequest", klog.KObj(r.pr),
+				"started", at.started, "groups", describeShares(at.groups))
+		}
+	}
+	for i, u := range rec.Rollbacks {
+		switch {
+		case !u.Failed.IsZero():
+			if l.now.Sub(u.Failed) <= failedRollbackRetention {
+				p.failed = append(p.failed, &undo{why: u.Why, since: u.Since, groups: sharesFromRecord(u.Groups),
+					owner: types.UID(key), request: r.state.name, failedAt: u.Failed})
+			}
+		case u.Since.Before(stale):
+			old = append(old, fmt.Sprintf("rollback %d (since %s)", i, u.Since.UTC().Format(time.RFC3339)))
+		default:
+			p.undos = append(p.undos, &undo{why: u.Why, since: u.Since, groups: sharesFromRecord(u.Groups), lastChance: u.LastChance,
+				cancelOnly: u.CancelOnly, owner: types.UID(key), request: r.state.name, unchecked: true})
+		}
+	}
+	if len(old) > 0 {
+		msg := fmt.Sprintf("The record of ProvisioningRequest %s holds %s older than --max-node-provision-time (%v) plus %v: "+
+			"dropped, and nothing it names is deleted or cancelled.", r.state.name, strings.Join(old, ", "),
+			p.opts.MaxNodeProvisionTime, staleRecordMargin)
+		logger.Info("Dropped a stale record of an all-or-nothing attempt; nothing it names is rolled back",
+			"provisioningRequest", klog.KObj(r.pr), "dropped", old)
+		l.warn(r.pr.UID, ReasonStaleRecord, msg)
+	}
+	if len(rec.Nodes) > 0 {
+		r.state.nodes = map[string]bool{}
+		for _, n := range rec.Nodes {
+			r.state.nodes[n] = true
+		}
+	}
+}
+
+// orphanedRecord drops the record of a request that is gone: a new
+// request of the same name (recreated) is another request. What it names
+// is not rolled back; the instances it made are left to scale-down and
+// the cleanup.
+func (l *Loop) orphanedRecord(ctx context.Context, key string, rec *requestRecord, sameName *request) {
+	active := rec.Attempt != nil
+	for _, u := range rec.Rollbacks {
+		active = active || u.Failed.IsZero()
+	}
+	why := "the request no longer exists"
+	if sameName != nil {
+		why = fmt.Sprintf("the request was recreated (its UID is now %s)", sameName.pr.UID)
+	}
+	logger := klog.FromContext(ctx)
+	if !active {
+		logger.V(2).Info("Dropped the record of a finished ProvisioningRequest that is gone", "key", key, "provisioningRequest", rec.Request)
+		return
+	}
+	logger.Info("Dropped the record of an all-or-nothing attempt whose request is gone; nothing it names is rolled back",
+		"key", key, "provisioningRequest", rec.Request, "why", why)
+	l.warn("", ReasonOrphanedRecord, fmt.Sprintf("The record %q of ProvisioningRequest %s is dropped, and nothing it names is deleted "+
+		"or cancelled: %s. Its instances are left to scale-down and the cleanup.", key, rec.Request, why))
+}
+
+// Reasons of the Warning events about records dropped.
+const (
+	// ReasonStaleRecord: an attempt or rollback on record is too old to act on.
+	ReasonStaleRecord = "StaleAttemptRecord"
+	// ReasonOrphanedRecord: the record's request is gone or was recreated.
+	ReasonOrphanedRecord = "OrphanedAttemptRecord"
+)
 
 // invalidRecord reports a record left out.
 func (l *Loop) invalidRecord(ctx context.Context, key string, r *request, err error) {
@@ -276,86 +403,6 @@ func (l *Loop) invalidRecord(ctx context.Context, key string, r *request, err er
 	if r != nil {
 		l.p.recorder.Event(reference(r.pr), apiv1.EventTypeWarning, ReasonInvalidRecord, msg)
 	}
-}
-
-// maxAsked bounds an instance count read from a record.
-const maxAsked = 1_000_000
-
-// decodeRecord parses and checks one record. An instance claimed by an
-// earlier record (claimedBy) makes it inconsistent; its claims are added
-// to claimedBy when it is accepted.
-func decodeRecord(data string, now time.Time, claimedBy map[string]string, key string) (*requestRecord, error) {
-	dec := json.NewDecoder(bytes.NewReader([]byte(data)))
-	var rec requestRecord
-	if err := dec.Decode(&rec); err != nil {
-		return nil, fmt.Errorf("not a record: %w", err)
-	}
-	if dec.More() {
-		return nil, errors.New("not a record: text after the JSON document")
-	}
-	if rec.Version != recordVersion {
-		return nil, fmt.Errorf("version %d, want %d", rec.Version, recordVersion)
-	}
-	var problems []string
-	claims := map[string]string{}
-	checkShares := func(what string, groups map[string]shareRecord) {
-		if len(groups) == 0 {
-			problems = append(problems, what+" has no node group")
-		}
-		for g, sh := range groups {
-			where := fmt.Sprintf("%s, node group %q", what, g)
-			if g == "" {
-				problems = append(problems, what+": a node group without a name")
-			}
-			if sh.Asked < 0 || sh.Asked > maxAsked {
-				problems = append(problems, fmt.Sprintf("%s: asked %d is out of range", where, sh.Asked))
-			}
-			if len(sh.Claimed) > sh.Asked {
-				problems = append(problems, fmt.Sprintf("%s: %d instances claimed, more than the %d asked", where, len(sh.Claimed), sh.Asked))
-			}
-			before := map[string]bool{}
-			for _, id := range sh.Before {
-				before[id] = true
-			}
-			for _, id := range sh.Claimed {
-				switch {
-				case id == "":
-					problems = append(problems, where+": an empty instance id")
-				case before[id]:
-					problems = append(problems, fmt.Sprintf("%s: instance %s is claimed but was there before the increase", where, id))
-				case claims[id] != "" || claimedBy[id] != "":
-					problems = append(problems, fmt.Sprintf("%s: instance %s is claimed twice", where, id))
-				default:
-					claims[id] = g
-				}
-			}
-		}
-	}
-	if a := rec.Attempt; a != nil {
-		if a.Started.IsZero() || a.Started.After(now.Add(time.Minute)) {
-			problems = append(problems, fmt.Sprintf("attempt: start time %v is not a past time", a.Started))
-		}
-		checkShares("attempt", a.Groups)
-	}
-	for i, u := range rec.Rollbacks {
-		if u.Since.IsZero() || u.Since.After(now.Add(time.Minute)) {
-			problems = append(problems, fmt.Sprintf("rollback %d: start time %v is not a past time", i, u.Since))
-		}
-		checkShares(fmt.Sprintf("rollback %d", i), u.Groups)
-	}
-	for _, n := range rec.Nodes {
-		if msgs := validation.IsDNS1123Subdomain(n); len(msgs) > 0 {
-			problems = append(problems, fmt.Sprintf("node name %q: %s", n, strings.Join(msgs, "; ")))
-		}
-	}
-	if len(problems) > 0 {
-		sort.Strings(problems)
-		return nil, errors.New(strings.Join(problems, "; "))
-	}
-	for id := range claims {
-		claimedBy[id] = key
-	}
-	return &rec, nil
 }
 
 // checkRestored drops, from the attempts and rollbacks restored in this

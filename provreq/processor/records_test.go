@@ -15,7 +15,6 @@ import (
 
 	"k8s.io/autoscaler/cluster-autoscaler/provreq"
 	v1 "k8s.io/autoscaler/cluster-autoscaler/provreq/apis/autoscaling.x-k8s.io/v1"
-	"k8s.io/autoscaler/cluster-autoscaler/scaleup"
 )
 
 // memStore is a RecordStore in memory; onSave sees every write.
@@ -260,50 +259,6 @@ func TestNothingAtomicBeforeTheRecordsAreRead(t *testing.T) {
 	}
 }
 
-// The record of a request deleted while no autoscaler ran: the instances
-// it has not got yet are cancelled, as for a request deleted under a
-// running autoscaler; those created are left to scale-down.
-func TestRecordOfADeletedRequestCancelsWhatIsNotCreated(t *testing.T) {
-	c := atomicCluster(3, "i1")
-	c.addRequest("a", provreq.ClassBestEffortAtomicScaleUp, 12, nil, t0)
-	store := &memStore{}
-	loop(leader(c, store, nil), c, t0, nil, nil)
-	c.requests = nil
-	c.groups["g"] = view(4, "old=old", "i1=n1")
-	loop(leader(c, store, nil), c, t0.Add(time.Minute), nil, nil)
-	if len(c.rolledBack) != 1 || undoString(c.rolledBack[0]) != "map[g:{[] 2}]" {
-		t.Fatalf("rolled back %v, want the two not created cancelled, none deleted by name", c.rolledBack)
-	}
-	if len(store.data) != 0 {
-		t.Errorf("records %v left after the cancellation", store.data)
-	}
-}
-
-// A rollback that could not finish is recorded and finished by the next
-// leader, deleting only what it still has to.
-func TestUnfinishedRollbackIsFinishedByTheNextLeader(t *testing.T) {
-	c := atomicCluster(2, "i1")
-	pr := c.addRequest("a", provreq.ClassBestEffortAtomicScaleUp, 8, nil, t0)
-	store := &memStore{}
-	p1 := leader(c, store, nil)
-	loop(p1, c, t0, nil, nil)
-	pr.CreationTimestamp = metav1.NewTime(t0.Add(-7 * 24 * time.Hour)) // expires: rolled back
-	c.left = map[string]scaleup.Undo{"g": {Unlisted: 1}}               // i2 listed meanwhile
-	loop(p1, c, t0.Add(time.Minute), nil, nil)
-	rec := readRecord(t, store, pr)
-	if rec == nil || len(rec.Rollbacks) != 1 || rec.Attempt != nil {
-		t.Fatalf("record %+v, want the unfinished rollback", rec)
-	}
-	c.groups["g"] = view(2, "old=old", "i2")
-	loop(leader(c, store, nil), c, t0.Add(2*time.Minute), nil, nil)
-	if len(c.rolledBack) != 2 || undoString(c.rolledBack[1]) != "map[g:{[i2] 0}]" {
-		t.Fatalf("rollbacks %v, want i2 deleted by name by the second leader", c.rolledBack)
-	}
-	if len(store.data) != 0 {
-		t.Errorf("records %v left after the rollback finished", store.data)
-	}
-}
-
 // The records are written before the statuses: a leader that dies between
 // the two never leaves a request Provisioned with its attempt still on
 // record (a new leader would roll back provisioned capacity).
@@ -353,6 +308,16 @@ func TestInvalidRecordsAreLeftOut(t *testing.T) {
 		{name: "starts in the future", record: strings.Replace(good, "2026-01-01", "2036-01-01", 1), why: "not a past time"},
 		{name: "no start", record: strings.Replace(good, `"started":"2026-01-01T00:00:00Z",`, ``, 1), why: "not a past time"},
 		{name: "bad node name", record: `{"version":1,"request":"ns/good","nodes":["Not A Node"]}`, why: "node name"},
+		{name: "another request's name", record: strings.Replace(good, "ns/good", "ns/another", 1), why: "the request of UID uid-good is ns/good"},
+		{name: "not a request name", record: strings.Replace(good, "ns/good", "good", 1), why: `request "good" is not a namespace/name`},
+		{name: "adopts an old instance", record: strings.Replace(good, `"claimed":["i1"]`, `"claimed":["i1"],"adopted":["old"]`, 1),
+			why: "was there before the increase"},
+		{name: "adopts more than asked", record: strings.Replace(good, `"claimed":["i1"]`, `"claimed":["i1"],"adopted":["a1","a2"]`, 1),
+			why: "3 instances claimed or adopted, more than the 2 asked"},
+		{name: "keeps an instance it does not claim", record: strings.Replace(good, `"claimed":["i1"]`, `"claimed":["i1"],"kept":{"zz":"busy"}`, 1),
+			why: "instance zz is kept but not claimed"},
+		{name: "fails before it starts", record: `{"version":1,"request":"ns/good","rollbacks":[{"why":"x","since":"2026-01-01T00:00:00Z",` +
+			`"failed":"2025-12-31T00:00:00Z","groups":{"g":{"asked":1,"claimed":["i1"]}}}]}`, why: "not a past time after its start"},
 		{name: "no group", record: `{"version":1,"request":"ns/good","attempt":{"started":"2026-01-01T00:00:00Z","groups":{}}}`,
 			why: "no node group"},
 	} {
@@ -369,8 +334,9 @@ func TestInvalidRecordsAreLeftOut(t *testing.T) {
 			}}
 			recorder := record.NewFakeRecorder(20)
 			p := leader(c, store, recorder)
-			// Past both attempts' deadlines: any attempt restored is rolled back.
-			loop(p, c, t0.Add(20*time.Minute), nil, nil)
+			// Past both attempts' deadlines (within the stale margin): any
+			// attempt restored is rolled back.
+			loop(p, c, t0.Add(16*time.Minute), nil, nil)
 			ev := events(recorder)
 			var named []string
 			for _, u := range c.rolledBack {
