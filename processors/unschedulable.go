@@ -241,6 +241,7 @@ func replicasOf(rs *appsv1.ReplicaSet) int {
 // terminating or terminal (active), of which bound to a node, and of which
 // among the loop's unschedulable pods.
 type replicaSetPods struct {
+	namespace, name              string
 	sample                       *apiv1.Pod // a pod to copy
 	active, bound, unschedulable int
 }
@@ -268,22 +269,20 @@ func (u UnschedulablePods) upcomingReplicas(ctx context.Context, unschedulable [
 	if u.ReplicaSets == nil || (len(plans) == 0 && (len(unschedulable) == 0 || limit <= 0)) {
 		return nil
 	}
-	type ref struct{ namespace, name string }
-	refs := map[types.UID]ref{}
 	sets := map[types.UID]*replicaSetPods{}
 	for _, p := range unschedulable {
-		owner := metav1.GetControllerOf(p)
-		if owner == nil || owner.Kind != "ReplicaSet" {
+		ref := metav1.GetControllerOf(p)
+		if ref == nil || ref.Kind != "ReplicaSet" {
 			continue
 		}
-		if sets[owner.UID] == nil {
-			sets[owner.UID], refs[owner.UID] = &replicaSetPods{sample: p}, ref{p.Namespace, owner.Name}
+		if sets[ref.UID] == nil {
+			sets[ref.UID] = &replicaSetPods{namespace: p.Namespace, name: ref.Name, sample: p}
 		}
-		sets[owner.UID].unschedulable++
+		sets[ref.UID].unschedulable++
 	}
 	for uid, pl := range plans {
 		if sets[uid] == nil {
-			sets[uid], refs[uid] = &replicaSetPods{sample: pl.sample}, ref{pl.namespace, pl.name}
+			sets[uid] = &replicaSetPods{namespace: pl.namespace, name: pl.name, sample: pl.sample}
 		}
 	}
 	if len(sets) == 0 {
@@ -294,17 +293,17 @@ func (u UnschedulablePods) upcomingReplicas(ctx context.Context, unschedulable [
 			if p.DeletionTimestamp != nil {
 				continue
 			}
-			if owner := metav1.GetControllerOf(p); owner != nil && sets[owner.UID] != nil {
-				sets[owner.UID].active++
+			if ref := metav1.GetControllerOf(p); ref != nil && sets[ref.UID] != nil {
+				sets[ref.UID].active++
 				if p.Spec.NodeName != "" {
-					sets[owner.UID].bound++
+					sets[ref.UID].bound++
 				}
 			}
 		}
 	}
 	var out []*apiv1.Pod
 	for uid, set := range sets {
-		rs, err := u.ReplicaSets.ReplicaSets(refs[uid].namespace).Get(refs[uid].name)
+		rs, err := u.ReplicaSets.ReplicaSets(set.namespace).Get(set.name)
 		if err != nil || rs.UID != uid || rs.DeletionTimestamp != nil {
 			if u.Plans != nil {
 				u.Plans.forget(uid)
