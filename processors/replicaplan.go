@@ -26,11 +26,13 @@ import (
 // unschedulable pods) are placed on that room by class
 // (scaleup.Session.Place: no scale-up, no simulation per pod), and the
 // stand-ins the limit allows start after them, so each decision covers the
-// next piece of the ReplicaSet. A further piece is counted only once half
-// of the replicas planned exist as pods, and none while the ReplicaSet's
-// pods are refused (ReplicaFailure), when the room held shrinks to its pods
-// that exist (UnschedulablePods.standIns): a ReplicaSet whose pods do not
-// come gets at most one piece beyond what exists.
+// next piece of the ReplicaSet, also in a loop where none of its pods is
+// unschedulable (they fit the room made for them). A further piece is
+// counted only once half of the replicas planned exist as pods, and none
+// while the ReplicaSet's pods are refused (ReplicaFailure), when the room
+// held shrinks to its pods that exist (UnschedulablePods.standIns): the room
+// made ahead of a ReplicaSet's pods is at most as many replicas as exist
+// plus one piece.
 //
 // ReplicaPlans is a CapacityProcessor (the placing) and a
 // ScaleUpStatusProcessor (recording what a scale-up made room for); the

@@ -235,6 +235,12 @@ func TestReplicaPlansBoundedByWhatArrives(t *testing.T) {
 			{pending: 10, pods: 40, planned: 40},
 			{bound: 10, pending: 10, pods: 40, booked: 20, planned: 70},
 		}},
+		{"the pods come and fit the room made for them", []step{
+			{pending: 10, pods: 40, planned: 40},
+			{bound: 19, pods: 0, booked: 21, planned: 40},
+			{bound: 20, pods: 40, booked: 20, planned: 80},
+			{bound: 39, pods: 0, booked: 41, planned: 80},
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})

@@ -317,12 +317,14 @@ func (u UnschedulablePods) upcomingReplicas(ctx context.Context, unschedulable [
 
 // standIns books, with Plans, the room earlier pieces made for rs's
 // replicas not bound yet, and returns at most room stand-ins for its
-// replicas after the ones that exist or were planned. A ReplicaSet whose
-// replicas are refused (ReplicasRefused) gets no stand-ins, and room is held
-// only for its pods that exist; one whose earlier pieces have mostly not
-// arrived (fewer pods exist than half the replicas planned) gets no further
-// piece until they do. So a ReplicaSet whose pods do not come gets at most
-// one piece beyond what exists.
+// replicas after the ones that exist or were planned: when one of its pods
+// is unschedulable, or, with a plan, when the plan's pods arrive (its pods
+// may all fit the room made for them). A ReplicaSet whose replicas are
+// refused (ReplicasRefused) gets no stand-ins, and room is held only for its
+// pods that exist; one whose earlier pieces have mostly not arrived (fewer
+// pods exist than half the replicas planned) gets no further piece until
+// they do. So the room made ahead of a ReplicaSet's pods is at most as many
+// replicas as exist plus one piece.
 func (u UnschedulablePods) standIns(ctx context.Context, rs *appsv1.ReplicaSet, set *replicaSetPods, room int) []*apiv1.Pod {
 	logger := klog.FromContext(ctx)
 	want, refused := replicasOf(rs), ReplicasRefused(rs)
@@ -342,8 +344,8 @@ func (u UnschedulablePods) standIns(ctx context.Context, rs *appsv1.ReplicaSet, 
 	}
 	missing := want - from
 	switch {
-	case set.unschedulable == 0 || missing <= 0:
-		return nil // only booked: no pod of it asks for room in this loop
+	case missing <= 0 || (set.unschedulable == 0 && planned == 0):
+		return nil // nothing to create, or no pod of it asks for room and no plan goes on
 	case refused:
 		logger.V(2).Info("Counting no upcoming replicas: the ReplicaSet's pods are refused (ReplicaFailure)",
 			"replicaSet", klog.KObj(rs), "replicas", want, "active", set.active)
