@@ -129,18 +129,7 @@ nodeGroups:
 	e.Eventually(30*time.Second, "the autoscaler looping", func(context.Context) (bool, error) {
 		return p.log.Contains("Informer caches synced"), nil
 	})
-	// settled waits for two more loops and checks that the group's target
-	// is still want.
-	settled := func(want int) {
-		t.Helper()
-		loops := strings.Count(p.log.String(), `"Loop summary"`)
-		e.Eventually(60*time.Second, "two more loops", func(context.Context) (bool, error) {
-			return strings.Count(p.log.String(), `"Loop summary"`) >= loops+2, nil
-		})
-		if got := largestTarget(p.log.String(), group); got != want {
-			t.Fatalf("the group's target is %d, want %d", got, want)
-		}
-	}
+	settled := func(want int) { t.Helper(); settledAt(e, p, group, want) }
 	existing := func(n int) {
 		t.Helper()
 		gate.release(n)

@@ -54,6 +54,59 @@ func largestTarget(log, group string) int {
 	return most
 }
 
+// settledAt waits for two more loops of the autoscaler p and checks that
+// the group's largest target is still want.
+func settledAt(e *framework.Env, p *autoscalerProcess, group string, want int) {
+	e.T.Helper()
+	loops := strings.Count(p.log.String(), `"Loop summary"`)
+	e.Eventually(60*time.Second, "two more loops", func(context.Context) (bool, error) {
+		return strings.Count(p.log.String(), `"Loop summary"`) >= loops+2, nil
+	})
+	if got := largestTarget(p.log.String(), group); got != want {
+		e.T.Fatalf("the group's target is %d, want %d", got, want)
+	}
+}
+
+// TestProactiveScaleUpOff: with --enable-proactive-scaleup=false, a
+// ReplicaSet of 100 replicas of which 10 exist (a webhook holds the
+// controller's other creations) gets the nodes its 10 pods need (3 of 4
+// CPU) and no room for the 90 replicas not created yet; with the default
+// (true) the same loop would count them (25 nodes). Before the flag acted
+// it was accepted and ignored.
+func TestProactiveScaleUpOff(t *testing.T) {
+	e := framework.New(t)
+	dumpPods(e)
+	group := framework.UniqueName("reactive")
+	path := writeKwokConfig(e, fmt.Sprintf(`
+nodeGroups:
+- name: %[1]s
+  maxSize: 60
+  template:
+    labels: {%[2]s: %[3]s, pool: %[1]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  faults: {registrationDelay: 90s}
+`, group, framework.TestNamespaceLabel, e.Namespace))
+	gate := newReplicaGate(e, "reactive")
+	p := startAutoscaler(t, "autoscaler", "--kubeconfig="+e.Kubeconfig, "--namespace="+e.Namespace,
+		"--cloud-provider=kwok", "--cloud-config="+path, "--v=2", "--scan-interval=2s", "--enable-proactive-scaleup=false")
+	e.Eventually(30*time.Second, "the autoscaler looping", func(context.Context) (bool, error) {
+		return p.log.Contains("Informer caches synced"), nil
+	})
+	createReplicaSet(e, "reactive", 100, oneCPUPodSpec(group))
+	gate.release(10)
+	e.Eventually(60*time.Second, "10 pods of the ReplicaSet", func(ctx context.Context) (bool, error) {
+		got, err := activePodsOf(ctx, e, "reactive")
+		return got == 10, err
+	})
+	e.Eventually(60*time.Second, "a scale-up", func(context.Context) (bool, error) {
+		return largestTarget(p.log.String(), group) > 0, nil
+	})
+	settledAt(e, p, group, 3)
+	if p.log.Contains("Counting replicas the ReplicaSet has still to create") {
+		t.Errorf("stand-ins counted with --enable-proactive-scaleup=false")
+	}
+}
+
 // TestRefusedReplicaSetBurstIsBounded: a ReplicaSet of a million replicas in
 // a namespace whose ResourceQuota allows 10 pods. The controller creates 10
 // and is refused the rest (ReplicaFailure=True); the room counted ahead for
