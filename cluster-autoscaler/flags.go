@@ -196,7 +196,8 @@ func (c *commandLine) registerScaleUp() {
 	c.ignoredDuration("pending-pods-batching-timeout", 4*time.Minute, "Upstream knob: time budget of the filter-out-schedulable simulation.")
 	c.ignoredBool("enable-graceful-degradation", false, "Upstream knob: proceed with a subset of pods when simulation times out.")
 	c.ignoredBool("scaleup-simulation-for-skipped-node-groups-enabled", false, "Upstream knob: simulate skipped node groups for reporting.")
-	c.ignoredBool("enable-proactive-scaleup", false, "Upstream knob: proactive scale-up.")
+	c.fs.BoolVar(&c.opts.ProactiveScaleupEnabled, "enable-proactive-scaleup", c.opts.ProactiveScaleupEnabled,
+		"Count the replicas a ReplicaSet has not created yet as pending pods (stand-ins, bounded by --pod-injection-limit), so that a burst gets one scale-up; a ReplicaSet whose replicas are refused (ReplicaFailure) gets none, and one larger than the limit gets its next piece only once half of the replicas counted before exist. On by default here, off upstream; false counts only the pods that exist.")
 	c.fs.StringVar(&c.estimator, "estimator", "binpacking", "Estimator; only binpacking exists (anything else is a flag error, as upstream).")
 	c.ignoredBool("fastpath-binpacking-enabled", false, "Upstream knob: fast-path binpacking. This autoscaler's estimator always groups equivalent pods.")
 	c.fs.BoolVar(&c.opts.ScaleFromUnschedulable, "scale-from-unschedulable", c.opts.ScaleFromUnschedulable,
@@ -297,7 +298,7 @@ func (c *commandLine) registerStatusAndProvReq() {
 // ("Which flags are accepted, and which act?") says why, flag by flag.
 func (c *commandLine) markByDesign() {
 	c.mark(byDesign, "enable-csi-node-aware-scheduling", "node-removal-latency-tracking-enabled",
-		"enable-graceful-degradation", "enable-inter-pod-affinity-hostname-fast-path", "enable-proactive-scaleup",
+		"enable-graceful-degradation", "enable-inter-pod-affinity-hostname-fast-path",
 		"fastpath-binpacking-enabled", "parallel-scale-up", "pending-pods-batching-timeout", "salvo-scale-up",
 		"salvo-scale-up-budget", "scaleup-simulation-for-skipped-node-groups-enabled", "cluster-snapshot-parallelism")
 	c.mark(otherProvider, "async-node-groups")

@@ -40,14 +40,28 @@ func upstreamFlags(t *testing.T) []upstreamFlag {
 	return out
 }
 
+// ownDefaults are the upstream flags whose default differs here on
+// purpose, with the default; the FAQ says why for each.
+var ownDefaults = map[string]string{
+	// The design counts the replicas not created yet (FAQ: "How does
+	// scale-up decide?").
+	"enable-proactive-scaleup": "true",
+}
+
 // TestEveryUpstreamFlagIsAccepted: every flag upstream documents exists here
-// with the same default.
+// with the same default, except ownDefaults.
 func TestEveryUpstreamFlagIsAccepted(t *testing.T) {
 	c := newCommandLine()
 	for _, uf := range upstreamFlags(t) {
 		f := c.fs.Lookup(uf.name)
 		if f == nil {
 			t.Errorf("--%s is not accepted", uf.name)
+			continue
+		}
+		if own, ok := ownDefaults[uf.name]; ok {
+			if f.DefValue != own {
+				t.Errorf("--%s default = %q, want our own %q", uf.name, f.DefValue, own)
+			}
 			continue
 		}
 		if !sameDefault(uf.def, f.DefValue) {

@@ -18,29 +18,36 @@ import (
 // build?").
 func loopProcessors(opts config.Options, factory informers.SharedInformerFactory, recorder record.EventRecorder,
 	requests *provreqs.Requests, buffers *capacitybuffers.Injector) processors.Set {
-	// A ReplicaSet larger than --pod-injection-limit is counted in
-	// consecutive pieces: the room earlier pieces got is held for them.
-	plans := processors.NewReplicaPlans(opts.NodeGroupDefaults.MaxNodeProvisionTime)
+	// The pods the scheduler marked, with the rest of their burst.
+	unschedulable := processors.UnschedulablePods{InjectionLimit: opts.PodInjectionLimit,
+		AllowedSchedulers: opts.AllowedSchedulerNames, BypassedSchedulers: opts.BypassedSchedulerNames}
+	var plans *processors.ReplicaPlans
+	if opts.ProactiveScaleupEnabled {
+		// Stand-ins for the replicas not created yet; a ReplicaSet larger
+		// than --pod-injection-limit is counted in consecutive pieces: the
+		// room earlier pieces got is held for them.
+		plans = processors.NewReplicaPlans(opts.NodeGroupDefaults.MaxNodeProvisionTime)
+		unschedulable.ReplicaSets, unschedulable.Plans = factory.Apps().V1().ReplicaSets().Lister(), plans
+	}
 	set := processors.Set{
 		PodLists: []processors.PodListProcessor{
-			// The pods the scheduler marked, with the rest of their burst.
-			processors.UnschedulablePods{ReplicaSets: factory.Apps().V1().ReplicaSets().Lister(),
-				InjectionLimit: opts.PodInjectionLimit, AllowedSchedulers: opts.AllowedSchedulerNames,
-				BypassedSchedulers: opts.BypassedSchedulerNames, Plans: plans},
+			unschedulable,
 			processors.ScaleUpDelay{Delay: opts.NewPodScaleUpDelay},
 		},
-		ScaleUpStatus: []processors.ScaleUpStatusProcessor{
-			processors.ScaleUpEvents{Recorder: recorder},
-			plans,
-		},
+		ScaleUpStatus: []processors.ScaleUpStatusProcessor{processors.ScaleUpEvents{Recorder: recorder}},
+	}
+	if plans != nil {
+		set.ScaleUpStatus = append(set.ScaleUpStatus, plans)
 	}
 	if requests != nil {
 		set.PodLists = append(set.PodLists, requests)
 		set.Capacity = append(set.Capacity, requests)
 		set.ScaleUpStatus = append(set.ScaleUpStatus, requests)
 	}
-	// After the ProvisioningRequests' bookings, which were promised first.
-	set.Capacity = append(set.Capacity, plans)
+	if plans != nil {
+		// After the ProvisioningRequests' bookings, which were promised first.
+		set.Capacity = append(set.Capacity, plans)
+	}
 	if buffers != nil {
 		// Last: the buffers' pods come after every real pending pod.
 		set.PodLists = append(set.PodLists, buffers)

@@ -470,8 +470,10 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(unschedulablePodTrigger(runner,
 		opts.AllowedSchedulerNames, opts.BypassedSchedulerNames, func(pod *apiv1.Pod) bool {
 			// The default processors count a ReplicaSet larger than the
-			// limit in pieces (processors.ReplicaPlans).
-			return processors.CountsWholeReplicaSet(replicaSets, pod, opts.PodInjectionLimit, true)
+			// limit in pieces (processors.ReplicaPlans), unless
+			// --enable-proactive-scaleup=false.
+			return opts.ProactiveScaleupEnabled &&
+				processors.CountsWholeReplicaSet(replicaSets, pod, opts.PodInjectionLimit, true)
 		})); err != nil {
 		return fmt.Errorf("watching pods: %w", err)
 	}

@@ -67,6 +67,7 @@ func Defaults() Options {
 		MaxTotalUnreadyPercentage:      45,
 		PredicateParallelism:           4,
 		PodInjectionLimit:              5000,
+		ProactiveScaleupEnabled:        true,
 
 		NodeGroupDefaults: NodeGroupAutoscalingOptions{
 			ScaleDownUtilizationThreshold:    0.5,

@@ -105,6 +105,11 @@ type Options struct {
 	BypassedSchedulerNames         []string
 	SchedulerConfigFile            string
 	PredicateParallelism           int
+	// ProactiveScaleupEnabled counts the replicas a ReplicaSet has not
+	// created yet as pending: stand-ins, and the room earlier pieces made
+	// for them (--enable-proactive-scaleup; on by default here, off
+	// upstream).
+	ProactiveScaleupEnabled bool
 	// CapacityQuotasEnabled makes scale-up respect CapacityQuota objects.
 	CapacityQuotasEnabled bool
 	// SchedulerVerbosity caps the verbosity of the scheduler framework's

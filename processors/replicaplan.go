@@ -26,7 +26,13 @@ import (
 // unschedulable pods) are placed on that room by class
 // (scaleup.Session.Place: no scale-up, no simulation per pod), and the
 // stand-ins the limit allows start after them, so each decision covers the
-// next piece of the ReplicaSet.
+// next piece of the ReplicaSet, also in a loop where none of its pods is
+// unschedulable (they fit the room made for them). A further piece is
+// counted only once half of the replicas planned exist as pods, and none
+// while the ReplicaSet's pods are refused (ReplicaFailure), when the room
+// held shrinks to its pods that exist (UnschedulablePods.standIns): the room
+// made ahead of a ReplicaSet's pods is at most as many replicas as exist
+// plus one piece.
 //
 // ReplicaPlans is a CapacityProcessor (the placing) and a
 // ScaleUpStatusProcessor (recording what a scale-up made room for); the
@@ -35,7 +41,7 @@ import (
 // only.
 type ReplicaPlans struct {
 	// TTL bounds how long a plan holds room for replicas that do not come
-	// (the ReplicaSet controller stopped, a quota refuses them):
+	// and are not reported refused (the ReplicaSet controller stopped):
 	// --max-node-provision-time by default.
 	TTL   time.Duration
 	plans map[types.UID]*replicaPlan

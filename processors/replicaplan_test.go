@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,8 +41,9 @@ func booked(r *ReplicaPlans) int {
 
 // A ReplicaSet of 10,000 replicas with an injection limit of 5,000 is
 // counted in consecutive pieces: the room the first decision made for its
-// replicas is held (booked) in the next loop, and the stand-ins start after
-// it instead of sliding by the pods bound in between.
+// replicas is held (booked) in the next loops, and the stand-ins start after
+// it instead of sliding by the pods bound in between, once half the
+// replicas planned before exist.
 func TestReplicaPlansCountConsecutivePieces(t *testing.T) {
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	replicas := int32(10000)
@@ -68,30 +70,44 @@ func TestReplicaPlansCountConsecutivePieces(t *testing.T) {
 	}
 
 	// Loop 2: 1,800 pods exist, 300 of them bound. The 3,200 planned
-	// replicas neither bound nor marked are booked; the stand-ins are
-	// replicas 5,000 on, as many as the limit leaves room for.
-	loop, pending = planLoop(t0.Add(10*time.Second), 300, 1500)
+	// replicas neither bound nor marked are booked; fewer pods exist than
+	// half the 5,000 planned, so no further piece is counted yet.
+	loop, pending = planLoop(t0.Add(5*time.Second), 300, 1500)
 	pods = u.ProcessPods(ctx, loop, pending)
-	if booked(plans) != 3200 {
-		t.Errorf("loop 2: %d booked, want 3200", booked(plans))
-	}
-	if len(pods) != 5000 { // 1,500 marked + 3,500 stand-ins
-		t.Errorf("loop 2: %d pods, want 5000", len(pods))
-	}
-	if last := pods[len(pods)-1]; last.Name != "a-upcoming-8499" {
-		t.Errorf("loop 2: last stand-in %s, want a-upcoming-8499 (replicas 5000-8499)", last.Name)
+	if len(pods) != 1500 || booked(plans) != 3200 {
+		t.Errorf("loop 2: %d pods, %d booked; want 1500, 3200", len(pods), booked(plans))
 	}
 	done(loop, pods, ok)
-	if got := plans.planned("a"); got != 8500 {
-		t.Fatalf("after loop 2 the plan covers %d replicas, want 8500", got)
+	if got := plans.planned("a"); got != 5000 {
+		t.Fatalf("after loop 2 the plan covers %d replicas, want 5000", got)
 	}
 
-	// Loop 3: all 10,000 exist; 8,000 marked, 2,000 bound: nothing to book
+	// Loop 3: 2,800 pods exist, 300 of them bound: the 2,200 planned
+	// replicas neither bound nor marked are booked, and, half the plan
+	// having arrived, the stand-ins are replicas 5,000 on, as many as the
+	// limit leaves room for.
+	loop, pending = planLoop(t0.Add(10*time.Second), 300, 2500)
+	pods = u.ProcessPods(ctx, loop, pending)
+	if booked(plans) != 2200 {
+		t.Errorf("loop 3: %d booked, want 2200", booked(plans))
+	}
+	if len(pods) != 5000 { // 2,500 marked + 2,500 stand-ins
+		t.Errorf("loop 3: %d pods, want 5000", len(pods))
+	}
+	if last := pods[len(pods)-1]; last.Name != "a-upcoming-7499" {
+		t.Errorf("loop 3: last stand-in %s, want a-upcoming-7499 (replicas 5000-7499)", last.Name)
+	}
+	done(loop, pods, ok)
+	if got := plans.planned("a"); got != 7500 {
+		t.Fatalf("after loop 3 the plan covers %d replicas, want 7500", got)
+	}
+
+	// Loop 4: all 10,000 exist; 8,000 marked, 2,000 bound: nothing to book
 	// or count ahead.
 	loop, pending = planLoop(t0.Add(20*time.Second), 2000, 8000)
 	pods = u.ProcessPods(ctx, loop, pending)
 	if len(pods) != 8000 || booked(plans) != 0 {
-		t.Errorf("loop 3: %d pods, %d booked; want 8000, 0", len(pods), booked(plans))
+		t.Errorf("loop 4: %d pods, %d booked; want 8000, 0", len(pods), booked(plans))
 	}
 	done(loop, pods, ok)
 
@@ -99,7 +115,7 @@ func TestReplicaPlansCountConsecutivePieces(t *testing.T) {
 	loop, pending = planLoop(t0.Add(30*time.Second), 9000, 0)
 	u.ProcessPods(ctx, loop, pending)
 	if got := plans.planned("a"); got != 0 {
-		t.Errorf("with 9,000 of 8,500 planned replicas bound the plan still covers %d", got)
+		t.Errorf("with 9,000 of 7,500 planned replicas bound the plan still covers %d", got)
 	}
 }
 
@@ -166,5 +182,81 @@ func TestReplicaPlansGrowOnlyOnSuccess(t *testing.T) {
 	u.ProcessPods(ctx, loop, nil)
 	if plans.planned("a") != 0 || booked(plans) != 0 {
 		t.Errorf("the plan of a deleted ReplicaSet still covers %d replicas (%d booked)", plans.planned("a"), booked(plans))
+	}
+}
+
+// refusedReplicaSet is a ReplicaSet "a" of the given replicas whose
+// controller's creations are refused when refused is set.
+func refusedReplicaSet(replicas int32, refused bool) *appsv1.ReplicaSet {
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a", UID: "a"},
+		Spec: appsv1.ReplicaSetSpec{Replicas: &replicas}}
+	if refused {
+		rs.Status.Conditions = []appsv1.ReplicaSetCondition{{Type: appsv1.ReplicaSetReplicaFailure,
+			Status: apiv1.ConditionTrue, Reason: "FailedCreate"}}
+	}
+	return rs
+}
+
+// A ReplicaSet of a million replicas in a namespace whose quota allows 10
+// pods: before the controller's first refusal is seen, one piece (the limit)
+// is counted ahead; after it, no further piece is, whether the refusal is
+// seen (ReplicaFailure: no stand-ins, room held only for the pods that
+// exist) or not (fewer pods exist than half the piece).
+func TestReplicaPlansBoundedByWhatArrives(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ok := scaleup.Result{Remaining: map[*apiv1.Pod]string{}}
+	type step struct {
+		refused               bool
+		bound, pending        int
+		pods, booked, planned int
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"refusal seen from the start", []step{
+			{refused: true, pending: 10, pods: 10},
+			{refused: true, pending: 10, pods: 10},
+			{refused: true, bound: 8, pending: 2, pods: 2},
+		}},
+		{"refusal seen after the first piece", []step{
+			{pending: 10, pods: 40, planned: 40},
+			{refused: true, pending: 10, pods: 10, planned: 40},
+			{refused: true, bound: 4, pending: 6, pods: 6, planned: 40},
+		}},
+		{"refusal never seen", []step{
+			{pending: 10, pods: 40, planned: 40},
+			{pending: 10, pods: 10, booked: 30, planned: 40},
+			{bound: 8, pending: 2, pods: 2, booked: 30, planned: 40},
+			{bound: 10, pending: 0, pods: 0, booked: 30, planned: 40},
+		}},
+		{"the pods come after all", []step{
+			{pending: 10, pods: 40, planned: 40},
+			{bound: 10, pending: 10, pods: 40, booked: 20, planned: 70},
+		}},
+		{"the pods come and fit the room made for them", []step{
+			{pending: 10, pods: 40, planned: 40},
+			{bound: 19, pods: 0, booked: 21, planned: 40},
+			{bound: 20, pods: 40, booked: 20, planned: 80},
+			{bound: 39, pods: 0, booked: 41, planned: 80},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+			plans := NewReplicaPlans(15 * time.Minute)
+			u := UnschedulablePods{ReplicaSets: appslisters.NewReplicaSetLister(indexer), InjectionLimit: 40, Plans: plans}
+			for i, s := range tc.steps {
+				_ = indexer.Update(refusedReplicaSet(1000000, s.refused))
+				loop, pending := planLoop(t0.Add(time.Duration(i)*10*time.Second), s.bound, s.pending)
+				pods := u.ProcessPods(ctx, loop, pending)
+				got := step{refused: s.refused, bound: s.bound, pending: s.pending, pods: len(pods), booked: booked(plans)}
+				plans.ScaleUpDone(ctx, loop, ScaleUpStatus{Pods: pods, Result: ok})
+				got.planned = plans.planned("a")
+				if diff := cmp.Diff(s, got, cmp.AllowUnexported(step{})); diff != "" {
+					t.Errorf("loop %d (-want +got):\n%s", i+1, diff)
+				}
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	appsv1 "k8s.io/api/apps/v1"
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -197,25 +198,52 @@ func IsUpcomingReplica(p *apiv1.Pod) bool {
 // CountsWholeReplicaSet reports whether p belongs to a ReplicaSet whose
 // replicas still to create the loops count as stand-ins (upcomingReplicas),
 // so that its later pods are known before they exist: one that lister
-// knows, not being deleted, with stand-ins at all (limit, the
-// --pod-injection-limit, above 0), and of at most limit replicas unless
-// inPieces (UnschedulablePods.Plans: a larger one is counted in consecutive
-// pieces, a loop after the other). Other unschedulable pods may still take
-// some of the room; those replicas count once created.
+// knows, not being deleted, whose replicas are not refused (ReplicaFailure),
+// with stand-ins at all (limit, the --pod-injection-limit, above 0), and of
+// at most limit replicas unless inPieces (UnschedulablePods.Plans: a larger
+// one is counted in consecutive pieces, a loop after the other). Other
+// unschedulable pods may still take some of the room; those replicas count
+// once created.
 func CountsWholeReplicaSet(lister appslisters.ReplicaSetLister, p *apiv1.Pod, limit int, inPieces bool) bool {
 	ref := metav1.GetControllerOf(p)
 	if lister == nil || ref == nil || ref.Kind != "ReplicaSet" || limit <= 0 {
 		return false
 	}
 	rs, err := lister.ReplicaSets(p.Namespace).Get(ref.Name)
-	if err != nil || rs.UID != ref.UID || rs.DeletionTimestamp != nil {
+	if err != nil || rs.UID != ref.UID || rs.DeletionTimestamp != nil || ReplicasRefused(rs) {
 		return false
 	}
-	want := int32(1)
-	if rs.Spec.Replicas != nil {
-		want = *rs.Spec.Replicas
+	return inPieces || replicasOf(rs) <= limit
+}
+
+// ReplicasRefused reports whether the ReplicaSet controller's last attempt
+// to create or delete the ReplicaSet's pods failed (condition
+// ReplicaFailure=True: a ResourceQuota, an admission webhook, a missing
+// PriorityClass refused them). Until it clears, the replicas it has not
+// created are not counted ahead: they may never come.
+func ReplicasRefused(rs *appsv1.ReplicaSet) bool {
+	for _, c := range rs.Status.Conditions {
+		if c.Type == appsv1.ReplicaSetReplicaFailure && c.Status == apiv1.ConditionTrue {
+			return true
+		}
 	}
-	return inPieces || int(want) <= limit
+	return false
+}
+
+func replicasOf(rs *appsv1.ReplicaSet) int {
+	if rs.Spec.Replicas == nil {
+		return 1
+	}
+	return int(*rs.Spec.Replicas)
+}
+
+// replicaSetPods is what a loop sees of one ReplicaSet's pods: those not
+// terminating or terminal (active), of which bound to a node, and of which
+// among the loop's unschedulable pods.
+type replicaSetPods struct {
+	namespace, name              string
+	sample                       *apiv1.Pod // a pod to copy
+	active, bound, unschedulable int
 }
 
 // upcomingReplicas returns, for each ReplicaSet with a pod among
@@ -227,7 +255,8 @@ func CountsWholeReplicaSet(lister appslisters.ReplicaSetLister, p *apiv1.Pod, li
 // never come, the nodes are unneeded and scaled down as any other. With
 // Plans, the replicas an earlier scale-up made room for and that are not
 // bound or among unschedulable are booked on that room instead, and the
-// stand-ins start after them (see ReplicaPlans).
+// stand-ins start after them (see ReplicaPlans). How far ahead it counts is
+// bounded by standIns.
 func (u UnschedulablePods) upcomingReplicas(ctx context.Context, unschedulable []*apiv1.Pod, obs *Loop) []*apiv1.Pod {
 	// The stand-ins fill the room up to the injection limit, so that a
 	// ReplicaSet of absurd size costs bounded memory; the rest are counted
@@ -240,45 +269,38 @@ func (u UnschedulablePods) upcomingReplicas(ctx context.Context, unschedulable [
 	if u.ReplicaSets == nil || (len(plans) == 0 && (len(unschedulable) == 0 || limit <= 0)) {
 		return nil
 	}
-	type replicaSet struct {
-		namespace, name string
-		sample          *apiv1.Pod // a pod to copy
-		unschedulable   int        // its pods among unschedulable
-	}
-	sets := map[types.UID]*replicaSet{}
+	sets := map[types.UID]*replicaSetPods{}
 	for _, p := range unschedulable {
 		ref := metav1.GetControllerOf(p)
 		if ref == nil || ref.Kind != "ReplicaSet" {
 			continue
 		}
 		if sets[ref.UID] == nil {
-			sets[ref.UID] = &replicaSet{namespace: p.Namespace, name: ref.Name, sample: p}
+			sets[ref.UID] = &replicaSetPods{namespace: p.Namespace, name: ref.Name, sample: p}
 		}
 		sets[ref.UID].unschedulable++
 	}
 	for uid, pl := range plans {
 		if sets[uid] == nil {
-			sets[uid] = &replicaSet{namespace: pl.namespace, name: pl.name, sample: pl.sample}
+			sets[uid] = &replicaSetPods{namespace: pl.namespace, name: pl.name, sample: pl.sample}
 		}
 	}
 	if len(sets) == 0 {
 		return nil
 	}
-	active, bound := map[types.UID]int{}, map[types.UID]int{}
 	for _, pods := range [][]*apiv1.Pod{obs.PendingPods, obs.ScheduledPods} {
 		for _, p := range pods {
 			if p.DeletionTimestamp != nil {
 				continue
 			}
 			if ref := metav1.GetControllerOf(p); ref != nil && sets[ref.UID] != nil {
-				active[ref.UID]++
+				sets[ref.UID].active++
 				if p.Spec.NodeName != "" {
-					bound[ref.UID]++
+					sets[ref.UID].bound++
 				}
 			}
 		}
 	}
-	logger := klog.FromContext(ctx)
 	var out []*apiv1.Pod
 	for uid, set := range sets {
 		rs, err := u.ReplicaSets.ReplicaSets(set.namespace).Get(set.name)
@@ -288,47 +310,73 @@ func (u UnschedulablePods) upcomingReplicas(ctx context.Context, unschedulable [
 			}
 			continue
 		}
-		want := 1
-		if rs.Spec.Replicas != nil {
-			want = int(*rs.Spec.Replicas)
-		}
-		from := active[uid]
-		if u.Plans != nil {
-			planned := min(u.Plans.planned(uid), want)
-			if held := planned - bound[uid] - set.unschedulable; held > 0 {
-				u.Plans.book(uid, rs.Name, set.sample, held)
-			}
-			if planned <= bound[uid] {
-				u.Plans.forget(uid) // every replica it made room for is bound
-			}
-			from = max(from, planned)
-		}
-		if set.unschedulable == 0 {
-			continue // only booked: no pod of it asks for room in this loop
-		}
-		missing := want - from
-		if room := limit - len(out); missing > room {
-			if room > 0 {
-				logger.Info("Counting fewer upcoming replicas than the ReplicaSet will create (--pod-injection-limit); the rest count once created",
-					"replicaSet", klog.KObj(rs), "missing", missing, "counted", room, "podInjectionLimit", u.InjectionLimit)
-			}
-			missing = room
-		}
-		if missing <= 0 {
-			continue
-		}
-		for i := 0; i < missing; i++ {
-			c := *set.sample
-			c.Name = fmt.Sprintf("%s-upcoming-%d", rs.Name, from+i)
-			c.UID = types.UID(fmt.Sprintf("%s%s/%d", upcomingReplicaUIDPrefix, uid, from+i))
-			c.Spec.NodeName = ""
-			out = append(out, &c)
-		}
-		if u.Plans != nil {
-			u.Plans.count(uid, countedPiece{namespace: rs.Namespace, name: rs.Name, sample: set.sample, from: from, count: missing})
-		}
-		logger.V(2).Info("Counting replicas the ReplicaSet has still to create", "replicaSet", klog.KObj(rs),
-			"replicas", want, "active", active[uid], "from", from, "upcoming", missing)
+		out = append(out, u.standIns(ctx, rs, set, limit-len(out))...)
 	}
+	return out
+}
+
+// standIns books, with Plans, the room earlier pieces made for rs's
+// replicas not bound yet, and returns at most room stand-ins for its
+// replicas after the ones that exist or were planned: when one of its pods
+// is unschedulable, or, with a plan, when the plan's pods arrive (its pods
+// may all fit the room made for them). A ReplicaSet whose replicas are
+// refused (ReplicasRefused) gets no stand-ins, and room is held only for its
+// pods that exist; one whose earlier pieces have mostly not arrived (fewer
+// pods exist than half the replicas planned) gets no further piece until
+// they do. So the room made ahead of a ReplicaSet's pods is at most as many
+// replicas as exist plus one piece.
+func (u UnschedulablePods) standIns(ctx context.Context, rs *appsv1.ReplicaSet, set *replicaSetPods, room int) []*apiv1.Pod {
+	logger := klog.FromContext(ctx)
+	want, refused := replicasOf(rs), ReplicasRefused(rs)
+	from, planned := set.active, 0
+	if u.Plans != nil {
+		planned = min(u.Plans.planned(rs.UID), want)
+		if refused {
+			planned = min(planned, set.active)
+		}
+		if held := planned - set.bound - set.unschedulable; held > 0 {
+			u.Plans.book(rs.UID, rs.Name, set.sample, held)
+		}
+		if planned <= set.bound {
+			u.Plans.forget(rs.UID) // every replica it made room for is bound
+		}
+		from = max(from, planned)
+	}
+	missing := want - from
+	switch {
+	case missing <= 0 || (set.unschedulable == 0 && planned == 0):
+		return nil // nothing to create, or no pod of it asks for room and no plan goes on
+	case refused:
+		logger.V(2).Info("Counting no upcoming replicas: the ReplicaSet's pods are refused (ReplicaFailure)",
+			"replicaSet", klog.KObj(rs), "replicas", want, "active", set.active)
+		return nil
+	case 2*set.active < planned:
+		logger.V(2).Info("Counting no further upcoming replicas until half of those counted before exist",
+			"replicaSet", klog.KObj(rs), "replicas", want, "active", set.active, "planned", planned)
+		return nil
+	}
+	if missing > room {
+		if room > 0 {
+			logger.Info("Counting fewer upcoming replicas than the ReplicaSet will create (--pod-injection-limit); the rest count once created",
+				"replicaSet", klog.KObj(rs), "missing", missing, "counted", room, "podInjectionLimit", u.InjectionLimit)
+		}
+		missing = room
+	}
+	if missing <= 0 {
+		return nil
+	}
+	out := make([]*apiv1.Pod, missing)
+	for i := range out {
+		c := *set.sample
+		c.Name = fmt.Sprintf("%s-upcoming-%d", rs.Name, from+i)
+		c.UID = types.UID(fmt.Sprintf("%s%s/%d", upcomingReplicaUIDPrefix, rs.UID, from+i))
+		c.Spec.NodeName = ""
+		out[i] = &c
+	}
+	if u.Plans != nil {
+		u.Plans.count(rs.UID, countedPiece{namespace: rs.Namespace, name: rs.Name, sample: set.sample, from: from, count: missing})
+	}
+	logger.V(2).Info("Counting replicas the ReplicaSet has still to create", "replicaSet", klog.KObj(rs),
+		"replicas", want, "active", set.active, "from", from, "upcoming", missing)
 	return out
 }

@@ -99,6 +99,14 @@ func TestUpcomingReplicasOfAScalingReplicaSet(t *testing.T) {
 	if up := u.upcomingReplicas(context.Background(), []*apiv1.Pod{marked}, obs); len(up) != 0 {
 		t.Errorf("%d upcoming replicas of a ReplicaSet with more pods than replicas", len(up))
 	}
+	// Nor has one whose pods are refused (a quota, a webhook).
+	replicas = 10
+	_ = indexer.Update(&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a", UID: "a"},
+		Spec: appsv1.ReplicaSetSpec{Replicas: &replicas}, Status: appsv1.ReplicaSetStatus{Conditions: []appsv1.ReplicaSetCondition{
+			{Type: appsv1.ReplicaSetReplicaFailure, Status: apiv1.ConditionTrue, Reason: "FailedCreate"}}}})
+	if up := u.upcomingReplicas(context.Background(), []*apiv1.Pod{marked}, obs); len(up) != 0 {
+		t.Errorf("%d upcoming replicas of a ReplicaSet whose pods are refused", len(up))
+	}
 }
 
 func withScheduler(p *apiv1.Pod, name string) *apiv1.Pod {
@@ -175,6 +183,9 @@ func TestCountsWholeReplicaSet(t *testing.T) {
 		Spec: appsv1.ReplicaSetSpec{Replicas: &big}})
 	_ = indexer.Add(&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "c", UID: "c",
 		DeletionTimestamp: &metav1.Time{}}, Spec: appsv1.ReplicaSetSpec{Replicas: &small}})
+	_ = indexer.Add(&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "e", UID: "e"},
+		Spec: appsv1.ReplicaSetSpec{Replicas: &small}, Status: appsv1.ReplicaSetStatus{Conditions: []appsv1.ReplicaSetCondition{
+			{Type: appsv1.ReplicaSetReplicaFailure, Status: apiv1.ConditionTrue, Reason: "FailedCreate"}}}})
 	lister := appslisters.NewReplicaSetLister(indexer)
 	recreated := burstPod("a-1", "a", "1", false)
 	recreated.OwnerReferences[0].UID = "an-older-a"
@@ -193,6 +204,7 @@ func TestCountsWholeReplicaSet(t *testing.T) {
 		{"above the limit, counted in pieces", burstPod("b-0", "b", "1", false), 5000, true},
 		{"no stand-ins at all", burstPod("a-0", "a", "1", false), 0, false},
 		{"ReplicaSet being deleted", burstPod("c-0", "c", "1", false), 5000, false},
+		{"replicas refused, counted in pieces", burstPod("e-0", "e", "1", false), 5000, false},
 		{"ReplicaSet not known", burstPod("d-0", "d", "1", false), 5000, false},
 		{"another ReplicaSet of the same name", recreated, 5000, false},
 		{"a Job's pod", job, 5000, false},

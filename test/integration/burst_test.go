@@ -10,9 +10,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	apiv1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider/kwok"
@@ -101,18 +99,17 @@ func touchState(ctx context.Context, t *testing.T, e *framework.Env, wg *sync.Wa
 }
 
 // TestReplicaSetAboveInjectionLimitInPieces: a ReplicaSet of 100 replicas
-// with --pod-injection-limit=40, whose pods appear slower than the loops
-// decide (the test creates them itself: the ReplicaSet's own template is
-// refused by the API server, so its controller adds none). The first loop
-// counts its 10 pods and 30 stand-ins (10 nodes: room for replicas 0-39);
-// that loop was productive, so the next one runs at once, holds that room
-// for replicas 0-39 and counts replicas 40-69 ahead, and the one after
-// 70-99: the whole ReplicaSet in three scale-ups of at most 40 pods each,
-// 25 nodes, while only 10 of its pods exist. Counted in a window that
-// slides (the same 10 pods and 30 stand-ins, all within the room already
-// made), the second loop would add nothing, and every later piece would
-// wait for pods to exist and be marked. More pods appearing later add
-// nothing either: their room is held.
+// with --pod-injection-limit=40, whose pods its controller creates slower
+// than the loops decide (a webhook holds each creation until the test
+// releases it, as a burst of thousands arrives over minutes). With 10 pods
+// the first loop counts 30 stand-ins (10 nodes: room for replicas 0-39);
+// the next loops hold that room and count no further piece while fewer
+// pods exist than half of it. Once 20 exist, a loop holds the room for
+// replicas 0-39 not marked and counts replicas 40-59 ahead (15 nodes),
+// where a window sliding with the pods (20 pods and 20 stand-ins, all
+// within the room already made) would add nothing. When all 100 exist
+// they are counted as pods: 25 nodes in all, three scale-ups, none of them
+// twice for the same replicas.
 func TestReplicaSetAboveInjectionLimitInPieces(t *testing.T) {
 	e := framework.New(t)
 	dumpPods(e)
@@ -124,59 +121,58 @@ nodeGroups:
   template:
     labels: {%[2]s: %[3]s, pool: %[1]s}
     capacity: {cpu: "4", memory: 16Gi, pods: "110"}
-  faults: {registrationDelay: 60s}
+  faults: {registrationDelay: 90s}
 `, group, framework.TestNamespaceLabel, e.Namespace))
+	gate := newReplicaGate(e, "pieces")
 	p := startAutoscaler(t, "autoscaler", "--kubeconfig="+e.Kubeconfig, "--namespace="+e.Namespace,
-		"--cloud-provider=kwok", "--cloud-config="+path, "--v=2", "--pod-injection-limit=40")
+		"--cloud-provider=kwok", "--cloud-config="+path, "--v=2", "--pod-injection-limit=40", "--scan-interval=2s")
 	e.Eventually(30*time.Second, "the autoscaler looping", func(context.Context) (bool, error) {
 		return p.log.Contains("Informer caches synced"), nil
 	})
-
-	replicas := int32(100)
-	labels := map[string]string{"app": "pieces"}
-	spec := apiv1.PodSpec{NodeSelector: map[string]string{"pool": group},
-		Containers: []apiv1.Container{{Name: "c", Image: "fake", Resources: apiv1.ResourceRequirements{
-			Requests: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("1"),
-				apiv1.ResourceMemory: resource.MustParse("1Gi")}}}}}
-	refused := *spec.DeepCopy()
-	refused.PriorityClassName = "no-such-priority-class" // the controller's own pods are refused
-	rs, err := e.Client.AppsV1().ReplicaSets(e.Namespace).Create(e.Context(), &appsv1.ReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "pieces", Namespace: e.Namespace},
-		Spec: appsv1.ReplicaSetSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: apiv1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: refused}}},
-		metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	yes := true
-	createReplicas := func(from, n int) {
-		for i := from; i < from+n; i++ {
-			pod := &apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pieces-%d", i), Namespace: e.Namespace,
-				Labels: labels, OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet",
-					Name: rs.Name, UID: rs.UID, Controller: &yes}}}, Spec: *spec.DeepCopy()}
-			if _, err := e.Client.CoreV1().Pods(e.Namespace).Create(e.Context(), pod, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
+	settled := func(want int) { t.Helper(); settledAt(e, p, group, want) }
+	existing := func(n int) {
+		t.Helper()
+		gate.release(n)
+		want := gate.released
+		e.Eventually(60*time.Second, fmt.Sprintf("%d pods of the ReplicaSet", want), func(ctx context.Context) (bool, error) {
+			got, err := activePodsOf(ctx, e, "pieces")
+			return got == want, err
+		})
 	}
 
-	createReplicas(0, 10)
-	e.Eventually(60*time.Second, "scale-ups to 25 nodes, room for all 100 replicas", func(context.Context) (bool, error) {
-		return p.log.Contains(fmt.Sprintf("nodeGroup=%q from=", group)) && p.log.Contains(" to=25 max=60"), nil
+	createReplicaSet(e, "pieces", 100, oneCPUPodSpec(group))
+	existing(10)
+	e.Eventually(60*time.Second, "a scale-up to 10 nodes: room for replicas 0-39", func(context.Context) (bool, error) {
+		return largestTarget(p.log.String(), group) >= 10, nil
 	})
-	createReplicas(10, 10) // marked while the nodes register: their room is held
-	e.Eventually(30*time.Second, "the 10 new pods marked and a loop run for them", func(context.Context) (bool, error) {
-		return strings.Count(p.log.String(), "\"Loop for a batch of unschedulable pods\"") >= 2, nil
+	settled(10) // 10 pods of the 40 planned: no further piece
+	existing(10)
+	e.Eventually(60*time.Second, "a scale-up to 15 nodes: room for replicas 40-59", func(context.Context) (bool, error) {
+		return largestTarget(p.log.String(), group) >= 15, nil
 	})
-	time.Sleep(2 * time.Second)
+	settled(15) // 20 pods of the 60 planned: no further piece
+	existing(80)
+	e.Eventually(60*time.Second, "a scale-up to 25 nodes: room for all 100 replicas", func(context.Context) (bool, error) {
+		return largestTarget(p.log.String(), group) >= 25, nil
+	})
+	settled(25)
 	log := p.log.String()
-	if n := strings.Count(log, "\"Scaled up node group\""); n > 3 {
-		t.Errorf("%d scale-ups, want at most 3 (pieces of at most 40 pods for 100 replicas)", n)
+	for _, m := range scaledUpTo.FindAllString(log, -1) {
+		t.Log(m)
 	}
-	if strings.Contains(log, " to=26 ") || strings.Count(log, " to=25 max=60") != 1 {
-		t.Errorf("the group did not end at 25 nodes for 100 one-CPU replicas on 4-CPU nodes")
+	if n := strings.Count(log, "\"Scaled up node group\""); n != 3 {
+		t.Errorf("%d scale-ups, want 3 (pieces for replicas 0-39, 40-59, then the pods 60-99)", n)
 	}
 	if strings.Contains(log, "Node group backed off") {
 		t.Errorf("a group was backed off")
+	}
+	rs, err := e.Client.AppsV1().ReplicaSets(e.Namespace).Get(e.Context(), "pieces", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rs.Status.Conditions {
+		if c.Type == appsv1.ReplicaSetReplicaFailure {
+			t.Errorf("the ReplicaSet's creations failed (%s: %s): the gate did not only delay them", c.Reason, c.Message)
+		}
 	}
 }
