@@ -22,7 +22,7 @@ func newSim(t testing.TB) *framework.Handle {
 }
 
 // newSimWith builds the simulator over informers holding objs (PVCs,
-// StorageClasses, controllers, ...), started after the framework as wire.go
+// StorageClasses, controllers, ...), started after the framework as cluster-autoscaler/scaleup.go
 // does.
 func newSimWith(t testing.TB, objs []runtime.Object, opts ...framework.Option) *framework.Handle {
 	t.Helper()

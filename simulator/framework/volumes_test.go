@@ -24,7 +24,7 @@ const (
 	csiDriver = "csi.example.com"
 )
 
-// newVolumeHandle builds a handle whose informers hold objs, as wire.go does:
+// newVolumeHandle builds a handle whose informers hold objs, as cluster-autoscaler/scaleup.go does:
 // the factory is started after New.
 func newVolumeHandle(t *testing.T, s *Snapshot, objs ...runtime.Object) *Handle {
 	t.Helper()

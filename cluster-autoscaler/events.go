@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"strings"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	"k8s.io/autoscaler/cluster-autoscaler/config"
+	"k8s.io/autoscaler/cluster-autoscaler/provreq/processor"
+)
+
+// newEventBroadcaster builds the events' broadcaster as upstream does.
+// Unless --record-duplicated-events, client-go's spam filter lets through
+// one event per reason and object (any type, any message) and refills once
+// per five minutes, remembering 8192 keys; events on the status ConfigMap
+// are told apart by their message only, so that each distinct cluster-level
+// event is recorded, and those on the attempt records' ConfigMap by reason
+// and message (one per record dropped or instance a rollback kept). (Upstream recognises the status ConfigMap only under its
+// default name in kube-system; here it is --status-config-map-name in
+// --namespace.) With --record-duplicated-events client-go's defaults apply.
+func newEventBroadcaster(ctx context.Context, opts config.Options) record.EventBroadcaster {
+	if opts.RecordDuplicatedEvents {
+		return record.NewBroadcaster(record.WithContext(ctx))
+	}
+	return record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{
+		QPS: 1. / 300., BurstSize: 1, LRUCacheSize: 8192,
+		SpamKeyFunc: spamKey(opts.Namespace, opts.StatusConfigMapName)}))
+}
+
+// spamKey is the spam filter's key of an event: see newEventBroadcaster.
+func spamKey(statusNamespace, statusName string) record.EventSpamKeyFunc {
+	return func(ev *apiv1.Event) string {
+		o := ev.InvolvedObject
+		if o.Kind == "ConfigMap" && o.Namespace == statusNamespace && o.Name == statusName {
+			return ev.Message
+		}
+		if o.Kind == "ConfigMap" && o.Namespace == statusNamespace && o.Name == processor.RecordsConfigMap {
+			return o.Name + ev.Reason + ev.Message // each record dropped or rollback kept is told
+		}
+		return strings.Join([]string{ev.Reason, ev.Source.Component, ev.Source.Host, o.Kind, o.Namespace, o.Name,
+			string(o.UID), o.APIVersion}, "")
+	}
+}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	"k8s.io/autoscaler/cluster-autoscaler/config"
+	"k8s.io/autoscaler/cluster-autoscaler/metrics"
+	provreqv1 "k8s.io/autoscaler/cluster-autoscaler/provreq/apis/autoscaling.x-k8s.io/v1"
+	provreqclient "k8s.io/autoscaler/cluster-autoscaler/provreq/client"
+	"k8s.io/autoscaler/cluster-autoscaler/provreq/processor"
+	"k8s.io/autoscaler/cluster-autoscaler/scaleup"
+)
+
+// buildProvReqProcessor wires the ProvisioningRequest processor: its typed
+// client, informer (started by the caller), PodTemplate lister, status
+// writer, the orchestrator's rollback and the ConfigMap that records the
+// all-or-nothing attempts in flight for the next leader.
+func buildProvReqProcessor(ctx context.Context, opts config.Options, restConfig *rest.Config, client kubernetes.Interface,
+	factory informers.SharedInformerFactory, recorder record.EventRecorder, orchestrator *scaleup.Orchestrator,
+	m *metrics.Metrics) (*processor.Processor, cache.SharedIndexInformer, error) {
+	c, err := provreqclient.NewForConfig(restConfig)
+	if err != nil {
+		return nil, nil, fmt.Errorf("building the ProvisioningRequest client: %w", err)
+	}
+	// Fail at start-up, with a clear message, when the CRD is not served:
+	// the informer would otherwise retry forever and the loop never start.
+	listCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := c.ProvisioningRequests("").List(listCtx, metav1.ListOptions{Limit: 1}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil, fmt.Errorf("--enable-provisioning-requests: the ProvisioningRequest CRD (provisioningrequests.autoscaling.x-k8s.io, v1) is not installed: %w", err)
+		}
+		return nil, nil, fmt.Errorf("--enable-provisioning-requests: listing ProvisioningRequests: %w", err)
+	}
+	informer := provreqclient.NewInformer(c, "", time.Hour)
+	p := processor.New(processor.Options{
+		BookingTime:             opts.ProvReqBookingTime,
+		TemplateGracePeriod:     opts.ProvReqTemplateGracePeriod,
+		ExpiryTime:              opts.ProvReqExpiryTime,
+		RetentionTime:           opts.ProvReqRetentionTime,
+		InitialBackoff:          opts.ProvReqInitialBackoff,
+		MaxBackoff:              opts.ProvReqMaxBackoff,
+		MaxBackoffEntries:       opts.ProvReqMaxBackoffCacheSize,
+		ProcessorInstance:       opts.CheckCapacityProcessorInstance,
+		CheckCapacityTimebox:    opts.CheckCapacityBatchTimebox,
+		CheckCapacityMaxPerLoop: checkCapacityCap(opts),
+		MaxNodeProvisionTime:    opts.NodeGroupDefaults.MaxNodeProvisionTime,
+		MaxNodeStartupTime:      opts.NodeGroupDefaults.MaxNodeStartupTime,
+		MaxPodsPerRequest:       opts.ProvReqMaxPods,
+	}, provreqclient.NewLister(informer.GetIndexer()), podTemplates{factory.Core().V1().PodTemplates().Lister()},
+		provreqStatus{c}, orchestrator.Rollback, processor.WithEventRecorder(recorder), processor.WithMetrics(m),
+		processor.WithRecordStore(provreqclient.NewConfigMapRecords(client, opts.Namespace, processor.RecordsConfigMap)))
+	return p, informer, nil
+}
+
+// checkCapacityCap is how many check-capacity requests one loop answers:
+// --check-capacity-provisioning-request-max-batch-size with
+// --check-capacity-batch-processing, as upstream; without it, no cap (every
+// eligible request within the timebox, where upstream answers one per loop).
+func checkCapacityCap(opts config.Options) int {
+	if !opts.CheckCapacityBatchProcessing {
+		return 0
+	}
+	return opts.CheckCapacityMaxBatchSize
+}
+
+// podTemplates reads PodTemplates from the informer cache.
+type podTemplates struct{ lister corelisters.PodTemplateLister }
+
+// provreqStatus writes request statuses by server-side apply as the
+// autoscaler's field manager, and deletes requests by UID.
+type provreqStatus struct{ c *provreqclient.Client }
+
+func (t podTemplates) Get(namespace, name string) (*apiv1.PodTemplate, error) {
+	return t.lister.PodTemplates(namespace).Get(name)
+}
+
+func (s provreqStatus) ApplyStatus(ctx context.Context, namespace, name string, status provreqv1.ProvisioningRequestStatus) error {
+	_, err := s.c.ProvisioningRequests(namespace).ApplyStatus(ctx, name, status,
+		metav1.ApplyOptions{FieldManager: "cluster-autoscaler", Force: true})
+	return err
+}
+
+func (s provreqStatus) Delete(ctx context.Context, namespace, name string, uid types.UID) error {
+	return s.c.ProvisioningRequests(namespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+}

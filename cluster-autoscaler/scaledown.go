@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"math"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+	"k8s.io/autoscaler/cluster-autoscaler/config"
+	"k8s.io/autoscaler/cluster-autoscaler/core"
+	"k8s.io/autoscaler/cluster-autoscaler/metrics"
+	"k8s.io/autoscaler/cluster-autoscaler/scaledown"
+	"k8s.io/autoscaler/cluster-autoscaler/simulator/drain"
+)
+
+// buildScaleDown wires the planner (with the drain rules on informer
+// listers) and the actuator.
+func buildScaleDown(opts config.Options, client kubernetes.Interface, factory informers.SharedInformerFactory,
+	provider cloudprovider.CloudProvider, recorder record.EventRecorder, m *metrics.Metrics,
+	reporting *core.Reporting) (*scaledown.ScaleDown, *scaledown.Taints) {
+	rules := drain.NewRules(drain.Options{
+		SkipNodesWithSystemPods:            opts.SkipNodesWithSystemPods,
+		SkipNodesWithLocalStorage:          opts.SkipNodesWithLocalStorage,
+		SkipNodesWithCustomControllerPods:  opts.SkipNodesWithCustomControllerPods,
+		MinReplicaCount:                    opts.MinReplicaCount,
+		BlockingSystemPodDisruptionTimeout: opts.BlockingSystemPodDisruptionTimeout,
+		MaxGracefulTerminationSec:          maxGraceSec(opts),
+	}, drain.Listers{
+		ReplicationControllers: factory.Core().V1().ReplicationControllers().Lister(),
+		ReplicaSets:            factory.Apps().V1().ReplicaSets().Lister(),
+		StatefulSets:           factory.Apps().V1().StatefulSets().Lister(),
+		DaemonSets:             factory.Apps().V1().DaemonSets().Lister(),
+		Jobs:                   factory.Batch().V1().Jobs().Lister(),
+		PodDisruptionBudgets:   factory.Policy().V1().PodDisruptionBudgets().Lister(),
+	})
+	taints := scaledown.NewTaints(client, opts.MaxBulkSoftTaintCount, opts.CordonNodeBeforeTerminating,
+		scaledown.WithSoftTaintTime(opts.MaxBulkSoftTaintTime, clock.RealClock{}))
+	planner := scaledown.NewPlanner(opts, provider, rules, taints)
+	var actOpts []scaledown.ActuatorOption
+	if opts.DynamicNodeDeleteDelayAfterTaint {
+		actOpts = append(actOpts, scaledown.WithDynamicDeleteDelay(factory.Core().V1().Nodes().Lister()))
+	}
+	actuator := scaledown.NewActuator(opts, client, taints, recorder, reporting, clock.RealClock{}, actOpts...)
+	return scaledown.New(opts, planner, actuator, m), taints
+}
+
+// maxGraceSec is the longest grace period the actuator gives an evicted
+// pod: --max-graceful-termination-sec, or the longest of
+// --drain-priority-config's.
+func maxGraceSec(opts config.Options) int {
+	prios, err := config.ParseDrainPriorityConfig(opts.DrainPriorityConfig)
+	if opts.DrainPriorityConfig == "" || err != nil {
+		return opts.MaxGracefulTerminationSec
+	}
+	longest := int64(0)
+	for _, p := range prios {
+		longest = max(longest, p.TerminationGracePeriodSecs)
+	}
+	return int(min(longest, int64(math.MaxInt32)))
+}
+
+// cleanStaleTaints removes, once at start-up, the deletion taints a
+// previous run left on nodes of the managed groups (but on those the cloud
+// provider is deleting).
+func cleanStaleTaints(ctx context.Context, nodes corelisters.NodeLister, provider cloudprovider.CloudProvider, taints *scaledown.Taints) {
+	all, err := nodes.List(labels.Everything())
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Listing nodes to clean stale deletion taints")
+		return
+	}
+	taints.CleanUp(ctx, scaledown.LeftToBeDeleted(ctx, provider, all))
+}

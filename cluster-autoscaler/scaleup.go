@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"k8s.io/autoscaler/cluster-autoscaler/capacityquota"
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
+	"k8s.io/autoscaler/cluster-autoscaler/config"
+	"k8s.io/autoscaler/cluster-autoscaler/core"
+	"k8s.io/autoscaler/cluster-autoscaler/estimator"
+	"k8s.io/autoscaler/cluster-autoscaler/expander"
+	grpcexpander "k8s.io/autoscaler/cluster-autoscaler/expander/grpc"
+	"k8s.io/autoscaler/cluster-autoscaler/informercache"
+	"k8s.io/autoscaler/cluster-autoscaler/metrics"
+	"k8s.io/autoscaler/cluster-autoscaler/scaleup"
+	simframework "k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
+)
+
+// buildScaleUp wires the simulator, estimator, expander chain and
+// orchestrator. The returned namespaced factory feeds the priority expander's
+// ConfigMap lister and must be started with the cluster-wide one.
+func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.Interface, factory informers.SharedInformerFactory,
+	provider cloudprovider.CloudProvider, listers core.Listers, recorder record.EventRecorder,
+	state *clusterstate.Registry, m *metrics.Metrics, reporting *core.Reporting, quotas scaleup.QuotaSource) (*scaleup.Orchestrator, informers.SharedInformerFactory, error) {
+	simOpts := []simframework.Option{simframework.WithParallelism(opts.PredicateParallelism), simframework.WithClient(client),
+		simframework.WithVerbosity(opts.SchedulerVerbosity)}
+	if opts.SchedulerConfigFile != "" {
+		simOpts = append(simOpts, simframework.WithSchedulerConfigFile(opts.SchedulerConfigFile))
+	}
+	sim, err := simframework.New(ctx, simframework.NewSnapshot(nil, nil), factory, simOpts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	nsFactory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(opts.Namespace),
+		informers.WithTransform(informercache.NewTrimmer().Transform))
+	chain, err := expander.NewChain(ctx, opts.Expanders, expander.Deps{
+		Provider:   provider,
+		ConfigMaps: nsFactory.Core().V1().ConfigMaps().Lister().ConfigMaps(opts.Namespace),
+		Recorder:   recorder,
+		Namespace:  opts.Namespace,
+		Nodes:      listers.Nodes,
+		GRPC: func(fallback expander.Filter) (expander.Filter, error) {
+			return grpcexpander.New(grpcexpander.Options{URL: opts.GRPCExpanderURL, CertFile: opts.GRPCExpanderCert,
+				Timeout: opts.GRPCExpanderTimeout}, fallback, m)
+		},
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("--expander: %w", err)
+	}
+	suOpts := []scaleup.Option{scaleup.WithDaemonSets(factory.Apps().V1().DaemonSets().Lister()),
+		scaleup.WithDeletionCounter(m.RegisterDeletedNodes), scaleup.WithReporter(reporting),
+		scaleup.WithInstancePods(scaleup.InstancePodsFromListers{Nodes: factory.Core().V1().Nodes().Lister(),
+			Pods: factory.Core().V1().Pods().Lister()})}
+	if quotas != nil {
+		suOpts = append(suOpts, scaleup.WithCapacityQuotas(quotas))
+	}
+	return scaleup.New(provider, sim, estimator.New(sim), chain, opts, state, suOpts...), nsFactory, nil
+}
+
+// capacityQuotaStatusPeriod is how often CapacityQuotas' status.used is
+// brought up to date.
+const capacityQuotaStatusPeriod = 10 * time.Second
+
+// startCapacityQuotas checks that CapacityQuotas are served (a clear
+// start-up error otherwise), starts their informer on informerCtx and waits
+// for its first list, so that no scale-up runs before the quotas are known.
+func startCapacityQuotas(ctx, informerCtx context.Context, restConfig *rest.Config, recorder record.EventRecorder) (*capacityquota.Source, error) {
+	dyn, err := dynamic.NewForConfig(restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("--capacity-quotas-enabled: building the dynamic client: %w", err)
+	}
+	checkCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := capacityquota.Check(checkCtx, dyn); err != nil {
+		return nil, fmt.Errorf("--capacity-quotas-enabled: %w", err)
+	}
+	src := capacityquota.NewSource(dyn, recorder)
+	go src.Run(informerCtx)
+	if !cache.WaitForCacheSync(ctx.Done(), src.HasSynced) {
+		return nil, errors.New("--capacity-quotas-enabled: syncing the CapacityQuota informer cache")
+	}
+	klog.FromContext(ctx).Info("CapacityQuotas limit scale-up", "quotas", len(src.Quotas(ctx)))
+	return src, nil
+}
