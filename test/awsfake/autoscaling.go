@@ -1,6 +1,7 @@
 package awsfake
 
 import (
+	"fmt"
 	"net/url"
 	"sort"
 	"strconv"
@@ -360,7 +361,7 @@ func (s *Server) describeScalingActivities(form url.Values) (any, *apiError) {
 		if (group != "" && a.Group != group) || (len(ids) > 0 && !ids[a.ID]) {
 			continue
 		}
-		k := activityKey(len(s.activities), i)
+		k := activityKey(i)
 		byKey[k] = a
 		keys = append(keys, k)
 	}
@@ -379,10 +380,10 @@ func (s *Server) describeScalingActivities(form url.Values) (any, *apiError) {
 	return out, nil
 }
 
-// activityKey sorts activities newest first; stable while more are added
-// (the key counts back from a fixed ceiling).
-func activityKey(_ int, i int) string {
-	return strconv.FormatInt(1_000_000_000_000-int64(i), 10)
+// activityKey sorts activities newest first and stays stable while more are
+// added: fixed-width, counting down from a ceiling.
+func activityKey(i int) string {
+	return fmt.Sprintf("%012d", 999_999_999_999-i)
 }
 
 // describeLaunchConfigurations answers DescribeLaunchConfigurations.
