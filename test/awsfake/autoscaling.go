@@ -195,8 +195,8 @@ func (s *Server) xmlGroup(g *groupState) xmlGroup {
 		out.AvailabilityZones = []string{s.region + "a"}
 	}
 	sort.Strings(out.AvailabilityZones)
-	for _, in := range s.instances {
-		if in.Group == g.Name && in.Lifecycle != LifecycleTerminated {
+	for _, in := range g.members {
+		if in.Lifecycle != LifecycleTerminated {
 			out.Instances = append(out.Instances, s.xmlGroupInstance(in, g))
 		}
 	}

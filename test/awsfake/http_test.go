@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
@@ -118,7 +119,12 @@ func TestThrottlingUsesTheSDKsThrottleCodes(t *testing.T) {
 
 	// At 30% the SDK's own retries absorb every throttle.
 	s.SetThrottle(30)
-	c = sdkClients(t, s)
+	c = sdkClients(t, s, config.WithRetryer(func() aws.Retryer {
+		return retry.NewStandard(func(o *retry.StandardOptions) {
+			o.MaxAttempts = 10
+			o.Backoff = retry.NewExponentialJitterBackoff(20 * time.Millisecond)
+		})
+	}))
 	calls0, throttled0 := s.Calls()["DescribeAutoScalingGroups"], s.Throttled()
 	for i := range 20 {
 		if _, err := c.asg.DescribeAutoScalingGroups(t.Context(), &autoscaling.DescribeAutoScalingGroupsInput{}); err != nil {

@@ -15,49 +15,47 @@ const failedLaunchRetry = 10 * time.Second
 // instance along its lifecycle. Callers hold s.mu.
 func (s *Server) reconcileLocked() {
 	now := s.now()
-	for _, in := range s.instances {
-		switch {
-		case in.Lifecycle == LifecyclePending && now.Sub(in.Launched) >= s.startDelay:
-			in.Lifecycle = LifecycleInService
-			s.finishActivity(in.ID, now)
-		case in.Lifecycle == LifecycleTerminating && now.Sub(s.terminatingSince(in)) >= s.startDelay:
-			in.Lifecycle = LifecycleTerminated
-			s.finishActivity(in.ID, now)
-		}
-	}
 	for _, name := range s.sortedGroupNames() {
-		s.reconcileGroup(s.groups[name], now)
+		g := s.groups[name]
+		kept := g.members[:0]
+		for _, in := range g.members {
+			s.advance(in, now)
+			if in.Lifecycle != LifecycleTerminated {
+				kept = append(kept, in)
+			}
+		}
+		clear(g.members[len(kept):])
+		g.members = kept
+		s.reconcileGroup(g, now)
 	}
 }
 
-// terminatingSince is when the instance's termination activity started.
-func (s *Server) terminatingSince(in *Instance) time.Time {
-	for i := len(s.activities) - 1; i >= 0; i-- {
-		a := s.activities[i]
-		if a.instanceID == in.ID && a.terminate {
-			return a.Start
-		}
+// advance moves an instance to its next lifecycle state once the start
+// delay has passed since its in-flight activity began, and completes that
+// activity.
+func (s *Server) advance(in *Instance, now time.Time) {
+	a := s.inFlight[in.ID]
+	if a == nil || now.Sub(a.Start) < s.startDelay {
+		return
 	}
-	return time.Time{}
-}
-
-// finishActivity marks the in-progress activity of an instance successful.
-func (s *Server) finishActivity(instanceID string, now time.Time) {
-	for i := len(s.activities) - 1; i >= 0; i-- {
-		a := s.activities[i]
-		if a.instanceID == instanceID && a.StatusCode == statusInProgress {
-			a.StatusCode, a.Progress, a.End = statusSuccessful, 100, now
-			return
-		}
+	switch in.Lifecycle {
+	case LifecyclePending:
+		in.Lifecycle = LifecycleInService
+	case LifecycleTerminating:
+		in.Lifecycle = LifecycleTerminated
+	default:
+		return
 	}
+	a.StatusCode, a.Progress, a.End = statusSuccessful, 100, now
+	delete(s.inFlight, in.ID)
 }
 
 // active returns the group's Pending and InService instances, in launch
 // order.
-func (s *Server) active(group string) []*Instance {
+func (s *Server) active(g *groupState) []*Instance {
 	var out []*Instance
-	for _, in := range s.instances {
-		if in.Group == group && (in.Lifecycle == LifecyclePending || in.Lifecycle == LifecycleInService) {
+	for _, in := range g.members {
+		if in.Lifecycle == LifecyclePending || in.Lifecycle == LifecycleInService {
 			out = append(out, in)
 		}
 	}
@@ -67,7 +65,7 @@ func (s *Server) active(group string) []*Instance {
 // reconcileGroup launches or terminates instances of one group until it has
 // Desired active ones (or records a failed launch).
 func (s *Server) reconcileGroup(g *groupState, now time.Time) {
-	act := s.active(g.Name)
+	act := s.active(g)
 	switch {
 	case len(act) < g.Desired && g.failure != nil:
 		if g.lastFail.IsZero() || now.Sub(g.lastFail) >= failedLaunchRetry {
@@ -123,7 +121,8 @@ func (s *Server) launch(g *groupState, now time.Time, from int) {
 	}
 	s.instances = append(s.instances, in)
 	s.byID[in.ID] = in
-	s.activities = append(s.activities, &activity{
+	g.members = append(g.members, in)
+	a := &activity{
 		ID:          newRequestID(),
 		Group:       g.Name,
 		Description: "Launching a new EC2 instance: " + in.ID,
@@ -132,8 +131,10 @@ func (s *Server) launch(g *groupState, now time.Time, from int) {
 		Start:      now,
 		StatusCode: statusInProgress,
 		Progress:   50,
-		instanceID: in.ID,
-	})
+	}
+	s.activities = append(s.activities, a)
+	s.inFlight[in.ID] = a
+	s.advance(in, now)
 }
 
 // recordFailedLaunch records a failed launch attempt of the group.
@@ -166,14 +167,10 @@ func (s *Server) startTermination(in *Instance, g *groupState, now time.Time, ca
 		Start:       now,
 		StatusCode:  statusInProgress,
 		Progress:    50,
-		instanceID:  in.ID,
-		terminate:   true,
 	}
 	s.activities = append(s.activities, a)
-	if s.startDelay == 0 {
-		in.Lifecycle = LifecycleTerminated
-		a.StatusCode, a.Progress, a.End = statusSuccessful, 100, now
-	}
+	s.inFlight[in.ID] = a
+	s.advance(in, now)
 	return a
 }
 

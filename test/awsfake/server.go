@@ -39,7 +39,8 @@ type Server struct {
 	groups        map[string]*groupState
 	instances     []*Instance // every instance ever launched, in launch order
 	byID          map[string]*Instance
-	activities    []*activity // in start order
+	activities    []*activity          // in start order
+	inFlight      map[string]*activity // instance ID -> its in-progress launch or termination
 	calls         map[string]int
 	terminated    []string
 	throttle      int // percent
@@ -57,6 +58,7 @@ type Server struct {
 type groupState struct {
 	Group
 	created  time.Time
+	members  []*Instance // not terminated, in launch order
 	nextZone int
 	failure  *launchFailure
 	lastFail time.Time
@@ -73,6 +75,7 @@ func New(opts ...Option) *Server {
 		launchConfigs: map[string]LaunchConfiguration{},
 		groups:        map[string]*groupState{},
 		byID:          map[string]*Instance{},
+		inFlight:      map[string]*activity{},
 		calls:         map[string]int{},
 	}
 	for _, o := range opts {
@@ -187,13 +190,18 @@ func (s *Server) AddLaunchConfiguration(lc LaunchConfiguration) {
 	s.launchConfigs[lc.Name] = lc
 }
 
-// AddGroup registers (or replaces) an Auto Scaling group; the fake launches
-// instances towards its Desired at once.
+// AddGroup registers an Auto Scaling group, or replaces the settings of an
+// existing one (keeping its instances); the fake launches instances towards
+// its Desired at once.
 func (s *Server) AddGroup(g Group) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g = copyGroup(g)
-	s.groups[g.Name] = &groupState{Group: g, created: s.now()}
+	if old, ok := s.groups[g.Name]; ok {
+		old.Group = g
+	} else {
+		s.groups[g.Name] = &groupState{Group: g, created: s.now()}
+	}
 	s.reconcileLocked()
 }
 
@@ -223,9 +231,13 @@ func (s *Server) Instances(group string) []Instance {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reconcileLocked()
+	g, ok := s.groups[group]
+	if !ok {
+		return nil
+	}
 	var out []Instance
-	for _, in := range s.instances {
-		if in.Group == group && in.Lifecycle != LifecycleTerminated {
+	for _, in := range g.members {
+		if in.Lifecycle != LifecycleTerminated {
 			out = append(out, *in)
 		}
 	}
