@@ -262,6 +262,9 @@ func (s *Server) setDesiredCapacity(form url.Values) (any, *apiError) {
 	if desired < g.Min {
 		return nil, validationError("New SetDesiredCapacity value %d is below min value %d for the AutoScalingGroup.", desired, g.Min)
 	}
+	if desired > g.Desired {
+		g.lastFail = time.Time{} // a new request is attempted at once
+	}
 	g.Desired = desired
 	s.reconcileLocked()
 	return nil, nil

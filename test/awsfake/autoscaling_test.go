@@ -309,8 +309,9 @@ func TestFailedLaunchesAreFailedScalingActivities(t *testing.T) {
 
 func TestDescribeScalingActivitiesPaginates(t *testing.T) {
 	s := startFake(t)
-	s.AddGroup(Group{Name: "g", Max: 30, Desired: 25})
-	s.AddGroup(Group{Name: "other", Max: 5, Desired: 2})
+	s.AddLaunchConfiguration(LaunchConfiguration{Name: "lc", InstanceType: "m5.large"})
+	s.AddGroup(Group{Name: "g", Max: 30, Desired: 25, LaunchConfigurationName: "lc"})
+	s.AddGroup(Group{Name: "other", Max: 5, Desired: 2, LaunchConfigurationName: "lc"})
 	c := sdkClients(t, s)
 	p := autoscaling.NewDescribeScalingActivitiesPaginator(c.asg, &autoscaling.DescribeScalingActivitiesInput{
 		AutoScalingGroupName: aws.String("g"), MaxRecords: aws.Int32(10),
@@ -369,5 +370,43 @@ func TestDescribeLaunchConfigurationsAndAutoScalingInstances(t *testing.T) {
 	if diff := cmp.Diff(want, []string{aws.ToString(got.InstanceId), aws.ToString(got.AutoScalingGroupName), aws.ToString(got.AvailabilityZone),
 		aws.ToString(got.InstanceType), aws.ToString(got.LaunchConfigurationName), aws.ToString(got.LifecycleState)}); diff != "" {
 		t.Errorf("instance (-want +got):\n%s", diff)
+	}
+}
+
+func TestLaunchesOfBrokenLaunchSettingsFail(t *testing.T) {
+	s := startFake(t)
+	lt := s.AddLaunchTemplate(LaunchTemplate{Name: "t", DefaultVersion: 1, Versions: []LaunchTemplateVersion{{Number: 1, InstanceType: "m5.large"}}})
+	s.AddGroup(Group{Name: "no-such-id", Max: 2, Desired: 1, LaunchTemplate: &LaunchTemplateSpec{ID: "lt-0000000000000000a"}})
+	s.AddGroup(Group{Name: "no-such-name", Max: 2, Desired: 1, MixedInstances: &MixedInstancesPolicy{
+		LaunchTemplate: LaunchTemplateSpec{Name: "nope"}, Overrides: []string{"c5.large"}}})
+	s.AddGroup(Group{Name: "no-such-version", Max: 2, Desired: 1, LaunchTemplate: &LaunchTemplateSpec{ID: lt, Version: "7"}})
+	s.AddGroup(Group{Name: "no-such-lc", Max: 2, Desired: 1, LaunchConfigurationName: "gone"})
+	c := sdkClients(t, s)
+	for group, code := range map[string]string{
+		"no-such-id": "InvalidLaunchTemplateId.NotFound", "no-such-name": "InvalidLaunchTemplateName.NotFoundException",
+		"no-such-version": "InvalidLaunchTemplateId.VersionNotFound", "no-such-lc": "ValidationError",
+	} {
+		out, err := c.asg.DescribeScalingActivities(t.Context(), &autoscaling.DescribeScalingActivitiesInput{AutoScalingGroupName: aws.String(group)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Activities) != 1 || out.Activities[0].StatusCode != astypes.ScalingActivityStatusCodeFailed ||
+			!strings.Contains(aws.ToString(out.Activities[0].StatusMessage), code) {
+			t.Errorf("group %s: activities %+v, want one Failed naming %s", group, out.Activities, code)
+		}
+		if n := len(s.Instances(group)); n != 0 {
+			t.Errorf("group %s: %d instances, want none", group, n)
+		}
+	}
+	// A further increase is attempted (and fails) at once.
+	if _, err := c.asg.SetDesiredCapacity(t.Context(), &autoscaling.SetDesiredCapacityInput{AutoScalingGroupName: aws.String("no-such-lc"), DesiredCapacity: aws.Int32(2)}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.asg.DescribeScalingActivities(t.Context(), &autoscaling.DescribeScalingActivitiesInput{AutoScalingGroupName: aws.String("no-such-lc")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Activities) != 2 {
+		t.Errorf("%d activities after a second increase, want 2 failed ones", len(out.Activities))
 	}
 }

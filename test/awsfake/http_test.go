@@ -88,7 +88,12 @@ func TestRequestsAreRefusedAsAWSDoes(t *testing.T) {
 		t.Errorf("refused requests counted as calls: %d", got)
 	}
 
-	// The SDK signing for another region is refused too, as an API error.
+	// The SDK without credentials (no signature) and signing for another
+	// region are refused too, with API errors it parses.
+	anon := sdkClients(t, s, config.WithCredentialsProvider(aws.AnonymousCredentials{}), noRetries)
+	if _, err := anon.ec2.DescribeSubnets(t.Context(), &ec2.DescribeSubnetsInput{}); apiErrorCode(err) != "MissingAuthenticationToken" {
+		t.Errorf("SDK without credentials: %v, want MissingAuthenticationToken", err)
+	}
 	c := sdkClients(t, s, config.WithRegion("eu-west-1"), noRetries)
 	_, err := c.asg.DescribeAutoScalingGroups(t.Context(), &autoscaling.DescribeAutoScalingGroupsInput{})
 	if apiErrorCode(err) != "SignatureDoesNotMatch" {

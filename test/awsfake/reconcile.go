@@ -67,14 +67,17 @@ func (s *Server) active(g *groupState) []*Instance {
 func (s *Server) reconcileGroup(g *groupState, now time.Time) {
 	act := s.active(g)
 	switch {
-	case len(act) < g.Desired && g.failure != nil:
-		if g.lastFail.IsZero() || now.Sub(g.lastFail) >= failedLaunchRetry {
-			g.lastFail = now
-			s.recordFailedLaunch(g, len(act), now)
-		}
 	case len(act) < g.Desired:
+		instanceType, failure := s.launchSpec(g)
+		if failure != nil {
+			if g.lastFail.IsZero() || now.Sub(g.lastFail) >= failedLaunchRetry {
+				g.lastFail = now
+				s.recordFailedLaunch(g, failure, len(act), now)
+			}
+			return
+		}
 		for range g.Desired - len(act) {
-			s.launch(g, now, len(act))
+			s.launch(g, instanceType, now, len(act))
 		}
 	case len(act) > g.Desired:
 		for _, in := range s.scaleInVictims(act, len(act)-g.Desired) {
@@ -109,13 +112,13 @@ func (s *Server) scaleInVictims(act []*Instance, n int) []*Instance {
 }
 
 // launch starts one instance of the group.
-func (s *Server) launch(g *groupState, now time.Time, from int) {
+func (s *Server) launch(g *groupState, instanceType string, now time.Time, from int) {
 	zone, _ := s.nextZone(g)
 	in := &Instance{
 		ID:           "i-" + randomHex(17),
 		Group:        g.Name,
 		Zone:         zone,
-		InstanceType: s.launchInstanceType(g.Group),
+		InstanceType: instanceType,
 		Lifecycle:    LifecyclePending,
 		Launched:     now,
 	}
@@ -138,9 +141,9 @@ func (s *Server) launch(g *groupState, now time.Time, from int) {
 }
 
 // recordFailedLaunch records a failed launch attempt of the group.
-func (s *Server) recordFailedLaunch(g *groupState, have int, now time.Time) {
+func (s *Server) recordFailedLaunch(g *groupState, f *launchFailure, have int, now time.Time) {
 	zone, subnet := s.nextZone(g)
-	msg := fmt.Sprintf("Could not launch On-Demand Instances. %s - %s. Launching EC2 instance failed.", g.failure.code, g.failure.message)
+	msg := fmt.Sprintf("Could not launch On-Demand Instances. %s - %s. Launching EC2 instance failed.", f.code, f.message)
 	s.activities = append(s.activities, &activity{
 		ID:          newRequestID(),
 		Group:       g.Name,
@@ -189,34 +192,52 @@ func (s *Server) nextZone(g *groupState) (zone, subnet string) {
 	return zone, subnet
 }
 
-// launchInstanceType is the instance type a group launches: the first
-// override of a mixed-instances policy, else its launch template version's,
-// else its launch configuration's.
-func (s *Server) launchInstanceType(g Group) string {
+// launchSpec is the instance type a group launches: the first override of a
+// mixed-instances policy, else its launch template version's, else its
+// launch configuration's. A FailLaunches setting, or a launch template,
+// version or launch configuration that does not exist, is a failure.
+func (s *Server) launchSpec(g *groupState) (string, *launchFailure) {
+	if g.failure != nil {
+		return "", g.failure
+	}
 	switch {
-	case g.MixedInstances != nil && len(g.MixedInstances.Overrides) > 0:
-		return g.MixedInstances.Overrides[0]
 	case g.MixedInstances != nil:
-		return s.templateInstanceType(g.MixedInstances.LaunchTemplate)
+		t, f := s.templateInstanceType(g.MixedInstances.LaunchTemplate)
+		if f == nil && len(g.MixedInstances.Overrides) > 0 {
+			return g.MixedInstances.Overrides[0], nil
+		}
+		return t, f
 	case g.LaunchTemplate != nil:
 		return s.templateInstanceType(*g.LaunchTemplate)
+	case g.LaunchConfigurationName != "":
+		lc, ok := s.launchConfigs[g.LaunchConfigurationName]
+		if !ok {
+			return "", &launchFailure{code: "ValidationError", message: "Launch configuration name not found - " + g.LaunchConfigurationName}
+		}
+		return lc.InstanceType, nil
 	default:
-		return s.launchConfigs[g.LaunchConfigurationName].InstanceType
+		return "", &launchFailure{code: "ValidationError", message: "the group has no launch template, launch configuration or mixed instances policy"}
 	}
 }
 
 // templateInstanceType resolves a launch template spec to its version's
-// instance type ("" when unknown).
-func (s *Server) templateInstanceType(spec LaunchTemplateSpec) string {
+// instance type, or the EC2 error of a launch with it.
+func (s *Server) templateInstanceType(spec LaunchTemplateSpec) (string, *launchFailure) {
 	lt := s.findTemplate(spec.ID, spec.Name)
-	if lt == nil {
-		return ""
+	switch {
+	case lt == nil && spec.ID != "":
+		return "", &launchFailure{code: "InvalidLaunchTemplateId.NotFound",
+			message: fmt.Sprintf("The specified launch template, with template ID %s, does not exist", spec.ID)}
+	case lt == nil:
+		return "", &launchFailure{code: "InvalidLaunchTemplateName.NotFoundException",
+			message: fmt.Sprintf("The specified launch template, with template name %s, does not exist", spec.Name)}
 	}
 	v, ok := resolveVersion(lt, spec.Version)
 	if !ok {
-		return ""
+		return "", &launchFailure{code: "InvalidLaunchTemplateId.VersionNotFound",
+			message: fmt.Sprintf("Could not find launch template version %s for launch template ID %s", spec.Version, lt.ID)}
 	}
-	return v.InstanceType
+	return v.InstanceType, nil
 }
 
 // findTemplate finds a launch template by ID, else by name.

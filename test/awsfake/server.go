@@ -11,6 +11,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"k8s.io/klog/v2"
 )
 
 // Fake credentials Env hands to a child process; the fake accepts any.
@@ -97,7 +99,7 @@ func (s *Server) Start() error {
 	s.httpSrv = &http.Server{Handler: http.HandlerFunc(s.serveHTTP), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := s.httpSrv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Printf("awsfake: serve: %v\n", err)
+			klog.ErrorS(err, "awsfake: serving")
 		}
 	}()
 	go s.reconcileLoop(ctx)
