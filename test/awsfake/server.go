@@ -182,6 +182,7 @@ func (s *Server) AddLaunchTemplate(lt LaunchTemplate) (id string) {
 	}
 	lt.Versions = append([]LaunchTemplateVersion(nil), lt.Versions...)
 	s.templates[lt.ID] = &lt
+	s.retryFailedLaunchesLocked()
 	return lt.ID
 }
 
@@ -190,6 +191,16 @@ func (s *Server) AddLaunchConfiguration(lc LaunchConfiguration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.launchConfigs[lc.Name] = lc
+	s.retryFailedLaunchesLocked()
+}
+
+// retryFailedLaunchesLocked lets groups whose launches failed try again at
+// once (a launch template or configuration they lacked may now exist).
+func (s *Server) retryFailedLaunchesLocked() {
+	for _, g := range s.groups {
+		g.lastFail = time.Time{}
+	}
+	s.reconcileLocked()
 }
 
 // AddGroup registers an Auto Scaling group, or replaces the settings of an
