@@ -410,3 +410,25 @@ func TestLaunchesOfBrokenLaunchSettingsFail(t *testing.T) {
 		t.Errorf("%d activities after a second increase, want 2 failed ones", len(out.Activities))
 	}
 }
+
+func TestLoweringDesiredCapacityTerminatesAcrossZones(t *testing.T) {
+	s := startFake(t)
+	s.AddSubnet("subnet-a", "us-east-1a")
+	s.AddSubnet("subnet-b", "us-east-1b")
+	s.AddLaunchConfiguration(LaunchConfiguration{Name: "lc", InstanceType: "m5.large"})
+	s.AddGroup(Group{Name: "g", Max: 10, Desired: 4, LaunchConfigurationName: "lc", Subnets: []string{"subnet-a", "subnet-b"}})
+	c := sdkClients(t, s)
+	if _, err := c.asg.SetDesiredCapacity(t.Context(), &autoscaling.SetDesiredCapacityInput{AutoScalingGroupName: aws.String("g"), DesiredCapacity: aws.Int32(2)}); err != nil {
+		t.Fatal(err)
+	}
+	zones := map[string]int{}
+	for _, in := range s.Instances("g") {
+		zones[in.Zone]++
+	}
+	if diff := cmp.Diff(map[string]int{"us-east-1a": 1, "us-east-1b": 1}, zones); diff != "" {
+		t.Errorf("instances per zone after scale-in (-want +got):\n%s", diff)
+	}
+	if got := s.Terminated(); len(got) != 0 {
+		t.Errorf("Terminated() = %v, want only TerminateInstanceInAutoScalingGroup's", got)
+	}
+}

@@ -304,7 +304,8 @@ func (s *Server) Throttled() int {
 }
 
 // Terminated returns the IDs of the instances terminated through
-// TerminateInstanceInAutoScalingGroup, in call order.
+// TerminateInstanceInAutoScalingGroup, in call order (not those a group
+// terminated on its own after its desired capacity was lowered).
 func (s *Server) Terminated() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
