@@ -70,13 +70,19 @@ func TestDescribeInstanceTypes(t *testing.T) {
 	}
 }
 
-func TestLaunchTemplatesSubnetsAndMixedInstances(t *testing.T) {
-	s := startFake(t)
+// addWorkersTemplate adds subnets and a launch template of three versions,
+// the second the default.
+func addWorkersTemplate(s *Server) (id string) {
 	s.AddSubnet("subnet-1", "us-east-1a")
 	s.AddSubnet("subnet-2", "us-east-1b")
-	id := s.AddLaunchTemplate(LaunchTemplate{Name: "workers", DefaultVersion: 2, Versions: []LaunchTemplateVersion{
+	return s.AddLaunchTemplate(LaunchTemplate{Name: "workers", DefaultVersion: 2, Versions: []LaunchTemplateVersion{
 		{Number: 1, InstanceType: "m5.large"}, {Number: 2, InstanceType: "m5.xlarge"}, {Number: 3, InstanceType: "m5.2xlarge"},
 	}})
+}
+
+func TestDescribeLaunchTemplateVersions(t *testing.T) {
+	s := startFake(t)
+	id := addWorkersTemplate(s)
 	c := sdkClients(t, s)
 	tests := []struct {
 		name     string
@@ -117,6 +123,12 @@ func TestLaunchTemplatesSubnetsAndMixedInstances(t *testing.T) {
 		})
 	}
 
+}
+
+func TestDescribeSubnets(t *testing.T) {
+	s := startFake(t)
+	addWorkersTemplate(s)
+	c := sdkClients(t, s)
 	subnets, err := c.ec2.DescribeSubnets(t.Context(), &ec2.DescribeSubnetsInput{SubnetIds: []string{"subnet-2", "subnet-1"}})
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +143,12 @@ func TestLaunchTemplatesSubnetsAndMixedInstances(t *testing.T) {
 	if _, err := c.ec2.DescribeSubnets(t.Context(), &ec2.DescribeSubnetsInput{SubnetIds: []string{"subnet-9"}}); apiErrorCode(err) != "InvalidSubnetID.NotFound" {
 		t.Errorf("unknown subnet: %v, want InvalidSubnetID.NotFound", err)
 	}
+}
 
+func TestMixedInstancesGroup(t *testing.T) {
+	s := startFake(t)
+	id := addWorkersTemplate(s)
+	c := sdkClients(t, s)
 	s.AddGroup(Group{Name: "mixed", Max: 3, Desired: 1, Subnets: []string{"subnet-1", "subnet-2"}, MixedInstances: &MixedInstancesPolicy{
 		LaunchTemplate: LaunchTemplateSpec{Name: "workers", Version: "$Latest"}, Overrides: []string{"c5.large", "c5a.large"},
 	}})

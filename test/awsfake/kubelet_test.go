@@ -68,23 +68,7 @@ func TestPlayKubeletFollowsInstances(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gpu := s.Instances("gpu")[0]
-	n := nodes[gpu.ID]
-	type facts struct {
-		ProviderID, Zone, Type, Arch, Pool, CPU, Memory, Pods, GPUs string
-	}
-	q := func(r apiv1.ResourceName) string { v := n.Status.Capacity[r]; return v.String() }
-	got := facts{n.Spec.ProviderID, n.Labels["topology.kubernetes.io/zone"], n.Labels["node.kubernetes.io/instance-type"],
-		n.Labels["kubernetes.io/arch"], n.Labels["pool"], q(apiv1.ResourceCPU), q(apiv1.ResourceMemory), q(apiv1.ResourcePods), q("nvidia.com/gpu")}
-	want := facts{"aws:///us-east-1b/" + gpu.ID, "us-east-1b", "p3.2xlarge", "amd64", "gpu", "8", "61Gi", "110", "1"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("GPU node (-want +got):\n%s", diff)
-	}
-	for _, in := range s.Instances("arm") {
-		if a := nodes[in.ID].Labels["kubernetes.io/arch"]; a != "arm64" {
-			t.Errorf("node of %s: arch %q, want arm64", in.ID, a)
-		}
-	}
+	checkNodeFacts(t, s, nodes)
 
 	// A Pending instance gets no Node; a terminating one loses its Node.
 	s.SetStartDelay(time.Hour)
@@ -118,5 +102,28 @@ func TestPlayKubeletFollowsInstances(t *testing.T) {
 	})
 	if _, err := env.Client.CoreV1().Nodes().Get(env.Context(), foreign.Name, metav1.GetOptions{}); err != nil {
 		t.Errorf("the Node that is not the fake's: %v", err)
+	}
+}
+
+// checkNodeFacts compares the Nodes of the GPU and arm instances with their
+// instances' facts.
+func checkNodeFacts(t *testing.T, s *Server, nodes map[string]apiv1.Node) {
+	t.Helper()
+	gpu := s.Instances("gpu")[0]
+	n := nodes[gpu.ID]
+	type facts struct {
+		ProviderID, Zone, Type, Arch, Pool, CPU, Memory, Pods, GPUs string
+	}
+	q := func(r apiv1.ResourceName) string { v := n.Status.Capacity[r]; return v.String() }
+	got := facts{n.Spec.ProviderID, n.Labels["topology.kubernetes.io/zone"], n.Labels["node.kubernetes.io/instance-type"],
+		n.Labels["kubernetes.io/arch"], n.Labels["pool"], q(apiv1.ResourceCPU), q(apiv1.ResourceMemory), q(apiv1.ResourcePods), q("nvidia.com/gpu")}
+	want := facts{"aws:///us-east-1b/" + gpu.ID, "us-east-1b", "p3.2xlarge", "amd64", "gpu", "8", "61Gi", "110", "1"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("GPU node (-want +got):\n%s", diff)
+	}
+	for _, in := range s.Instances("arm") {
+		if a := nodes[in.ID].Labels["kubernetes.io/arch"]; a != "arm64" {
+			t.Errorf("node of %s: arch %q, want arm64", in.ID, a)
+		}
 	}
 }
