@@ -391,6 +391,10 @@ func (o *Orchestrator) templateFromNodes(st *clusterstate.GroupState, now time.T
 			continue
 		}
 		info := o.sanitizer.FromNode(id, n, podsByNode[n.Name], daemonSets)
+		// The node's slices as the last snapshot held them.
+		if sl := o.sim.Snapshot().ResourceSlices(n.Name); len(sl) > 0 {
+			info.ResourceSlices = framework.RenamedResourceSlices(sl, n.Name, info.Node.Name)
+		}
 		o.fromNodes[id], o.fromNodesAt[id] = info, now
 		return info
 	}
@@ -439,6 +443,10 @@ func (o *Orchestrator) buildSnapshot(ctx context.Context, in Input, groups map[s
 		for i := 0; i < gs.upcoming(); i++ {
 			node, pods := template.Clone(gs.template, upcomingGroupPrefix+id, i)
 			_ = snap.AddNode(node, pods...) // names are unique per group and index
+			if len(gs.template.ResourceSlices) > 0 {
+				snap.SetResourceSlices(node.Name,
+					framework.RenamedResourceSlices(gs.template.ResourceSlices, gs.template.Node.Name, node.Name))
+			}
 		}
 	}
 }
