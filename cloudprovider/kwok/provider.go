@@ -303,7 +303,11 @@ func (p *Provider) worker(ctx context.Context) {
 			continue // deleted while queued
 		}
 		created, err := p.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-		if err == nil && len(group.cfg.Template.Devices) > 0 {
+		if apierrors.IsAlreadyExists(err) && len(group.cfg.Template.Devices) > 0 {
+			// Created before a restart: its slices may not have been.
+			created, _ = p.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		}
+		if created != nil && created.UID != "" && len(group.cfg.Template.Devices) > 0 {
 			p.publishSlices(ctx, group, created)
 		}
 		p.mu.Lock()
