@@ -6,6 +6,7 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
@@ -83,10 +84,12 @@ type NodeGroup interface {
 }
 
 // NodeInfo is a node with the pods it runs; for a template, the pods that
-// would start on a new node (DaemonSet and static pods).
+// would start on a new node (DaemonSet and static pods), and the
+// ResourceSlices its DRA drivers would publish (bound to Node's name).
 type NodeInfo struct {
-	Node *apiv1.Node
-	Pods []*apiv1.Pod
+	Node           *apiv1.Node
+	Pods           []*apiv1.Pod
+	ResourceSlices []*resourceapi.ResourceSlice
 }
 
 // PricingModel prices nodes and pods over a time range.

@@ -39,6 +39,11 @@ func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.In
 	if opts.SchedulerConfigFile != "" {
 		simOpts = append(simOpts, simframework.WithSchedulerConfigFile(opts.SchedulerConfigFile))
 	}
+	draOpt, err := draSimulation(ctx, client, factory)
+	if err != nil {
+		return nil, nil, err
+	}
+	simOpts = append(simOpts, draOpt...)
 	sim, err := simframework.New(ctx, simframework.NewSnapshot(nil, nil), factory, simOpts...)
 	if err != nil {
 		return nil, nil, err
@@ -67,6 +72,22 @@ func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.In
 		suOpts = append(suOpts, scaleup.WithCapacityQuotas(quotas))
 	}
 	return scaleup.New(provider, sim, estimator.New(sim), chain, opts, state, suOpts...), nsFactory, nil
+}
+
+// draSimulation feeds the simulator the cluster's DRA objects when the API
+// server serves resource.k8s.io/v1; without it, one log line, and pods with
+// resource claims simply fit no node in simulation.
+func draSimulation(ctx context.Context, client kubernetes.Interface, factory informers.SharedInformerFactory) ([]simframework.Option, error) {
+	served, err := simframework.DRAServed(client.Discovery())
+	if err != nil {
+		return nil, err
+	}
+	if !served {
+		klog.FromContext(ctx).Info("Dynamic Resource Allocation is not simulated: the API server does not serve it",
+			"groupVersion", simframework.DRAGroupVersion)
+		return nil, nil
+	}
+	return []simframework.Option{simframework.WithDRA(simframework.NewInformerDRASource(factory))}, nil
 }
 
 // capacityQuotaStatusPeriod is how often CapacityQuotas' status.used is

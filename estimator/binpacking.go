@@ -186,6 +186,9 @@ func (r *run) clone() (string, error) {
 	if c, ok := snap.CSINode(r.info.Node.Name); ok && c != nil {
 		snap.SetCSINode(node.Name, framework.RenamedCSINode(c, node.Name))
 	}
+	if len(r.info.ResourceSlices) > 0 {
+		snap.SetResourceSlices(node.Name, framework.RenamedResourceSlices(r.info.ResourceSlices, r.info.Node.Name, node.Name))
+	}
 	r.clones++
 	return node.Name, nil
 }

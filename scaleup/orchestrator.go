@@ -161,6 +161,10 @@ type groupState struct {
 	// zeroOrMax: the group goes from empty to its max size in one atomic
 	// increase, or not at all (its zeroOrMaxNodeScaling option).
 	zeroOrMax bool
+	// nodes are the group's registered nodes and startup its
+	// --max-node-startup-time (see expectSlices).
+	nodes   []*apiv1.Node
+	startup time.Duration
 }
 
 // Run makes one scale-up decision for in.Pending and executes it.
@@ -320,7 +324,8 @@ func (o *Orchestrator) observeGroups(ctx context.Context, in Input) (map[string]
 	var podsByNode map[string][]*apiv1.Pod
 	for _, st := range states {
 		ng := st.NodeGroup
-		gs := &groupState{group: ng, counts: st.Counts, target: st.Target, zeroOrMax: st.Options.ZeroOrMaxNodeScaling}
+		gs := &groupState{group: ng, counts: st.Counts, target: st.Target, zeroOrMax: st.Options.ZeroOrMaxNodeScaling,
+			nodes: st.Nodes, startup: st.Options.MaxNodeStartupTime}
 		switch tmpl, err := ng.TemplateNodeInfo(ctx); {
 		case errors.Is(err, cloudprovider.ErrNotImplemented):
 			if podsByNode == nil {
@@ -391,6 +396,10 @@ func (o *Orchestrator) templateFromNodes(st *clusterstate.GroupState, now time.T
 			continue
 		}
 		info := o.sanitizer.FromNode(id, n, podsByNode[n.Name], daemonSets)
+		// The node's slices as the last snapshot held them.
+		if sl := o.sim.Snapshot().ResourceSlices(n.Name); len(sl) > 0 {
+			info.ResourceSlices = framework.RenamedResourceSlices(sl, n.Name, info.Node.Name)
+		}
 		o.fromNodes[id], o.fromNodesAt[id] = info, now
 		return info
 	}
@@ -434,11 +443,16 @@ func (o *Orchestrator) buildSnapshot(ctx context.Context, in Input, groups map[s
 		if gs.template == nil {
 			continue
 		}
+		expectSlices(snap, gs, in.Now)
 		klog.FromContext(ctx).V(4).Info("Node group", "nodeGroup", id, "target", gs.target, "counts", gs.counts,
 			"upcoming", gs.upcoming())
 		for i := 0; i < gs.upcoming(); i++ {
 			node, pods := template.Clone(gs.template, upcomingGroupPrefix+id, i)
 			_ = snap.AddNode(node, pods...) // names are unique per group and index
+			if len(gs.template.ResourceSlices) > 0 {
+				snap.SetResourceSlices(node.Name,
+					framework.RenamedResourceSlices(gs.template.ResourceSlices, gs.template.Node.Name, node.Name))
+			}
 		}
 	}
 }

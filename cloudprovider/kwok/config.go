@@ -58,6 +58,11 @@ type TemplateConfig struct {
 	// template from one of its nodes. The fields above still shape the
 	// nodes the group creates.
 	FromNodes bool `json:"fromNodes,omitempty"`
+	// Devices are the DRA devices each node of the group offers: the
+	// provider publishes them as ResourceSlices once the Node is created
+	// (deleted with it), and the template carries them, so that pods with
+	// resource claims scale the group up from zero.
+	Devices []DriverDevices `json:"devices,omitempty"`
 }
 
 // FaultConfig injects the failures real clouds have.
@@ -278,6 +283,7 @@ func validateTemplate(t TemplateConfig) field.ErrorList {
 		}
 		seen[key] = true
 	}
+	errs = append(errs, validateDevices(t.Devices, field.NewPath("devices"))...)
 	for what, list := range map[string]apiv1.ResourceList{"capacity": t.Capacity, "allocatable": t.Allocatable} {
 		for r, q := range list {
 			p := field.NewPath(what).Key(string(r))

@@ -70,6 +70,11 @@ func TestParseConfigRejects(t *testing.T) {
 		{"negative unneeded time", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}}, options: {scaleDownUnneededTime: -1m}}]", "scaleDownUnneededTime"},
 		{"zero provision time", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}}, options: {maxNodeProvisionTime: 0s}}]", "maxNodeProvisionTime"},
 		{"bad gpu label", "gpuLabel: 'a b'\nnodeGroups: []", "gpuLabel"},
+		{"bad driver", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}, devices: [{driver: 'GPU!', devices: [{name: g0}]}]}}]", "devices[0].driver"},
+		{"no devices", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}, devices: [{driver: gpu.example.com}]}}]", "devices[0].devices"},
+		{"duplicate device", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}, devices: [{driver: gpu.example.com, devices: [{name: g0}, {name: g0}]}]}}]", "Duplicate"},
+		{"bad device name", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}, devices: [{driver: gpu.example.com, devices: [{name: G_0}]}]}}]", "devices[0].devices[0].name"},
+		{"unknown device field", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}, devices: [{driver: gpu.example.com, devices: [{name: g0, colour: red}]}]}}]", "unknown field"},
 		{"duplicate", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}}}, {name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}}}]", "twice"},
 	} {
 		_, err := ParseConfig([]byte(tc.yaml))

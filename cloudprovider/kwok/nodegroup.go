@@ -347,7 +347,7 @@ func (g *NodeGroup) TemplateNodeInfo(context.Context) (*cloudprovider.NodeInfo, 
 	}
 	node := g.newNode("template-node-for-" + g.cfg.Name)
 	node.Status.Conditions = []apiv1.NodeCondition{{Type: apiv1.NodeReady, Status: apiv1.ConditionTrue}}
-	return &cloudprovider.NodeInfo{Node: node}, nil
+	return &cloudprovider.NodeInfo{Node: node, ResourceSlices: g.resourceSlices(node)}, nil
 }
 
 // GetOptions implements cloudprovider.NodeGroup.

@@ -293,14 +293,23 @@ func (p *Provider) worker(ctx context.Context) {
 		p.mu.Lock()
 		in, ok := p.instances[name]
 		var node *apiv1.Node
+		var group *NodeGroup
 		if ok {
-			node = p.groups[in.Group].newNode(name)
+			group = p.groups[in.Group]
+			node = group.newNode(name)
 		}
 		p.mu.Unlock()
 		if !ok {
 			continue // deleted while queued
 		}
-		_, err := p.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		created, err := p.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) && len(group.cfg.Template.Devices) > 0 {
+			// Created before a restart: its slices may not have been.
+			created, _ = p.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		}
+		if created != nil && created.UID != "" && len(group.cfg.Template.Devices) > 0 {
+			p.publishSlices(ctx, group, created)
+		}
 		p.mu.Lock()
 		delete(p.queued, name)
 		in, ok = p.instances[name]

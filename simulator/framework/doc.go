@@ -3,5 +3,8 @@
 // in-memory, forkable cluster Snapshot. It is the only package of this module
 // that imports k8s.io/kubernetes; everything else asks it questions in terms
 // of core/v1 objects. The Snapshot lives here because it stores the
-// scheduler's own NodeInfo values.
+// scheduler's own NodeInfo values. It also holds the DRA objects
+// (ResourceSlices, ResourceClaims, DeviceClasses; see WithDRA) behind the
+// framework's SharedDRAManager: placing a pod with claims allocates them on
+// the snapshot's copies, and Revert releases them with everything else.
 package framework

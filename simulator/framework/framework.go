@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 
@@ -35,6 +34,8 @@ type Handle struct {
 	snapshot *Snapshot
 	policy   profilePolicy
 	logs     verbosityCap
+	dra      *draPlugin // nil when the profile disables DynamicResources
+	logger   klog.Logger
 }
 
 // Option configures a Handle.
@@ -45,7 +46,13 @@ type options struct {
 	parallelism int
 	client      kubernetes.Interface
 	verbosity   int
+	dra         DRASource
 }
+
+// WithDRA feeds the snapshot the cluster's DRA objects (resource.k8s.io/v1)
+// at each Reset. Without it pods with claims made from templates fit
+// nowhere, and pods with other claims fit only if the snapshot holds them.
+func WithDRA(src DRASource) Option { return func(o *options) { o.dra = src } }
 
 // WithSchedulerConfigFile uses the first profile of a KubeSchedulerConfiguration
 // file (--scheduler-config-file) instead of the default profile.
@@ -84,22 +91,35 @@ func New(ctx context.Context, snapshot *Snapshot, informerFactory informers.Shar
 	if informerFactory != nil {
 		csi.lister = informerFactory.Storage().V1().CSINodes().Lister()
 	}
+	if o.dra != nil {
+		snapshot.SetDRASource(o.dra)
+		if err := snapshot.dra.load(); err != nil {
+			return nil, err
+		}
+	}
 	fwOpts := []frameworkruntime.Option{
 		frameworkruntime.WithInformerFactory(informerFactory),
 		frameworkruntime.WithSnapshotSharedLister(snapshot),
 		frameworkruntime.WithSharedCSIManager(csi),
+		frameworkruntime.WithSharedDRAManager(draManager{snap: snapshot}),
 		frameworkruntime.WithParallelism(o.parallelism),
 		frameworkruntime.WithLogger(verbosityCap{max: o.verbosity}.logger(klog.FromContext(ctx))),
 	}
 	if o.client != nil {
 		fwOpts = append(fwOpts, frameworkruntime.WithClientSet(o.client))
 	}
-	fw, err := frameworkruntime.NewFramework(ctx, plugins.NewInTreeRegistry(), profile, fwOpts...)
+	registry, captured := withCapturedDRAPlugin(plugins.NewInTreeRegistry())
+	fw, err := frameworkruntime.NewFramework(ctx, registry, profile, fwOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("building the scheduler framework: %w", err)
 	}
-	return &Handle{fw: fw, snapshot: snapshot, policy: newProfilePolicy(fw.ListPlugins(), profile),
-		logs: verbosityCap{max: o.verbosity}}, nil
+	h := &Handle{fw: fw, snapshot: snapshot, policy: newProfilePolicy(fw.ListPlugins(), profile),
+		logs: verbosityCap{max: o.verbosity}, logger: klog.FromContext(ctx)}
+	if *captured != nil && pluginEnabled(fw.ListPlugins(), dynamicResourcesPlugin) {
+		h.dra = newDRAPlugin(*captured)
+		snapshot.dra.bind = h.bindClaims
+	}
+	return h, nil
 }
 
 func loadProfile(path string) (*schedconfig.KubeSchedulerProfile, error) {
@@ -136,21 +156,8 @@ func loadProfile(path string) (*schedconfig.KubeSchedulerProfile, error) {
 		return nil, fmt.Errorf("scheduler configuration has no profile")
 	}
 	profile := &cfg.Profiles[0]
-	// Simulating DRA needs a DRA manager that tracks claims allocated in the
-	// simulation; until there is one the plugin stays off and Prepare refuses
-	// pods with resource claims instead of pretending they fit.
-	// The profile is already defaulted, so the plugin is dropped from the
-	// enabled lists rather than added to a disabled one.
-	if pl := profile.Plugins; pl != nil {
-		for _, set := range []*schedconfig.PluginSet{&pl.MultiPoint, &pl.PreEnqueue, &pl.QueueSort, &pl.PreFilter,
-			&pl.Filter, &pl.PostFilter, &pl.PreScore, &pl.Score, &pl.Reserve, &pl.Permit, &pl.PreBind, &pl.Bind, &pl.PostBind} {
-			set.Enabled = slices.DeleteFunc(set.Enabled, func(p schedconfig.Plugin) bool { return p.Name == dynamicResourcesPlugin })
-		}
-	}
 	return profile, nil
 }
-
-const dynamicResourcesPlugin = "DynamicResources"
 
 // Snapshot returns the snapshot the handle simulates on.
 func (h *Handle) Snapshot() *Snapshot { return h.snapshot }
@@ -168,8 +175,12 @@ type PodCheck struct {
 // Prepare runs PreFilter for pod on the current snapshot.
 func (h *Handle) Prepare(ctx context.Context, pod *apiv1.Pod) *PodCheck {
 	if len(pod.Spec.ResourceClaims) > 0 {
-		return &PodCheck{h: h, pod: pod, err: &Unschedulable{Pod: pod, Plugin: dynamicResourcesPlugin,
-			Reasons: []string{"pods with resource claims (DRA) are not simulated yet"}}}
+		resolved, err := h.claimedPod(pod)
+		if err != nil {
+			return &PodCheck{h: h, pod: pod, err: &Unschedulable{Pod: pod, Plugin: dynamicResourcesPlugin,
+				Reasons: []string{err.Error()}}}
+		}
+		pod = resolved
 	}
 	state := schedframework.NewCycleState()
 	res, status, _ := h.fw.RunPreFilterPlugins(h.logs.wrap(ctx), state, pod)
@@ -239,6 +250,11 @@ func (c *PodCheck) FitCount(ctx context.Context, shape *PodShape, pods []*apiv1.
 	}
 	if c.allowed != nil && !c.allowed[nodeName] {
 		return 0, &Unschedulable{Pod: c.pod, Node: nodeName, Reasons: []string{"excluded by PreFilter"}}
+	}
+	if len(c.pod.Spec.ResourceClaims) > 0 {
+		c.h.snapshot.Fork()
+		defer c.h.snapshot.Revert()
+		return c.placeClaimed(ctx, shape, pods, nodeName, room)
 	}
 	ni, err := c.h.snapshot.NodeInfo(nodeName)
 	if err != nil {

@@ -107,13 +107,13 @@ func TestSimulatedPlacementUsesTheSnapshot(t *testing.T) {
 	s.Revert()
 }
 
-func TestPodsWithResourceClaimsAreNotPretendedToFit(t *testing.T) {
+func TestPodsWithMissingClaimsAreNotPretendedToFit(t *testing.T) {
 	h := newHandle(t, NewSnapshot([]*apiv1.Node{makeNode("n1", "4").obj()}, nil))
 	p := makePod("dra", "1").obj()
 	name := "gpu"
 	p.Spec.ResourceClaims = []apiv1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &name}}
-	if err := h.CheckPod(context.Background(), p, "n1"); err == nil || !strings.Contains(err.Error(), "not simulated") {
-		t.Errorf("pod with a resource claim: %v", err)
+	if err := h.CheckPod(context.Background(), p, "n1"); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("pod with a claim the cluster does not have: %v", err)
 	}
 }
 

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"slices"
 
 	apiv1 "k8s.io/api/core/v1"
@@ -46,6 +47,13 @@ func (c *PodCheck) placeOn(ctx context.Context, shape *PodShape, pods []*apiv1.P
 	guess guesser) (int, error) {
 	if len(pods) == 0 || c.err != nil || (c.allowed != nil && !c.allowed[nodeName]) {
 		return 0, nil
+	}
+	if len(c.pod.Spec.ResourceClaims) > 0 {
+		n, err := c.placeClaimed(ctx, shape, pods, nodeName, room)
+		if errors.Is(err, ErrNodeNotFound) {
+			return n, err
+		}
+		return n, nil
 	}
 	ctx = c.h.logs.wrap(ctx)
 	snap := c.h.snapshot

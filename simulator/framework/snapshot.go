@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	apiv1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
@@ -32,6 +33,7 @@ type Snapshot struct {
 	logger  klog.Logger
 
 	csiNodes map[string]*storagev1.CSINode // simulated nodes' own CSINodes (SetCSINode)
+	dra      draObjects                    // ResourceSlices, ResourceClaims, DeviceClasses
 
 	// podInfos keeps the scheduler's PodInfo of each scheduled pod from one
 	// Reset to the next: a pod the informers did not replace is not
@@ -47,6 +49,8 @@ const (
 	undoAdd                     // remove an added node
 	undoRemove                  // re-insert a removed node at its position
 	undoCSINode                 // restore a node's own CSINode (or its absence)
+	undoClaim                   // restore a ResourceClaim (or its absence)
+	undoSlices                  // restore a node's own ResourceSlices (or their absence)
 )
 
 type undoEntry struct {
@@ -57,6 +61,12 @@ type undoEntry struct {
 
 	csi    *storagev1.CSINode
 	hadCSI bool
+
+	claim     claimKey
+	oldClaim  *resourceapi.ResourceClaim
+	hadClaim  bool
+	slices    []*resourceapi.ResourceSlice
+	hadSlices bool
 }
 
 type listCache struct {
@@ -68,12 +78,16 @@ var _ fwk.SharedLister = (*Snapshot)(nil)
 // NewSnapshot builds a snapshot of nodes and the pods scheduled on them;
 // pods naming a node the snapshot does not hold are ignored.
 func NewSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod) *Snapshot {
-	return newSnapshot(nodes, pods, &PodMemo[*schedframework.PodInfo]{})
+	return newSnapshot(nodes, pods, &PodMemo[*schedframework.PodInfo]{}, draObjects{})
 }
 
-func newSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod, podInfos *PodMemo[*schedframework.PodInfo]) *Snapshot {
+func newSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod, podInfos *PodMemo[*schedframework.PodInfo], dra draObjects) *Snapshot {
 	s := &Snapshot{nodes: make(map[string]*schedframework.NodeInfo, len(nodes)), index: make(map[string]int, len(nodes)),
-		logger: klog.Background(), podInfos: podInfos}
+		logger: klog.Background(), podInfos: podInfos, dra: dra}
+	if err := s.dra.load(); err != nil {
+		// Pods with claims then find none and fit nowhere; the rest is simulated.
+		s.logger.Error(err, "Simulating without the cluster's DRA objects")
+	}
 	byNode := make(map[string][]*apiv1.Pod, len(nodes))
 	for _, p := range pods {
 		if p.Spec.NodeName != "" {
@@ -98,12 +112,17 @@ func newSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod, podInfos *PodMemo[*sche
 }
 
 // Reset replaces the snapshot's content with nodes and their pods and drops
-// every open level and every CSINode set on it. The scheduler framework
-// keeps pointing at the same Snapshot, so a loop resets it instead of
-// building a new one; the PodInfos of the pods it held before are reused.
+// every open level and every CSINode and ResourceSlice set on it; the DRA
+// objects are listed again from the DRASource (SetDRASource). The scheduler
+// framework keeps pointing at the same Snapshot, so a loop resets it instead
+// of building a new one; the PodInfos of the pods it held before are reused.
 func (s *Snapshot) Reset(nodes []*apiv1.Node, pods []*apiv1.Pod) {
-	*s = *newSnapshot(nodes, pods, s.podInfos)
+	*s = *newSnapshot(nodes, pods, s.podInfos, draObjects{source: s.dra.source, bind: s.dra.bind})
 }
+
+// SetDRASource makes the snapshot hold the DRA objects of src from the next
+// Reset on.
+func (s *Snapshot) SetDRASource(src DRASource) { s.dra.source = src }
 
 // Fork opens a what-if level.
 func (s *Snapshot) Fork() {
@@ -129,6 +148,10 @@ func (s *Snapshot) Revert() {
 			s.insert(e.name, e.old, e.pos)
 		case undoCSINode:
 			s.setCSI(e.name, e.csi, e.hadCSI)
+		case undoClaim:
+			s.restoreClaim(e.claim, e.oldClaim, e.hadClaim)
+		case undoSlices:
+			s.setSlices(e.name, e.slices, e.hadSlices)
 		}
 	}
 	s.undo = s.undo[:mark]
@@ -216,6 +239,9 @@ func (s *Snapshot) CopyNode(src string, node *apiv1.Node) error {
 	if c, ok := s.csiNodes[src]; ok {
 		s.SetCSINode(node.Name, RenamedCSINode(c, node.Name))
 	}
+	if sl := s.ResourceSlices(src); len(sl) > 0 {
+		s.SetResourceSlices(node.Name, RenamedResourceSlices(sl, src, node.Name))
+	}
 	for _, pi := range from.Pods {
 		if c, ok := pi.(*schedframework.PodInfo); ok {
 			cp := *c // keeps the cached resources
@@ -253,12 +279,20 @@ func (s *Snapshot) RemoveNode(name string) error {
 	if _, ok := s.csiNodes[name]; ok {
 		s.SetCSINode(name, nil)
 	}
+	if _, ok := s.dra.nodeSlices[name]; ok {
+		s.SetResourceSlices(name, nil)
+	}
 	s.cache = nil
 	return nil
 }
 
 // AddPod places pod on node (a simulated binding).
+// A pod with resource claims gets them allocated on the node first (see
+// Handle); an error then leaves the snapshot without the pod.
 func (s *Snapshot) AddPod(pod *apiv1.Pod, nodeName string) error {
+	if err := s.bindClaims(pod, nodeName); err != nil {
+		return err
+	}
 	ni, err := s.writable(nodeName)
 	if err != nil {
 		return err
@@ -274,6 +308,18 @@ func (s *Snapshot) RemovePod(pod *apiv1.Pod, nodeName string) error {
 		return err
 	}
 	return ni.RemovePod(s.logger, withNodeName(pod, nodeName))
+}
+
+// bindClaims allocates and reserves pod's claims on node, if pod has any
+// and the snapshot belongs to a Handle.
+func (s *Snapshot) bindClaims(pod *apiv1.Pod, nodeName string) error {
+	if len(pod.Spec.ResourceClaims) == 0 || s.dra.bind == nil {
+		return nil
+	}
+	if _, ok := s.nodes[nodeName]; !ok {
+		return fmt.Errorf("%w: %s", ErrNodeNotFound, nodeName)
+	}
+	return s.dra.bind(pod, nodeName)
 }
 
 // NodeInfo returns the node and its pods as the scheduler sees them.
@@ -366,6 +412,9 @@ func (sh *PodShape) bind(pod *apiv1.Pod, nodeName string) *schedframework.PodInf
 // AddPodShaped places pod, whose shape is shape, on node: the same as AddPod
 // without recomputing what the group's pods share.
 func (s *Snapshot) AddPodShaped(shape *PodShape, pod *apiv1.Pod, nodeName string) error {
+	if err := s.bindClaims(pod, nodeName); err != nil {
+		return err
+	}
 	ni, err := s.writable(nodeName)
 	if err != nil {
 		return err
@@ -381,6 +430,9 @@ func (s *Snapshot) AddPodsShaped(shape *PodShape, pods []*apiv1.Pod, nodeName st
 		return err
 	}
 	for _, p := range pods {
+		if err := s.bindClaims(p, nodeName); err != nil {
+			return err
+		}
 		ni.AddPodInfo(shape.bind(p, nodeName))
 	}
 	return nil

@@ -150,7 +150,8 @@ func AddDaemonSetPods(info *cloudprovider.NodeInfo, daemonSets []*appsv1.DaemonS
 			present[ds] = true
 		}
 	}
-	out := &cloudprovider.NodeInfo{Node: info.Node, Pods: append([]*apiv1.Pod(nil), info.Pods...)}
+	out := &cloudprovider.NodeInfo{Node: info.Node, Pods: append([]*apiv1.Pod(nil), info.Pods...),
+		ResourceSlices: info.ResourceSlices}
 	for _, ds := range daemonSets {
 		if !present[ds.UID] && WouldRunOn(ds, info.Node) {
 			out.Pods = append(out.Pods, PodForDaemonSet(ds, info.Node.Name))
@@ -177,7 +178,7 @@ func (s Sanitizer) Template(info *cloudprovider.NodeInfo) *cloudprovider.NodeInf
 	if schedulable {
 		n.Spec.Unschedulable = false
 	}
-	return &cloudprovider.NodeInfo{Node: n, Pods: info.Pods}
+	return &cloudprovider.NodeInfo{Node: n, Pods: info.Pods, ResourceSlices: info.ResourceSlices}
 }
 
 func (s Sanitizer) keptTaints(taints []apiv1.Taint) []apiv1.Taint {

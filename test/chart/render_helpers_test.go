@@ -215,6 +215,7 @@ func clusterPermissions() []permission {
 		perms("storage.k8s.io", "csistoragecapacities", "get list watch"),
 		perms("storage.k8s.io", "volumeattachments", "get list watch"),
 		perms("resource.k8s.io", "resourceclaims", "get list watch"),
+		perms("resource.k8s.io", "resourceclaimtemplates", "get list watch"),
 		perms("resource.k8s.io", "resourceslices", "get list watch"),
 		perms("resource.k8s.io", "deviceclasses", "get list watch"),
 		// ProvisioningRequests: informer, conditions (server-side apply to status), garbage collection (delete)

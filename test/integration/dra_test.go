@@ -1,0 +1,154 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apiv1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+)
+
+// draConfig is a kwok provider config with a GPU group whose nodes publish
+// perNode devices of driver and a cheaper-looking plain group with more
+// CPU and no devices.
+func draConfig(e *framework.Env, gpu, plain, driver string, perNode int) string {
+	devices := ""
+	for i := 0; i < perNode; i++ {
+		devices += fmt.Sprintf("\n      - name: gpu-%d\n        attributes: {model: {string: a100}}", i)
+	}
+	return writeKwokConfig(e, fmt.Sprintf(`
+nodeGroups:
+- name: %[1]s
+  minSize: 0
+  maxSize: 10
+  template:
+    labels: {%[3]s: %[4]s, pool: %[1]s}
+    capacity: {cpu: "8", memory: 32Gi, pods: "110"}
+    devices:
+    - driver: %[5]s
+      devices:%[6]s
+- name: %[2]s
+  minSize: 0
+  maxSize: 10
+  template:
+    labels: {%[3]s: %[4]s, pool: %[2]s}
+    capacity: {cpu: "32", memory: 128Gi, pods: "110"}
+`, gpu, plain, framework.TestNamespaceLabel, e.Namespace, driver, devices))
+}
+
+// createDeviceClass creates a DeviceClass selecting driver's devices,
+// deleted when the test ends.
+func createDeviceClass(e *framework.Env, name, driver string) {
+	e.T.Helper()
+	class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{
+			CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", driver)}}}}}
+	if _, err := e.Client.ResourceV1().DeviceClasses().Create(e.Context(), class, metav1.CreateOptions{}); err != nil {
+		e.T.Fatal(err)
+	}
+	e.T.Cleanup(func() {
+		_ = e.Client.ResourceV1().DeviceClasses().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+}
+
+// createGPUDeployment creates a ResourceClaimTemplate asking for one device
+// of class and a Deployment of replicas pods, each with a claim from it.
+func createGPUDeployment(e *framework.Env, name, class string, replicas int32) {
+	e.T.Helper()
+	tmpl := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: name},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+			Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{
+				DeviceClassName: class, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1}}}}}}}
+	if _, err := e.Client.ResourceV1().ResourceClaimTemplates(e.Namespace).Create(e.Context(), tmpl, metav1.CreateOptions{}); err != nil {
+		e.T.Fatal(err)
+	}
+	labels := map[string]string{"app": name}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: name},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: apiv1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: apiv1.PodSpec{
+				ResourceClaims: []apiv1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &name}},
+				Containers: []apiv1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10",
+					Resources: apiv1.ResourceRequirements{
+						Requests: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("1"),
+							apiv1.ResourceMemory: resource.MustParse("1Gi")},
+						Claims: []apiv1.ResourceClaim{{Name: "gpu"}}}}}}}}}
+	if _, err := e.Client.AppsV1().Deployments(e.Namespace).Create(e.Context(), d, metav1.CreateOptions{}); err != nil {
+		e.T.Fatal(err)
+	}
+}
+
+// allocatedClaims counts the test's ResourceClaims that have an allocation.
+func allocatedClaims(ctx context.Context, e *framework.Env) (int, error) {
+	list, err := e.Client.ResourceV1().ResourceClaims(e.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, c := range list.Items {
+		if c.Status.Allocation != nil {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// TestDRAScaleUpFromZero: a Deployment of 5 pods, each with a claim for one
+// device (template), scales the GPU group (2 devices per node, none to
+// start with) from zero to exactly 3 nodes, not the plain group, whose
+// nodes have room for every pod's CPU but no device; kube-scheduler
+// allocates the claims on the slices the kwok provider published, and the
+// pods run. Later loops add nothing.
+func TestDRAScaleUpFromZero(t *testing.T) {
+	e := framework.New(t)
+	gpu, plain := framework.UniqueName("gpu"), framework.UniqueName("plain")
+	driver := gpu + ".example.com"
+	path := draConfig(e, gpu, plain, driver, 2)
+	dumpPods(e)
+	createDeviceClass(e, driver, driver)
+	createGPUDeployment(e, "train", driver, 5)
+
+	p := startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--expander=least-waste")...)
+	e.Eventually(120*time.Second, "all 5 pods Running with their claims allocated", func(ctx context.Context) (bool, error) {
+		if ok, err := allRunning(ctx, e, 5); !ok || err != nil {
+			return false, err
+		}
+		n, err := allocatedClaims(ctx, e)
+		return n == 5, err
+	})
+	got := nodesPerPool(e)
+	if got[gpu] != 3 || got[plain] != 0 {
+		t.Errorf("nodes per group = %v, want %s:3 and no %s node", got, gpu, plain)
+	}
+	slices, err := e.Client.ResourceV1().ResourceSlices().List(e.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	published := 0
+	for _, sl := range slices.Items {
+		if sl.Spec.Driver == driver {
+			published++
+			if len(sl.OwnerReferences) != 1 || sl.OwnerReferences[0].Kind != "Node" {
+				t.Errorf("slice %s is not owned by its Node: %v", sl.Name, sl.OwnerReferences)
+			}
+		}
+	}
+	if published != 3 {
+		t.Errorf("%d ResourceSlices of %s published, want one per node (3)", published, driver)
+	}
+	// Several more loops (scan interval 1s) must not add anything.
+	time.Sleep(4 * time.Second)
+	if again := nodesPerPool(e); again[gpu] != 3 || again[plain] != 0 {
+		t.Errorf("nodes changed after the pods ran: %v", again)
+	}
+	if p.log.Contains("Dynamic Resource Allocation is not simulated") {
+		t.Error("the autoscaler did not find resource.k8s.io/v1 served")
+	}
+}
