@@ -1,0 +1,111 @@
+package awsfake
+
+import (
+	"time"
+)
+
+// InstanceType describes an EC2 instance type as DescribeInstanceTypes
+// reports it.
+type InstanceType struct {
+	Name            string
+	VCPU            int
+	MemoryMiB       int64
+	Arch            string // x86_64 or arm64
+	GPUs            int
+	GPUManufacturer string
+	GPUName         string
+	GPUMemoryMiB    int64
+	MaxENIs         int
+	IPv4PerENI      int
+}
+
+// LaunchTemplateVersion is one version of a launch template.
+type LaunchTemplateVersion struct {
+	Number       int64
+	InstanceType string
+}
+
+// LaunchTemplate is an EC2 launch template; ID ("lt-" + hex) is generated when
+// empty.
+type LaunchTemplate struct {
+	ID             string
+	Name           string
+	DefaultVersion int64
+	Versions       []LaunchTemplateVersion
+}
+
+// LaunchConfiguration is an Auto Scaling launch configuration.
+type LaunchConfiguration struct {
+	Name         string
+	InstanceType string
+}
+
+// LaunchTemplateSpec names a launch template by ID or name; Version is
+// "$Default", "$Latest" or a version number.
+type LaunchTemplateSpec struct {
+	ID      string
+	Name    string
+	Version string
+}
+
+// MixedInstancesPolicy is a group's launch template with instance type
+// overrides; launches use the first override.
+type MixedInstancesPolicy struct {
+	LaunchTemplate LaunchTemplateSpec
+	Overrides      []string
+}
+
+// Group is an Auto Scaling group.
+type Group struct {
+	Name                    string
+	Min, Max, Desired       int
+	LaunchTemplate          *LaunchTemplateSpec
+	LaunchConfigurationName string
+	MixedInstances          *MixedInstancesPolicy
+	Subnets                 []string // VPCZoneIdentifier
+	Tags                    map[string]string
+}
+
+// Instance is an instance of a group.
+type Instance struct {
+	ID           string
+	Group        string
+	Zone         string
+	InstanceType string
+	Lifecycle    string // Pending, InService, Terminating or Terminated
+	Launched     time.Time
+}
+
+// Lifecycle states of an instance.
+const (
+	LifecyclePending     = "Pending"
+	LifecycleInService   = "InService"
+	LifecycleTerminating = "Terminating"
+	LifecycleTerminated  = "Terminated"
+)
+
+// activity is a scaling activity of a group.
+type activity struct {
+	ID          string
+	Group       string
+	Description string
+	Cause       string
+	Start, End  time.Time
+	StatusCode  string // Successful, Failed, InProgress
+	StatusMsg   string
+	Progress    int
+	Details     string
+
+	instanceID string // the instance launched or terminated
+	terminate  bool   // a termination, not a launch
+}
+
+// Scaling activity status codes.
+const (
+	statusInProgress = "InProgress"
+	statusSuccessful = "Successful"
+	statusFailed     = "Failed"
+)
+
+// launchFailure is the FailLaunches setting of a group.
+type launchFailure struct{ code, message string }

@@ -1,0 +1,286 @@
+package awsfake
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// failedLaunchRetry is how often a group whose launches fail records another
+// failed scaling activity while it is still short of its desired capacity.
+const failedLaunchRetry = 10 * time.Second
+
+// reconcileLocked moves every group towards its desired capacity and every
+// instance along its lifecycle. Callers hold s.mu.
+func (s *Server) reconcileLocked() {
+	now := s.now()
+	for _, in := range s.instances {
+		switch {
+		case in.Lifecycle == LifecyclePending && now.Sub(in.Launched) >= s.startDelay:
+			in.Lifecycle = LifecycleInService
+			s.finishActivity(in.ID, now)
+		case in.Lifecycle == LifecycleTerminating && now.Sub(s.terminatingSince(in)) >= s.startDelay:
+			in.Lifecycle = LifecycleTerminated
+			s.finishActivity(in.ID, now)
+		}
+	}
+	for _, name := range s.sortedGroupNames() {
+		s.reconcileGroup(s.groups[name], now)
+	}
+}
+
+// terminatingSince is when the instance's termination activity started.
+func (s *Server) terminatingSince(in *Instance) time.Time {
+	for i := len(s.activities) - 1; i >= 0; i-- {
+		a := s.activities[i]
+		if a.instanceID == in.ID && a.terminate {
+			return a.Start
+		}
+	}
+	return time.Time{}
+}
+
+// finishActivity marks the in-progress activity of an instance successful.
+func (s *Server) finishActivity(instanceID string, now time.Time) {
+	for i := len(s.activities) - 1; i >= 0; i-- {
+		a := s.activities[i]
+		if a.instanceID == instanceID && a.StatusCode == statusInProgress {
+			a.StatusCode, a.Progress, a.End = statusSuccessful, 100, now
+			return
+		}
+	}
+}
+
+// active returns the group's Pending and InService instances, in launch
+// order.
+func (s *Server) active(group string) []*Instance {
+	var out []*Instance
+	for _, in := range s.instances {
+		if in.Group == group && (in.Lifecycle == LifecyclePending || in.Lifecycle == LifecycleInService) {
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+// reconcileGroup launches or terminates instances of one group until it has
+// Desired active ones (or records a failed launch).
+func (s *Server) reconcileGroup(g *groupState, now time.Time) {
+	act := s.active(g.Name)
+	switch {
+	case len(act) < g.Desired && g.failure != nil:
+		if g.lastFail.IsZero() || now.Sub(g.lastFail) >= failedLaunchRetry {
+			g.lastFail = now
+			s.recordFailedLaunch(g, len(act), now)
+		}
+	case len(act) < g.Desired:
+		for range g.Desired - len(act) {
+			s.launch(g, now, len(act))
+		}
+	case len(act) > g.Desired:
+		for _, in := range s.scaleInVictims(act, len(act)-g.Desired) {
+			s.startTermination(in, g, now, fmt.Sprintf(
+				"At %s an instance was taken out of service in response to a difference between desired and actual capacity, shrinking the capacity from %d to %d.",
+				awsTime(now), len(act), g.Desired))
+		}
+	}
+}
+
+// scaleInVictims picks n instances to terminate on scale-in: from the zone
+// with the most instances, the newest first (Pending before InService).
+func (s *Server) scaleInVictims(act []*Instance, n int) []*Instance {
+	left := append([]*Instance(nil), act...)
+	var out []*Instance
+	for range n {
+		perZone := map[string]int{}
+		for _, in := range left {
+			perZone[in.Zone]++
+		}
+		best := -1
+		for i, in := range left {
+			if best < 0 || perZone[in.Zone] > perZone[left[best].Zone] ||
+				(perZone[in.Zone] == perZone[left[best].Zone] && !in.Launched.Before(left[best].Launched)) {
+				best = i
+			}
+		}
+		out = append(out, left[best])
+		left = append(left[:best], left[best+1:]...)
+	}
+	return out
+}
+
+// launch starts one instance of the group.
+func (s *Server) launch(g *groupState, now time.Time, from int) {
+	zone, _ := s.nextZone(g)
+	in := &Instance{
+		ID:           "i-" + randomHex(17),
+		Group:        g.Name,
+		Zone:         zone,
+		InstanceType: s.launchInstanceType(g.Group),
+		Lifecycle:    LifecyclePending,
+		Launched:     now,
+	}
+	s.instances = append(s.instances, in)
+	s.byID[in.ID] = in
+	s.activities = append(s.activities, &activity{
+		ID:          newRequestID(),
+		Group:       g.Name,
+		Description: "Launching a new EC2 instance: " + in.ID,
+		Cause: fmt.Sprintf("At %s an instance was started in response to a difference between desired and actual capacity, increasing the capacity from %d to %d.",
+			awsTime(now), from, g.Desired),
+		Start:      now,
+		StatusCode: statusInProgress,
+		Progress:   50,
+		instanceID: in.ID,
+	})
+}
+
+// recordFailedLaunch records a failed launch attempt of the group.
+func (s *Server) recordFailedLaunch(g *groupState, have int, now time.Time) {
+	zone, subnet := s.nextZone(g)
+	msg := fmt.Sprintf("Could not launch On-Demand Instances. %s - %s. Launching EC2 instance failed.", g.failure.code, g.failure.message)
+	s.activities = append(s.activities, &activity{
+		ID:          newRequestID(),
+		Group:       g.Name,
+		Description: fmt.Sprintf("Launching a new EC2 instance.  Status Reason: %s", msg),
+		Cause: fmt.Sprintf("At %s an instance was started in response to a difference between desired and actual capacity, increasing the capacity from %d to %d.",
+			awsTime(now), have, g.Desired),
+		Start:      now,
+		End:        now,
+		StatusCode: statusFailed,
+		StatusMsg:  msg,
+		Progress:   100,
+		Details:    fmt.Sprintf(`{"Subnet ID":%q,"Availability Zone":%q}`, subnet, zone),
+	})
+}
+
+// startTermination moves an instance to Terminating with an activity.
+func (s *Server) startTermination(in *Instance, g *groupState, now time.Time, cause string) *activity {
+	in.Lifecycle = LifecycleTerminating
+	a := &activity{
+		ID:          newRequestID(),
+		Group:       g.Name,
+		Description: "Terminating EC2 instance: " + in.ID,
+		Cause:       cause,
+		Start:       now,
+		StatusCode:  statusInProgress,
+		Progress:    50,
+		instanceID:  in.ID,
+		terminate:   true,
+	}
+	s.activities = append(s.activities, a)
+	if s.startDelay == 0 {
+		in.Lifecycle = LifecycleTerminated
+		a.StatusCode, a.Progress, a.End = statusSuccessful, 100, now
+	}
+	return a
+}
+
+// nextZone returns the zone and subnet of the group's next launch,
+// round-robin over its subnets.
+func (s *Server) nextZone(g *groupState) (zone, subnet string) {
+	if len(g.Subnets) == 0 {
+		return s.region + "a", ""
+	}
+	subnet = g.Subnets[g.nextZone%len(g.Subnets)]
+	g.nextZone++
+	zone, ok := s.subnets[subnet]
+	if !ok {
+		zone = s.region + "a"
+	}
+	return zone, subnet
+}
+
+// launchInstanceType is the instance type a group launches: the first
+// override of a mixed-instances policy, else its launch template version's,
+// else its launch configuration's.
+func (s *Server) launchInstanceType(g Group) string {
+	switch {
+	case g.MixedInstances != nil && len(g.MixedInstances.Overrides) > 0:
+		return g.MixedInstances.Overrides[0]
+	case g.MixedInstances != nil:
+		return s.templateInstanceType(g.MixedInstances.LaunchTemplate)
+	case g.LaunchTemplate != nil:
+		return s.templateInstanceType(*g.LaunchTemplate)
+	default:
+		return s.launchConfigs[g.LaunchConfigurationName].InstanceType
+	}
+}
+
+// templateInstanceType resolves a launch template spec to its version's
+// instance type ("" when unknown).
+func (s *Server) templateInstanceType(spec LaunchTemplateSpec) string {
+	lt := s.findTemplate(spec.ID, spec.Name)
+	if lt == nil {
+		return ""
+	}
+	v, ok := resolveVersion(lt, spec.Version)
+	if !ok {
+		return ""
+	}
+	return v.InstanceType
+}
+
+// findTemplate finds a launch template by ID, else by name.
+func (s *Server) findTemplate(id, name string) *LaunchTemplate {
+	if id != "" {
+		return s.templates[id]
+	}
+	for _, lt := range s.templates {
+		if lt.Name == name && name != "" {
+			return lt
+		}
+	}
+	return nil
+}
+
+// resolveVersion resolves "$Default" (also ""), "$Latest" or a number.
+func resolveVersion(lt *LaunchTemplate, version string) (LaunchTemplateVersion, bool) {
+	var want int64
+	switch version {
+	case "", "$Default":
+		want = defaultVersion(lt)
+	case "$Latest":
+		want = latestVersion(lt)
+	default:
+		n, err := strconv.ParseInt(version, 10, 64)
+		if err != nil {
+			return LaunchTemplateVersion{}, false
+		}
+		want = n
+	}
+	for _, v := range lt.Versions {
+		if v.Number == want {
+			return v, true
+		}
+	}
+	return LaunchTemplateVersion{}, false
+}
+
+// defaultVersion is the template's default version (the first when unset).
+func defaultVersion(lt *LaunchTemplate) int64 {
+	if lt.DefaultVersion != 0 || len(lt.Versions) == 0 {
+		return lt.DefaultVersion
+	}
+	return sortedVersions(lt)[0].Number
+}
+
+// latestVersion is the template's highest version number.
+func latestVersion(lt *LaunchTemplate) int64 {
+	vs := sortedVersions(lt)
+	if len(vs) == 0 {
+		return 0
+	}
+	return vs[len(vs)-1].Number
+}
+
+// sortedVersions returns the template's versions by number.
+func sortedVersions(lt *LaunchTemplate) []LaunchTemplateVersion {
+	vs := append([]LaunchTemplateVersion(nil), lt.Versions...)
+	sort.Slice(vs, func(i, j int) bool { return vs[i].Number < vs[j].Number })
+	return vs
+}
+
+// awsTime formats a time as AWS does in activity causes.
+func awsTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05Z") }
