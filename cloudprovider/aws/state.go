@@ -23,6 +23,11 @@ const describePage = 100
 // activityRecords is how many scaling activities are read for a group.
 const activityRecords = 5
 
+// activitySlack is how much earlier than this process's last increase a
+// failed activity may have started and still be taken for its failure:
+// AWS stamps activities to the second, and on its own clock.
+const activitySlack = 2 * time.Second
+
 // snapshot is the state of the groups read by one Refresh.
 type snapshot struct {
 	order      []string
@@ -200,7 +205,8 @@ func (p *Provider) latestFailure(ctx context.Context, name string) (*launchFailu
 	p.mu.Lock()
 	since := p.increased[name]
 	p.mu.Unlock()
-	if deref(latest.StartTime).Before(since) {
+	// AWS stamps activities to the second, on its own clock.
+	if !since.IsZero() && deref(latest.StartTime).Before(since.Add(-activitySlack)) {
 		return nil, nil
 	}
 	f := classifyLaunchFailure(deref(latest.StatusMessage) + " " + deref(latest.Description))
