@@ -22,7 +22,7 @@ func TestDescribeGroup(t *testing.T) {
 	mixed := asg("mixed", 0, 10, 2)
 	mixed.MixedInstancesPolicy = &astypes.MixedInstancesPolicy{LaunchTemplate: &astypes.LaunchTemplate{
 		LaunchTemplateSpecification: &astypes.LaunchTemplateSpecification{LaunchTemplateName: aws.String("lt"), Version: aws.String("$Latest")},
-		Overrides: []astypes.LaunchTemplateOverrides{{InstanceType: aws.String("c5.large")}, {InstanceType: aws.String("m5.large")}}}}
+		Overrides:                   []astypes.LaunchTemplateOverrides{{InstanceType: aws.String("c5.large")}, {InstanceType: aws.String("m5.large")}}}}
 	mixed.VPCZoneIdentifier = aws.String("subnet-b, subnet-a")
 	mixed.Instances = []astypes.Instance{
 		{InstanceId: aws.String("i-2"), AvailabilityZone: aws.String("us-east-1b"), LifecycleState: astypes.LifecycleStatePending, InstanceType: aws.String("c5.large")},
