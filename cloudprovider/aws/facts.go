@@ -60,8 +60,12 @@ func (p *Provider) loadSubnets(ctx context.Context, ids []string) error {
 		return nil
 	}
 	sort.Strings(missing)
-	pages := ec2.NewDescribeSubnetsPaginator(p.ec2, &ec2.DescribeSubnetsInput{SubnetIds: missing})
-	for pages.HasMorePages() {
+	pages := ec2.NewDescribeSubnetsPaginator(p.ec2, &ec2.DescribeSubnetsInput{SubnetIds: missing},
+		func(o *ec2.DescribeSubnetsPaginatorOptions) { o.StopOnDuplicateToken = true })
+	for n := 0; pages.HasMorePages(); n++ {
+		if n >= maxPages {
+			return badDescription("describing subnets: more than %d pages", maxPages)
+		}
 		out, err := pages.NextPage(ctx)
 		if err != nil {
 			return callError(fmt.Sprintf("describing subnets %v", missing), err, true)

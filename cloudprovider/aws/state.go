@@ -20,6 +20,14 @@ const describeBatch = 50
 // describePage is the MaxRecords of a DescribeAutoScalingGroups call.
 const describePage = 100
 
+// maxPages bounds the pages of one paginated call: a server that keeps
+// sending new tokens is not followed for ever.
+const maxPages = 1000
+
+func stopOnDuplicateToken(o *autoscaling.DescribeAutoScalingGroupsPaginatorOptions) {
+	o.StopOnDuplicateToken = true
+}
+
 // activityRecords is how many scaling activities are read for a group.
 const activityRecords = 5
 
@@ -44,8 +52,11 @@ func (p *Provider) listGroups(ctx context.Context) ([]string, error) {
 	}
 	for _, d := range p.discover {
 		in := &autoscaling.DescribeAutoScalingGroupsInput{Filters: d.filters(), MaxRecords: aws.Int32(describePage)}
-		pages := autoscaling.NewDescribeAutoScalingGroupsPaginator(p.asg, in)
-		for pages.HasMorePages() {
+		pages := autoscaling.NewDescribeAutoScalingGroupsPaginator(p.asg, in, stopOnDuplicateToken)
+		for n := 0; pages.HasMorePages(); n++ {
+			if n >= maxPages {
+				return nil, badDescription("discovering Auto Scaling groups: more than %d pages", maxPages)
+			}
 			out, err := pages.NextPage(ctx)
 			if err != nil {
 				return nil, callError("discovering Auto Scaling groups by tags", err, true)
@@ -78,8 +89,11 @@ func (p *Provider) describeGroups(ctx context.Context, names []string) (map[stri
 	for start := 0; start < len(names); start += describeBatch {
 		batch := names[start:min(start+describeBatch, len(names))]
 		in := &autoscaling.DescribeAutoScalingGroupsInput{AutoScalingGroupNames: batch, MaxRecords: aws.Int32(describePage)}
-		pages := autoscaling.NewDescribeAutoScalingGroupsPaginator(p.asg, in)
-		for pages.HasMorePages() {
+		pages := autoscaling.NewDescribeAutoScalingGroupsPaginator(p.asg, in, stopOnDuplicateToken)
+		for n := 0; pages.HasMorePages(); n++ {
+			if n >= maxPages {
+				return nil, badDescription("describing Auto Scaling groups: more than %d pages", maxPages)
+			}
 			page, err := pages.NextPage(ctx)
 			if err != nil {
 				return nil, callError(fmt.Sprintf("describing %d Auto Scaling groups", len(batch)), err, true)
