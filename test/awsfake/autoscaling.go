@@ -1,6 +1,7 @@
 package awsfake
 
 import (
+	"fmt"
 	"net/url"
 	"sort"
 	"strconv"
@@ -194,8 +195,8 @@ func (s *Server) xmlGroup(g *groupState) xmlGroup {
 		out.AvailabilityZones = []string{s.region + "a"}
 	}
 	sort.Strings(out.AvailabilityZones)
-	for _, in := range s.instances {
-		if in.Group == g.Name && in.Lifecycle != LifecycleTerminated {
+	for _, in := range g.members {
+		if in.Lifecycle != LifecycleTerminated {
 			out.Instances = append(out.Instances, s.xmlGroupInstance(in, g))
 		}
 	}
@@ -260,6 +261,9 @@ func (s *Server) setDesiredCapacity(form url.Values) (any, *apiError) {
 	}
 	if desired < g.Min {
 		return nil, validationError("New SetDesiredCapacity value %d is below min value %d for the AutoScalingGroup.", desired, g.Min)
+	}
+	if desired > g.Desired {
+		g.lastFail = time.Time{} // a new request is attempted at once
 	}
 	g.Desired = desired
 	s.reconcileLocked()
@@ -360,7 +364,7 @@ func (s *Server) describeScalingActivities(form url.Values) (any, *apiError) {
 		if (group != "" && a.Group != group) || (len(ids) > 0 && !ids[a.ID]) {
 			continue
 		}
-		k := activityKey(len(s.activities), i)
+		k := activityKey(i)
 		byKey[k] = a
 		keys = append(keys, k)
 	}
@@ -379,10 +383,10 @@ func (s *Server) describeScalingActivities(form url.Values) (any, *apiError) {
 	return out, nil
 }
 
-// activityKey sorts activities newest first; stable while more are added
-// (the key counts back from a fixed ceiling).
-func activityKey(_ int, i int) string {
-	return strconv.FormatInt(1_000_000_000_000-int64(i), 10)
+// activityKey sorts activities newest first and stays stable while more are
+// added: fixed-width, counting down from a ceiling.
+func activityKey(i int) string {
+	return fmt.Sprintf("%012d", 999_999_999_999-i)
 }
 
 // describeLaunchConfigurations answers DescribeLaunchConfigurations.

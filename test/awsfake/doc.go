@@ -5,26 +5,60 @@
 // reference. Point the AWS SDK at it with its standard endpoint variables
 // AWS_ENDPOINT_URL_AUTO_SCALING and AWS_ENDPOINT_URL_EC2 (Server.Env gives
 // them, with fake credentials, for a child process); one server answers both
-// services, told apart by the action name.
+// services, told apart by the action name (else the form's Version).
+//
+// # Actions
+//
+// Auto Scaling (2011-01-01): DescribeAutoScalingGroups (names, Filters with
+// tag-key, tag-value and tag:<key>, MaxRecords up to 100, NextToken),
+// SetDesiredCapacity (ValidationError above max or below min),
+// TerminateInstanceInAutoScalingGroup (ShouldDecrementDesiredCapacity;
+// ValidationError below min or for an unknown instance,
+// ScalingActivityInProgress for one already terminating),
+// DescribeScalingActivities (newest first; group, activity IDs, MaxRecords,
+// NextToken), DescribeLaunchConfigurations, DescribeAutoScalingInstances.
+// EC2 (2016-11-15): DescribeInstanceTypes (InstanceType.N, MaxResults 5-100,
+// NextToken), DescribeLaunchTemplateVersions (LaunchTemplateId or
+// LaunchTemplateName, LaunchTemplateVersion.N with $Default, $Latest or a
+// number; all versions in one answer), DescribeSubnets (SubnetId.N). EC2
+// Filter.N parameters are refused rather than ignored. Any other action is
+// 400 InvalidAction.
+//
+// # Behaviour
 //
 // The fake holds instance types, subnets, launch templates and launch
-// configurations (added by the test) and Auto Scaling groups. It moves each
-// group's instances towards its desired capacity on its own: new instances
-// are Pending, then InService after the start delay; each launch is recorded
-// as a scaling activity, and a launch made to fail (FailLaunches) is recorded
-// as a failed activity whose status message carries the error code, leaving
-// the desired capacity as it was. Fault knobs throttle a share of calls with
-// the codes the SDK's retryer treats as throttling, fail launches and delay
-// instance start.
+// configurations (added by the test) and Auto Scaling groups, and moves each
+// group towards its desired capacity on its own (on every call and every 50
+// ms): new instances ("i-" and 17 hex digits) are Pending, then InService
+// after the start delay; zones go round-robin over the group's subnets; the
+// instance type is the first mixed-instances override, else the launch
+// template version's, else the launch configuration's. A desired capacity
+// below the active instances terminates some (the most populated zone's
+// newest first). Every launch and termination is a scaling activity
+// (InProgress, then Successful). A launch that cannot happen - FailLaunches,
+// or a launch template, version or configuration that does not exist - is a
+// Failed activity whose StatusMessage carries the error code, repeated at
+// most every 10 s while the group is short (at once after an increase), and
+// the desired capacity stays.
+//
+// # Fault knobs
+//
+// SetThrottle answers that share of calls (spread evenly) with 400
+// Throttling (Auto Scaling) or 503 RequestLimitExceeded (EC2), codes the
+// SDK's retryer treats as throttling; FailLaunches fails a group's launches
+// with a given code; SetStartDelay keeps instances Pending (and Terminating)
+// for a while. Calls, Throttled and Terminated report what was asked.
 //
 // Requests must carry an AWS Signature Version 4 Authorization header whose
-// credential scope names the server's region and the service; the signature
-// itself is not verified.
+// credential scope names the server's region and the service: without one
+// the answer is 403 MissingAuthenticationToken, a malformed one 400
+// IncompleteSignature, another region or service 403 SignatureDoesNotMatch.
+// The signature itself and the access key are not checked.
 //
 // PlayKubelet plays the kubelet of the fake's instances against a Kubernetes
 // API server: a kwok-managed Node per InService instance, removed when the
-// instance is gone.
+// instance terminates.
 //
 // The package knows nothing of any cloud provider implementation; it must not
-// be imported by anything outside test/.
+// be imported by anything outside test/ and cloudprovider tests.
 package awsfake

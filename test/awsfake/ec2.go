@@ -44,6 +44,9 @@ type xmlGPU struct {
 
 // describeInstanceTypes answers DescribeInstanceTypes.
 func (s *Server) describeInstanceTypes(form url.Values) (any, *apiError) {
+	if aerr := noFilters(form); aerr != nil {
+		return nil, aerr
+	}
 	limit, aerr := intParam(form, "MaxResults", 100, 5, 100, func(f string, a ...any) *apiError {
 		return ec2Error("InvalidParameterValue", f, a...)
 	})
@@ -171,6 +174,9 @@ func (s *Server) describeLaunchTemplateVersions(form url.Values) (any, *apiError
 
 // describeSubnets answers DescribeSubnets.
 func (s *Server) describeSubnets(form url.Values) (any, *apiError) {
+	if aerr := noFilters(form); aerr != nil {
+		return nil, aerr
+	}
 	wanted := listParam(form, "SubnetId")
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -213,4 +219,16 @@ func (s *Server) describeSubnets(form url.Values) (any, *apiError) {
 		})
 	}
 	return out, nil
+}
+
+// noFilters refuses EC2 Filter.N parameters, which the fake does not
+// implement: a caller relying on them learns it at once instead of getting
+// an unfiltered answer.
+func noFilters(form url.Values) *apiError {
+	for k := range form {
+		if strings.HasPrefix(k, "Filter.") {
+			return ec2Error("InvalidParameterValue", "awsfake does not implement the Filter parameter (%s)", k)
+		}
+	}
+	return nil
 }

@@ -95,9 +95,6 @@ type activity struct {
 	StatusMsg   string
 	Progress    int
 	Details     string
-
-	instanceID string // the instance launched or terminated
-	terminate  bool   // a termination, not a launch
 }
 
 // Scaling activity status codes.

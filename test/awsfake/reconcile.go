@@ -15,49 +15,47 @@ const failedLaunchRetry = 10 * time.Second
 // instance along its lifecycle. Callers hold s.mu.
 func (s *Server) reconcileLocked() {
 	now := s.now()
-	for _, in := range s.instances {
-		switch {
-		case in.Lifecycle == LifecyclePending && now.Sub(in.Launched) >= s.startDelay:
-			in.Lifecycle = LifecycleInService
-			s.finishActivity(in.ID, now)
-		case in.Lifecycle == LifecycleTerminating && now.Sub(s.terminatingSince(in)) >= s.startDelay:
-			in.Lifecycle = LifecycleTerminated
-			s.finishActivity(in.ID, now)
-		}
-	}
 	for _, name := range s.sortedGroupNames() {
-		s.reconcileGroup(s.groups[name], now)
+		g := s.groups[name]
+		kept := g.members[:0]
+		for _, in := range g.members {
+			s.advance(in, now)
+			if in.Lifecycle != LifecycleTerminated {
+				kept = append(kept, in)
+			}
+		}
+		clear(g.members[len(kept):])
+		g.members = kept
+		s.reconcileGroup(g, now)
 	}
 }
 
-// terminatingSince is when the instance's termination activity started.
-func (s *Server) terminatingSince(in *Instance) time.Time {
-	for i := len(s.activities) - 1; i >= 0; i-- {
-		a := s.activities[i]
-		if a.instanceID == in.ID && a.terminate {
-			return a.Start
-		}
+// advance moves an instance to its next lifecycle state once the start
+// delay has passed since its in-flight activity began, and completes that
+// activity.
+func (s *Server) advance(in *Instance, now time.Time) {
+	a := s.inFlight[in.ID]
+	if a == nil || now.Sub(a.Start) < s.startDelay {
+		return
 	}
-	return time.Time{}
-}
-
-// finishActivity marks the in-progress activity of an instance successful.
-func (s *Server) finishActivity(instanceID string, now time.Time) {
-	for i := len(s.activities) - 1; i >= 0; i-- {
-		a := s.activities[i]
-		if a.instanceID == instanceID && a.StatusCode == statusInProgress {
-			a.StatusCode, a.Progress, a.End = statusSuccessful, 100, now
-			return
-		}
+	switch in.Lifecycle {
+	case LifecyclePending:
+		in.Lifecycle = LifecycleInService
+	case LifecycleTerminating:
+		in.Lifecycle = LifecycleTerminated
+	default:
+		return
 	}
+	a.StatusCode, a.Progress, a.End = statusSuccessful, 100, now
+	delete(s.inFlight, in.ID)
 }
 
 // active returns the group's Pending and InService instances, in launch
 // order.
-func (s *Server) active(group string) []*Instance {
+func (s *Server) active(g *groupState) []*Instance {
 	var out []*Instance
-	for _, in := range s.instances {
-		if in.Group == group && (in.Lifecycle == LifecyclePending || in.Lifecycle == LifecycleInService) {
+	for _, in := range g.members {
+		if in.Lifecycle == LifecyclePending || in.Lifecycle == LifecycleInService {
 			out = append(out, in)
 		}
 	}
@@ -67,16 +65,19 @@ func (s *Server) active(group string) []*Instance {
 // reconcileGroup launches or terminates instances of one group until it has
 // Desired active ones (or records a failed launch).
 func (s *Server) reconcileGroup(g *groupState, now time.Time) {
-	act := s.active(g.Name)
+	act := s.active(g)
 	switch {
-	case len(act) < g.Desired && g.failure != nil:
-		if g.lastFail.IsZero() || now.Sub(g.lastFail) >= failedLaunchRetry {
-			g.lastFail = now
-			s.recordFailedLaunch(g, len(act), now)
-		}
 	case len(act) < g.Desired:
+		instanceType, failure := s.launchSpec(g)
+		if failure != nil {
+			if g.lastFail.IsZero() || now.Sub(g.lastFail) >= failedLaunchRetry {
+				g.lastFail = now
+				s.recordFailedLaunch(g, failure, len(act), now)
+			}
+			return
+		}
 		for range g.Desired - len(act) {
-			s.launch(g, now, len(act))
+			s.launch(g, instanceType, now, len(act))
 		}
 	case len(act) > g.Desired:
 		for _, in := range s.scaleInVictims(act, len(act)-g.Desired) {
@@ -111,19 +112,20 @@ func (s *Server) scaleInVictims(act []*Instance, n int) []*Instance {
 }
 
 // launch starts one instance of the group.
-func (s *Server) launch(g *groupState, now time.Time, from int) {
+func (s *Server) launch(g *groupState, instanceType string, now time.Time, from int) {
 	zone, _ := s.nextZone(g)
 	in := &Instance{
 		ID:           "i-" + randomHex(17),
 		Group:        g.Name,
 		Zone:         zone,
-		InstanceType: s.launchInstanceType(g.Group),
+		InstanceType: instanceType,
 		Lifecycle:    LifecyclePending,
 		Launched:     now,
 	}
 	s.instances = append(s.instances, in)
 	s.byID[in.ID] = in
-	s.activities = append(s.activities, &activity{
+	g.members = append(g.members, in)
+	a := &activity{
 		ID:          newRequestID(),
 		Group:       g.Name,
 		Description: "Launching a new EC2 instance: " + in.ID,
@@ -132,14 +134,16 @@ func (s *Server) launch(g *groupState, now time.Time, from int) {
 		Start:      now,
 		StatusCode: statusInProgress,
 		Progress:   50,
-		instanceID: in.ID,
-	})
+	}
+	s.activities = append(s.activities, a)
+	s.inFlight[in.ID] = a
+	s.advance(in, now)
 }
 
 // recordFailedLaunch records a failed launch attempt of the group.
-func (s *Server) recordFailedLaunch(g *groupState, have int, now time.Time) {
+func (s *Server) recordFailedLaunch(g *groupState, f *launchFailure, have int, now time.Time) {
 	zone, subnet := s.nextZone(g)
-	msg := fmt.Sprintf("Could not launch On-Demand Instances. %s - %s. Launching EC2 instance failed.", g.failure.code, g.failure.message)
+	msg := fmt.Sprintf("Could not launch On-Demand Instances. %s - %s. Launching EC2 instance failed.", f.code, f.message)
 	s.activities = append(s.activities, &activity{
 		ID:          newRequestID(),
 		Group:       g.Name,
@@ -166,14 +170,10 @@ func (s *Server) startTermination(in *Instance, g *groupState, now time.Time, ca
 		Start:       now,
 		StatusCode:  statusInProgress,
 		Progress:    50,
-		instanceID:  in.ID,
-		terminate:   true,
 	}
 	s.activities = append(s.activities, a)
-	if s.startDelay == 0 {
-		in.Lifecycle = LifecycleTerminated
-		a.StatusCode, a.Progress, a.End = statusSuccessful, 100, now
-	}
+	s.inFlight[in.ID] = a
+	s.advance(in, now)
 	return a
 }
 
@@ -192,34 +192,52 @@ func (s *Server) nextZone(g *groupState) (zone, subnet string) {
 	return zone, subnet
 }
 
-// launchInstanceType is the instance type a group launches: the first
-// override of a mixed-instances policy, else its launch template version's,
-// else its launch configuration's.
-func (s *Server) launchInstanceType(g Group) string {
+// launchSpec is the instance type a group launches: the first override of a
+// mixed-instances policy, else its launch template version's, else its
+// launch configuration's. A FailLaunches setting, or a launch template,
+// version or launch configuration that does not exist, is a failure.
+func (s *Server) launchSpec(g *groupState) (string, *launchFailure) {
+	if g.failure != nil {
+		return "", g.failure
+	}
 	switch {
-	case g.MixedInstances != nil && len(g.MixedInstances.Overrides) > 0:
-		return g.MixedInstances.Overrides[0]
 	case g.MixedInstances != nil:
-		return s.templateInstanceType(g.MixedInstances.LaunchTemplate)
+		t, f := s.templateInstanceType(g.MixedInstances.LaunchTemplate)
+		if f == nil && len(g.MixedInstances.Overrides) > 0 {
+			return g.MixedInstances.Overrides[0], nil
+		}
+		return t, f
 	case g.LaunchTemplate != nil:
 		return s.templateInstanceType(*g.LaunchTemplate)
+	case g.LaunchConfigurationName != "":
+		lc, ok := s.launchConfigs[g.LaunchConfigurationName]
+		if !ok {
+			return "", &launchFailure{code: "ValidationError", message: "Launch configuration name not found - " + g.LaunchConfigurationName}
+		}
+		return lc.InstanceType, nil
 	default:
-		return s.launchConfigs[g.LaunchConfigurationName].InstanceType
+		return "", &launchFailure{code: "ValidationError", message: "the group has no launch template, launch configuration or mixed instances policy"}
 	}
 }
 
 // templateInstanceType resolves a launch template spec to its version's
-// instance type ("" when unknown).
-func (s *Server) templateInstanceType(spec LaunchTemplateSpec) string {
+// instance type, or the EC2 error of a launch with it.
+func (s *Server) templateInstanceType(spec LaunchTemplateSpec) (string, *launchFailure) {
 	lt := s.findTemplate(spec.ID, spec.Name)
-	if lt == nil {
-		return ""
+	switch {
+	case lt == nil && spec.ID != "":
+		return "", &launchFailure{code: "InvalidLaunchTemplateId.NotFound",
+			message: fmt.Sprintf("The specified launch template, with template ID %s, does not exist", spec.ID)}
+	case lt == nil:
+		return "", &launchFailure{code: "InvalidLaunchTemplateName.NotFoundException",
+			message: fmt.Sprintf("The specified launch template, with template name %s, does not exist", spec.Name)}
 	}
 	v, ok := resolveVersion(lt, spec.Version)
 	if !ok {
-		return ""
+		return "", &launchFailure{code: "InvalidLaunchTemplateId.VersionNotFound",
+			message: fmt.Sprintf("Could not find launch template version %s for launch template ID %s", spec.Version, lt.ID)}
 	}
-	return v.InstanceType
+	return v.InstanceType, nil
 }
 
 // findTemplate finds a launch template by ID, else by name.

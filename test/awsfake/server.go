@@ -11,6 +11,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"k8s.io/klog/v2"
 )
 
 // Fake credentials Env hands to a child process; the fake accepts any.
@@ -39,7 +41,8 @@ type Server struct {
 	groups        map[string]*groupState
 	instances     []*Instance // every instance ever launched, in launch order
 	byID          map[string]*Instance
-	activities    []*activity // in start order
+	activities    []*activity          // in start order
+	inFlight      map[string]*activity // instance ID -> its in-progress launch or termination
 	calls         map[string]int
 	terminated    []string
 	throttle      int // percent
@@ -57,6 +60,7 @@ type Server struct {
 type groupState struct {
 	Group
 	created  time.Time
+	members  []*Instance // not terminated, in launch order
 	nextZone int
 	failure  *launchFailure
 	lastFail time.Time
@@ -73,6 +77,7 @@ func New(opts ...Option) *Server {
 		launchConfigs: map[string]LaunchConfiguration{},
 		groups:        map[string]*groupState{},
 		byID:          map[string]*Instance{},
+		inFlight:      map[string]*activity{},
 		calls:         map[string]int{},
 	}
 	for _, o := range opts {
@@ -94,7 +99,7 @@ func (s *Server) Start() error {
 	s.httpSrv = &http.Server{Handler: http.HandlerFunc(s.serveHTTP), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := s.httpSrv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Printf("awsfake: serve: %v\n", err)
+			klog.ErrorS(err, "awsfake: serving")
 		}
 	}()
 	go s.reconcileLoop(ctx)
@@ -177,6 +182,7 @@ func (s *Server) AddLaunchTemplate(lt LaunchTemplate) (id string) {
 	}
 	lt.Versions = append([]LaunchTemplateVersion(nil), lt.Versions...)
 	s.templates[lt.ID] = &lt
+	s.retryFailedLaunchesLocked()
 	return lt.ID
 }
 
@@ -185,15 +191,30 @@ func (s *Server) AddLaunchConfiguration(lc LaunchConfiguration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.launchConfigs[lc.Name] = lc
+	s.retryFailedLaunchesLocked()
 }
 
-// AddGroup registers (or replaces) an Auto Scaling group; the fake launches
-// instances towards its Desired at once.
+// retryFailedLaunchesLocked lets groups whose launches failed try again at
+// once (a launch template or configuration they lacked may now exist).
+func (s *Server) retryFailedLaunchesLocked() {
+	for _, g := range s.groups {
+		g.lastFail = time.Time{}
+	}
+	s.reconcileLocked()
+}
+
+// AddGroup registers an Auto Scaling group, or replaces the settings of an
+// existing one (keeping its instances); the fake launches instances towards
+// its Desired at once.
 func (s *Server) AddGroup(g Group) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g = copyGroup(g)
-	s.groups[g.Name] = &groupState{Group: g, created: s.now()}
+	if old, ok := s.groups[g.Name]; ok {
+		old.Group = g
+	} else {
+		s.groups[g.Name] = &groupState{Group: g, created: s.now()}
+	}
 	s.reconcileLocked()
 }
 
@@ -223,9 +244,13 @@ func (s *Server) Instances(group string) []Instance {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reconcileLocked()
+	g, ok := s.groups[group]
+	if !ok {
+		return nil
+	}
 	var out []Instance
-	for _, in := range s.instances {
-		if in.Group == group && in.Lifecycle != LifecycleTerminated {
+	for _, in := range g.members {
+		if in.Lifecycle != LifecycleTerminated {
 			out = append(out, *in)
 		}
 	}
@@ -279,7 +304,8 @@ func (s *Server) Throttled() int {
 }
 
 // Terminated returns the IDs of the instances terminated through
-// TerminateInstanceInAutoScalingGroup, in call order.
+// TerminateInstanceInAutoScalingGroup, in call order (not those a group
+// terminated on its own after its desired capacity was lowered).
 func (s *Server) Terminated() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
