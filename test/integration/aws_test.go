@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -232,7 +233,10 @@ func TestAWSInsufficientCapacityBacksOffAndTheOtherGroupIsChosen(t *testing.T) {
 	// scaled in the loop that sees the failed placeholders, or the next.
 	log := p.log.String()
 	backoff := strings.Index(log, `"Node group backed off"`)
-	fallback := strings.Index(log, `"Set the desired capacity of an Auto Scaling group" nodeGroup="fallback"`)
+	fallback := -1
+	if m := regexp.MustCompile(`"Set the desired capacity of an Auto Scaling group" loop=\d+ nodeGroup="fallback"`).FindStringIndex(log); m != nil {
+		fallback = m[0]
+	}
 	if backoff < 0 || fallback < 0 || fallback < backoff {
 		t.Errorf("the fallback group was not scaled after the back-off (back-off at %d, fallback at %d)", backoff, fallback)
 	} else if loops := strings.Count(log[backoff:fallback], `"Loop summary"`); loops > 1 {
