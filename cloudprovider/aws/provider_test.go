@@ -23,7 +23,9 @@ import (
 
 const waitFor = 30 * time.Second
 
-func startFake(t *testing.T) *awsfake.Server {
+func startFake(t *testing.T) *awsfake.Server { return startFakeTB(t) }
+
+func startFakeTB(t testing.TB) *awsfake.Server {
 	t.Helper()
 	s := awsfake.New()
 	if err := s.Start(); err != nil {
@@ -46,6 +48,10 @@ func startFake(t *testing.T) *awsfake.Server {
 }
 
 func newTestProvider(t *testing.T, nodes, discovery []string, opts ...Option) *Provider {
+	return newTestProviderTB(t, nodes, discovery, opts...)
+}
+
+func newTestProviderTB(t testing.TB, nodes, discovery []string, opts ...Option) *Provider {
 	t.Helper()
 	ctx := context.Background()
 	explicit, err := parseNodeGroups(nodes)
@@ -62,6 +68,10 @@ func newTestProvider(t *testing.T, nodes, discovery []string, opts ...Option) *P
 	}
 	a, e := newClients(cfg)
 	return New(a, e, cfg.Region, explicit, discover, opts...)
+}
+
+func groupOf(name string, desired int) awsfake.Group {
+	return awsfake.Group{Name: name, Max: 100, Desired: desired, LaunchTemplate: lt("$Default"), Subnets: []string{"subnet-a", "subnet-b"}}
 }
 
 func lt(version string) *awsfake.LaunchTemplateSpec {
