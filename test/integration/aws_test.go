@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	awsprovider "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/aws"
+	"k8s.io/autoscaler/cluster-autoscaler/provreq"
 	"k8s.io/autoscaler/cluster-autoscaler/test/awsfake"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 )
@@ -269,4 +271,89 @@ func TestAWSThrottlingLosesNothing(t *testing.T) {
 	if p.log.Contains(`"Node group backed off"`) {
 		t.Error("a group was backed off for throttling")
 	}
+}
+
+// TestAWSAtomicRequestOverTwoGroupsRollsBackByInstanceID: an all-or-nothing
+// ProvisioningRequest needs two nodes of each of two Auto Scaling groups;
+// the launches of the second fail with InsufficientInstanceCapacity, so
+// each attempt is rolled back: the instances it created in the first group
+// are terminated by id (never a bare desired-capacity decrease that lets
+// AWS pick). Once AWS has capacity again the request is provisioned, and
+// no instance outside the failed attempts was ever terminated.
+func TestAWSAtomicRequestOverTwoGroupsRollsBackByInstanceID(t *testing.T) {
+	e := newProvreqEnv(t)
+	e.dumpRequests()
+	s := startAWS(e.Env)
+	s.AddGroup(awsGroup("left", 0, 5, 0, discoveryTags("prod")))
+	s.AddGroup(awsGroup("right", 0, 5, 0, discoveryTags("prod")))
+	s.FailLaunches("right", "InsufficientInstanceCapacity", "We currently do not have sufficient m5.large capacity")
+	seen := map[string]string{} // instance id -> group, of every instance ever listed
+	var mu sync.Mutex
+	go func() {
+		for e.Context().Err() == nil {
+			mu.Lock()
+			for _, in := range s.AllInstances() {
+				seen[in.ID] = in.Group
+			}
+			mu.Unlock()
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	p := startAutoscalerEnv(t, s.Env(), "autoscaler", awsArgs(e.Env, discoveryArg("prod"), "--enable-provisioning-requests",
+		"--provisioning-request-initial-backoff-time=2s", "--provisioning-request-max-backoff-time=4s",
+		"--initial-node-group-backoff-duration=2s", "--max-node-group-backoff-duration=4s", "--scale-down-enabled=false")...)
+	// 1.5 CPUs per pod: one pod per 2-CPU m5.large.
+	e.request("job", provreq.ClassBestEffortAtomicScaleUp, nil, false,
+		podSet{name: "a", count: 2, cpu: "1500m", selector: map[string]string{"pool": "left"}},
+		podSet{name: "b", count: 2, cpu: "1500m", selector: map[string]string{"pool": "right"}})
+
+	e.Eventually(120*time.Second, "an attempt rolled back by terminating its instances", func(context.Context) (bool, error) {
+		return len(s.Terminated()) >= 2, nil
+	})
+	if c := provreqCondition(e, "job", provreq.ConditionProvisioned); c == metav1.ConditionTrue {
+		t.Fatal("the request was Provisioned while the second group could not launch")
+	}
+	s.FailLaunches("right", "", "")
+	e.condition("job", provreq.ConditionProvisioned, metav1.ConditionTrue, "", 120*time.Second)
+
+	mu.Lock()
+	defer mu.Unlock()
+	for _, in := range s.AllInstances() {
+		seen[in.ID] = in.Group
+	}
+	terminated := s.Terminated()
+	for _, id := range terminated {
+		if seen[id] != "left" {
+			t.Errorf("terminated instance %s of group %q: only the first group's attempt instances may go", id, seen[id])
+		}
+	}
+	for _, g := range []string{"left", "right"} {
+		live := 0
+		for _, in := range s.Instances(g) {
+			if in.Lifecycle == awsfake.LifecyclePending || in.Lifecycle == awsfake.LifecycleInService {
+				live++
+				if slices.Contains(terminated, in.ID) {
+					t.Errorf("instance %s is both terminated and live", in.ID)
+				}
+			}
+		}
+		if st := s.GroupState(g); live != 2 || st.Desired != 2 {
+			t.Errorf("group %s: %d live instances, desired %d; want 2 and 2", g, live, st.Desired)
+		}
+	}
+	if !p.log.Contains("InsufficientInstanceCapacity") || !p.log.Contains(`"Deleted instance of a rolled back all-or-nothing scale-up"`) {
+		t.Error("the failure or the rollback by instance is not in the autoscaler's log")
+	}
+	t.Logf("figures: instances terminated by rollbacks=%d", len(terminated))
+}
+
+func provreqCondition(e *provreqEnv, name, typ string) metav1.ConditionStatus {
+	pr, err := e.prs.Get(e.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	if c := provreq.FindCondition(pr.Status.Conditions, typ); c != nil {
+		return c.Status
+	}
+	return ""
 }
