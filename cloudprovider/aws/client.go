@@ -112,15 +112,6 @@ func isThrottle(err error) bool {
 	return errors.As(err, &qe)
 }
 
-// apiErrorCode is the AWS error code of err, or "".
-func apiErrorCode(err error) string {
-	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		return ae.ErrorCode()
-	}
-	return ""
-}
-
 // launchFailure is a failed scaling activity as an instance error.
 type launchFailure struct {
 	Class   cloudprovider.InstanceErrorClass

@@ -124,18 +124,18 @@ func describeGroup(a astypes.AutoScalingGroup) (groupDesc, error) {
 		return groupDesc{}, badDescription("an Auto Scaling group without a name")
 	}
 	if a.MinSize == nil || a.MaxSize == nil || a.DesiredCapacity == nil {
-		return groupDesc{}, badDescription("Auto Scaling group %q lacks its min, max or desired capacity", name)
+		return groupDesc{}, badDescription("the Auto Scaling group %q lacks its min, max or desired capacity", name)
 	}
 	g := groupDesc{Name: name, Min: int(*a.MinSize), Max: int(*a.MaxSize), Desired: int(*a.DesiredCapacity),
 		Tags: map[string]string{}, LaunchConfiguration: deref(a.LaunchConfigurationName), Zones: a.AvailabilityZones}
 	if g.Min < 0 || g.Max < g.Min || g.Max > maxGroupSize || g.Desired < 0 || g.Desired > g.Max {
-		return groupDesc{}, badDescription("Auto Scaling group %q has min %d, max %d, desired %d", name, g.Min, g.Max, g.Desired)
+		return groupDesc{}, badDescription("the Auto Scaling group %q has min %d, max %d, desired %d", name, g.Min, g.Max, g.Desired)
 	}
 	seen := map[string]bool{}
 	for _, in := range a.Instances {
 		id := deref(in.InstanceId)
 		if id == "" || seen[id] {
-			return groupDesc{}, badDescription("Auto Scaling group %q lists an instance without an id or twice (%q)", name, id)
+			return groupDesc{}, badDescription("the Auto Scaling group %q lists an instance without an id or twice (%q)", name, id)
 		}
 		seen[id] = true
 		g.Instances = append(g.Instances, instanceDesc{ID: id, Zone: deref(in.AvailabilityZone),
@@ -162,7 +162,7 @@ func describeGroup(a astypes.AutoScalingGroup) (groupDesc, error) {
 		}
 	}
 	if g.LaunchTemplate != nil && g.LaunchTemplate.ID == "" && g.LaunchTemplate.Name == "" {
-		return groupDesc{}, badDescription("Auto Scaling group %q names a launch template with neither id nor name", name)
+		return groupDesc{}, badDescription("the Auto Scaling group %q names a launch template with neither id nor name", name)
 	}
 	for _, s := range strings.Split(deref(a.VPCZoneIdentifier), ",") {
 		if s = strings.TrimSpace(s); s != "" {

@@ -123,7 +123,7 @@ func (p *Provider) launchInstanceType(ctx context.Context, g *groupDesc) (string
 			return p.configurationType(ctx, g.LaunchConfiguration)
 		})
 	}
-	return "", fmt.Errorf("Auto Scaling group %q has neither a launch template nor a launch configuration", g.Name)
+	return "", fmt.Errorf("the Auto Scaling group %q has neither a launch template nor a launch configuration", g.Name)
 }
 
 func (p *Provider) cachedLaunch(ctx context.Context, key string, read func() (string, error)) (string, error) {

@@ -276,4 +276,4 @@ func placeholderID(group string, n int) string {
 func isPlaceholder(id string) bool { return strings.HasPrefix(id, placeholderPrefix) }
 
 // errGroupGone is the error of a call on a group that is no longer listed.
-var errGroupGone = errors.New("Auto Scaling group is not listed any more")
+var errGroupGone = errors.New("the Auto Scaling group is not listed any more")

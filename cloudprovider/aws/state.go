@@ -128,7 +128,7 @@ func (p *Provider) describeOne(ctx context.Context, name string) (groupDesc, err
 	}
 	g, ok := descs[name]
 	if !ok {
-		return groupDesc{}, fmt.Errorf("Auto Scaling group %q: %w", name, errGroupGone)
+		return groupDesc{}, fmt.Errorf("group %q: %w", name, errGroupGone)
 	}
 	return g, nil
 }
