@@ -25,7 +25,8 @@ test: tools ## unit and integration tests, as CI runs them, then a short fuzzing
 # (docs/reliability.md, "Fuzzing", says what each checks).
 FUZZ_TARGETS := ./expander/grpc:FuzzBestOptionsReply ./cloudprovider/externalgrpc:FuzzDecodeReplies \
 	./provreq/processor:FuzzProvisioningRequest ./provreq/processor:FuzzRestoredRecord ./expander:FuzzPriorityConfigMap ./cloudprovider/kwok:FuzzConfig \
-	./config:FuzzFlagValues ./cluster-autoscaler:FuzzCommandLine ./simulator/framework:FuzzSchedulerConfigFile
+	./config:FuzzFlagValues ./cluster-autoscaler:FuzzCommandLine ./simulator/framework:FuzzSchedulerConfigFile \
+	./cloudprovider/aws:FuzzDescribeReplies
 FUZZ_TIME ?= 10s
 
 fuzz: ## each fuzz target for FUZZ_TIME (their seed corpora also run in go test)

@@ -306,14 +306,15 @@ func (c *commandLine) markByDesign() {
 
 // registerOtherProviders accepts the flags of cloud providers this build does not ship.
 func (c *commandLine) registerOtherProviders() {
-	c.ignoredBool("aws-use-static-instance-list", false, "AWS only.")
+	c.ignoredBool("aws-use-static-instance-list", false, "AWS: ignored; instance types are always read with DescribeInstanceTypes and cached, no static list is kept.")
 	c.ignoredBool("bulk-mig-instances-listing-enabled", false, "GCE only.")
 	c.ignoredInt("gce-concurrent-refreshes", 1, "GCE only.")
 	c.ignoredDuration("gce-mig-instances-min-refresh-wait-time", 5*time.Second, "GCE only.")
 	c.ignoredSlice("cloud-provider-gce-l7lb-src-cidrs", []string{"130.211.0.0/22", "35.191.0.0/16"}, "GCE only.")
 	c.ignoredSlice("cloud-provider-gce-lb-src-cidrs", []string{"130.211.0.0/22", "209.85.152.0/22", "209.85.204.0/22", "35.191.0.0/16"}, "GCE only.")
 	c.ignoredBool("regional", false, "GCE only: the cluster is regional.")
-	c.mark(otherProvider, "aws-use-static-instance-list", "bulk-mig-instances-listing-enabled", "gce-concurrent-refreshes",
+	c.mark(byDesign, "aws-use-static-instance-list")
+	c.mark(otherProvider, "bulk-mig-instances-listing-enabled", "gce-concurrent-refreshes",
 		"gce-mig-instances-min-refresh-wait-time", "cloud-provider-gce-l7lb-src-cidrs", "cloud-provider-gce-lb-src-cidrs",
 		"regional")
 }

@@ -59,7 +59,7 @@ func TestJSONLogging(t *testing.T) {
 		}
 		return string(b), 0
 	}
-	out, code := runChild("--logging-format=json --cloud-provider=aws --address=127.0.0.1:0")
+	out, code := runChild("--logging-format=json --cloud-provider=gce --address=127.0.0.1:0")
 	if code != 1 {
 		t.Fatalf("exit code %d, want 1:\n%s", code, out)
 	}
@@ -80,7 +80,7 @@ func TestJSONLogging(t *testing.T) {
 	if !sawStart || !sawErr {
 		t.Errorf("the start and the error are not logged as JSON with their values:\n%s", out)
 	}
-	out, _ = runChild("--cloud-provider=aws --address=127.0.0.1:0")
+	out, _ = runChild("--cloud-provider=gce --address=127.0.0.1:0")
 	if !strings.Contains(out, `] "Starting cluster-autoscaler" version=`) {
 		t.Errorf("the text format is not klog's:\n%s", out)
 	}

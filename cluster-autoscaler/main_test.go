@@ -16,12 +16,12 @@ func TestRunExitCodes(t *testing.T) {
 		{args: []string{"--help"}, code: 0, errOut: "--scale-down-unneeded-time"},
 		{args: []string{"--predicate-parallelism=0"}, code: 2, errOut: "--predicate-parallelism: must be at least 1"},
 		// Odd but accepted by upstream: a warning (config's tests), not a flag error.
-		{args: []string{"--scale-down-utilization-threshold=2", "--cloud-provider=aws", "--address=127.0.0.1:0"}, code: 1},
+		{args: []string{"--scale-down-utilization-threshold=2", "--cloud-provider=gce", "--address=127.0.0.1:0"}, code: 1},
 		{args: []string{"--nodes=a:b:c"}, code: 2, errOut: "--nodes:"},
 		// No API server: a clear error and exit 1, not a crash.
 		{args: []string{"--cloud-provider=kwok", "--kubeconfig=/nonexistent/kubeconfig", "--address=127.0.0.1:0"}, code: 1},
 		// A provider this build does not ship: exit 1 before touching anything.
-		{args: []string{"--cloud-provider=aws", "--address=127.0.0.1:0"}, code: 1},
+		{args: []string{"--cloud-provider=gce", "--address=127.0.0.1:0"}, code: 1},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(tc.args, &stdout, &stderr)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider/aws"
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider/clusterapi"
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider/externalgrpc"
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider/kwok"
@@ -115,5 +116,6 @@ func newProviderRegistry() *cloudprovider.Registry {
 	r.Register(clusterapi.Name, clusterapi.Build)
 	r.Register(kwok.Name, kwok.Build)
 	r.Register(externalgrpc.Name, externalgrpc.Build)
+	r.Register(aws.Name, aws.Build)
 	return r
 }

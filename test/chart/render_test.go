@@ -349,7 +349,7 @@ func TestUnsupportedValuesFail(t *testing.T) {
 	for name, tc := range map[string]struct{ values, want string }{
 		"auto-discovery": {"autoDiscovery: {clusterName: prod}\n", "autoDiscovery.clusterName and autoDiscovery.namespace are used only with cloudProvider clusterapi"},
 		"auto-discovery with externalgrpc": {"cloudProvider: externalgrpc\nexternalGRPC: {address: \"127.0.0.1:8086\"}\nautoDiscovery: {labels: [{a: b}]}\n",
-			"autoDiscovery is used only with cloudProvider clusterapi and kwok"},
+			"autoDiscovery is used only with cloudProvider clusterapi, kwok and aws"},
 		"both pdb bounds":  {"podDisruptionBudget: {minAvailable: 1, maxUnavailable: 1}\n", "either minAvailable or maxUnavailable"},
 		"incomplete group": {"autoscalingGroups: [{name: a, maxSize: 3}]\n", "needs name, minSize and maxSize"},
 	} {

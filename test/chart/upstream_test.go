@@ -316,10 +316,7 @@ func TestUpstreamStyleReleaseUpgrades(t *testing.T) {
 // ignore stops the render with a message naming it.
 func TestUpstreamValuesFail(t *testing.T) {
 	for name, tc := range map[string]struct{ values, want string }{
-		"aws provider":                  {"cloudProvider: aws\n", `cloudProvider "aws": that cloud provider is not in this build`},
 		"gce provider":                  {"cloudProvider: gce\n", `cloudProvider "gce": that cloud provider is not in this build`},
-		"awsRegion":                     {"awsRegion: eu-west-1\n", "awsRegion: the cloud provider this value is for is not in this build"},
-		"awsAccessKeyID":                {"awsAccessKeyID: AKIA\n", "awsAccessKeyID: the cloud provider this value is for is not in this build"},
 		"azureClientID":                 {"azureClientID: id\n", "azureClientID: the cloud provider"},
 		"azure managed id":              {"azureUseManagedIdentityExtension: true\n", "azureUseManagedIdentityExtension: the cloud provider"},
 		"azureVMType":                   {"azureVMType: standard\n", "azureVMType: the cloud provider"},

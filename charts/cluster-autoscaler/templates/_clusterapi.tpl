@@ -177,8 +177,12 @@ kube-system
 {{- fail "autoDiscovery.clusterName and autoDiscovery.namespace are used only with cloudProvider clusterapi; the kwok provider discovers its node groups by template label: use autoDiscovery.labels" -}}
 {{- end -}}
 {{- $_ := include "cluster-autoscaler.kwok.discovery" $ -}}
+{{- else if eq $.Values.cloudProvider "aws" -}}
+{{- if or .namespace .labels -}}
+{{- fail "autoDiscovery.namespace and autoDiscovery.labels are used only with cloudProvider clusterapi (and labels with kwok); the aws provider discovers Auto Scaling groups by autoDiscovery.clusterName and autoDiscovery.tags" -}}
+{{- end -}}
 {{- else if or .clusterName .namespace .labels -}}
-{{- fail (printf "autoDiscovery is used only with cloudProvider clusterapi and kwok; the %s provider has no node-group auto-discovery: list node groups in autoscalingGroups or in the provider's configuration" $.Values.cloudProvider) -}}
+{{- fail (printf "autoDiscovery is used only with cloudProvider clusterapi, kwok and aws; the %s provider has no node-group auto-discovery: list node groups in autoscalingGroups or in the provider's configuration" $.Values.cloudProvider) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

@@ -168,6 +168,13 @@ The container's arguments, one per line, as a YAML list.
 {{- else if eq .Values.cloudProvider "externalgrpc" }}
 - {{ printf "--cloud-config=%s/cloud-config.yaml" (include "cluster-autoscaler.externalGRPCConfigDir" .) | quote }}
 {{- end }}
+{{- if and (eq .Values.cloudProvider "aws") .Values.autoDiscovery.clusterName }}
+{{- $tags := list }}
+{{- range .Values.autoDiscovery.tags }}{{ $tags = append $tags (tpl (toString .) $) }}{{ end }}
+{{- if $tags }}
+- {{ printf "--node-group-auto-discovery=asg:tag=%s" (join "," $tags) | quote }}
+{{- end }}
+{{- end }}
 {{- if eq .Values.cloudProvider "kwok" }}
 {{- with include "cluster-autoscaler.kwok.discovery" . }}
 - {{ printf "--node-group-auto-discovery=kwok:%s" . | quote }}
@@ -258,4 +265,16 @@ groups: prometheusAlerts.disabled left out, prometheusAlerts.labels added.
   {{- end }}
   rules:
     {{- toYaml $rules | nindent 4 }}
+{{- end -}}
+
+{{/* The Secret holding the AWS access key: secretKeyRefNameOverride, else the chart's own (rendered from
+awsAccessKeyID and awsSecretAccessKey). Empty: no key; the SDK's credential chain finds one. */}}
+{{- define "cluster-autoscaler.awsSecret" -}}
+{{- if eq (toString .Values.cloudProvider) "aws" -}}
+{{- if .Values.secretKeyRefNameOverride -}}
+{{ .Values.secretKeyRefNameOverride }}
+{{- else if .Values.awsAccessKeyID -}}
+{{ include "cluster-autoscaler.fullname" . }}-aws
+{{- end -}}
+{{- end -}}
 {{- end -}}

@@ -8,16 +8,13 @@ lists them.
 
 {{/* The providers this build has. */}}
 {{- define "cluster-autoscaler.providers" -}}
-{{- list "kwok" "externalgrpc" "clusterapi" | toJson -}}
+{{- list "kwok" "externalgrpc" "clusterapi" "aws" | toJson -}}
 {{- end -}}
 
 {{/* Upstream's default of each cloud-provider key of upstream's chart for a provider this build does not have
 (a list: the defaults of different versions). A key whose value differs stops the render. */}}
 {{- define "cluster-autoscaler.foreignProviderDefaults" -}}
 {{- dict
-  "awsRegion" "us-east-1"
-  "awsAccessKeyID" ""
-  "awsSecretAccessKey" ""
   "azureClientID" ""
   "azureClientSecret" ""
   "azureResourceGroup" ""
@@ -63,8 +60,11 @@ lists them.
 {{- if $v.autoscalingGroupsnamePrefix -}}
 {{- fail (printf "autoscalingGroupsnamePrefix: GCE's managed instance group discovery; the gce cloud provider is not in this build (it has %s)" (join ", " $providers)) -}}
 {{- end -}}
-{{- if $v.secretKeyRefNameOverride -}}
-{{- fail "secretKeyRefNameOverride: names the Secret of the aws, azure, civo and exoscale credentials; none of those cloud providers is in this build (pass your own Secret's keys with extraEnvSecrets or envFromSecret)" -}}
+{{- if and $v.secretKeyRefNameOverride (ne (toString $v.cloudProvider) "aws") -}}
+{{- fail "secretKeyRefNameOverride: names the Secret of the aws, azure, civo and exoscale credentials; of those cloud providers this build has only aws (pass your own Secret's keys with extraEnvSecrets or envFromSecret)" -}}
+{{- end -}}
+{{- if and (eq (toString $v.cloudProvider) "aws") (or $v.awsAccessKeyID $v.awsSecretAccessKey) (not (and $v.awsAccessKeyID $v.awsSecretAccessKey)) -}}
+{{- fail "awsAccessKeyID and awsSecretAccessKey go together: set both, or neither (and let the SDK's credential chain find IRSA, EKS Pod Identity or the instance profile)" -}}
 {{- end -}}
 {{- if and $v.kwokConfigMapName (ne (toString $v.kwokConfigMapName) "kwok-provider-config") (ne (toString $v.cloudProvider) "kwok") -}}
 {{- fail (printf "kwokConfigMapName %q: only the kwok cloud provider reads another name (KWOK_PROVIDER_CONFIGMAP); the external gRPC example server reads kwok-provider-config" (toString $v.kwokConfigMapName)) -}}

@@ -1,0 +1,184 @@
+package aws
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"k8s.io/klog/v2"
+)
+
+// launchTTL is how long the instance type of a launch template version or
+// launch configuration is kept ($Latest and $Default may move).
+const launchTTL = time.Minute
+
+// factCache keeps what AWS says of instance types and subnets (which do
+// not change) and, for launchTTL, of launch templates and configurations.
+type factCache struct {
+	mu      sync.Mutex
+	types   map[string]instanceType
+	subnets map[string]string // subnet id -> zone
+	launch  map[string]launchEntry
+}
+
+type launchEntry struct {
+	instanceType string
+	at           time.Time
+}
+
+func newFactCache() *factCache {
+	return &factCache{types: map[string]instanceType{}, subnets: map[string]string{}, launch: map[string]launchEntry{}}
+}
+
+func (c *factCache) subnetZone(id string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.subnets[id]
+}
+
+// loadSubnets reads the zones of the subnets not known yet, in one call.
+func (p *Provider) loadSubnets(ctx context.Context, ids []string) error {
+	c := p.facts
+	c.mu.Lock()
+	var missing []string
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if _, ok := c.subnets[id]; !ok && !seen[id] {
+			seen[id] = true
+			missing = append(missing, id)
+		}
+	}
+	c.mu.Unlock()
+	if len(missing) == 0 {
+		return nil
+	}
+	sort.Strings(missing)
+	pages := ec2.NewDescribeSubnetsPaginator(p.ec2, &ec2.DescribeSubnetsInput{SubnetIds: missing},
+		func(o *ec2.DescribeSubnetsPaginatorOptions) { o.StopOnDuplicateToken = true })
+	for n := 0; pages.HasMorePages(); n++ {
+		if n >= maxPages {
+			return badDescription("describing subnets: more than %d pages", maxPages)
+		}
+		out, err := pages.NextPage(ctx)
+		if err != nil {
+			return callError(fmt.Sprintf("describing subnets %v", missing), err, true)
+		}
+		c.mu.Lock()
+		for _, s := range out.Subnets {
+			if id, z := deref(s.SubnetId), deref(s.AvailabilityZone); id != "" && z != "" {
+				c.subnets[id] = z
+			}
+		}
+		c.mu.Unlock()
+	}
+	return nil
+}
+
+// instanceTypeFacts returns the facts of an instance type, read once.
+func (p *Provider) instanceTypeFacts(ctx context.Context, name string) (instanceType, error) {
+	c := p.facts
+	c.mu.Lock()
+	t, ok := c.types[name]
+	c.mu.Unlock()
+	if ok {
+		return t, nil
+	}
+	out, err := p.ec2.DescribeInstanceTypes(ctx, &ec2.DescribeInstanceTypesInput{InstanceTypes: []ec2types.InstanceType{ec2types.InstanceType(name)}})
+	if err != nil {
+		return instanceType{}, callError(fmt.Sprintf("describing instance type %q", name), err, true)
+	}
+	for _, info := range out.InstanceTypes {
+		if string(info.InstanceType) != name {
+			continue
+		}
+		t, err := describeInstanceType(info)
+		if err != nil {
+			return instanceType{}, err
+		}
+		c.mu.Lock()
+		c.types[name] = t
+		c.mu.Unlock()
+		return t, nil
+	}
+	return instanceType{}, fmt.Errorf("instance type %q: AWS does not describe it", name)
+}
+
+// launchInstanceType returns the instance type the group's launch template
+// version or launch configuration names.
+func (p *Provider) launchInstanceType(ctx context.Context, g *groupDesc) (string, error) {
+	switch {
+	case g.LaunchTemplate != nil:
+		return p.cachedLaunch(ctx, "lt:"+g.LaunchTemplate.String(), func() (string, error) {
+			return p.templateVersionType(ctx, *g.LaunchTemplate)
+		})
+	case g.LaunchConfiguration != "":
+		return p.cachedLaunch(ctx, "lc:"+g.LaunchConfiguration, func() (string, error) {
+			return p.configurationType(ctx, g.LaunchConfiguration)
+		})
+	}
+	return "", fmt.Errorf("the Auto Scaling group %q has neither a launch template nor a launch configuration", g.Name)
+}
+
+func (p *Provider) cachedLaunch(ctx context.Context, key string, read func() (string, error)) (string, error) {
+	now := p.clock.Now()
+	c := p.facts
+	c.mu.Lock()
+	e, ok := c.launch[key]
+	c.mu.Unlock()
+	if ok && now.Sub(e.at) < launchTTL {
+		return e.instanceType, nil
+	}
+	t, err := read()
+	if err != nil {
+		return "", err
+	}
+	c.mu.Lock()
+	c.launch[key] = launchEntry{instanceType: t, at: now}
+	c.mu.Unlock()
+	klog.FromContext(ctx).V(4).Info("Read the instance type of a launch specification", "launch", key, "instanceType", t)
+	return t, nil
+}
+
+func (p *Provider) templateVersionType(ctx context.Context, ref launchTemplateRef) (string, error) {
+	in := &ec2.DescribeLaunchTemplateVersionsInput{Versions: []string{ref.version()}}
+	if ref.ID != "" {
+		in.LaunchTemplateId = aws.String(ref.ID)
+	} else {
+		in.LaunchTemplateName = aws.String(ref.Name)
+	}
+	if v := ref.version(); v != "$Default" && v != "$Latest" {
+		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 1 {
+			return "", fmt.Errorf("launch template %s: version %q is not $Default, $Latest or a number", ref, v)
+		}
+	}
+	out, err := p.ec2.DescribeLaunchTemplateVersions(ctx, in)
+	if err != nil {
+		return "", callError(fmt.Sprintf("describing launch template %s", ref), err, true)
+	}
+	for _, v := range out.LaunchTemplateVersions {
+		if v.LaunchTemplateData != nil && v.LaunchTemplateData.InstanceType != "" {
+			return string(v.LaunchTemplateData.InstanceType), nil
+		}
+	}
+	return "", fmt.Errorf("launch template %s names no instance type", ref)
+}
+
+func (p *Provider) configurationType(ctx context.Context, name string) (string, error) {
+	out, err := p.asg.DescribeLaunchConfigurations(ctx, &autoscaling.DescribeLaunchConfigurationsInput{LaunchConfigurationNames: []string{name}})
+	if err != nil {
+		return "", callError(fmt.Sprintf("describing launch configuration %q", name), err, true)
+	}
+	for _, lc := range out.LaunchConfigurations {
+		if deref(lc.LaunchConfigurationName) == name && deref(lc.InstanceType) != "" {
+			return deref(lc.InstanceType), nil
+		}
+	}
+	return "", fmt.Errorf("launch configuration %q: AWS does not describe it with an instance type", name)
+}

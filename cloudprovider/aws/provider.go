@@ -1,0 +1,279 @@
+package aws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"sync"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+)
+
+// Name is the --cloud-provider value of this provider.
+const Name = "aws"
+
+// DefaultListInterval is how often the group list is read again (by
+// --nodes names and auto-discovery tags); the groups' state is read on
+// every Refresh.
+const DefaultListInterval = time.Minute
+
+// availableGPUTypes are GPU types named as gpuType names them, for the
+// GPU metrics; others are reported as they come.
+var availableGPUTypes = []string{"nvidia-t4", "nvidia-a10g", "nvidia-l4", "nvidia-l40s", "nvidia-a100", "nvidia-h100",
+	"nvidia-h200", "nvidia-v100", "nvidia-k80", "nvidia-m60", "amd-radeon-pro-v520"}
+
+// Provider is the AWS CloudProvider.
+type Provider struct {
+	asg       AutoScalingAPI
+	ec2       EC2API
+	region    string
+	explicit  []explicitGroup
+	discover  []tagDiscoverer
+	limiter   *cloudprovider.ResourceLimiter
+	clock     clock.PassiveClock
+	listEvery time.Duration
+
+	// refreshMu serialises Refresh.
+	refreshMu sync.Mutex
+	names     []string // the group list, as last read
+	listedAt  time.Time
+
+	// facts caches what does not change: instance types, subnet zones.
+	facts *factCache
+
+	mu    sync.Mutex
+	state *snapshot
+	// increased is, by group, when this process last raised its desired
+	// capacity: a failed scaling activity older than that says nothing of
+	// the capacity asked since.
+	increased map[string]time.Time
+}
+
+var _ cloudprovider.CloudProvider = (*Provider)(nil)
+
+// Option configures a Provider.
+type Option func(*Provider)
+
+// WithResourceLimiter sets the cluster-wide resource limits.
+func WithResourceLimiter(l *cloudprovider.ResourceLimiter) Option {
+	return func(p *Provider) {
+		if l != nil {
+			p.limiter = l
+		}
+	}
+}
+
+// WithClock sets the clock (group list interval, activity times).
+func WithClock(c clock.PassiveClock) Option { return func(p *Provider) { p.clock = c } }
+
+// WithListInterval sets how often the group list is read again.
+func WithListInterval(d time.Duration) Option { return func(p *Provider) { p.listEvery = d } }
+
+// Build is the cloudprovider.Builder of the AWS provider.
+func Build(ctx context.Context, opts cloudprovider.BuildOptions) (cloudprovider.CloudProvider, error) {
+	explicit, err := parseNodeGroups(opts.Options.NodeGroups)
+	if err != nil {
+		return nil, err
+	}
+	discover, err := parseDiscoverers(opts.Options.NodeGroupAutoDiscovery)
+	if err != nil {
+		return nil, err
+	}
+	if len(explicit) == 0 && len(discover) == 0 {
+		klog.FromContext(ctx).Info("WARNING: the aws provider has no node groups: give --nodes=<min>:<max>:<asg-name> or --node-group-auto-discovery=asg:tag=<key>[=<value>],...")
+	}
+	if opts.Options.CloudConfig != "" {
+		klog.FromContext(ctx).Info("Ignoring --cloud-config: the aws provider takes its settings from the AWS SDK's environment and shared config", "cloudConfig", opts.Options.CloudConfig)
+	}
+	cfg, err := loadConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	asgClient, ec2Client := newClients(cfg)
+	klog.FromContext(ctx).Info("AWS provider", "region", cfg.Region, "nodeGroups", len(explicit), "autoDiscovery", opts.Options.NodeGroupAutoDiscovery)
+	p := New(asgClient, ec2Client, cfg.Region, explicit, discover, WithResourceLimiter(opts.ResourceLimiter))
+	return p, nil
+}
+
+// New returns a provider calling through asg and ec2 clients. It reads
+// nothing until the first Refresh.
+func New(asg AutoScalingAPI, ec2 EC2API, region string, explicit []explicitGroup, discover []tagDiscoverer, opts ...Option) *Provider {
+	p := &Provider{asg: asg, ec2: ec2, region: region, explicit: explicit, discover: discover,
+		limiter: cloudprovider.NewResourceLimiter(nil, nil), clock: clock.RealClock{}, listEvery: DefaultListInterval,
+		facts: newFactCache(), state: &snapshot{groups: map[string]*NodeGroup{}, byInstance: map[string]*NodeGroup{}},
+		increased: map[string]time.Time{}}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+// Name implements cloudprovider.CloudProvider.
+func (p *Provider) Name() string { return Name }
+
+func (p *Provider) current() *snapshot {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.state
+}
+
+// Refresh implements cloudprovider.CloudProvider: it reads the group list
+// again when DefaultListInterval has passed, then the state of every group
+// (batched, paginated) and the latest scaling activity of the groups whose
+// desired capacity is not all launched. On error the previous state stays
+// and the error (ErrTransient when throttled) aborts the loop.
+func (p *Provider) Refresh(ctx context.Context) error {
+	p.refreshMu.Lock()
+	defer p.refreshMu.Unlock()
+	now := p.clock.Now()
+	names := p.names
+	if p.names == nil || now.Sub(p.listedAt) >= p.listEvery {
+		var err error
+		if names, err = p.listGroups(ctx); err != nil {
+			return err
+		}
+		p.names, p.listedAt = names, now
+	}
+	descs, err := p.describeGroups(ctx, names)
+	if err != nil {
+		return err
+	}
+	snap, err := p.buildSnapshot(ctx, descs)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.state = snap
+	p.mu.Unlock()
+	return nil
+}
+
+// Cleanup implements cloudprovider.CloudProvider.
+func (p *Provider) Cleanup(context.Context) error { return nil }
+
+// NodeGroups implements cloudprovider.CloudProvider.
+func (p *Provider) NodeGroups(context.Context) ([]cloudprovider.NodeGroup, error) {
+	s := p.current()
+	out := make([]cloudprovider.NodeGroup, 0, len(s.order))
+	for _, name := range s.order {
+		out = append(out, s.groups[name])
+	}
+	return out, nil
+}
+
+// NodeGroupForNode implements cloudprovider.CloudProvider: the group that
+// listed the node's instance (or placeholder) at the last Refresh; nil for
+// an instance of no managed group.
+func (p *Provider) NodeGroupForNode(_ context.Context, node *apiv1.Node) (cloudprovider.NodeGroup, error) {
+	id, ok := instanceIDOf(node)
+	if !ok {
+		return nil, nil
+	}
+	if g := p.current().byInstance[id]; g != nil {
+		return g, nil
+	}
+	return nil, nil
+}
+
+// HasInstance implements cloudprovider.CloudProvider: an instance a managed
+// group lists exists; of any other the provider knows nothing, and the
+// caller judges by the deletion taint.
+func (p *Provider) HasInstance(_ context.Context, node *apiv1.Node) (bool, error) {
+	id, ok := instanceIDOf(node)
+	if ok && p.current().byInstance[id] != nil {
+		return true, nil
+	}
+	return false, cloudprovider.ErrNotImplemented
+}
+
+// Pricing implements cloudprovider.CloudProvider: not provided.
+func (p *Provider) Pricing(context.Context) (cloudprovider.PricingModel, error) {
+	return nil, cloudprovider.ErrNotImplemented
+}
+
+// GetResourceLimiter implements cloudprovider.CloudProvider.
+func (p *Provider) GetResourceLimiter(context.Context) (*cloudprovider.ResourceLimiter, error) {
+	return p.limiter, nil
+}
+
+// GPULabel implements cloudprovider.CloudProvider.
+func (p *Provider) GPULabel() string { return GPULabel }
+
+// GetAvailableGPUTypes implements cloudprovider.CloudProvider.
+func (p *Provider) GetAvailableGPUTypes(context.Context) map[string]struct{} {
+	out := make(map[string]struct{}, len(availableGPUTypes))
+	for _, t := range availableGPUTypes {
+		out[t] = struct{}{}
+	}
+	return out
+}
+
+// GetNodeGpuConfig implements cloudprovider.CloudProvider from the GPU label.
+func (p *Provider) GetNodeGpuConfig(_ context.Context, node *apiv1.Node) *cloudprovider.GpuConfig {
+	t, ok := node.Labels[GPULabel]
+	if !ok {
+		return nil
+	}
+	res := gpuResource
+	if _, amd := node.Status.Capacity[amdGPUResource]; amd {
+		res = amdGPUResource
+	}
+	return &cloudprovider.GpuConfig{Label: GPULabel, Type: t, ExtendedResourceName: res}
+}
+
+// providerIDPrefix starts every provider ID: aws:///<zone>/<instance-id>.
+const providerIDPrefix = "aws:///"
+
+// providerID is the provider ID of an instance.
+func providerID(zone, id string) string { return providerIDPrefix + zone + "/" + id }
+
+// instanceIDOf returns the instance id in a node's provider ID
+// (aws:///<zone>/<id>, or aws://<zone>/<id>).
+func instanceIDOf(node *apiv1.Node) (string, bool) {
+	pid := node.Spec.ProviderID
+	if !strings.HasPrefix(pid, "aws://") {
+		return "", false
+	}
+	i := strings.LastIndex(pid, "/")
+	id := pid[i+1:]
+	if id == "" {
+		return "", false
+	}
+	return id, true
+}
+
+// placeholderPrefix starts the ids of placeholder instances.
+const placeholderPrefix = "i-placeholder-"
+
+// placeholderID names the n-th placeholder of a group: the group's name
+// made safe for a node name, with a hash of the real one so that names
+// differing only in unsafe characters stay apart.
+func placeholderID(group string, n int) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(group))
+	var b strings.Builder
+	for _, r := range strings.ToLower(group) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	safe := b.String()
+	if len(safe) > 100 {
+		safe = safe[:100]
+	}
+	return fmt.Sprintf("%s%s-%08x-%d", placeholderPrefix, safe, h.Sum32(), n)
+}
+
+func isPlaceholder(id string) bool { return strings.HasPrefix(id, placeholderPrefix) }
+
+// errGroupGone is the error of a call on a group that is no longer listed.
+var errGroupGone = errors.New("the Auto Scaling group is not listed any more")

@@ -1,0 +1,270 @@
+package aws
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
+	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
+	"k8s.io/klog/v2"
+
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+)
+
+// describeBatch is how many groups one DescribeAutoScalingGroups names.
+const describeBatch = 50
+
+// describePage is the MaxRecords of a DescribeAutoScalingGroups call.
+const describePage = 100
+
+// maxPages bounds the pages of one paginated call: a server that keeps
+// sending new tokens is not followed for ever.
+const maxPages = 1000
+
+func stopOnDuplicateToken(o *autoscaling.DescribeAutoScalingGroupsPaginatorOptions) {
+	o.StopOnDuplicateToken = true
+}
+
+// activityRecords is how many scaling activities are read for a group.
+const activityRecords = 5
+
+// activitySlack is how much earlier than this process's last increase a
+// failed activity may have started and still be taken for its failure:
+// AWS stamps activities to the second, and on its own clock.
+const activitySlack = 2 * time.Second
+
+// snapshot is the state of the groups read by one Refresh.
+type snapshot struct {
+	order      []string
+	groups     map[string]*NodeGroup
+	byInstance map[string]*NodeGroup // instance or placeholder id -> group
+}
+
+// listGroups reads the group list: the --nodes names and the groups every
+// discoverer's tags select.
+func (p *Provider) listGroups(ctx context.Context) ([]string, error) {
+	set := map[string]bool{}
+	for _, e := range p.explicit {
+		set[e.Name] = true
+	}
+	for _, d := range p.discover {
+		in := &autoscaling.DescribeAutoScalingGroupsInput{Filters: d.filters(), MaxRecords: aws.Int32(describePage)}
+		pages := autoscaling.NewDescribeAutoScalingGroupsPaginator(p.asg, in, stopOnDuplicateToken)
+		for n := 0; pages.HasMorePages(); n++ {
+			if n >= maxPages {
+				return nil, badDescription("discovering Auto Scaling groups: more than %d pages", maxPages)
+			}
+			out, err := pages.NextPage(ctx)
+			if err != nil {
+				return nil, callError("discovering Auto Scaling groups by tags", err, true)
+			}
+			for _, a := range out.AutoScalingGroups {
+				g, err := describeGroup(a)
+				if err != nil {
+					klog.FromContext(ctx).Error(err, "Leaving out an Auto Scaling group AWS described badly")
+					continue
+				}
+				if d.matches(g.Tags) {
+					set[g.Name] = true
+				}
+			}
+		}
+	}
+	names := make([]string, 0, len(set))
+	for n := range set {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	klog.FromContext(ctx).V(2).Info("Read the list of Auto Scaling groups", "groups", len(names))
+	return names, nil
+}
+
+// describeGroups reads the named groups, describeBatch names per call,
+// every page of each. Groups AWS does not know are left out (with a log).
+func (p *Provider) describeGroups(ctx context.Context, names []string) (map[string]groupDesc, error) {
+	out := make(map[string]groupDesc, len(names))
+	for start := 0; start < len(names); start += describeBatch {
+		batch := names[start:min(start+describeBatch, len(names))]
+		in := &autoscaling.DescribeAutoScalingGroupsInput{AutoScalingGroupNames: batch, MaxRecords: aws.Int32(describePage)}
+		pages := autoscaling.NewDescribeAutoScalingGroupsPaginator(p.asg, in, stopOnDuplicateToken)
+		for n := 0; pages.HasMorePages(); n++ {
+			if n >= maxPages {
+				return nil, badDescription("describing Auto Scaling groups: more than %d pages", maxPages)
+			}
+			page, err := pages.NextPage(ctx)
+			if err != nil {
+				return nil, callError(fmt.Sprintf("describing %d Auto Scaling groups", len(batch)), err, true)
+			}
+			p.addDescriptions(ctx, out, page.AutoScalingGroups)
+		}
+	}
+	for _, n := range names {
+		if _, ok := out[n]; !ok {
+			klog.FromContext(ctx).Error(nil, "Auto Scaling group not found; left out", "nodeGroup", n)
+		}
+	}
+	return out, nil
+}
+
+func (p *Provider) addDescriptions(ctx context.Context, out map[string]groupDesc, groups []astypes.AutoScalingGroup) {
+	for _, a := range groups {
+		g, err := describeGroup(a)
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Leaving out an Auto Scaling group AWS described badly")
+			continue
+		}
+		out[g.Name] = g
+	}
+}
+
+// describeOne reads one group afresh (before a change to it).
+func (p *Provider) describeOne(ctx context.Context, name string) (groupDesc, error) {
+	descs, err := p.describeGroups(ctx, []string{name})
+	if err != nil {
+		return groupDesc{}, err
+	}
+	g, ok := descs[name]
+	if !ok {
+		return groupDesc{}, fmt.Errorf("group %q: %w", name, errGroupGone)
+	}
+	return g, nil
+}
+
+// buildSnapshot makes the node groups of descs: bounds from --nodes where
+// given, placeholders for capacity not launched, with the failure of the
+// latest scaling activity when it failed after the last increase.
+func (p *Provider) buildSnapshot(ctx context.Context, descs map[string]groupDesc) (*snapshot, error) {
+	bounds := map[string]explicitGroup{}
+	for _, e := range p.explicit {
+		bounds[e.Name] = e
+	}
+	s := &snapshot{groups: map[string]*NodeGroup{}, byInstance: map[string]*NodeGroup{}}
+	names := make([]string, 0, len(descs))
+	for n := range descs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var subnets []string
+	for _, d := range descs {
+		subnets = append(subnets, d.Subnets...)
+	}
+	if err := p.loadSubnets(ctx, subnets); err != nil {
+		// Placeholders and templates fall back to the groups' zones.
+		klog.FromContext(ctx).Error(err, "Reading the zones of the Auto Scaling groups' subnets")
+	}
+	for _, n := range names {
+		d := descs[n]
+		min, max := d.Min, d.Max
+		if e, ok := bounds[n]; ok {
+			min, max = effectiveBounds(ctx, e, d)
+			if min > max {
+				continue
+			}
+		}
+		g := &NodeGroup{p: p, desc: d, min: min, max: max}
+		if d.Desired > d.live() {
+			failure, err := p.latestFailure(ctx, n)
+			if err != nil {
+				return nil, err
+			}
+			g.failure = failure
+		}
+		g.instances = g.buildInstances()
+		s.order = append(s.order, n)
+		s.groups[n] = g
+		for _, in := range g.instances {
+			s.byInstance[lastSegment(in.Id)] = g
+		}
+	}
+	return s, nil
+}
+
+// effectiveBounds intersects the --nodes bounds with the group's own: AWS
+// refuses a desired capacity outside the group's.
+func effectiveBounds(ctx context.Context, e explicitGroup, d groupDesc) (int, int) {
+	lo, hi := max(e.Min, d.Min), min(e.Max, d.Max)
+	if lo != e.Min || hi != e.Max {
+		klog.FromContext(ctx).V(2).Info("--nodes bounds narrowed to the Auto Scaling group's", "nodeGroup", e.Name,
+			"flagMin", e.Min, "flagMax", e.Max, "asgMin", d.Min, "asgMax", d.Max)
+	}
+	if lo > hi {
+		klog.FromContext(ctx).Error(nil, "--nodes bounds do not meet the Auto Scaling group's; group left out", "nodeGroup", e.Name,
+			"flagMin", e.Min, "flagMax", e.Max, "asgMin", d.Min, "asgMax", d.Max)
+	}
+	return lo, hi
+}
+
+// latestFailure reads the group's latest scaling activity and returns its
+// failure when it failed and started no earlier than this process's last
+// increase of the group.
+func (p *Provider) latestFailure(ctx context.Context, name string) (*launchFailure, error) {
+	out, err := p.asg.DescribeScalingActivities(ctx, &autoscaling.DescribeScalingActivitiesInput{
+		AutoScalingGroupName: aws.String(name), MaxRecords: aws.Int32(activityRecords)})
+	if err != nil {
+		return nil, callError(fmt.Sprintf("reading the scaling activities of Auto Scaling group %q", name), err, true)
+	}
+	var latest *astypes.Activity
+	for i := range out.Activities {
+		a := &out.Activities[i]
+		if latest == nil || deref(a.StartTime).After(deref(latest.StartTime)) {
+			latest = a
+		}
+	}
+	if latest == nil || latest.StatusCode != astypes.ScalingActivityStatusCodeFailed {
+		return nil, nil
+	}
+	p.mu.Lock()
+	since := p.increased[name]
+	p.mu.Unlock()
+	// AWS stamps activities to the second, on its own clock.
+	if !since.IsZero() && deref(latest.StartTime).Before(since.Add(-activitySlack)) {
+		return nil, nil
+	}
+	f := classifyLaunchFailure(deref(latest.StatusMessage) + " " + deref(latest.Description))
+	f.Message = deref(latest.StatusMessage)
+	return &f, nil
+}
+
+// noteIncrease records when the group's desired capacity was raised.
+func (p *Provider) noteIncrease(name string, at time.Time) {
+	p.mu.Lock()
+	p.increased[name] = at
+	p.mu.Unlock()
+}
+
+// buildInstances lists the group's instances and its placeholders.
+func (g *NodeGroup) buildInstances() []cloudprovider.Instance {
+	d := &g.desc
+	out := make([]cloudprovider.Instance, 0, max(d.Desired, len(d.Instances)))
+	for _, in := range d.Instances {
+		st := &cloudprovider.InstanceStatus{State: cloudprovider.InstanceRunning}
+		switch {
+		case in.terminating():
+			st.State = cloudprovider.InstanceDeleting
+		case in.pending():
+			st.State = cloudprovider.InstanceCreating
+		}
+		out = append(out, cloudprovider.Instance{Id: providerID(in.Zone, in.ID), Status: st})
+	}
+	zone := d.defaultZone(g.p.facts.subnetZone)
+	for n := 0; n < d.Desired-d.live(); n++ {
+		st := &cloudprovider.InstanceStatus{State: cloudprovider.InstanceCreating}
+		if f := g.failure; f != nil {
+			st.ErrorInfo = &cloudprovider.InstanceErrorInfo{ErrorClass: f.Class, ErrorCode: f.Code, ErrorMessage: f.Message}
+		}
+		out = append(out, cloudprovider.Instance{Id: providerID(zone, placeholderID(d.Name, n)), Status: st})
+	}
+	return out
+}
+
+func lastSegment(id string) string {
+	for i := len(id) - 1; i >= 0; i-- {
+		if id[i] == '/' {
+			return id[i+1:]
+		}
+	}
+	return id
+}
