@@ -3,6 +3,7 @@ package scaledown
 import (
 	"context"
 	"math"
+	"sort"
 	"sync"
 	"time"
 
@@ -12,18 +13,22 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/simulator/drain"
 )
 
-// simulate runs the removal simulation over the eligible candidates in
-// upstream's order and within its limits, and returns the unneeded ones and
-// the names of those it left out. Empty nodes come first (cheap, never
-// limited), then the nodes unneeded in the previous loop, then the others.
-// Of the others, at most --scale-down-non-empty-candidates-count non-empty
-// nodes are found unneeded in all (previous candidates included), drawn from
-// a pool of max(ceil(nodes x --scale-down-candidates-pool-ratio),
-// --scale-down-candidates-pool-min-count) nodes; a non-positive count lifts
-// both limits. A node the simulation found unremovable is not simulated
-// again for --unremovable-node-recheck-timeout (reason RecentlyUnremovable),
-// and once --scale-down-simulation-timeout has passed the rest are left out.
-// Nodes left out are neither unneeded nor unremovable in this plan.
+// simulate runs the removal simulation over the eligible candidates and
+// returns the unneeded ones and the names of those it left out. Empty nodes
+// come first (cheap, never limited), then the nodes unneeded in the previous
+// loop (all of them: each must be found unneeded again in the loop that may
+// remove it), then the others in rotation: the loop draws them in name
+// order starting after the last one the previous loop drew, wrapping
+// around, and stops after a pool of max(ceil(nodes x
+// --scale-down-candidates-pool-ratio), --scale-down-candidates-pool-min-count)
+// nodes or once --scale-down-non-empty-candidates-count of them were found
+// unneeded; a non-positive count lifts both limits. A node left out this
+// loop is drawn in a later one, so with every node removable all of them
+// are unneeded within ceil(others / min(pool, count)) loops. A node the
+// simulation found unremovable is not simulated again for
+// --unremovable-node-recheck-timeout (reason RecentlyUnremovable), and once
+// --scale-down-simulation-timeout has passed the rest are left out. Nodes
+// left out are neither unneeded nor unremovable in this plan.
 func (p *Planner) simulate(ctx context.Context, plan *Plan, eligible []*Candidate, podsOf map[*Candidate][]*apiv1.Pod,
 	in Input, pdbs *drain.PDBs, removed map[string]bool, total int) (unneeded []*Candidate, skipped []string) {
 	logger := klog.FromContext(ctx)
@@ -39,9 +44,10 @@ func (p *Planner) simulate(ctx context.Context, plan *Plan, eligible []*Candidat
 			others = append(others, c)
 		}
 	}
+	others = rotate(others, p.cursor)
 	limit, pool := p.candidateLimits(total)
 	deadline := p.clock.Now().Add(p.opts.ScaleDownSimulationTimeout)
-	nonEmpty, drawn, timedOut := 0, 0, false
+	found, drawn, timedOut := 0, 0, false
 	for i, c := range append(append(empty, previous...), others...) {
 		name := c.Node.Name
 		if !timedOut && !p.clock.Now().Before(deadline) {
@@ -49,20 +55,19 @@ func (p *Planner) simulate(ctx context.Context, plan *Plan, eligible []*Candidat
 			logger.Info("Scale-down simulation out of time; the other nodes wait for a later loop",
 				"simulationTimeout", p.opts.ScaleDownSimulationTimeout, "skipped", len(eligible)-i)
 		}
-		if timedOut {
+		isOther := i >= len(empty)+len(previous)
+		if timedOut || (isOther && (found >= limit || drawn >= pool)) {
 			skipped = append(skipped, name)
 			continue
+		}
+		if isOther {
+			// The next loop starts after this node, whatever comes of it.
+			p.cursor = name
 		}
 		if r, ok := p.recheck[name]; ok {
 			plan.Unremovable[name] = ReasonRecentlyUnremovable
 			logger.V(4).Info("Node found unremovable recently; not simulated again yet", "node", name,
 				"reason", r.reason, "recheckAt", r.until)
-			continue
-		}
-		isEmpty := i < len(empty)
-		isOther := i >= len(empty)+len(previous)
-		if isOther && (nonEmpty >= limit || drawn >= pool) {
-			skipped = append(skipped, name)
 			continue
 		}
 		if isOther {
@@ -77,20 +82,28 @@ func (p *Planner) simulate(ctx context.Context, plan *Plan, eligible []*Candidat
 		}
 		removed[name] = true
 		unneeded = append(unneeded, c)
-		if !isEmpty {
-			nonEmpty++
+		if isOther {
+			found++
 		}
 	}
 	if len(skipped) > 0 {
 		logger.V(2).Info("Nodes left out of this loop's scale-down simulation", "count", len(skipped),
-			"nonEmptyCandidatesCount", p.opts.ScaleDownNonEmptyCandidatesCount, "pool", pool)
+			"nonEmptyCandidatesCount", p.opts.ScaleDownNonEmptyCandidatesCount, "pool", pool,
+			"newCandidates", found, "nextLoopStartsAfter", p.cursor)
 	}
 	return unneeded, skipped
 }
 
-// candidateLimits returns how many non-empty nodes may be found unneeded
-// and how many nodes that were not candidates may be simulated, for a
-// cluster of total nodes.
+// rotate returns the candidates (in name order) starting with the first
+// whose name sorts after cursor, the ones before it moved to the end.
+func rotate(cs []*Candidate, cursor string) []*Candidate {
+	i := sort.Search(len(cs), func(i int) bool { return cs[i].Node.Name > cursor })
+	return append(append(make([]*Candidate, 0, len(cs)), cs[i:]...), cs[:i]...)
+}
+
+// candidateLimits returns how many non-empty nodes that were not unneeded
+// in the previous loop may be found unneeded, and how many of them may be
+// simulated, in one loop of a cluster of total nodes.
 func (p *Planner) candidateLimits(total int) (limit, pool int) {
 	if p.opts.ScaleDownNonEmptyCandidatesCount <= 0 {
 		return math.MaxInt, math.MaxInt

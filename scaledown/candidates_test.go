@@ -66,9 +66,10 @@ func counts(plan *Plan, prefix string) (unneeded, unremovable int) {
 	return unneeded, unremovable
 }
 
-// --scale-down-non-empty-candidates-count caps the non-empty nodes found
-// unneeded, --scale-down-candidates-pool-* the non-candidates simulated;
-// empty nodes are never limited, and the previous candidates come first.
+// --scale-down-non-empty-candidates-count caps the non-empty nodes newly
+// found unneeded per loop, --scale-down-candidates-pool-* the non-candidates
+// simulated per loop; empty nodes are never limited, and the previous
+// candidates come first and are all checked again.
 func TestCandidateLimits(t *testing.T) {
 	for _, tc := range []struct {
 		name                    string
@@ -77,7 +78,7 @@ func TestCandidateLimits(t *testing.T) {
 		wantBusy, wantBusyAfter int
 	}{
 		{"defaults: 30 of 20 nodes, pool max(2, 50)", 30, 50, 0.1, 20, 20},
-		{"count 3", 3, 50, 0.1, 3, 3},
+		{"count 3", 3, 50, 0.1, 3, 6},
 		{"pool of 4 (ratio 0.1 of 24 rounds up to 3, min 4)", 30, 4, 0.1, 4, 8},
 		{"count 0 lifts the limits", 0, 1, 0, 20, 20},
 	} {
@@ -97,7 +98,7 @@ func TestCandidateLimits(t *testing.T) {
 				busyUnremovable, len(plan.Unremovable))
 		}
 		// Next loop: the candidates stay (their timers run on), more come
-		// from the pool while the count allows.
+		// from the pool, as many as the count allows.
 		first := names(plan.Unneeded)
 		plan = f.plan(t, t0.Add(10*time.Second))
 		if busy, _ := counts(plan, "busy"); busy != tc.wantBusyAfter {

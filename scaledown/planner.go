@@ -113,6 +113,9 @@ type Planner struct {
 	// requests remembers each pod's requests from one loop to the next
 	// (utilisation is computed for every node in every loop).
 	requests framework.PodMemo[framework.Request]
+	// cursor is the name of the last node the simulation drew as a new
+	// drain candidate; the next loop goes on after it (candidates.go).
+	cursor string
 }
 
 type recheckEntry struct {
@@ -205,7 +208,7 @@ func (p *Planner) Update(ctx context.Context, in Input) *Plan {
 		p.skipped.update(skipped, in.Now)
 	}
 	plan.Unneeded = unneeded
-	p.timers(ctx, plan, in)
+	p.timers(ctx, plan, in, skipped)
 	return plan
 }
 
@@ -323,9 +326,17 @@ func (p *Planner) isGPUNode(n *apiv1.Node) bool {
 
 // timers sets when each unneeded node became unneeded (the earlier of the
 // planner's memory and its candidate taint), taints new ones and untaints
-// nodes needed again, and picks the removable ones.
-func (p *Planner) timers(ctx context.Context, plan *Plan, in Input) {
+// nodes needed again, and picks the removable ones. A node unneeded before
+// and left out of this loop's simulation (skipped) keeps its timer and its
+// taint, but is not removable in this loop: it was not checked again.
+func (p *Planner) timers(ctx context.Context, plan *Plan, in Input, skipped []string) {
 	soft := p.taints.SoftEnabled()
+	keep := map[string]bool{}
+	for _, name := range skipped {
+		if _, known := p.since[name]; known {
+			keep[name] = true
+		}
+	}
 	unneeded := map[string]bool{}
 	var toTaint []*Candidate
 	for _, c := range plan.Unneeded {
@@ -353,7 +364,7 @@ func (p *Planner) timers(ctx context.Context, plan *Plan, in Input) {
 		c.Since = since
 	}
 	for name := range p.since {
-		if !unneeded[name] {
+		if !unneeded[name] && !keep[name] {
 			delete(p.since, name)
 		}
 	}
@@ -362,7 +373,7 @@ func (p *Planner) timers(ctx context.Context, plan *Plan, in Input) {
 	// one goes (a taint of an earlier configuration is not trusted).
 	var stale []*apiv1.Node
 	for _, n := range in.Nodes {
-		if _, ok := taintTime(n, DeletionCandidateTaint); ok && (!soft || !unneeded[n.Name]) {
+		if _, ok := taintTime(n, DeletionCandidateTaint); ok && (!soft || !unneeded[n.Name] && !keep[n.Name]) {
 			stale = append(stale, n)
 		}
 	}
