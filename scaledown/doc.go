@@ -2,8 +2,9 @@
 // marks nodes unneeded (utilisation under the threshold and every pod
 // movable in the loop's simulation without breaking a PodDisruptionBudget,
 // per the drain rules; empty nodes first, then the previous candidates,
-// within upstream's candidate limits, recheck timeout and simulation time
-// budget, see candidates.go), keeps the time each became unneeded in memory and
+// then new ones drawn in rotation within upstream's candidate limits,
+// recheck timeout and simulation time budget, see candidates.go), keeps the
+// time each became unneeded in memory and
 // in its DeletionCandidate taint (so restarts do not reset the clock, unless
 // soft taints are off), and picks the removable ones within each group's
 // room above its min size, counting the removals in flight; a
