@@ -91,6 +91,8 @@ func (p *Planner) simulate(ctx context.Context, plan *Plan, eligible []*Candidat
 			"nonEmptyCandidatesCount", p.opts.ScaleDownNonEmptyCandidatesCount, "pool", pool,
 			"newCandidates", found, "nextLoopStartsAfter", p.cursor)
 	}
+	logger.V(4).Info("Scale-down simulation done", "unneeded", len(unneeded), "empty", len(empty),
+		"previous", len(previous), "newCandidates", found, "drawn", drawn, "leftOut", len(skipped))
 	return unneeded, skipped
 }
 
