@@ -40,9 +40,9 @@ type rotationFixture struct {
 	sess *countingSession
 }
 
-func newRotationFixture(t *testing.T, busy int, opts func(*config.Options)) *rotationFixture {
+func newRotationFixture(t *testing.T, nodes map[string]string, opts func(*config.Options)) *rotationFixture {
 	t.Helper()
-	f := newFixture(t, 0, manyNodes(0, busy), opts)
+	f := newFixture(t, 0, nodes, opts)
 	clk := clocktesting.NewFakePassiveClock(t0)
 	f.planner.clock = clk
 	return &rotationFixture{fixture: f, sess: &countingSession{session: f.sess, clk: clk}}
@@ -84,7 +84,7 @@ func TestCandidatesRotateUntilEveryRemovableNodeIsFound(t *testing.T) {
 		{name: "the first 10 blocked, pool 10", busy: 40, count: 30, poolMin: 10, blocked: 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newRotationFixture(t, tc.busy, func(o *config.Options) {
+			f := newRotationFixture(t, manyNodes(0, tc.busy), func(o *config.Options) {
 				o.ScaleDownNonEmptyCandidatesCount, o.ScaleDownCandidatesPoolMinCount = tc.count, tc.poolMin
 				o.ScaleDownCandidatesPoolRatio = 0.1 // ceil(busy x 0.1) <= poolMin in every case
 				o.UnremovableNodeRecheckTimeout = 0
@@ -135,7 +135,7 @@ func TestCandidatesRotateUntilEveryRemovableNodeIsFound(t *testing.T) {
 // simulation (here: the simulation time ran out) keeps its timer and its
 // candidate taint; it is not removable in the loop that left it out.
 func TestLeftOutCandidatesKeepTheirTimers(t *testing.T) {
-	f := newRotationFixture(t, 6, func(o *config.Options) { o.ScaleDownSimulationTimeout = 25 * time.Second })
+	f := newRotationFixture(t, manyNodes(0, 6), func(o *config.Options) { o.ScaleDownSimulationTimeout = 25 * time.Second })
 	f.sess.step = time.Second
 	if plan := f.plan(t, t0); len(plan.Unneeded) != 6 {
 		t.Fatalf("first loop: %d unneeded, want 6", len(plan.Unneeded))
@@ -181,7 +181,7 @@ func TestLeftOutCandidatesKeepTheirTimers(t *testing.T) {
 // any more, or it is busy again) drops out at once and its timer is gone:
 // when it is unneeded again, the timer starts anew.
 func TestCandidateThatBecameNeededDropsOut(t *testing.T) {
-	f := newRotationFixture(t, 12, func(o *config.Options) {
+	f := newRotationFixture(t, manyNodes(0, 12), func(o *config.Options) {
 		o.ScaleDownNonEmptyCandidatesCount, o.ScaleDownCandidatesPoolMinCount = 30, 4
 		o.UnremovableNodeRecheckTimeout = 0
 	})
@@ -227,5 +227,35 @@ func TestCandidateThatBecameNeededDropsOut(t *testing.T) {
 	}
 	if len(found) != 2 {
 		t.Errorf("unneeded again: %v, want busy-02 and busy-07", found)
+	}
+}
+
+// The shape of issue 31 with upstream's default limits (count 30, pool
+// max(ceil(1,000 x 0.1), 50) = 100): 1,000 non-empty nodes of which 400 cannot
+// be removed (with the default recheck timeout); the 600 others are all
+// unneeded within ceil(600/30)+1 loops.
+func TestRotationAtIssueScale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1,000 nodes")
+	}
+	const total, blocked, count = 1000, 400, 30
+	nodes := map[string]string{}
+	for i := 0; i < total; i++ {
+		nodes[fmt.Sprintf("busy-%04d", i)] = "1"
+	}
+	f := newRotationFixture(t, nodes, nil)
+	for i := 0; i < blocked; i++ {
+		// Spread over the name order: one node in two and a half.
+		f.sess.full[fmt.Sprintf("busy-%04d", i*5/2)] = true
+	}
+	removable := total - len(f.sess.full)
+	bound := (removable+count-1)/count + 1
+	loops, unneeded := 0, 0
+	for ; loops < bound && unneeded < removable; loops++ {
+		unneeded = len(f.plan(t, t0.Add(time.Duration(loops)*10*time.Second)).Unneeded)
+	}
+	t.Logf("%d of %d removable nodes unneeded after %d loops (bound %d)", unneeded, removable, loops, bound)
+	if unneeded != removable {
+		t.Errorf("%d of %d removable nodes unneeded after %d loops", unneeded, removable, bound)
 	}
 }
