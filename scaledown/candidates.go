@@ -28,7 +28,8 @@ import (
 // simulation found unremovable is not simulated again for
 // --unremovable-node-recheck-timeout (reason RecentlyUnremovable), and once
 // --scale-down-simulation-timeout has passed the rest are left out. Nodes
-// left out are neither unneeded nor unremovable in this plan.
+// left out are neither unneeded nor unremovable in this plan (one unneeded
+// before keeps its timer: see timers).
 func (p *Planner) simulate(ctx context.Context, plan *Plan, eligible []*Candidate, podsOf map[*Candidate][]*apiv1.Pod,
 	in Input, pdbs *drain.PDBs, removed map[string]bool, total int) (unneeded []*Candidate, skipped []string) {
 	logger := klog.FromContext(ctx)
