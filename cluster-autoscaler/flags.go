@@ -214,6 +214,8 @@ func (c *commandLine) registerScaleUp() {
 		"Inject, after the real pending pods, status.replicas pods of every ready CapacityBuffer's template into the scale-up (never created in the API), so that their room is kept free on running nodes; sets the Provisioning condition.")
 	c.fs.BoolVar(&c.opts.CapacityBufferPodDryRunEnabled, "capacity-buffer-pod-dry-run-enabled", c.opts.CapacityBufferPodDryRunEnabled,
 		"Shape each CapacityBuffer's pod by a server dry-run create (defaulting, LimitRanges, webhooks; nothing is stored), kept in a PodTemplate the buffer owns; needs permission to create pods. Acts only with --capacity-buffer-controller-enabled.")
+	c.ignoredBool("capacity-buffer-ready-replicas-enabled", false,
+		"Newer upstream knob: keep a readyReplicas count in each CapacityBuffer's status. Accepted, not acted on: this version's CapacityBuffer status has no readyReplicas field.")
 	c.fs.BoolVar(&c.opts.DebuggingSnapshotEnabled, "debugging-snapshot-enabled", c.opts.DebuggingSnapshotEnabled,
 		"Serve /snapshotz on --address: a GET waits for the next loop and answers its view of the cluster (nodes with their pods, each group's template node, the pending pods) as JSON.")
 }

@@ -39,9 +39,13 @@ func (c *commandLine) registerLogging() {
 	logsapi.AddFlags(c.logging, c.fs)
 	c.klogFlags = goflag.NewFlagSet("klog", goflag.ContinueOnError)
 	klog.InitFlags(c.klogFlags)
-	// Upstream logs everything to stderr from INFO up.
+	// As upstream's newest main: --stderrthreshold is honoured even with
+	// --logtostderr=true (klog's legacy behaviour ignored it there), and it
+	// starts at INFO, so that everything still reaches stderr unless the
+	// operator raises it (--stderrthreshold=ERROR then keeps only errors).
+	// pflag takes these values as the defaults --help and the FAQ show.
+	_ = c.klogFlags.Set("legacy_stderr_threshold_behavior", "false")
 	_ = c.klogFlags.Set("stderrthreshold", "INFO")
-	c.klogFlags.Lookup("stderrthreshold").DefValue = "INFO"
 	c.fs.AddGoFlagSet(c.klogFlags) // -v and --vmodule are component-base's, registered above
 	c.fs.Var(cliflag.NewMapStringBool(&c.featureGates), "feature-gates",
 		"Kubernetes feature gates as <gate>=true|false,... (Kubernetes' gates, which the scheduling simulation reads, and the logging gates); an unknown gate is an error.")

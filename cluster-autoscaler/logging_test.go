@@ -85,3 +85,38 @@ func TestJSONLogging(t *testing.T) {
 		t.Errorf("the text format is not klog's:\n%s", out)
 	}
 }
+
+// TestStderrThresholdIsHonoured: as upstream's newest main, everything goes
+// to stderr by default, and --stderrthreshold=ERROR keeps only the errors
+// even though --logtostderr is true (klog's legacy behaviour ignored it).
+func TestStderrThresholdIsHonoured(t *testing.T) {
+	c := newCommandLine()
+	for name, want := range map[string]string{"stderrthreshold": "0", "legacy-stderr-threshold-behavior": "false", "logtostderr": "true"} {
+		f := c.fs.Lookup(name)
+		if f == nil {
+			t.Fatalf("--%s is not registered", name)
+		}
+		if f.DefValue != want {
+			t.Errorf("--%s default = %q, want %q", name, f.DefValue, want)
+		}
+	}
+	stderrOf := func(args string) string {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperRun$")
+		cmd.Env = append(os.Environ(), "CA_TEST_RUN_ARGS="+args)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err == nil {
+			t.Fatalf("%s: the child exited 0, want 1 (unknown cloud provider)", args)
+		}
+		return stderr.String()
+	}
+	const base = "--cloud-provider=gce --address=127.0.0.1:0"
+	out := stderrOf(base)
+	if !strings.Contains(out, `"Starting cluster-autoscaler"`) || !strings.Contains(out, `"Autoscaler stopped"`) {
+		t.Errorf("by default the info and error lines go to stderr:\n%s", out)
+	}
+	out = stderrOf(base + " --stderrthreshold=ERROR")
+	if strings.Contains(out, `"Starting cluster-autoscaler"`) || !strings.Contains(out, `"Autoscaler stopped"`) {
+		t.Errorf("with --stderrthreshold=ERROR only the error line goes to stderr:\n%s", out)
+	}
+}

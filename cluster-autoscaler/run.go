@@ -67,7 +67,7 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 		return err
 	}
 	w.startBufferController()
-	cleanStaleTaints(ctx, w.listers.Nodes, w.provider, w.taints)
+	cleanStaleTaints(ctx, w.listers.Nodes, w.provider, w.taints, w.recorder)
 	w.logger.Info("Informer caches synced; starting the loop", "scanInterval", opts.ScanInterval)
 	health.StartMonitoring()
 	return runner.Run(w.loopCtx)

@@ -68,12 +68,13 @@ func maxGraceSec(opts config.Options) int {
 
 // cleanStaleTaints removes, once at start-up, the deletion taints a
 // previous run left on nodes of the managed groups (but on those the cloud
-// provider is deleting).
-func cleanStaleTaints(ctx context.Context, nodes corelisters.NodeLister, provider cloudprovider.CloudProvider, taints *scaledown.Taints) {
+// provider is deleting), with a ClusterAutoscalerCleanup event on each node.
+func cleanStaleTaints(ctx context.Context, nodes corelisters.NodeLister, provider cloudprovider.CloudProvider,
+	taints *scaledown.Taints, recorder record.EventRecorder) {
 	all, err := nodes.List(labels.Everything())
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Listing nodes to clean stale deletion taints")
 		return
 	}
-	taints.CleanUp(ctx, scaledown.LeftToBeDeleted(ctx, provider, all))
+	taints.CleanUp(ctx, scaledown.LeftToBeDeleted(ctx, provider, all), recorder)
 }

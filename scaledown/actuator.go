@@ -400,9 +400,13 @@ func (a *Actuator) evict(ctx context.Context, p *apiv1.Pod, maxGrace int64) erro
 			return nil
 		case apierrors.IsTooManyRequests(err) && a.clock.Now().Before(deadline):
 			if !a.sleep(ctx, a.evictionRetry) {
+				// Cut short (lease lost, shutting down): not a failure.
 				return fmt.Errorf("evicting pod %s/%s: %w", p.Namespace, p.Name, context.Cause(ctx))
 			}
 		default:
+			if ctx.Err() == nil {
+				a.event(p, apiv1.EventTypeWarning, "ScaleDownFailed", "failed to delete pod for ScaleDown")
+			}
 			return fmt.Errorf("evicting pod %s/%s: %w", p.Namespace, p.Name, err)
 		}
 	}
@@ -457,7 +461,11 @@ func (a *Actuator) failed(ctx context.Context, c *Candidate, why string) {
 	if err := a.taints.UnmarkToBeDeleted(ctx, c.Node.Name); err != nil {
 		logger.Error(err, "Untainting a node after a failed scale-down", "node", c.Node.Name)
 	}
-	a.event(c.Node, apiv1.EventTypeWarning, "ScaleDownFailed", "Scale-down of node %s failed: %s", c.Node.Name, why)
+	if c.Empty() {
+		a.event(c.Node, apiv1.EventTypeWarning, "ScaleDownFailed", "failed to delete empty node: %s", why)
+	} else {
+		a.event(c.Node, apiv1.EventTypeWarning, "ScaleDownFailed", "failed to drain and delete node: %s", why)
+	}
 	a.metrics.ObserveNodeRemoval(false, a.clock.Since(c.Since))
 }
 

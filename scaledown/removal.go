@@ -82,16 +82,16 @@ func (a *Actuator) taintAll(ctx context.Context, j *job, started map[string]time
 			continue
 		}
 		live = append(live, c)
+		// Upstream's Node event, empty or not; the cluster-level events
+		// with the node's name, utilization and pods go on the status
+		// ConfigMap (core.Reporting).
+		a.event(c.Node, apiv1.EventTypeNormal, "ScaleDown", "marked the node as toBeDeleted/unschedulable")
 		if c.Empty() {
 			logger.Info("Scaling down an empty node", "node", c.Node.Name, "atomic", j.atomic)
-			a.event(c.Node, apiv1.EventTypeNormal, "ScaleDownEmpty", "Scale-down: removing empty node %s", c.Node.Name)
 			continue
 		}
-		names := podNames(c.Move)
 		logger.Info("Scaling down a node: draining it", "node", c.Node.Name, "atomic", j.atomic,
-			"utilization", fmt.Sprintf("%.2f", c.Utilization), "pods", names)
-		a.event(c.Node, apiv1.EventTypeNormal, "ScaleDown", "Scale-down: removing node %s, utilization: %.2f, pods to reschedule: %s",
-			c.Node.Name, c.Utilization, strings.Join(names, ","))
+			"utilization", fmt.Sprintf("%.2f", c.Utilization), "pods", podNames(c.Move))
 	}
 	return live, failed
 }
@@ -265,11 +265,10 @@ func (a *Actuator) deleteNodes(ctx context.Context, live []*Candidate) bool {
 	for _, c := range live {
 		if c.Empty() {
 			logger.Info("Scaled down an empty node", "node", c.Node.Name, "reason", reasonOf(c))
-			a.event(c.Node, apiv1.EventTypeNormal, "ScaleDownEmpty", "Scale-down: empty node %s removed", c.Node.Name)
 		} else {
 			logger.Info("Scaled down a node after draining it", "node", c.Node.Name, "reason", reasonOf(c), "pods", len(c.Move))
-			a.event(c.Node, apiv1.EventTypeNormal, "ScaleDown", "Scale-down: node %s removed with drain", c.Node.Name)
 		}
+		a.event(c.Node, apiv1.EventTypeNormal, "ScaleDown", "nodes removed by cluster autoscaler")
 		a.metrics.ObserveNodeRemoval(true, a.clock.Since(c.Since))
 		a.metrics.ScaledDown(ctx, c.Node, reasonOf(c))
 	}

@@ -3,6 +3,7 @@ package scaledown
 import (
 	"context"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -217,6 +218,8 @@ func TestDrainStopsWhenTheContextEnds(t *testing.T) {
 	if len(move) != 1 {
 		t.Fatalf("a not removable")
 	}
+	rec := &eventLog{}
+	a.recorder = rec
 	ctx, cancel := context.WithCancel(context.Background())
 	a.Remove(ctx, move)
 	<-evictions
@@ -238,6 +241,11 @@ func TestDrainStopsWhenTheContextEnds(t *testing.T) {
 	}
 	if _, failed := a.Last(); !failed.IsZero() {
 		t.Error("an interrupted drain counted as a failure")
+	}
+	for _, ev := range rec.all() {
+		if strings.Contains(ev, "ScaleDownFailed") {
+			t.Errorf("an interrupted drain recorded %q", ev)
+		}
 	}
 	if a.Busy() != 0 {
 		t.Errorf("%d removals still in flight", a.Busy())

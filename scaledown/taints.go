@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -197,8 +198,10 @@ func (t *Taints) UnmarkToBeDeleted(ctx context.Context, name string) error {
 }
 
 // CleanUp removes the ToBeDeleted taints a previous autoscaler left on the
-// given nodes (at start-up: its drains were cut short).
-func (t *Taints) CleanUp(ctx context.Context, nodes []*apiv1.Node) int {
+// given nodes (at start-up: its drains were cut short), and records
+// upstream's ClusterAutoscalerCleanup event on each node (recorder may be
+// nil).
+func (t *Taints) CleanUp(ctx context.Context, nodes []*apiv1.Node, recorder record.EventRecorder) int {
 	cleaned := 0
 	for _, n := range nodes {
 		if !hasTaint(n, ToBeDeletedTaint) {
@@ -206,10 +209,17 @@ func (t *Taints) CleanUp(ctx context.Context, nodes []*apiv1.Node) int {
 		}
 		if err := t.UnmarkToBeDeleted(ctx, n.Name); err != nil {
 			klog.FromContext(ctx).Error(err, "Cleaning up a deletion taint left by a previous run", "node", n.Name)
+			if recorder != nil {
+				recorder.Eventf(n, apiv1.EventTypeWarning, "ClusterAutoscalerCleanup",
+					"failed to clean %s on node %s: %v", ToBeDeletedTaint, n.Name, err)
+			}
 			continue
 		}
 		cleaned++
 		klog.FromContext(ctx).Info("Removed a deletion taint left by a previous run", "node", n.Name)
+		if recorder != nil {
+			recorder.Eventf(n, apiv1.EventTypeNormal, "ClusterAutoscalerCleanup", "removed %s taint from node %s", ToBeDeletedTaint, n.Name)
+		}
 	}
 	return cleaned
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -356,6 +357,10 @@ func TestStaleDeletionTaintIsRemovedAtStart(t *testing.T) {
 	if !p.log.Contains("Removed a deletion taint left by a previous run") {
 		t.Error("the clean-up is not logged")
 	}
+	e.Eventually(30*time.Second, "upstream's ClusterAutoscalerCleanup event on the node", func(ctx context.Context) (bool, error) {
+		events, err := objectEvents(ctx, e, "default", "Node", n.Name)
+		return err == nil && slices.Contains(events, "Normal ClusterAutoscalerCleanup removed ToBeDeletedByClusterAutoscaler taint from node "+n.Name), err
+	})
 }
 
 func hasTaintKey(n *apiv1.Node, key string) bool {
