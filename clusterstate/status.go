@@ -140,6 +140,10 @@ type ScaleDownStatus struct {
 type UnremovableNode struct {
 	Name   string `json:"name"`
 	Reason string `json:"reason"`
+	// Detail says more of the reason when there is more to say: for
+	// NoPlaceToMovePods, the pod that cannot move and why (its resource
+	// claims that cannot be allocated on another node).
+	Detail string `json:"detail,omitempty"`
 }
 
 // ScaleDownCandidates tells the status how many scale-down candidates

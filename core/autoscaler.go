@@ -272,9 +272,7 @@ func (a *Autoscaler) writeStatus(ctx context.Context, now time.Time) {
 	st := a.state.Status(now, candidates)
 	var unremovable []clusterstate.UnremovableNode
 	if a.scaleDn != nil {
-		for _, u := range a.scaleDn.Unremovable(100) {
-			unremovable = append(unremovable, clusterstate.UnremovableNode{Name: u[0], Reason: u[1]})
-		}
+		unremovable = a.scaleDn.Unremovable(100)
 	}
 	if err := a.status.Write(ctx, st, unremovable...); err != nil {
 		klog.FromContext(ctx).Error(err, "Writing the status ConfigMap")

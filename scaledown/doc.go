@@ -1,5 +1,6 @@
 // Package scaledown removes nodes the cluster does not need. The planner
-// marks nodes unneeded (utilisation under the threshold and every pod
+// marks nodes unneeded (utilisation under the threshold, an accelerator
+// node's that of its devices, see devices.go, and every pod
 // movable in the loop's simulation without breaking a PodDisruptionBudget,
 // per the drain rules; empty nodes first, then the previous candidates,
 // then new ones drawn in rotation within upstream's candidate limits,

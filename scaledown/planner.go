@@ -83,6 +83,11 @@ type Plan struct {
 	Removable []*Candidate
 	// Unremovable gives the reason of every other autoscaled node.
 	Unremovable map[string]string
+	// Details says more of some of those reasons: for NoPlaceToMovePods
+	// (and RecentlyUnremovable after it), which pod could not move and
+	// why, naming its resource claims when they cannot be allocated on
+	// another node.
+	Details map[string]string
 }
 
 // Planner finds unneeded nodes and keeps their timers, in memory and on the
@@ -116,6 +121,9 @@ type Planner struct {
 	// cursor is the name of the last node the simulation drew as a new
 	// drain candidate; the next loop goes on after it (candidates.go).
 	cursor string
+	// blockers holds what the last simulation of each node kept for
+	// NoPlaceToMovePods said (ExplainingSession), for Plan.Details.
+	blockers map[string]string
 }
 
 type recheckEntry struct {
@@ -133,7 +141,8 @@ func WithPlannerClock(c clock.PassiveClock) PlannerOption { return func(p *Plann
 func NewPlanner(opts config.Options, provider cloudprovider.CloudProvider, rules *drain.Rules, taints *Taints,
 	options ...PlannerOption) *Planner {
 	p := &Planner{opts: opts, provider: provider, rules: rules, taints: taints, readiness: clusterstate.NewTaints(opts),
-		since: map[string]time.Time{}, recheck: map[string]recheckEntry{}, clock: clock.RealClock{}}
+		since: map[string]time.Time{}, recheck: map[string]recheckEntry{}, clock: clock.RealClock{},
+		blockers: map[string]string{}}
 	if opts.MaxNodeSkipEvalTimeTrackerEnabled {
 		p.skipped = &skipTracker{since: map[string]time.Time{}}
 	}
@@ -208,6 +217,7 @@ func (p *Planner) Update(ctx context.Context, in Input) *Plan {
 		p.skipped.update(skipped, in.Now)
 	}
 	plan.Unneeded = unneeded
+	p.explain(plan)
 	p.timers(ctx, plan, in, skipped)
 	return plan
 }
@@ -235,9 +245,10 @@ func (p *Planner) eligible(n *apiv1.Node, gs *clusterstate.GroupState, pods []*a
 		}
 		c.Unready = true
 	}
-	c.Utilization = p.utilization(n, pods, gs.Options)
+	var accelerator bool
+	c.Utilization, accelerator = p.utilization(n, pods, gs.Options, in.Session)
 	threshold := gs.Options.ScaleDownUtilizationThreshold
-	if p.isGPUNode(n) {
+	if accelerator {
 		threshold = gs.Options.ScaleDownGPUUtilizationThreshold
 	}
 	if !c.Unready && c.Utilization >= threshold {
@@ -268,7 +279,13 @@ func (p *Planner) tryRemove(ctx context.Context, c *Candidate, pods []*apiv1.Pod
 			c.DaemonSet = append(c.DaemonSet, pod)
 		}
 	}
-	if !in.Session.TryRemove(ctx, c.Node.Name, move, removed) {
+	ok, why := tryMove(ctx, in.Session, c.Node.Name, move, removed)
+	delete(p.blockers, c.Node.Name)
+	if !ok {
+		if why != "" {
+			p.blockers[c.Node.Name] = why
+			klog.FromContext(ctx).V(2).Info("Node cannot be removed: a pod cannot move", "node", c.Node.Name, "why", why)
+		}
 		return ReasonNoPlaceToMovePods
 	}
 	*pdbs = *trial
@@ -277,9 +294,12 @@ func (p *Planner) tryRemove(ctx context.Context, c *Candidate, pods []*apiv1.Pod
 }
 
 // utilization is max(cpu, memory) requested over allocatable, DaemonSet and
-// mirror pods left out as the flags say (GPU nodes: GPU requested over
-// allocatable).
-func (p *Planner) utilization(n *apiv1.Node, pods []*apiv1.Pod, o config.NodeGroupAutoscalingOptions) float64 {
+// mirror pods left out as the flags say. On accelerator nodes (accelerator
+// is then true) it is their devices': the share of the node's DRA devices
+// that allocated claims hold, or GPUs requested over allocatable (the
+// larger, for a node that has both).
+func (p *Planner) utilization(n *apiv1.Node, pods []*apiv1.Pod, o config.NodeGroupAutoscalingOptions,
+	s Session) (u float64, accelerator bool) {
 	var cpu, mem, gpu int64
 	gpuName := apiv1.ResourceName("nvidia.com/gpu")
 	for _, pod := range pods {
@@ -301,19 +321,23 @@ func (p *Planner) utilization(n *apiv1.Node, pods []*apiv1.Pod, o config.NodeGro
 			}
 		}
 	}
-	if p.isGPUNode(n) {
+	dra, hasDevices := deviceShare(s, n)
+	if p.isGPUNode(n) || hasDevices {
 		if total := n.Status.Allocatable.Name(gpuName, "").Value(); total > 0 {
-			return float64(gpu) / float64(total)
+			return max(dra, float64(gpu)/float64(total)), true
 		}
+		if hasDevices {
+			return dra, true
+		}
+		accelerator = true
 	}
-	u := 0.0
 	if a := n.Status.Allocatable.Cpu().MilliValue(); a > 0 {
 		u = float64(cpu) / float64(a)
 	}
 	if a := n.Status.Allocatable.Memory().Value(); a > 0 {
 		u = max(u, float64(mem)/float64(a))
 	}
-	return u
+	return u, accelerator
 }
 
 func (p *Planner) isGPUNode(n *apiv1.Node) bool {

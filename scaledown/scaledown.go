@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 )
@@ -176,17 +177,18 @@ func (s *ScaleDown) Candidates(group string) int {
 	return n
 }
 
-// Unremovable lists the last plan's unremovable nodes with their reasons,
-// sorted by name, at most limit of them.
-func (s *ScaleDown) Unremovable(limit int) [][2]string {
+// Unremovable lists the last plan's unremovable nodes with their reasons
+// (and the details of those that have some), sorted by name, at most limit
+// of them.
+func (s *ScaleDown) Unremovable(limit int) []clusterstate.UnremovableNode {
 	if s.last == nil {
 		return nil
 	}
-	out := make([][2]string, 0, len(s.last.Unremovable))
+	out := make([]clusterstate.UnremovableNode, 0, len(s.last.Unremovable))
 	for n, r := range s.last.Unremovable {
-		out = append(out, [2]string{n, r})
+		out = append(out, clusterstate.UnremovableNode{Name: n, Reason: r, Detail: s.last.Details[n]})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	if len(out) > limit {
 		out = out[:limit]
 	}

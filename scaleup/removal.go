@@ -2,6 +2,7 @@ package scaleup
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	apiv1 "k8s.io/api/core/v1"
@@ -19,16 +20,31 @@ func (s *Session) PodsOn(node string) []*apiv1.Pod {
 	return pods
 }
 
+// DeviceUsage counts the DRA devices node publishes and how many of them
+// allocated claims hold, in the session's snapshot.
+func (s *Session) DeviceUsage(node string) (allocated, total int) {
+	return s.o.sim.Snapshot().DeviceUsage(node)
+}
+
 // TryRemove simulates removing node: its pods to move must each fit another
 // registered node (not an upcoming one, not one in avoid). When they all
 // fit, the removal is kept in the session, so a later candidate cannot
 // count on the same room, and true is returned; otherwise nothing changes.
 func (s *Session) TryRemove(ctx context.Context, node string, move []*apiv1.Pod, avoid map[string]bool) bool {
+	return s.TryRemoveWhy(ctx, node, move, avoid) == nil
+}
+
+// TryRemoveWhy is TryRemove that says why the removal cannot be simulated.
+// Removing the node releases the claims of its pods (their own claims, and
+// shared claims no pod left reserves), so a pod with claims moves only
+// where its claims can be allocated anew; when it cannot, the error names
+// the claims.
+func (s *Session) TryRemoveWhy(ctx context.Context, node string, move []*apiv1.Pod, avoid map[string]bool) error {
 	snap := s.o.sim.Snapshot()
 	snap.Fork()
 	if err := snap.RemoveNode(node); err != nil {
 		snap.Revert()
-		return false
+		return fmt.Errorf("removing node %s in simulation: %w", node, err)
 	}
 	accept := func(n string) bool { return !strings.HasPrefix(n, upcomingPrefix) && !avoid[n] }
 	for _, p := range move {
@@ -40,9 +56,41 @@ func (s *Session) TryRemove(ctx context.Context, node string, move []*apiv1.Pod,
 		}
 		if err != nil {
 			snap.Revert()
-			return false
+			return cannotMove(p, err)
 		}
 	}
 	snap.Commit()
-	return true
+	return nil
+}
+
+// cannotMove says that pod p fits no other node, naming its resource claims
+// when it has any: they hold the devices that keep the node.
+func cannotMove(p *apiv1.Pod, err error) error {
+	var claims []string
+	for _, pc := range p.Spec.ResourceClaims {
+		name := claimName(p, pc)
+		if name == "" {
+			name = "(claim " + pc.Name + " not created yet)"
+		}
+		claims = append(claims, p.Namespace+"/"+name)
+	}
+	if len(claims) == 0 {
+		return fmt.Errorf("pod %s/%s fits no other node: %w", p.Namespace, p.Name, err)
+	}
+	return fmt.Errorf("pod %s/%s with resource claim(s) %s fits no other node (its claims must be allocated anew there): %w",
+		p.Namespace, p.Name, strings.Join(claims, ","), err)
+}
+
+// claimName is the ResourceClaim pod claim pc refers to, "" when its
+// claim has not been created yet.
+func claimName(p *apiv1.Pod, pc apiv1.PodResourceClaim) string {
+	if pc.ResourceClaimName != nil {
+		return *pc.ResourceClaimName
+	}
+	for _, st := range p.Status.ResourceClaimStatuses {
+		if st.Name == pc.Name && st.ResourceClaimName != nil {
+			return *st.ResourceClaimName
+		}
+	}
+	return ""
 }

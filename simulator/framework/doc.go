@@ -6,5 +6,7 @@
 // scheduler's own NodeInfo values. It also holds the DRA objects
 // (ResourceSlices, ResourceClaims, DeviceClasses; see WithDRA) behind the
 // framework's SharedDRAManager: placing a pod with claims allocates them on
-// the snapshot's copies, and Revert releases them with everything else.
+// the snapshot's copies, removing it (RemovePod, RemoveNode) releases them as
+// the resourceclaim controller would, and Revert undoes both with everything
+// else.
 package framework

@@ -8,6 +8,8 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/dynamic-resource-allocation/structured"
 )
 
 // DRASource gives the snapshot the cluster's Dynamic Resource Allocation
@@ -37,6 +39,10 @@ type draObjects struct {
 	// snapshot places it there; the Handle sets it (nil: claims are not
 	// touched, as for a snapshot used without a Handle).
 	bind func(pod *apiv1.Pod, node string) error
+
+	// allocated caches the devices allocated claims hold (DeviceUsage);
+	// nil after any change of a claim.
+	allocated sets.Set[structured.DeviceID]
 }
 
 type claimKey struct{ namespace, name string }
@@ -139,9 +145,11 @@ func (s *Snapshot) putClaim(c *resourceapi.ResourceClaim) {
 		s.undo = append(s.undo, undoEntry{kind: undoClaim, claim: k, oldClaim: old, hadClaim: had})
 	}
 	s.dra.claims[k] = c
+	s.dra.allocated = nil
 }
 
 func (s *Snapshot) restoreClaim(k claimKey, old *resourceapi.ResourceClaim, had bool) {
+	s.dra.allocated = nil
 	if had {
 		s.dra.claims[k] = old
 	} else {

@@ -265,11 +265,15 @@ func (s *Snapshot) add(name string, ni *schedframework.NodeInfo) {
 	s.cache = nil
 }
 
-// RemoveNode removes a node and its pods.
+// RemoveNode removes a node and its pods, releasing their claims as
+// RemovePod does.
 func (s *Snapshot) RemoveNode(name string) error {
 	ni, ok := s.nodes[name]
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrNodeNotFound, name)
+	}
+	for _, pi := range ni.Pods {
+		s.releaseClaims(pi.GetPod(), name)
 	}
 	pos := s.index[name]
 	s.remove(name)
@@ -301,13 +305,18 @@ func (s *Snapshot) AddPod(pod *apiv1.Pod, nodeName string) error {
 	return nil
 }
 
-// RemovePod takes pod off node.
+// RemovePod takes pod off node and releases its claims there (see
+// releaseClaims): placed again, the pod gets them allocated anew.
 func (s *Snapshot) RemovePod(pod *apiv1.Pod, nodeName string) error {
 	ni, err := s.writable(nodeName)
 	if err != nil {
 		return err
 	}
-	return ni.RemovePod(s.logger, withNodeName(pod, nodeName))
+	if err := ni.RemovePod(s.logger, withNodeName(pod, nodeName)); err != nil {
+		return err
+	}
+	s.releaseClaims(pod, nodeName)
+	return nil
 }
 
 // bindClaims allocates and reserves pod's claims on node, if pod has any

@@ -63,10 +63,17 @@ func createDeviceClass(e *framework.Env, name, driver string) {
 // of class and a Deployment of replicas pods, each with a claim from it.
 func createGPUDeployment(e *framework.Env, name, class string, replicas int32) {
 	e.T.Helper()
+	createDevicesDeployment(e, name, class, replicas, 1)
+}
+
+// createDevicesDeployment is createGPUDeployment with claims for count
+// devices each.
+func createDevicesDeployment(e *framework.Env, name, class string, replicas int32, count int64) {
+	e.T.Helper()
 	tmpl := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: name},
 		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
 			Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{
-				DeviceClassName: class, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1}}}}}}}
+				DeviceClassName: class, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: count}}}}}}}
 	if _, err := e.Client.ResourceV1().ResourceClaimTemplates(e.Namespace).Create(e.Context(), tmpl, metav1.CreateOptions{}); err != nil {
 		e.T.Fatal(err)
 	}

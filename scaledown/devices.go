@@ -1,0 +1,69 @@
+package scaledown
+
+import (
+	"context"
+
+	apiv1 "k8s.io/api/core/v1"
+)
+
+// DeviceSession is a Session that knows the DRA devices of nodes
+// (*scaleup.Session is one): how many devices the ResourceSlices of a node
+// publish and how many of them allocated claims hold.
+type DeviceSession interface {
+	DeviceUsage(node string) (allocated, total int)
+}
+
+// ExplainingSession is a Session that says why a removal cannot be
+// simulated (*scaleup.Session is one): nil when the pods to move all fit
+// elsewhere (and the removal is kept, as with TryRemove), else the reason,
+// naming the pod and, for a pod whose resource claims cannot be allocated
+// anywhere else, the claims.
+type ExplainingSession interface {
+	TryRemoveWhy(ctx context.Context, node string, move []*apiv1.Pod, avoid map[string]bool) error
+}
+
+// tryMove runs the session's removal simulation for node; why is the
+// session's explanation when it has one.
+func tryMove(ctx context.Context, s Session, node string, move []*apiv1.Pod, avoid map[string]bool) (ok bool, why string) {
+	if e, explains := s.(ExplainingSession); explains {
+		if err := e.TryRemoveWhy(ctx, node, move, avoid); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	}
+	return s.TryRemove(ctx, node, move, avoid), ""
+}
+
+// deviceShare is the share of node n's DRA devices that allocated claims
+// hold; ok is false when n publishes no device (or the session does not
+// know devices).
+func deviceShare(s Session, n *apiv1.Node) (share float64, ok bool) {
+	d, knows := s.(DeviceSession)
+	if !knows {
+		return 0, false
+	}
+	allocated, total := d.DeviceUsage(n.Name)
+	if total == 0 {
+		return 0, false
+	}
+	return float64(allocated) / float64(total), true
+}
+
+// explain copies the details of the simulation's refusals into the plan:
+// a node kept because its pods cannot move (or kept since, unsimulated,
+// as RecentlyUnremovable) carries the reason the simulation gave, e.g. the
+// resource claim that cannot be allocated on another node. Details of nodes
+// no longer kept for that are forgotten.
+func (p *Planner) explain(plan *Plan) {
+	for name, why := range p.blockers {
+		switch plan.Unremovable[name] {
+		case ReasonNoPlaceToMovePods, ReasonRecentlyUnremovable:
+			if plan.Details == nil {
+				plan.Details = map[string]string{}
+			}
+			plan.Details[name] = why
+		default:
+			delete(p.blockers, name)
+		}
+	}
+}

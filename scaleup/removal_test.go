@@ -1,0 +1,134 @@
+package scaleup
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+
+	fakeprovider "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
+	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
+	"k8s.io/autoscaler/cluster-autoscaler/config"
+	"k8s.io/autoscaler/cluster-autoscaler/estimator"
+	"k8s.io/autoscaler/cluster-autoscaler/expander"
+	"k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
+)
+
+const removalDriver = "gpu.example.com"
+
+// newDRAOrchestrator is newOrchestrator with the DRA objects objs in the
+// simulation's informers.
+func newDRAOrchestrator(t *testing.T, provider *fakeprovider.Provider, objs ...runtime.Object) *Orchestrator {
+	t.Helper()
+	ctx := context.Background()
+	factory := informers.NewSharedInformerFactory(fake.NewClientset(objs...), 0)
+	sim, err := framework.New(ctx, framework.NewSnapshot(nil, nil), factory,
+		framework.WithDRA(framework.NewInformerDRASource(factory)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	opts := config.Defaults()
+	chain, err := expander.NewChain(ctx, opts.Expanders, expander.Deps{Random: func(int) int { return 0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(provider, sim, estimator.New(sim), chain, opts, clusterstate.NewRegistry(opts))
+}
+
+func oneDeviceSlice(node string) *resourceapi.ResourceSlice {
+	return &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node + "-gpu"},
+		Spec: resourceapi.ResourceSliceSpec{Driver: removalDriver, NodeName: &node,
+			Pool:    resourceapi.ResourcePool{Name: node, ResourceSliceCount: 1},
+			Devices: []resourceapi.Device{{Name: "gpu-0"}}}}
+}
+
+// claimedPod is a pod running on node whose own claim (from a template)
+// holds the node's device, with that claim.
+func claimedPod(name, node string) (*apiv1.Pod, *resourceapi.ResourceClaim) {
+	p := pendingPods(1, "1")[0]
+	p.Name, p.UID, p.Spec.NodeName = name, k8stypes.UID("uid-"+name), node
+	tmpl, claim := "one-gpu", name+"-gpu"
+	p.Spec.ResourceClaims = []apiv1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &tmpl}}
+	p.Status.ResourceClaimStatuses = []apiv1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: &claim}}
+	yes := true
+	c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: claim,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: name, UID: p.UID, Controller: &yes}}},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "gpu",
+			Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu", Count: 1,
+				AllocationMode: resourceapi.DeviceAllocationModeExactCount}}}}},
+		Status: resourceapi.ResourceClaimStatus{
+			Allocation: &resourceapi.AllocationResult{
+				Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{
+					Request: "gpu", Driver: removalDriver, Pool: node, Device: "gpu-0"}}},
+				NodeSelector: &apiv1.NodeSelector{NodeSelectorTerms: []apiv1.NodeSelectorTerm{{MatchFields: []apiv1.NodeSelectorRequirement{{
+					Key: "metadata.name", Operator: apiv1.NodeSelectorOpIn, Values: []string{node}}}}}}},
+			ReservedFor: []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: name, UID: p.UID}}}}
+	return p, c
+}
+
+// TestTryRemoveReallocatesClaims: the pod of n1, whose claim holds n1's
+// only device, moves to n2 when n2's device is free (its claim allocated
+// anew there) and the removal is refused, naming the claim, when it is not.
+func TestTryRemoveReallocatesClaims(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name     string
+		n2Busy   bool
+		wantErr  string
+		wantUsed [2]int // n2's allocated and total devices after
+	}{
+		{name: "free device elsewhere", wantUsed: [2]int{1, 1}},
+		{name: "no free device elsewhere", n2Busy: true, wantErr: "resource claim(s) default/p-gpu", wantUsed: [2]int{1, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			provider := fakeprovider.NewProvider()
+			provider.AddNodeGroup("gpu", 0, 10, 2, templateNode("gpu", "4"))
+			n1, n2 := templateNode("n1", "4"), templateNode("n2", "4")
+			provider.AddNode("gpu", n1)
+			provider.AddNode("gpu", n2)
+			class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
+				Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{
+					CEL: &resourceapi.CELDeviceSelector{Expression: `device.driver == "` + removalDriver + `"`}}}}}
+			p, claim := claimedPod("p", "n1")
+			pods := []*apiv1.Pod{p}
+			objs := []runtime.Object{class, oneDeviceSlice("n1"), oneDeviceSlice("n2"), claim}
+			if tc.n2Busy {
+				q, qc := claimedPod("q", "n2")
+				pods, objs = append(pods, q), append(objs, qc)
+			}
+			o := newDRAOrchestrator(t, provider, objs...)
+			in := Input{Now: time.Now(), Nodes: []*apiv1.Node{n1, n2}, ScheduledPods: pods}
+			if err := o.state.Update(ctx, provider, in.Nodes, in.Now); err != nil {
+				t.Fatal(err)
+			}
+			s := o.Begin(ctx, in)
+			if a, total := s.DeviceUsage("n1"); a != 1 || total != 1 {
+				t.Fatalf("n1 uses %d of %d devices, want 1 of 1", a, total)
+			}
+			err := s.TryRemoveWhy(ctx, "n1", []*apiv1.Pod{p}, nil)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("removal refused: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("removal: %v, want an error with %q", err, tc.wantErr)
+			}
+			if a, total := s.DeviceUsage("n2"); [2]int{a, total} != tc.wantUsed {
+				t.Errorf("n2 uses %d of %d devices, want %v", a, total, tc.wantUsed)
+			}
+			if c, _ := s.o.sim.Snapshot().Claim("default", "p-gpu"); c.Status.Allocation == nil ||
+				(tc.wantErr == "") != (c.Status.Allocation.Devices.Results[0].Pool == "n2") {
+				t.Errorf("p's claim after the removal: %+v", c.Status.Allocation)
+			}
+		})
+	}
+}
