@@ -571,17 +571,17 @@ func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group
 	for _, id := range slices.Sorted(maps.Keys(groups)) {
 		gs := groups[id]
 		if gs.skip != "" {
-			refused.group(id, gs.skip)
+			refused.group(gs.skip)
 			continue
 		}
 		left := deadline.Sub(o.clock.Now())
 		if left <= 0 {
-			refused.group(id, "binpacking time budget (--max-binpacking-time) used up")
+			refused.group("binpacking time budget (--max-binpacking-time) used up")
 			continue
 		}
 		room := gs.group.MaxSize() - gs.target
 		if room <= 0 {
-			refused.group(id, reasonMaxSize)
+			refused.group(reasonMaxSize)
 			continue
 		}
 		limits := estimator.Limits{
@@ -592,14 +592,14 @@ func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group
 		}
 		if exhausted(limits) {
 			o.reportLimits(limits.MaxMilliCPU < 0, limits.MaxMemoryBytes < 0)
-			refused.group(id, o.exhaustedReason(limits))
+			refused.group(o.exhaustedReason(limits))
 			continue
 		}
 		if totals.gpuOf != nil && gs.template != nil {
 			if gpu, per := totals.gpuOf(gs.template.Node); per > 0 {
 				if gpuRoom, limited := totals.gpuRoom(o.opts.GPUTotal, gpu, per); limited {
 					if gpuRoom <= 0 {
-						refused.group(id, fmt.Sprintf("max cluster %s GPU limit (--gpu-total) reached", gpu))
+						refused.group(fmt.Sprintf("max cluster %s GPU limit (--gpu-total) reached", gpu))
 						continue
 					}
 					limits.MaxNodes = min(limits.MaxNodes, gpuRoom)
@@ -609,7 +609,7 @@ func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group
 		if gs.template != nil {
 			if qRoom, quota, limited := totals.quotaRoom(gs.template.Node); limited {
 				if qRoom <= 0 {
-					refused.group(id, fmt.Sprintf("CapacityQuota %s reached", quota))
+					refused.group(fmt.Sprintf("CapacityQuota %s reached", quota))
 					continue
 				}
 				limits.MaxNodes = min(limits.MaxNodes, qRoom)
@@ -622,21 +622,21 @@ func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group
 			o.report.Binpacking(gs.template.Node, nsCount, len(podGroups))
 		}
 		if err != nil {
-			refused.group(id, fmt.Sprintf("estimate failed: %v", err))
+			refused.group(fmt.Sprintf("estimate failed: %v", err))
 			continue
 		}
 		if est.NodeCount == 0 {
 			o.reportLimits(est.LimitedBy == estimator.LimitCPU, est.LimitedBy == estimator.LimitMemory)
 			if est.LimitedBy != estimator.LimitNone {
-				refused.group(id, o.limitReason(est.LimitedBy))
+				refused.group(o.limitReason(est.LimitedBy))
 			} else {
-				refused.estimate(id, podGroups, est, gs.template.Node)
+				refused.estimate(podGroups, est, gs.template.Node)
 			}
 			continue
 		}
 		if gs.zeroOrMax && est.NodeCount < room {
 			if short := zeroOrMaxShortfall(room, limits, gs.template); short != "" {
-				refused.group(id, short)
+				refused.group(short)
 				continue
 			}
 			est.NodeCount = room

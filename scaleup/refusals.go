@@ -30,33 +30,51 @@ const (
 // refusals are why the node groups of one round of estimates took none of
 // the pending pods: a reason a whole node group gives (skipped, at its max
 // size, a cluster limit), or, for each pod equivalence group, the first
-// refusal of the scheduler plugins on the node group's template node.
+// refusal of the scheduler plugins on the node group's template node. Only
+// the counts per reason are kept, so memory grows with the pod groups and
+// their distinct reasons, not with the node groups.
 type refusals struct {
-	whole map[string]string
-	// byPods are the plugins' reasons by node group, then pod group.
-	byPods map[string]map[*estimator.Group][]string
+	// whole counts the node groups per reason they give every pod.
+	whole map[string]int
+	// estimated is the number of node groups whose estimate placed no pod.
+	estimated int
+	// byPods counts, per pod group, those node groups per plugin reason;
+	// refusedBy is how many of them the counts stand for.
+	byPods    map[*estimator.Group]map[string]int
+	refusedBy map[*estimator.Group]int
 }
 
 func newRefusals() *refusals {
-	return &refusals{whole: map[string]string{}, byPods: map[string]map[*estimator.Group][]string{}}
+	return &refusals{whole: map[string]int{}, byPods: map[*estimator.Group]map[string]int{},
+		refusedBy: map[*estimator.Group]int{}}
 }
 
-// group records a reason node group id gives for every pod.
-func (r *refusals) group(id, reason string) { r.whole[id] = reason }
+// group records a reason a node group gives for every pod.
+func (r *refusals) group(reason string) { r.whole[reason]++ }
 
-// estimate records, for each pod group, the first refusal the estimate for
-// node group id met among the group's pods; template is the group's node.
-func (r *refusals) estimate(id string, podGroups []*estimator.Group, est estimator.Estimate, template *apiv1.Node) {
-	byPods := map[*estimator.Group][]string{}
+// estimate records, for each pod group, the first refusal an estimate that
+// placed no pod met among the group's pods; template is the node group's
+// template node.
+func (r *refusals) estimate(podGroups []*estimator.Group, est estimator.Estimate, template *apiv1.Node) {
+	r.estimated++
 	for _, g := range podGroups {
 		for _, p := range g.Pods {
-			if err, ok := est.Unschedulable[p]; ok {
-				byPods[g] = refusalReasons(err, p, template)
-				break
+			err, ok := est.Unschedulable[p]
+			if !ok {
+				continue
 			}
+			counts := r.byPods[g]
+			if counts == nil {
+				counts = map[string]int{}
+				r.byPods[g] = counts
+			}
+			for _, reason := range refusalReasons(err, p, template) {
+				counts[reason]++
+			}
+			r.refusedBy[g]++
+			break
 		}
 	}
-	r.byPods[id] = byPods
 }
 
 // refusalReasons turns a refusal into the reasons the event counts: the
@@ -86,18 +104,12 @@ func refusalReasons(err error, pod *apiv1.Pod, template *apiv1.Node) []string {
 // node groups that gave it, sorted so that the same situation gives the
 // same message every loop (and client-go can fold the repeats).
 func (r *refusals) message(g *estimator.Group) string {
-	counts := map[string]int{}
-	for _, reason := range r.whole {
-		counts[reason]++
+	counts := maps.Clone(r.whole)
+	for reason, n := range r.byPods[g] {
+		counts[reason] += n
 	}
-	for _, byPods := range r.byPods {
-		reasons, ok := byPods[g]
-		if !ok {
-			reasons = []string{reasonNoRefusalKnown}
-		}
-		for _, reason := range reasons {
-			counts[reason]++
-		}
+	if unknown := r.estimated - r.refusedBy[g]; unknown > 0 {
+		counts[reasonNoRefusalKnown] += unknown
 	}
 	if len(counts) == 0 {
 		return "no node group"

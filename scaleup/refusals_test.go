@@ -2,6 +2,7 @@ package scaleup
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -13,6 +14,8 @@ import (
 	fakeprovider "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
+	"k8s.io/autoscaler/cluster-autoscaler/estimator"
+	"k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
 )
 
 // withMemory sets the pod's memory request.
@@ -150,5 +153,37 @@ func TestNotTriggerScaleUpReasonsPerPod(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, byName(res.Remaining)); diff != "" {
 		t.Errorf("remaining (-want +got):\n%s", diff)
+	}
+}
+
+// TestRefusalsMessage: the counts add up per reason across node groups; a
+// node group's plugin reasons count once each; a node group whose estimate
+// names no refusal for a pod group still counts, in the generic words.
+func TestRefusalsMessage(t *testing.T) {
+	a := &estimator.Group{Pods: []*apiv1.Pod{onePod("a", "1")}}
+	b := &estimator.Group{Pods: []*apiv1.Pod{onePod("b", "1")}}
+	cpuAndMemory := &framework.Unschedulable{Pod: a.Pods[0], Plugin: "NodeResourcesFit",
+		Reasons: []string{"Insufficient memory", "Insufficient cpu", "Insufficient memory"}}
+	affinity := &framework.Unschedulable{Pod: a.Pods[0], Plugin: "NodeAffinity",
+		Reasons: []string{"node(s) didn't match Pod's node affinity/selector"}}
+	r := newRefusals()
+	r.group(reasonMaxSize)
+	r.group(backoffReason("STOCKOUT"))
+	r.group(reasonMaxSize)
+	r.estimate([]*estimator.Group{a, b}, estimator.Estimate{Unschedulable: map[*apiv1.Pod]error{a.Pods[0]: cpuAndMemory}}, nil)
+	r.estimate([]*estimator.Group{a, b}, estimator.Estimate{Unschedulable: map[*apiv1.Pod]error{a.Pods[0]: affinity,
+		b.Pods[0]: errors.New("snapshot error")}}, nil)
+	got := map[string]string{"a": r.message(a), "b": r.message(b)}
+	want := map[string]string{
+		"a": "1 Insufficient cpu, 1 Insufficient memory, 1 in backoff after failed scale-up (STOCKOUT), " +
+			"2 max node group size reached, 1 node(s) didn't match Pod's node affinity/selector",
+		"b": "1 in backoff after failed scale-up (STOCKOUT), 1 it wouldn't fit if a new node is added, " +
+			"2 max node group size reached, 1 snapshot error",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("messages (-want +got):\n%s", diff)
+	}
+	if got := newRefusals().message(a); got != "no node group" {
+		t.Errorf("no node group: %q", got)
 	}
 }
