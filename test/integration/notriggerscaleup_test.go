@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +65,60 @@ func TestNotTriggerScaleUpNamesEachCause(t *testing.T) {
 			t.Errorf("NotTriggerScaleUp on %s: %q, want only %q", name, strings.Join(got, " | "), msg)
 		}
 	}
+	if got := nodesPerPool(e); len(got) != 0 {
+		t.Errorf("nodes added: %v, want none", got)
+	}
+}
+
+// TestNotTriggerScaleUpNamesTaintMaxSizeAndBackoff: a pod that three groups
+// refuse for three causes (a taint it does not tolerate, the max size, a
+// back-off after the cloud ran out of capacity) is told each, the taint
+// and the back-off's error code named.
+func TestNotTriggerScaleUpNamesTaintMaxSizeAndBackoff(t *testing.T) {
+	e := framework.New(t)
+	tainted, full, refused := framework.UniqueName("tainted"), framework.UniqueName("full"), framework.UniqueName("refused")
+	path := writeKwokConfig(e, fmt.Sprintf(`nodeGroups:
+- name: %[1]s
+  maxSize: 10
+  template:
+    labels: {%[4]s: %[5]s, pool: %[1]s}
+    taints: [{key: dedicated, value: batch, effect: NoSchedule}]
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+- name: %[2]s
+  maxSize: 0
+  template:
+    labels: {%[4]s: %[5]s, pool: %[2]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+- name: %[3]s
+  maxSize: 3
+  options: {zeroOrMaxNodeScaling: true}
+  template:
+    labels: {%[4]s: %[5]s, pool: %[3]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  faults: {outOfCapacityAfter: 1}
+`, tainted, full, refused, framework.TestNamespaceLabel, e.Namespace))
+	dumpPods(e)
+	createPods(e, "web", 1, "1", map[string]string{framework.TestNamespaceLabel: e.Namespace})
+	// The first loop's event says "scale-up execution failed" for the group
+	// it has just tried; client-go's spam filter would hold back the next
+	// message on the same pod and reason for five minutes.
+	startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--record-duplicated-events")...)
+	want := "pod didn't trigger scale-up: 1 in backoff after failed scale-up (STOCKOUT), 1 max node group size reached, " +
+		"1 node(s) had untolerated taint(s) (dedicated=batch:NoSchedule)"
+	var got []string
+	defer func() {
+		if t.Failed() {
+			t.Logf("NotTriggerScaleUp messages on web-0: %q", got)
+		}
+	}()
+	e.Eventually(60*time.Second, "NotTriggerScaleUp: "+want, func(ctx context.Context) (bool, error) {
+		msgs, err := podEventMessages(ctx, e, "web-0", "NotTriggerScaleUp")
+		if err != nil {
+			return false, nil // the next poll asks again
+		}
+		got = msgs
+		return slices.Contains(got, want), nil
+	})
 	if got := nodesPerPool(e); len(got) != 0 {
 		t.Errorf("nodes added: %v, want none", got)
 	}
