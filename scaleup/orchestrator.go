@@ -208,7 +208,10 @@ func (s *Session) ScaleUp(ctx context.Context, pendingPods []*apiv1.Pod) Result 
 	if len(remaining) == 0 {
 		return res
 	}
-	if o.opts.MaxNodesTotal > 0 && totals.nodeRoom(o.opts.MaxNodesTotal) <= 0 {
+	// As upstream, pods left while the cluster is at --max-nodes-total are
+	// told that, whatever else the groups say.
+	atMaxTotal := o.opts.MaxNodesTotal > 0 && totals.nodeRoom(o.opts.MaxNodesTotal) <= 0
+	if atMaxTotal {
 		logger.V(1).Info("Max total nodes in cluster reached", "maxNodesTotal", o.opts.MaxNodesTotal)
 		o.report.MaxNodesTotalReached(ctx, o.opts.MaxNodesTotal)
 	}
@@ -220,11 +223,15 @@ func (s *Session) ScaleUp(ctx context.Context, pendingPods []*apiv1.Pod) Result 
 	// it, the options already estimated are all the expander sees.
 	deadline := o.clock.Now().Add(o.opts.MaxBinpackingTime)
 	for len(podGroups) > 0 {
-		options, infos, reasons := o.options(ctx, podGroups, groups, totals, deadline)
+		options, infos, refused := o.options(ctx, podGroups, groups, totals, deadline)
 		if len(options) == 0 {
 			for _, g := range podGroups {
+				reason := refused.message(g)
+				if atMaxTotal {
+					reason = fmt.Sprintf("%s (--max-nodes-total=%d)", reasonMaxNodesTotal, o.opts.MaxNodesTotal)
+				}
 				for _, p := range g.Pods {
-					res.Remaining[p] = reasons
+					res.Remaining[p] = reason
 				}
 			}
 			break
@@ -333,7 +340,7 @@ func (o *Orchestrator) observeGroups(ctx context.Context, in Input) (map[string]
 			}
 			gs.template = o.templateFromNodes(st, in.Now, podsByNode, daemonSets)
 			if gs.template == nil {
-				gs.skip = "no template node"
+				gs.skip = reasonNoTemplate
 			}
 		case err != nil:
 			gs.skip = fmt.Sprintf("template node unavailable: %v", err)
@@ -349,10 +356,10 @@ func (o *Orchestrator) observeGroups(ctx context.Context, in Input) (map[string]
 		}
 		switch {
 		case st.BackedOff:
-			gs.skip = "in backoff after failed scale-up"
+			gs.skip = backoffReason(st.BackoffReason.ErrorCode)
 			klog.FromContext(ctx).V(4).Info("Node group in back-off", "nodeGroup", ng.Id(), "errorCode", st.BackoffReason.ErrorCode)
 		case !st.Healthy:
-			gs.skip = "not ready for scale-up"
+			gs.skip = reasonUnhealthy
 		case in.Excluded[ng.Id()] != "":
 			gs.skip = in.Excluded[ng.Id()]
 		}
@@ -551,29 +558,30 @@ func (o *Orchestrator) fitGroups(ctx context.Context, groups []*estimator.Group,
 	return rest
 }
 
-// options estimates every eligible group; reasons summarises why there are none.
+// options estimates every eligible group; refused says why the others are
+// not options.
 func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group, groups map[string]*groupState,
-	totals *totals, deadline time.Time) ([]expander.Option, map[string]*cloudprovider.NodeInfo, string) {
+	totals *totals, deadline time.Time) ([]expander.Option, map[string]*cloudprovider.NodeInfo, *refusals) {
 	var options []expander.Option
 	infos := map[string]*cloudprovider.NodeInfo{}
-	reasons := map[string]int{}
+	refused := newRefusals()
 	var estimating time.Duration
 	defer func() { o.report.UpdateDuration(metrics.FunctionEstimate, estimating) }()
 	nsCount := namespaces(podGroups)
 	for _, id := range slices.Sorted(maps.Keys(groups)) {
 		gs := groups[id]
 		if gs.skip != "" {
-			reasons[gs.skip]++
+			refused.group(gs.skip)
 			continue
 		}
 		left := deadline.Sub(o.clock.Now())
 		if left <= 0 {
-			reasons["binpacking time budget (--max-binpacking-time) used up"]++
+			refused.group("binpacking time budget (--max-binpacking-time) used up")
 			continue
 		}
 		room := gs.group.MaxSize() - gs.target
 		if room <= 0 {
-			reasons["max node group size reached"]++
+			refused.group(reasonMaxSize)
 			continue
 		}
 		limits := estimator.Limits{
@@ -584,14 +592,14 @@ func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group
 		}
 		if exhausted(limits) {
 			o.reportLimits(limits.MaxMilliCPU < 0, limits.MaxMemoryBytes < 0)
-			reasons["cluster limits reached"]++
+			refused.group(o.exhaustedReason(limits))
 			continue
 		}
 		if totals.gpuOf != nil && gs.template != nil {
 			if gpu, per := totals.gpuOf(gs.template.Node); per > 0 {
 				if gpuRoom, limited := totals.gpuRoom(o.opts.GPUTotal, gpu, per); limited {
 					if gpuRoom <= 0 {
-						reasons[fmt.Sprintf("max cluster %s GPU limit (--gpu-total) reached", gpu)]++
+						refused.group(fmt.Sprintf("max cluster %s GPU limit (--gpu-total) reached", gpu))
 						continue
 					}
 					limits.MaxNodes = min(limits.MaxNodes, gpuRoom)
@@ -601,7 +609,7 @@ func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group
 		if gs.template != nil {
 			if qRoom, quota, limited := totals.quotaRoom(gs.template.Node); limited {
 				if qRoom <= 0 {
-					reasons[fmt.Sprintf("CapacityQuota %s reached", quota)]++
+					refused.group(fmt.Sprintf("CapacityQuota %s reached", quota))
 					continue
 				}
 				limits.MaxNodes = min(limits.MaxNodes, qRoom)
@@ -614,21 +622,21 @@ func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group
 			o.report.Binpacking(gs.template.Node, nsCount, len(podGroups))
 		}
 		if err != nil {
-			reasons[fmt.Sprintf("estimate failed: %v", err)]++
+			refused.group(fmt.Sprintf("estimate failed: %v", err))
 			continue
 		}
 		if est.NodeCount == 0 {
 			o.reportLimits(est.LimitedBy == estimator.LimitCPU, est.LimitedBy == estimator.LimitMemory)
-			reason := "it wouldn't fit if a new node is added"
 			if est.LimitedBy != estimator.LimitNone {
-				reason = fmt.Sprintf("limited by %s", est.LimitedBy)
+				refused.group(o.limitReason(est.LimitedBy))
+			} else {
+				refused.estimate(podGroups, est, gs.template.Node)
 			}
-			reasons[reason]++
 			continue
 		}
 		if gs.zeroOrMax && est.NodeCount < room {
 			if short := zeroOrMaxShortfall(room, limits, gs.template); short != "" {
-				reasons[short]++
+				refused.group(short)
 				continue
 			}
 			est.NodeCount = room
@@ -637,21 +645,7 @@ func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group
 			Debug: fmt.Sprintf("%s: %d nodes for %d pods", id, est.NodeCount, len(est.Scheduled))})
 		infos[id] = gs.template
 	}
-	return options, infos, summarise(reasons)
-}
-
-func summarise(reasons map[string]int) string {
-	if len(reasons) == 0 {
-		return "no node group"
-	}
-	// Sorted, so the same situation gives the same event message every loop
-	// and client-go can fold the repeats.
-	parts := make([]string, 0, len(reasons))
-	for r, n := range reasons {
-		parts = append(parts, fmt.Sprintf("%d %s", n, r))
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, ", ")
+	return options, infos, refused
 }
 
 // without removes the helped pods from the groups.

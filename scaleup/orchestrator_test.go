@@ -139,8 +139,8 @@ func TestScaleUpLimits(t *testing.T) {
 		want   int
 		reason string
 	}{
-		{name: "max nodes total", mutate: func(o *config.Options) { o.MaxNodesTotal = 2 }, want: 2, reason: "cluster limits reached"},
-		{name: "cores total", mutate: func(o *config.Options) { o.Cores.Max = 4 }, want: 1, reason: "cluster limits reached"},
+		{name: "max nodes total", mutate: func(o *config.Options) { o.MaxNodesTotal = 2 }, want: 2, reason: "max total nodes in cluster reached (--max-nodes-total=2)"},
+		{name: "cores total", mutate: func(o *config.Options) { o.Cores.Max = 4 }, want: 1, reason: "max cluster cpu limit reached (--cores-total max 4)"},
 		{name: "max nodes per scale-up", mutate: func(o *config.Options) { o.MaxNodesPerScaleUp = 1 }, want: 3},
 		{name: "group max", mutate: nil, want: 2},
 	} {

@@ -218,7 +218,7 @@ func TestScaleUpRespectsMaxNodesTotal(t *testing.T) {
 	if got := nodesPerPool(e)[small]; got != 2 {
 		t.Errorf("%d nodes in %s, want 2 (max-nodes-total)", got, small)
 	}
-	podEvent(e, "NotTriggerScaleUp", "cluster limits reached")
+	podEvent(e, "NotTriggerScaleUp", fmt.Sprintf("pod didn't trigger scale-up: max total nodes in cluster reached (--max-nodes-total=%d)", maxTotal))
 }
 
 // TestScaleUpHonoursTaintsAndAffinity: pods that tolerate a tainted group and
@@ -282,7 +282,7 @@ func TestScaleUpRespectsCoresTotal(t *testing.T) {
 	if got := nodesPerPool(e)[small]; got != 2 {
 		t.Errorf("%d nodes in %s, want 2 (cores-total leaves room for 8 cores)", got, small)
 	}
-	podEvent(e, "NotTriggerScaleUp", "cluster limits reached")
+	podEvent(e, "NotTriggerScaleUp", fmt.Sprintf("max cluster cpu limit reached (--cores-total max %d)", cores+8))
 }
 
 // TestEnforceNodeGroupMinSize: with --enforce-node-group-min-size a group
