@@ -29,20 +29,8 @@ import (
 func TestStateConflictsDoNotBackOff(t *testing.T) {
 	e := framework.New(t)
 	dumpPods(e)
-	group := framework.UniqueName("burst")
-	path := writeKwokConfig(e, fmt.Sprintf(`
-nodeGroups:
-- name: %[1]s
-  maxSize: 30
-  template:
-    labels: {%[2]s: %[3]s, pool: %[1]s}
-    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
-  faults: {registrationDelay: 2s}
-`, group, framework.TestNamespaceLabel, e.Namespace))
-	p := startAutoscaler(t, "autoscaler", scaleUpArgs(e, path)...)
-	e.Eventually(30*time.Second, "the autoscaler looping", func(context.Context) (bool, error) {
-		return p.log.Contains("Informer caches synced"), nil
-	})
+	group, path := burstGroup(e, "burst", 30, "2s")
+	p := startLooping(t, e, scaleUpArgs(e, path)...)
 
 	// Two other writers update the state ConfigMap as fast as they can,
 	// bumping its resourceVersion under the provider's feet.
@@ -113,22 +101,10 @@ func touchState(ctx context.Context, t *testing.T, e *framework.Env, wg *sync.Wa
 func TestReplicaSetAboveInjectionLimitInPieces(t *testing.T) {
 	e := framework.New(t)
 	dumpPods(e)
-	group := framework.UniqueName("pieces")
-	path := writeKwokConfig(e, fmt.Sprintf(`
-nodeGroups:
-- name: %[1]s
-  maxSize: 60
-  template:
-    labels: {%[2]s: %[3]s, pool: %[1]s}
-    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
-  faults: {registrationDelay: 90s}
-`, group, framework.TestNamespaceLabel, e.Namespace))
+	group, path := burstGroup(e, "pieces", 60, "90s")
 	gate := newReplicaGate(e, "pieces")
-	p := startAutoscaler(t, "autoscaler", "--kubeconfig="+e.Kubeconfig, "--namespace="+e.Namespace,
+	p := startLooping(t, e, "--kubeconfig="+e.Kubeconfig, "--namespace="+e.Namespace,
 		"--cloud-provider=kwok", "--cloud-config="+path, "--v=2", "--pod-injection-limit=40", "--scan-interval=2s")
-	e.Eventually(30*time.Second, "the autoscaler looping", func(context.Context) (bool, error) {
-		return p.log.Contains("Informer caches synced"), nil
-	})
 	settled := func(want int) { t.Helper(); settledAt(e, p, group, want) }
 	existing := func(n int) {
 		t.Helper()

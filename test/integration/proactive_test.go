@@ -76,22 +76,10 @@ func settledAt(e *framework.Env, p *autoscalerProcess, group string, want int) {
 func TestProactiveScaleUpOff(t *testing.T) {
 	e := framework.New(t)
 	dumpPods(e)
-	group := framework.UniqueName("reactive")
-	path := writeKwokConfig(e, fmt.Sprintf(`
-nodeGroups:
-- name: %[1]s
-  maxSize: 60
-  template:
-    labels: {%[2]s: %[3]s, pool: %[1]s}
-    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
-  faults: {registrationDelay: 90s}
-`, group, framework.TestNamespaceLabel, e.Namespace))
+	group, path := burstGroup(e, "reactive", 60, "90s")
 	gate := newReplicaGate(e, "reactive")
-	p := startAutoscaler(t, "autoscaler", "--kubeconfig="+e.Kubeconfig, "--namespace="+e.Namespace,
+	p := startLooping(t, e, "--kubeconfig="+e.Kubeconfig, "--namespace="+e.Namespace,
 		"--cloud-provider=kwok", "--cloud-config="+path, "--v=2", "--scan-interval=2s", "--enable-proactive-scaleup=false")
-	e.Eventually(30*time.Second, "the autoscaler looping", func(context.Context) (bool, error) {
-		return p.log.Contains("Informer caches synced"), nil
-	})
 	createReplicaSet(e, "reactive", 100, oneCPUPodSpec(group))
 	gate.release(10)
 	e.Eventually(60*time.Second, "10 pods of the ReplicaSet", func(ctx context.Context) (bool, error) {
@@ -118,16 +106,7 @@ nodeGroups:
 func TestRefusedReplicaSetBurstIsBounded(t *testing.T) {
 	e := framework.New(t)
 	dumpPods(e)
-	group := framework.UniqueName("refused")
-	path := writeKwokConfig(e, fmt.Sprintf(`
-nodeGroups:
-- name: %[1]s
-  maxSize: 100
-  template:
-    labels: {%[2]s: %[3]s, pool: %[1]s}
-    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
-  faults: {registrationDelay: 20s}
-`, group, framework.TestNamespaceLabel, e.Namespace))
+	group, path := burstGroup(e, "refused", 100, "20s")
 	quota, err := e.Client.CoreV1().ResourceQuotas(e.Namespace).Create(e.Context(), &apiv1.ResourceQuota{
 		ObjectMeta: metav1.ObjectMeta{Name: "ten-pods"},
 		Spec:       apiv1.ResourceQuotaSpec{Hard: apiv1.ResourceList{apiv1.ResourcePods: resource.MustParse("10")}},
@@ -139,11 +118,8 @@ nodeGroups:
 		q, err := e.Client.CoreV1().ResourceQuotas(e.Namespace).Get(ctx, quota.Name, metav1.GetOptions{})
 		return err == nil && q.Status.Hard.Pods().Value() == 10, err
 	})
-	p := startAutoscaler(t, "autoscaler", "--kubeconfig="+e.Kubeconfig, "--namespace="+e.Namespace,
+	p := startLooping(t, e, "--kubeconfig="+e.Kubeconfig, "--namespace="+e.Namespace,
 		"--cloud-provider=kwok", "--cloud-config="+path, "--v=2", "--pod-injection-limit=40")
-	e.Eventually(30*time.Second, "the autoscaler looping", func(context.Context) (bool, error) {
-		return p.log.Contains("Informer caches synced"), nil
-	})
 
 	rs := createReplicaSet(e, "huge", 1000000, oneCPUPodSpec(group))
 	e.Eventually(60*time.Second, "the ReplicaSet's further pods refused (ReplicaFailure)", func(ctx context.Context) (bool, error) {
@@ -176,4 +152,32 @@ nodeGroups:
 	if strings.Contains(log, "Node group backed off") {
 		t.Errorf("a group was backed off")
 	}
+}
+
+// burstGroup writes a kwok config with one group of 4-CPU nodes (four
+// one-CPU pods each) up to maxSize, registering after delay, and returns
+// its name and path.
+func burstGroup(e *framework.Env, prefix string, maxSize int, delay string) (group, path string) {
+	e.T.Helper()
+	group = framework.UniqueName(prefix)
+	return group, writeKwokConfig(e, fmt.Sprintf(`
+nodeGroups:
+- name: %[1]s
+  maxSize: %[4]d
+  template:
+    labels: {%[2]s: %[3]s, pool: %[1]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  faults: {registrationDelay: %[5]s}
+`, group, framework.TestNamespaceLabel, e.Namespace, maxSize, delay))
+}
+
+// startLooping starts the autoscaler and waits until its informers synced
+// and the loop runs.
+func startLooping(t *testing.T, e *framework.Env, args ...string) *autoscalerProcess {
+	t.Helper()
+	p := startAutoscaler(t, "autoscaler", args...)
+	e.Eventually(30*time.Second, "the autoscaler looping", func(context.Context) (bool, error) {
+		return p.log.Contains("Informer caches synced"), nil
+	})
+	return p
 }
