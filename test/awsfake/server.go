@@ -272,6 +272,21 @@ func (s *Server) AllInstances() []Instance {
 	return out
 }
 
+// Instance returns the instance with that ID whatever its lifecycle state
+// (terminated ones included: the fake keeps every instance it launched), so
+// a test can learn the group of an instance that came and went between two
+// of its polls.
+func (s *Server) Instance(id string) (Instance, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, in := range s.instances {
+		if in.ID == id {
+			return *in, true
+		}
+	}
+	return Instance{}, false
+}
+
 // GroupState returns the group's current settings (min, max, desired); the
 // zero Group when there is no such group.
 func (s *Server) GroupState(name string) Group {
