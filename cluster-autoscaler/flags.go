@@ -218,6 +218,8 @@ func (c *commandLine) registerScaleUp() {
 		"Newer upstream knob: keep a readyReplicas count in each CapacityBuffer's status. Accepted, not acted on: this version's CapacityBuffer status has no readyReplicas field.")
 	c.fs.BoolVar(&c.opts.DebuggingSnapshotEnabled, "debugging-snapshot-enabled", c.opts.DebuggingSnapshotEnabled,
 		"Serve /snapshotz on --address: a GET waits for the next loop and answers its view of the cluster (nodes with their pods, each group's template node, the pending pods) as JSON.")
+	c.fs.BoolVar(&c.opts.ExplainEnabled, "explain-enabled", c.opts.ExplainEnabled,
+		"Keep the last loop's reasons (each pending pod group's verdict from each node group, each node's scale-down verdict) and serve them, read-only, on /explainz on --address: ?pod=NS/NAME, ?node=NAME, ?provisioningrequest=NS/NAME; text, or JSON with &format=json.")
 }
 
 func (c *commandLine) registerNodeGroupDefaults() {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 
 	"k8s.io/autoscaler/cluster-autoscaler/core"
+	"k8s.io/autoscaler/cluster-autoscaler/explain"
 )
 
 // metricsGatherer serves the autoscaler's own series (registry) with
@@ -20,12 +21,16 @@ func metricsGatherer(registry *prometheus.Registry) prometheus.Gatherer {
 	return prometheus.Gatherers{registry, legacyregistry.DefaultGatherer}
 }
 
-func newMux(gatherer prometheus.Gatherer, health http.Handler, profiling bool, snapshots *core.Snapshotter) *http.ServeMux {
+func newMux(gatherer prometheus.Gatherer, health http.Handler, profiling bool, snapshots *core.Snapshotter,
+	explainer *explain.Recorder) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 	mux.Handle("/health-check", health)
 	if snapshots != nil {
 		mux.Handle("/snapshotz", snapshots)
+	}
+	if explainer != nil {
+		mux.Handle("/explainz", explainer.Handler())
 	}
 	if profiling {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)

@@ -23,6 +23,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/core"
+	"k8s.io/autoscaler/cluster-autoscaler/explain"
 	"k8s.io/autoscaler/cluster-autoscaler/healing"
 	"k8s.io/autoscaler/cluster-autoscaler/informercache"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
@@ -40,8 +41,9 @@ import (
 // wires one subsystem; what a step must undo at the end is pushed on the
 // wiring's stack and undone in reverse order, as defers would be.
 func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restConfig *rest.Config, client kubernetes.Interface,
-	providers *cloudprovider.Registry, m *metrics.Metrics, health *core.HealthCheck, snapshots *core.Snapshotter) error {
-	w := &wiring{opts: opts, restConfig: restConfig, client: client, m: m, logger: klog.FromContext(ctx)}
+	providers *cloudprovider.Registry, m *metrics.Metrics, health *core.HealthCheck, snapshots *core.Snapshotter,
+	explainer *explain.Recorder) error {
+	w := &wiring{opts: opts, restConfig: restConfig, client: client, m: m, logger: klog.FromContext(ctx), explain: explainer}
 	defer w.unwind()
 	w.startInformerFactory(ctx)
 	for _, step := range []func(context.Context) error{
@@ -75,6 +77,8 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 
 // wiring is what runAutoscaler builds, step by step.
 type wiring struct {
+	// explain, when set, keeps each loop's reasons for /explainz.
+	explain    *explain.Recorder
 	opts       config.Options
 	restConfig *rest.Config
 	client     kubernetes.Interface
@@ -201,6 +205,10 @@ func (w *wiring) buildScaleUp(ctx context.Context) error {
 		return err
 	}
 	w.orchestrator, w.nsFactory = orchestrator, nsFactory
+	if w.explain != nil {
+		scaleup.WithExplainer(w.explain)(orchestrator)
+		w.loopOpts = append(w.loopOpts, core.WithExplainer(w.explain))
+	}
 	w.loopOpts = append(w.loopOpts, core.WithScaleUp(orchestrator), core.WithEventRecorder(w.recorder),
 		core.WithClusterState(w.state))
 	return nil
@@ -251,6 +259,9 @@ func (w *wiring) buildStatus(ctx, processCtx context.Context) {
 // they are waited for before the status ConfigMap is dealt with.
 func (w *wiring) buildScaleDown(ctx context.Context) {
 	w.scaleDown, w.taints = buildScaleDown(w.opts, w.client, w.factory, w.provider, w.recorder, w.m, w.reporting)
+	if w.explain != nil {
+		scaledown.WithExplainer(w.explain)(w.scaleDown)
+	}
 	w.loopOpts = append(w.loopOpts, core.WithScaleDown(w.scaleDown))
 	w.loopCtx, w.stopLoop = context.WithCancel(ctx)
 	w.onExit(func() { w.stopLoop(); w.scaleDown.Wait() })

@@ -24,6 +24,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider/kwok"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/core"
+	"k8s.io/autoscaler/cluster-autoscaler/explain"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 )
 
@@ -56,7 +57,12 @@ func start(ctx context.Context, opts config.Options) error {
 	if opts.DebuggingSnapshotEnabled {
 		snapshots = core.NewSnapshotter()
 	}
-	server := &http.Server{Handler: newMux(metricsGatherer(registry), health, opts.Profiling, snapshots), ReadHeaderTimeout: 10 * time.Second}
+	var explainer *explain.Recorder
+	if opts.ExplainEnabled {
+		explainer = explain.NewRecorder()
+	}
+	server := &http.Server{Handler: newMux(metricsGatherer(registry), health, opts.Profiling, snapshots, explainer),
+		ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- server.Serve(listener) }()
 	logger.Info("Serving metrics and health", "address", listener.Addr().String())
@@ -76,7 +82,7 @@ func start(ctx context.Context, opts config.Options) error {
 	}()
 
 	act := func(leadCtx context.Context) error {
-		return runAutoscaler(leadCtx, runCtx, opts, restConfig, client, providers, m, health, snapshots)
+		return runAutoscaler(leadCtx, runCtx, opts, restConfig, client, providers, m, health, snapshots, explainer)
 	}
 	if !opts.LeaderElection.Enabled {
 		return act(runCtx)

@@ -68,3 +68,14 @@ func (b *Backoff) BackedOff(group string, now time.Time) (bool, BackoffReason) {
 	}
 	return true, e.reason
 }
+
+// Until is when group's back-off ends, zero when it is not backed off at now.
+func (b *Backoff) Until(group string, now time.Time) time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.groups[group]
+	if !ok || !now.Before(e.until) {
+		return time.Time{}
+	}
+	return e.until
+}

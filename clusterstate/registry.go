@@ -74,6 +74,8 @@ type GroupState struct {
 	// BackedOff and BackoffReason say whether the group is backed off.
 	BackedOff     bool
 	BackoffReason BackoffReason
+	// BackoffUntil is when the back-off ends (zero when not backed off).
+	BackoffUntil time.Time
 }
 
 // UnregisteredInstance is an instance without a Node, seen first at Since.
@@ -278,6 +280,7 @@ func (r *Registry) Update(ctx context.Context, provider cloudprovider.CloudProvi
 		r.trackScaleUp(ctx, gs, now)
 		gs.Healthy = r.acceptable(gs.Counts.Unready+gs.Counts.LongUnregistered, gs.Counts.Registered()+gs.Counts.LongUnregistered)
 		gs.BackedOff, gs.BackoffReason = r.backoff.BackedOff(id, now)
+		gs.BackoffUntil = r.backoff.Until(id, now)
 	}
 	r.firstSeen, r.seenErrors = firstSeen, seenErrors
 	for id := range r.scaleUps {
@@ -403,6 +406,7 @@ func (r *Registry) RegisterFailedScaleUp(ctx context.Context, id string, reason 
 	r.fail(ctx, id, reason, "Other", now)
 	if gs := r.groups[id]; gs != nil {
 		gs.BackedOff, gs.BackoffReason = r.backoff.BackedOff(id, now)
+		gs.BackoffUntil = r.backoff.Until(id, now)
 	}
 }
 

@@ -57,6 +57,7 @@ func Defaults() Options {
 		MemoryDifferenceRatio:          0.015,
 		ExpendablePodsPriorityCutoff:   -10,
 		ScaleUpFromZero:                true,
+		ExplainEnabled:                 true,
 		InitialNodeGroupBackoff:        5 * time.Minute,
 		MaxNodeGroupBackoff:            30 * time.Minute,
 		NodeGroupBackoffResetTimeout:   3 * time.Hour,

@@ -70,6 +70,11 @@ type Options struct {
 	// observation as JSON.
 	DebuggingSnapshotEnabled bool
 
+	// ExplainEnabled serves /explainz: every loop keeps, for each pending
+	// pod group, each node group's verdict, and each node's scale-down
+	// verdict (last loop only, bounded).
+	ExplainEnabled bool
+
 	// Scale-up.
 	Expanders        []string
 	GRPCExpanderURL  string

@@ -48,7 +48,21 @@ type Autoscaler struct {
 	snapshots *Snapshotter
 	// firstLoop is the observation time of the first loop.
 	firstLoop time.Time
+	// explain, when set, is told where each loop begins and ends.
+	explain LoopRecorder
 }
+
+// LoopRecorder keeps the reasons of the last complete loop (the
+// explainer's record, which scale-up and scale-down fill in);
+// *explain.Recorder implements it.
+type LoopRecorder interface {
+	BeginLoop(now time.Time)
+	EndLoop()
+}
+
+// WithExplainer marks each loop's beginning and end on r, so that r keeps
+// the reasons of the last complete loop only.
+func WithExplainer(r LoopRecorder) AutoscalerOption { return func(a *Autoscaler) { a.explain = r } }
 
 // ScaleUpper starts the loop's scale-up session; *scaleup.Orchestrator implements it.
 type ScaleUpper interface {
@@ -128,6 +142,10 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (Result, error)
 	}
 	if a.snapshots.wanted() {
 		a.snapshots.deliver(a.snapshot(ctx, obs, now))
+	}
+	if a.explain != nil {
+		a.explain.BeginLoop(obs.Now)
+		defer a.explain.EndLoop()
 	}
 	if err := a.updateClusterState(ctx, obs); err != nil {
 		return Result{}, err

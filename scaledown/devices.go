@@ -50,14 +50,15 @@ func deviceShare(s Session, n *apiv1.Node) (share float64, ok bool) {
 }
 
 // explain copies the details of the simulation's refusals into the plan:
-// a node kept because its pods cannot move (or kept since, unsimulated,
-// as RecentlyUnremovable) carries the reason the simulation gave, e.g. the
+// a node kept because its pods cannot move or a pod blocks it (the pod and
+// the drain rule or PDB), or kept since, unsimulated, as
+// RecentlyUnremovable, carries the reason the simulation gave, e.g. the
 // resource claim that cannot be allocated on another node. Details of nodes
 // no longer kept for that are forgotten.
 func (p *Planner) explain(plan *Plan) {
 	for name, why := range p.blockers {
 		switch plan.Unremovable[name] {
-		case ReasonNoPlaceToMovePods, ReasonRecentlyUnremovable:
+		case ReasonNoPlaceToMovePods, ReasonBlockedByPod, ReasonRecentlyUnremovable:
 			if plan.Details == nil {
 				plan.Details = map[string]string{}
 			}

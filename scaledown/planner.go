@@ -66,6 +66,8 @@ type Candidate struct {
 	// Move are the pods to evict, DaemonSet the DaemonSet pods on it.
 	Move, DaemonSet []*apiv1.Pod
 	Since           time.Time
+	// Threshold is the utilisation threshold Utilization was held against.
+	Threshold float64
 	// Atomic is set on the nodes of a zeroOrMaxNodeScaling group: they go
 	// together, in one deletion, or not at all.
 	Atomic bool
@@ -88,6 +90,10 @@ type Plan struct {
 	// why, naming its resource claims when they cannot be allocated on
 	// another node.
 	Details map[string]string
+	// Utilization holds the utilisation and threshold of the nodes whose
+	// utilisation was computed (the candidates and NotUnderutilized ones),
+	// for the explainer.
+	Utilization map[string][2]float64
 }
 
 // Planner finds unneeded nodes and keeps their timers, in memory and on the
@@ -173,7 +179,7 @@ type Input struct {
 // unremovable with a reason; the taints follow.
 func (p *Planner) Update(ctx context.Context, in Input) *Plan {
 	logger := klog.FromContext(ctx)
-	plan := &Plan{Unremovable: map[string]string{}}
+	plan := &Plan{Unremovable: map[string]string{}, Utilization: map[string][2]float64{}}
 	podsByNode := map[string][]*apiv1.Pod{}
 	for _, pod := range in.ScheduledPods {
 		podsByNode[pod.Spec.NodeName] = append(podsByNode[pod.Spec.NodeName], pod)
@@ -204,7 +210,10 @@ func (p *Planner) Update(ctx context.Context, in Input) *Plan {
 	podsOf := map[*Candidate][]*apiv1.Pod{}
 	for _, n := range nodes {
 		c, reason := p.eligible(n, groupOf[n.Name], podsByNode[n.Name], in)
-		if c == nil {
+		if c != nil {
+			plan.Utilization[n.Name] = [2]float64{c.Utilization, c.Threshold}
+		}
+		if reason != "" {
 			plan.Unremovable[n.Name] = reason
 			continue
 		}
@@ -224,7 +233,8 @@ func (p *Planner) Update(ctx context.Context, in Input) *Plan {
 
 // eligible applies the cheap checks to one node (group, annotations,
 // deletion, readiness, utilisation, booked capacity); it returns the
-// candidate to simulate or the reason it is not one.
+// candidate to simulate or the reason it is not one (with the candidate
+// it would have been once its utilisation is known).
 func (p *Planner) eligible(n *apiv1.Node, gs *clusterstate.GroupState, pods []*apiv1.Pod, in Input) (*Candidate, string) {
 	if gs == nil {
 		return nil, ReasonNotAutoscaled
@@ -251,13 +261,14 @@ func (p *Planner) eligible(n *apiv1.Node, gs *clusterstate.GroupState, pods []*a
 	if accelerator {
 		threshold = gs.Options.ScaleDownGPUUtilizationThreshold
 	}
+	c.Threshold = threshold
 	if !c.Unready && c.Utilization >= threshold {
-		return nil, ReasonNotUnderutilized
+		return c, ReasonNotUnderutilized
 	}
 	// Pods the loop placed on this node (bookings of ProvisioningRequests,
 	// pending pods) need it.
 	if simulated := in.Session.PodsOn(n.Name); len(simulated) > len(pods) {
-		return nil, ReasonBookedCapacity
+		return c, ReasonBookedCapacity
 	}
 	return c, ""
 }
@@ -272,6 +283,7 @@ func (p *Planner) tryRemove(ctx context.Context, c *Candidate, pods []*apiv1.Pod
 	if blocking != nil {
 		klog.FromContext(ctx).V(4).Info("Node cannot be removed: a pod blocks it", "node", c.Node.Name,
 			"pod", klog.KObj(blocking.Pod), "reason", blocking.Reason)
+		p.blockers[c.Node.Name] = blockingDetail(blocking)
 		return ReasonBlockedByPod
 	}
 	for _, pod := range left {
@@ -440,4 +452,14 @@ func taintTime(n *apiv1.Node, key string) (time.Time, bool) {
 
 func describe(c *Candidate) string {
 	return fmt.Sprintf("%s (group %s, utilization %.2f, %d pods to move)", c.Node.Name, c.Group.Id(), c.Utilization, len(c.Move))
+}
+
+// blockingDetail names the pod that blocks a removal and the drain rule
+// (or PodDisruptionBudget) that keeps it.
+func blockingDetail(b *drain.BlockingPod) string {
+	d := fmt.Sprintf("pod %s/%s: %s", b.Pod.Namespace, b.Pod.Name, b.Reason)
+	if b.Detail != "" {
+		d += " (" + b.Detail + ")"
+	}
+	return d
 }

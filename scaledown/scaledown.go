@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
+	"k8s.io/autoscaler/cluster-autoscaler/explain"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 )
 
@@ -41,14 +42,27 @@ type ScaleDown struct {
 	// keptSince holds since when each node the plans keep has been kept
 	// (max_node_skip_eval_duration_seconds).
 	keptSince map[string]time.Time
+	// explain, when set, keeps every node's verdict of the last plan.
+	explain *explain.Recorder
 }
 
+// Option configures a ScaleDown.
+type Option func(*ScaleDown)
+
+// WithExplainer records every node's verdict, each loop, for the explainer
+// (/explainz).
+func WithExplainer(r *explain.Recorder) Option { return func(s *ScaleDown) { s.explain = r } }
+
 // New builds the step.
-func New(opts config.Options, planner *Planner, actuator *Actuator, reporter Reporter) *ScaleDown {
+func New(opts config.Options, planner *Planner, actuator *Actuator, reporter Reporter, options ...Option) *ScaleDown {
 	if planner != nil {
 		planner.report = reporter
 	}
-	return &ScaleDown{opts: opts, planner: planner, actuator: actuator, reporter: reporter, keptSince: map[string]time.Time{}}
+	s := &ScaleDown{opts: opts, planner: planner, actuator: actuator, reporter: reporter, keptSince: map[string]time.Time{}}
+	for _, o := range options {
+		o(s)
+	}
+	return s
 }
 
 // ScaledUp tells the step that the loop added nodes at now
@@ -60,6 +74,7 @@ func (s *ScaleDown) ScaledUp(now time.Time) { s.lastScaleUp = now }
 func (s *ScaleDown) Run(ctx context.Context, in Input) int {
 	logger := klog.FromContext(ctx)
 	if !s.opts.ScaleDownEnabled {
+		s.recordDisabled(in)
 		return 0 // no plan, no candidate taints
 	}
 	defer func() { s.reporter.UpdatePendingNodeDeletions(s.actuator.Busy()) }()
@@ -76,6 +91,7 @@ func (s *ScaleDown) Run(ctx context.Context, in Input) int {
 		cooldown, why = s.cooldown(in.Now)
 	}
 	s.reporter.UpdateScaleDownInCooldown(cooldown)
+	s.record(plan, in, why)
 	if cooldown {
 		logger.V(2).Info("Scale-down in cooldown", "why", why, "unneeded", len(plan.Unneeded))
 		return 0

@@ -112,6 +112,7 @@ func (s *Session) ScaleUpAll(ctx context.Context, pods []*apiv1.Pod, record Reco
 	}
 	podGroups := estimator.GroupPods(remaining)
 	plan, reason := s.planAll(ctx, podGroups, s.totals, false)
+	s.o.recordAll(remaining, plan, reason)
 	if plan == nil {
 		snap.Revert()
 		_, why := s.planAll(ctx, podGroups, &totals{}, true)

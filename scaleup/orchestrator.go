@@ -22,6 +22,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/estimator"
 	"k8s.io/autoscaler/cluster-autoscaler/expander"
+	"k8s.io/autoscaler/cluster-autoscaler/explain"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 	"k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
 	"k8s.io/autoscaler/cluster-autoscaler/simulator/template"
@@ -86,6 +87,8 @@ type Orchestrator struct {
 	report       Reporter
 	// clock times the estimates of one scale-up (--max-binpacking-time).
 	clock clock.PassiveClock
+	// explain, when set, keeps the verdicts of each scale-up (WithExplainer).
+	explain *explain.Recorder
 }
 
 // TemplateProcessor adjusts a node group's template NodeInfo, after it was
@@ -165,6 +168,12 @@ type groupState struct {
 	// --max-node-startup-time (see expectSlices).
 	nodes   []*apiv1.Node
 	startup time.Duration
+	// backoffUntil and backoffMessage say when the group's back-off ends
+	// and the error that caused it; excluded, that a processor left it
+	// out. For the explainer.
+	backoffUntil   time.Time
+	backoffMessage string
+	excluded       bool
 }
 
 // Run makes one scale-up decision for in.Pending and executes it.
@@ -205,6 +214,7 @@ func (s *Session) ScaleUp(ctx context.Context, pendingPods []*apiv1.Pod) Result 
 	var remaining []*apiv1.Pod
 	o.timed(metrics.FunctionFilterOutSchedulable, func() { remaining = o.fitExisting(ctx, pending, false) })
 	res.FitExisting = len(pending) - len(remaining)
+	o.recordFitting(pending, remaining)
 	if len(remaining) == 0 {
 		return res
 	}
@@ -224,12 +234,16 @@ func (s *Session) ScaleUp(ctx context.Context, pendingPods []*apiv1.Pod) Result 
 	deadline := o.clock.Now().Add(o.opts.MaxBinpackingTime)
 	for len(podGroups) > 0 {
 		options, infos, refused := o.options(ctx, podGroups, groups, totals, deadline)
+		message := func(g *estimator.Group) string {
+			if atMaxTotal {
+				return fmt.Sprintf("%s (--max-nodes-total=%d)", reasonMaxNodesTotal, o.opts.MaxNodesTotal)
+			}
+			return refused.message(g)
+		}
 		if len(options) == 0 {
+			o.recordRound(podGroups, nil, nil, refused, nil, message)
 			for _, g := range podGroups {
-				reason := refused.message(g)
-				if atMaxTotal {
-					reason = fmt.Sprintf("%s (--max-nodes-total=%d)", reasonMaxNodesTotal, o.opts.MaxNodesTotal)
-				}
+				reason := message(g)
 				for _, p := range g.Pods {
 					res.Remaining[p] = reason
 				}
@@ -238,6 +252,8 @@ func (s *Session) ScaleUp(ctx context.Context, pendingPods []*apiv1.Pod) Result 
 		}
 		best := o.chain.BestOption(ctx, options, infos)
 		if best == nil {
+			o.recordRound(podGroups, options, nil, refused, nil,
+				func(*estimator.Group) string { return "expansion options filtered out" })
 			for _, g := range podGroups {
 				for _, p := range g.Pods {
 					res.Remaining[p] = "expansion options filtered out"
@@ -248,6 +264,7 @@ func (s *Session) ScaleUp(ctx context.Context, pendingPods []*apiv1.Pod) Result 
 		s.decision++
 		done := 0
 		shares, served := o.balance(ctx, best, options, groups, podGroups, totals)
+		o.recordRound(podGroups, options, best, refused, served, message)
 		for _, sh := range shares {
 			gs := sh.gs
 			g := s.grow(ctx, gs, sh.delta, gs.zeroOrMax)
@@ -357,11 +374,12 @@ func (o *Orchestrator) observeGroups(ctx context.Context, in Input) (map[string]
 		switch {
 		case st.BackedOff:
 			gs.skip = backoffReason(st.BackoffReason.ErrorCode)
+			gs.backoffUntil, gs.backoffMessage = st.BackoffUntil, st.BackoffReason.ErrorMessage
 			klog.FromContext(ctx).V(4).Info("Node group in back-off", "nodeGroup", ng.Id(), "errorCode", st.BackoffReason.ErrorCode)
 		case !st.Healthy:
 			gs.skip = reasonUnhealthy
 		case in.Excluded[ng.Id()] != "":
-			gs.skip = in.Excluded[ng.Id()]
+			gs.skip, gs.excluded = in.Excluded[ng.Id()], true
 		}
 		for _, n := range st.NotStartedNodes {
 			excluded[n] = true
@@ -565,23 +583,28 @@ func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group
 	var options []expander.Option
 	infos := map[string]*cloudprovider.NodeInfo{}
 	refused := newRefusals()
+	if o.explain != nil {
+		refused.keepVerdicts()
+	}
 	var estimating time.Duration
 	defer func() { o.report.UpdateDuration(metrics.FunctionEstimate, estimating) }()
 	nsCount := namespaces(podGroups)
 	for _, id := range slices.Sorted(maps.Keys(groups)) {
 		gs := groups[id]
 		if gs.skip != "" {
-			refused.group(gs.skip)
+			refused.refuse(id, skipVerdict(gs))
 			continue
 		}
 		left := deadline.Sub(o.clock.Now())
 		if left <= 0 {
-			refused.group("binpacking time budget (--max-binpacking-time) used up")
+			refused.refuse(id, explain.NodeGroupVerdict{Cause: explain.CauseOther,
+				Reason: "binpacking time budget (--max-binpacking-time) used up"})
 			continue
 		}
 		room := gs.group.MaxSize() - gs.target
 		if room <= 0 {
-			refused.group(reasonMaxSize)
+			refused.refuse(id, explain.NodeGroupVerdict{Cause: explain.CauseMaxSize, Reason: reasonMaxSize,
+				Detail: fmt.Sprintf("target size %d, max size %d", gs.target, gs.group.MaxSize())})
 			continue
 		}
 		limits := estimator.Limits{
@@ -592,14 +615,15 @@ func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group
 		}
 		if exhausted(limits) {
 			o.reportLimits(limits.MaxMilliCPU < 0, limits.MaxMemoryBytes < 0)
-			refused.group(o.exhaustedReason(limits))
+			refused.refuse(id, o.limitVerdict(o.exhaustedReason(limits), totals))
 			continue
 		}
 		if totals.gpuOf != nil && gs.template != nil {
 			if gpu, per := totals.gpuOf(gs.template.Node); per > 0 {
 				if gpuRoom, limited := totals.gpuRoom(o.opts.GPUTotal, gpu, per); limited {
 					if gpuRoom <= 0 {
-						refused.group(fmt.Sprintf("max cluster %s GPU limit (--gpu-total) reached", gpu))
+						refused.refuse(id, explain.NodeGroupVerdict{Cause: explain.CauseResourceLimit,
+							Reason: fmt.Sprintf("max cluster %s GPU limit (--gpu-total) reached", gpu)})
 						continue
 					}
 					limits.MaxNodes = min(limits.MaxNodes, gpuRoom)
@@ -609,7 +633,8 @@ func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group
 		if gs.template != nil {
 			if qRoom, quota, limited := totals.quotaRoom(gs.template.Node); limited {
 				if qRoom <= 0 {
-					refused.group(fmt.Sprintf("CapacityQuota %s reached", quota))
+					refused.refuse(id, explain.NodeGroupVerdict{Cause: explain.CauseResourceLimit,
+						Reason: fmt.Sprintf("CapacityQuota %s reached", quota)})
 					continue
 				}
 				limits.MaxNodes = min(limits.MaxNodes, qRoom)
@@ -622,21 +647,21 @@ func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group
 			o.report.Binpacking(gs.template.Node, nsCount, len(podGroups))
 		}
 		if err != nil {
-			refused.group(fmt.Sprintf("estimate failed: %v", err))
+			refused.refuse(id, explain.NodeGroupVerdict{Cause: explain.CauseOther, Reason: fmt.Sprintf("estimate failed: %v", err)})
 			continue
 		}
 		if est.NodeCount == 0 {
 			o.reportLimits(est.LimitedBy == estimator.LimitCPU, est.LimitedBy == estimator.LimitMemory)
 			if est.LimitedBy != estimator.LimitNone {
-				refused.group(o.limitReason(est.LimitedBy))
+				refused.refuse(id, o.limitVerdict(o.limitReason(est.LimitedBy), totals))
 			} else {
-				refused.estimate(podGroups, est, gs.template.Node)
+				refused.estimateOf(id, podGroups, est, gs.template.Node)
 			}
 			continue
 		}
 		if gs.zeroOrMax && est.NodeCount < room {
 			if short := zeroOrMaxShortfall(room, limits, gs.template); short != "" {
-				refused.group(short)
+				refused.refuse(id, explain.NodeGroupVerdict{Cause: explain.CauseOther, Reason: short})
 				continue
 			}
 			est.NodeCount = room

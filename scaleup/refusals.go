@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"k8s.io/autoscaler/cluster-autoscaler/estimator"
+	"k8s.io/autoscaler/cluster-autoscaler/explain"
 	"k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
 )
 
@@ -42,11 +43,51 @@ type refusals struct {
 	// refusedBy is how many of them the counts stand for.
 	byPods    map[*estimator.Group]map[string]int
 	refusedBy map[*estimator.Group]int
+	// verdicts and podVerdicts, kept only for the explainer (nil
+	// otherwise), are each node group's refusal: of every pod, or of the
+	// pods of one group.
+	verdicts    map[string]explain.NodeGroupVerdict
+	podVerdicts map[*estimator.Group]map[string]explain.NodeGroupVerdict
 }
 
 func newRefusals() *refusals {
 	return &refusals{whole: map[string]int{}, byPods: map[*estimator.Group]map[string]int{},
 		refusedBy: map[*estimator.Group]int{}}
+}
+
+// keepVerdicts makes r keep each node group's verdict for the explainer.
+func (r *refusals) keepVerdicts() {
+	r.verdicts = map[string]explain.NodeGroupVerdict{}
+	r.podVerdicts = map[*estimator.Group]map[string]explain.NodeGroupVerdict{}
+}
+
+// estimateOf is estimate for node group id, whose verdict on each pod group
+// is kept for the explainer: the first refusal of the group's pods, with
+// the scheduler plugin that gave it.
+func (r *refusals) estimateOf(id string, podGroups []*estimator.Group, est estimator.Estimate, template *apiv1.Node) {
+	r.estimate(podGroups, est, template)
+	if r.podVerdicts == nil {
+		return
+	}
+	for _, g := range podGroups {
+		v := explain.NodeGroupVerdict{NodeGroup: id, Cause: explain.CauseOther, Reason: reasonNoRefusalKnown}
+		for _, p := range g.Pods {
+			err, ok := est.Unschedulable[p]
+			if !ok {
+				continue
+			}
+			v.Reason = strings.Join(refusalReasons(err, p, template), ", ")
+			var u *framework.Unschedulable
+			if errors.As(err, &u) {
+				v.Cause, v.Plugin = explain.CauseScheduler, u.Plugin
+			}
+			break
+		}
+		if r.podVerdicts[g] == nil {
+			r.podVerdicts[g] = map[string]explain.NodeGroupVerdict{}
+		}
+		r.podVerdicts[g][id] = v
+	}
 }
 
 // group records a reason a node group gives for every pod.

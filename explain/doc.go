@@ -1,0 +1,16 @@
+// Package explain keeps the reasons of the autoscaler's last loop, for the
+// explainer: for every pending pod group the loop considered, each node
+// group's verdict (it fits, with the nodes it needs and whether the expander
+// chose it, or the first refusal with its cause and numbers), and for every
+// node its scale-down verdict (unneeded since when and for how much longer,
+// or what keeps it). It renders them for a person (a table) or a tool
+// (JSON), and serves them on /explainz.
+//
+// The record is bounded: only the last complete loop is kept, with at most
+// MaxNodeGroupVerdicts verdicts per pod group and MaxPodGroups pod groups.
+//
+// explain is a leaf: it imports only the Kubernetes API types and the
+// standard library, so that the loop's packages (scaleup, scaledown, core)
+// can feed it. Package main wires it; it must not import any package of
+// this module.
+package explain

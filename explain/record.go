@@ -1,0 +1,344 @@
+package explain
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+)
+
+// Bounds of one loop's record.
+const (
+	// MaxPodGroups is how many pod groups one loop's record holds; the
+	// others are counted in Loop.DroppedPodGroups.
+	MaxPodGroups = 2000
+	// MaxNodeGroupVerdicts is how many node-group verdicts one pod group
+	// keeps: those that fit first, then refusals; the others are counted in
+	// PodGroup.MoreNodeGroups.
+	MaxNodeGroupVerdicts = 100
+	// MaxPodNames is how many pod names one pod group keeps (a lookup of a
+	// pod past it finds nothing; PodGroup.PodCount counts them all).
+	MaxPodNames = 5000
+)
+
+// Causes of a node group's refusal.
+const (
+	CauseScheduler     = "scheduler"       // a scheduler plugin rejected the template node
+	CauseMaxSize       = "max-size"        // the group is at its max size
+	CauseMaxNodesTotal = "max-nodes-total" // --max-nodes-total leaves no room
+	CauseResourceLimit = "resource-limit"  // --cores-total, --memory-total, --gpu-total or a CapacityQuota
+	CauseBackoff       = "backoff"         // the group is backed off after a failed scale-up
+	CauseUnhealthy     = "unhealthy"       // the group has too many unready nodes
+	CauseNoTemplate    = "no-template"     // no template node to simulate with
+	CauseExcluded      = "excluded"        // a processor left the group out of this loop
+	CauseOther         = "other"
+)
+
+// Outcomes of a pod group.
+const (
+	OutcomeScaledUp     = "scaled up"
+	OutcomeFitsExisting = "fits an existing or upcoming node"
+	OutcomeNoScaleUp    = "no scale-up"
+	OutcomeProvReq      = "ProvisioningRequest"
+)
+
+// NodeGroupVerdict is one node group's answer to one pod group.
+type NodeGroupVerdict struct {
+	NodeGroup string `json:"nodeGroup"`
+	// Fits: the group's template node takes (some of) the pods; Nodes is
+	// how many new nodes that takes, Pods how many of the group's pods.
+	Fits  bool `json:"fits"`
+	Nodes int  `json:"nodes,omitempty"`
+	Pods  int  `json:"pods,omitempty"`
+	// Chosen: the expander picked this group; Why says how.
+	Chosen bool   `json:"chosen,omitempty"`
+	Why    string `json:"why,omitempty"`
+	// Cause, Plugin and Reason are the first refusal: its kind (Cause*),
+	// the scheduler plugin that refused (CauseScheduler), and its words,
+	// as the NotTriggerScaleUp event says them.
+	Cause  string `json:"cause,omitempty"`
+	Plugin string `json:"plugin,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Detail gives the numbers (target and max size, the cluster's node
+	// count against --max-nodes-total, the back-off's error message).
+	Detail string `json:"detail,omitempty"`
+	// Until is when the group's back-off ends.
+	Until *time.Time `json:"until,omitempty"`
+}
+
+// PodGroup is one pending pod equivalence group and its verdicts.
+type PodGroup struct {
+	// Pods are the group's pods, "namespace/name"; PodCount counts them
+	// all, beyond MaxPodNames.
+	Pods     []string `json:"pods"`
+	PodCount int      `json:"podCount"`
+	// Request is the ProvisioningRequest ("namespace/name") the pods are
+	// for, if any.
+	Request string `json:"provisioningRequest,omitempty"`
+	// Outcome is what the loop did for the group (Outcome*); Message says
+	// it in words (the NotTriggerScaleUp message for pods left).
+	Outcome string `json:"outcome"`
+	// WaitsFor is the node group whose upcoming node the pods fit (a
+	// scale-up in flight); DecidedAt, when the pods' last scale-up
+	// decision, whose verdicts NodeGroups then are, was made.
+	WaitsFor       string             `json:"waitsForNodeGroup,omitempty"`
+	DecidedAt      *time.Time         `json:"decidedAt,omitempty"`
+	Message        string             `json:"message,omitempty"`
+	NodeGroups     []NodeGroupVerdict `json:"nodeGroups,omitempty"`
+	MoreNodeGroups int                `json:"moreNodeGroups,omitempty"`
+}
+
+// NodeVerdict is one node's scale-down verdict.
+type NodeVerdict struct {
+	Node      string `json:"node"`
+	NodeGroup string `json:"nodeGroup,omitempty"`
+	// Unneeded: the node could go; Since is when it became unneeded and
+	// TimeLeft how long until its unneeded time has passed (0 when it has).
+	Unneeded bool           `json:"unneeded"`
+	Since    *time.Time     `json:"unneededSince,omitempty"`
+	TimeLeft *time.Duration `json:"timeLeft,omitempty"`
+	// Removable: the node is to be removed in this loop (unless Reason
+	// names a cooldown).
+	Removable bool `json:"removable,omitempty"`
+	// Reason is what keeps the node (the status ConfigMap's reasons:
+	// BlockedByPod, NotUnderutilized, NodeGroupMinSizeReached, ...) and
+	// Detail its specifics (the pod and the drain rule or PDB, the
+	// utilisation against the threshold).
+	Reason string `json:"reason,omitempty"`
+	Detail string `json:"detail,omitempty"`
+	// Utilization and Threshold, when the planner computed them.
+	Utilization *float64 `json:"utilization,omitempty"`
+	Threshold   *float64 `json:"threshold,omitempty"`
+}
+
+// Loop is the record of one loop.
+type Loop struct {
+	At               time.Time     `json:"at"`
+	PodGroups        []PodGroup    `json:"podGroups"`
+	DroppedPodGroups int           `json:"droppedPodGroups,omitempty"`
+	Nodes            []NodeVerdict `json:"nodes"`
+	// ScaleDown says why scale-down did not act at all in the loop
+	// (disabled, cooldown), if so.
+	ScaleDown string `json:"scaleDown,omitempty"`
+}
+
+// Recorder keeps the loop being recorded and the last complete one. A nil
+// *Recorder records nothing, so that hooks need not check. Safe for use by
+// the loop and the HTTP handlers at once.
+type Recorder struct {
+	mu   sync.Mutex
+	cur  *Loop
+	last *indexed
+}
+
+type indexed struct {
+	loop   *Loop
+	byPod  map[string]int
+	byNode map[string]int
+}
+
+// NewRecorder returns an empty recorder.
+func NewRecorder() *Recorder { return &Recorder{} }
+
+// BeginLoop starts the record of the loop observed at now.
+func (r *Recorder) BeginLoop(now time.Time) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cur = &Loop{At: now}
+}
+
+// EndLoop makes the loop being recorded the last one.
+func (r *Recorder) EndLoop() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cur == nil {
+		return
+	}
+	l := r.cur
+	r.cur = nil
+	ix := &indexed{loop: l, byPod: map[string]int{}, byNode: make(map[string]int, len(l.Nodes))}
+	// A pod recorded twice in one loop (a group estimated again after a
+	// first increase) is explained by its last record.
+	for i, g := range l.PodGroups {
+		for _, p := range g.Pods {
+			ix.byPod[p] = i
+		}
+		carryDecision(&l.PodGroups[i], r.last)
+	}
+	sort.Slice(l.Nodes, func(i, j int) bool { return l.Nodes[i].Node < l.Nodes[j].Node })
+	for i, n := range l.Nodes {
+		ix.byNode[n.Node] = i
+	}
+	r.last = ix
+}
+
+// carryDecision gives a pod group that waits for an upcoming node the
+// verdicts of the scale-up that was decided for it, from the previous
+// loop's record: the decision is kept as long as its pods wait, and only
+// for them.
+func carryDecision(g *PodGroup, prev *indexed) {
+	if g.WaitsFor == "" || len(g.NodeGroups) > 0 || len(g.Pods) == 0 || prev == nil {
+		return
+	}
+	i, ok := prev.byPod[g.Pods[0]]
+	if !ok {
+		return
+	}
+	p := prev.loop.PodGroups[i]
+	switch {
+	case p.Outcome == OutcomeScaledUp:
+		at := prev.loop.At
+		g.NodeGroups, g.MoreNodeGroups, g.DecidedAt = p.NodeGroups, p.MoreNodeGroups, &at
+	case p.DecidedAt != nil && p.WaitsFor == g.WaitsFor:
+		g.NodeGroups, g.MoreNodeGroups, g.DecidedAt = p.NodeGroups, p.MoreNodeGroups, p.DecidedAt
+	}
+}
+
+// AddPodGroup records a pod group's verdicts in the loop being recorded.
+func (r *Recorder) AddPodGroup(g PodGroup) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cur == nil {
+		return
+	}
+	if len(r.cur.PodGroups) >= MaxPodGroups {
+		r.cur.DroppedPodGroups++
+		return
+	}
+	r.cur.PodGroups = append(r.cur.PodGroups, bound(g))
+}
+
+// SetNodes records the scale-down verdicts of the loop being recorded;
+// note, when not empty, says why scale-down did not act at all.
+func (r *Recorder) SetNodes(nodes []NodeVerdict, note string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cur == nil {
+		return
+	}
+	r.cur.Nodes, r.cur.ScaleDown = nodes, note
+}
+
+// bound caps g's verdicts and pod names, fitting verdicts first.
+func bound(g PodGroup) PodGroup {
+	if g.PodCount < len(g.Pods) {
+		g.PodCount = len(g.Pods)
+	}
+	if len(g.Pods) > MaxPodNames {
+		g.Pods = g.Pods[:MaxPodNames]
+	}
+	sort.SliceStable(g.NodeGroups, func(i, j int) bool {
+		a, b := g.NodeGroups[i], g.NodeGroups[j]
+		if a.Chosen != b.Chosen {
+			return a.Chosen
+		}
+		if a.Fits != b.Fits {
+			return a.Fits
+		}
+		return a.NodeGroup < b.NodeGroup
+	})
+	if len(g.NodeGroups) > MaxNodeGroupVerdicts {
+		g.MoreNodeGroups += len(g.NodeGroups) - MaxNodeGroupVerdicts
+		g.NodeGroups = g.NodeGroups[:MaxNodeGroupVerdicts]
+	}
+	return g
+}
+
+// At is the observation time of the last complete loop (zero when none).
+func (r *Recorder) At() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.last == nil {
+		return time.Time{}
+	}
+	return r.last.loop.At
+}
+
+// Pod returns the last loop's record of the pod group holding pod
+// ("namespace/name").
+func (r *Recorder) Pod(pod string) (PodGroup, time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.last == nil {
+		return PodGroup{}, time.Time{}, false
+	}
+	i, ok := r.last.byPod[pod]
+	if !ok {
+		return PodGroup{}, r.last.loop.At, false
+	}
+	return r.last.loop.PodGroups[i], r.last.loop.At, true
+}
+
+// Request returns the last loop's records of the pod groups of a
+// ProvisioningRequest ("namespace/name").
+func (r *Recorder) Request(req string) ([]PodGroup, time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.last == nil {
+		return nil, time.Time{}
+	}
+	var out []PodGroup
+	for _, g := range r.last.loop.PodGroups {
+		if g.Request == req {
+			out = append(out, g)
+		}
+	}
+	return out, r.last.loop.At
+}
+
+// Node returns the last loop's scale-down verdict on node, and the loop's
+// scale-down note.
+func (r *Recorder) Node(node string) (NodeVerdict, string, time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.last == nil {
+		return NodeVerdict{}, "", time.Time{}, false
+	}
+	i, ok := r.last.byNode[node]
+	if !ok {
+		return NodeVerdict{}, r.last.loop.ScaleDown, r.last.loop.At, false
+	}
+	return r.last.loop.Nodes[i], r.last.loop.ScaleDown, r.last.loop.At, true
+}
+
+// Consume annotations name the ProvisioningRequest a pod is for (the keys
+// of package provreq, which this leaf package must not import).
+const (
+	consumeAnnotation           = "autoscaling.x-k8s.io/consume-provisioning-request"
+	deprecatedConsumeAnnotation = "cluster-autoscaler.kubernetes.io/consume-provisioning-request"
+)
+
+// PodNames names pods "namespace/name" and tells the ProvisioningRequest
+// the first one is for ("" when none).
+func PodNames(pods []*apiv1.Pod) (names []string, request string) {
+	names = make([]string, 0, min(len(pods), MaxPodNames))
+	for i, p := range pods {
+		if i < MaxPodNames {
+			names = append(names, p.Namespace+"/"+p.Name)
+		}
+	}
+	if len(pods) > 0 {
+		p := pods[0]
+		name := p.Annotations[consumeAnnotation]
+		if name == "" {
+			name = p.Annotations[deprecatedConsumeAnnotation]
+		}
+		if name != "" {
+			request = p.Namespace + "/" + name
+		}
+	}
+	return names, request
+}
