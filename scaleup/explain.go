@@ -144,8 +144,12 @@ func (o *Orchestrator) recordRound(podGroups []*estimator.Group, options []expan
 			id := opt.NodeGroup.Id()
 			seen[id] = true
 			if n == 0 {
-				rec.NodeGroups = append(rec.NodeGroups, explain.NodeGroupVerdict{NodeGroup: id, Cause: explain.CauseOther,
-					Reason: "its estimate placed none of these pods (other pods took its nodes)"})
+				v, ok := refused.podVerdicts[g][id]
+				if !ok {
+					v = explain.NodeGroupVerdict{NodeGroup: id, Cause: explain.CauseOther,
+						Reason: "its estimate placed none of these pods (other pods took its nodes)"}
+				}
+				rec.NodeGroups = append(rec.NodeGroups, v)
 				continue
 			}
 			v := explain.NodeGroupVerdict{NodeGroup: id, Fits: true, Nodes: opt.NodeCount, Pods: n}

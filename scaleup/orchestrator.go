@@ -659,6 +659,7 @@ func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group
 			}
 			continue
 		}
+		refused.unplaced(id, podGroups, est, gs.template.Node)
 		if gs.zeroOrMax && est.NodeCount < room {
 			if short := zeroOrMaxShortfall(room, limits, gs.template); short != "" {
 				refused.refuse(id, explain.NodeGroupVerdict{Cause: explain.CauseOther, Reason: short})

@@ -90,6 +90,30 @@ func (r *refusals) estimateOf(id string, podGroups []*estimator.Group, est estim
 	}
 }
 
+// unplaced keeps, for the explainer, node group id's refusal of each pod
+// group none of whose pods its estimate placed, when it placed others.
+func (r *refusals) unplaced(id string, podGroups []*estimator.Group, est estimator.Estimate, template *apiv1.Node) {
+	if r.podVerdicts == nil {
+		return
+	}
+	placed := make(map[*apiv1.Pod]bool, len(est.Scheduled))
+	for _, p := range est.Scheduled {
+		placed[p] = true
+	}
+	var none []*estimator.Group
+	for _, g := range podGroups {
+		if len(g.Pods) > 0 && !placed[g.Pods[0]] {
+			none = append(none, g)
+		}
+	}
+	if len(none) == 0 {
+		return
+	}
+	counts := *r
+	counts.byPods, counts.refusedBy = map[*estimator.Group]map[string]int{}, map[*estimator.Group]int{}
+	counts.estimateOf(id, none, est, template)
+}
+
 // group records a reason a node group gives for every pod.
 func (r *refusals) group(reason string) { r.whole[reason]++ }
 
