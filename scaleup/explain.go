@@ -86,9 +86,11 @@ func (o *Orchestrator) recordFitting(pending, remaining []*apiv1.Pod) {
 // upcomingOf tells, of pods placed on the snapshot, those placed on an
 // upcoming node, with that node's group.
 func (o *Orchestrator) upcomingOf(pods []*apiv1.Pod) map[*apiv1.Pod]string {
-	want := make(map[*apiv1.Pod]bool, len(pods))
+	// The snapshot may hold copies of the pods placed by counting: they
+	// are known by namespace and name.
+	want := make(map[string]*apiv1.Pod, len(pods))
 	for _, p := range pods {
-		want[p] = true
+		want[p.Namespace+"/"+p.Name] = p
 	}
 	out := map[*apiv1.Pod]string{}
 	snap := o.sim.Snapshot()
@@ -105,8 +107,8 @@ func (o *Orchestrator) upcomingOf(pods []*apiv1.Pod) map[*apiv1.Pod]string {
 			group = group[:i]
 		}
 		for _, p := range placed {
-			if want[p] {
-				out[p] = group
+			if orig, ok := want[p.Namespace+"/"+p.Name]; ok {
+				out[orig] = group
 			}
 		}
 	}

@@ -77,3 +77,29 @@ func TestExplainerVerdicts(t *testing.T) {
 		}
 	}
 }
+
+// TestExplainerCarriesTheDecision: in the loop after a scale-up, the pod
+// that fits the upcoming node is told which group's node it waits for and
+// keeps the decision's verdicts.
+func TestExplainerCarriesTheDecision(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p := fakeprovider.NewProvider()
+	p.AddNodeGroup("small", 0, 10, 0, templateNode("small", "4"))
+	o := newOrchestrator(t, p, nil)
+	rec := explain.NewRecorder()
+	WithExplainer(rec)(o)
+	pod := onePod("web", "1")
+	for i := range 2 {
+		rec.BeginLoop(now.Add(time.Duration(i) * time.Second))
+		if _, err := runLoop(ctx, o, Input{Now: now.Add(time.Duration(i) * time.Second), Pending: []*apiv1.Pod{pod}}); err != nil {
+			t.Fatal(err)
+		}
+		rec.EndLoop()
+	}
+	g, _, ok := rec.Pod("default/web")
+	if !ok || g.Outcome != explain.OutcomeFitsExisting || g.WaitsFor != "small" || len(g.NodeGroups) != 1 ||
+		!g.NodeGroups[0].Chosen || g.DecidedAt == nil || !g.DecidedAt.Equal(now) {
+		t.Errorf("record %+v (found %v), want it waits for small with the decision of the first loop", g, ok)
+	}
+}

@@ -1,0 +1,291 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"k8s.io/autoscaler/cluster-autoscaler/explain"
+	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+)
+
+// explainedPod is /explainz?pod=...&format=json.
+type explainedPod struct {
+	At time.Time `json:"at"`
+	explain.PodGroup
+}
+
+// explainPod waits until the autoscaler's /explainz record of pod (in the
+// test's namespace) satisfies ok, and returns it.
+func explainPod(e *framework.Env, p *autoscalerProcess, pod, what string, ok func(explainedPod) bool) explainedPod {
+	e.T.Helper()
+	var got explainedPod
+	var last string
+	defer func() {
+		if e.T.Failed() {
+			e.T.Logf("last /explainz answer for %s: %s", pod, last)
+		}
+	}()
+	e.Eventually(90*time.Second, what, func(ctx context.Context) (bool, error) {
+		code, body, err := p.get(ctx, "/explainz?format=json&pod="+e.Namespace+"/"+pod)
+		if err == nil {
+			last = body
+		}
+		if err != nil || code != http.StatusOK {
+			return false, nil // not yet recorded: ask again
+		}
+		got = explainedPod{}
+		if err := json.Unmarshal([]byte(body), &got); err != nil {
+			return false, fmt.Errorf("decoding %q: %w", body, err)
+		}
+		return ok(got), nil
+	})
+	return got
+}
+
+// verdictOf is the verdict of node group id in g.
+func verdictOf(g explainedPod, id string) (explain.NodeGroupVerdict, bool) {
+	for _, v := range g.NodeGroups {
+		if v.NodeGroup == id {
+			return v, true
+		}
+	}
+	return explain.NodeGroupVerdict{}, false
+}
+
+// TestExplainzNamesTaintMaxSizeAndBackoff: a pod three groups refuse (a
+// taint it does not tolerate, the max size, a back-off after the cloud ran
+// out of capacity) gets from /explainz each group's refusal with its cause
+// and numbers: the plugin and the taint, the target and max size, the
+// back-off's error code and end; and a pod the loop never saw gets a 404
+// that says so.
+func TestExplainzNamesTaintMaxSizeAndBackoff(t *testing.T) {
+	e := framework.New(t)
+	tainted, full, refused := framework.UniqueName("tainted"), framework.UniqueName("full"), framework.UniqueName("refused")
+	path := writeKwokConfig(e, fmt.Sprintf(`nodeGroups:
+- name: %[1]s
+  maxSize: 10
+  template:
+    labels: {%[4]s: %[5]s, pool: %[1]s}
+    taints: [{key: dedicated, value: batch, effect: NoSchedule}]
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+- name: %[2]s
+  maxSize: 0
+  template:
+    labels: {%[4]s: %[5]s, pool: %[2]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+- name: %[3]s
+  maxSize: 3
+  options: {zeroOrMaxNodeScaling: true}
+  template:
+    labels: {%[4]s: %[5]s, pool: %[3]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  faults: {outOfCapacityAfter: 1}
+`, tainted, full, refused, framework.TestNamespaceLabel, e.Namespace))
+	dumpPods(e)
+	createPods(e, "web", 1, "1", map[string]string{framework.TestNamespaceLabel: e.Namespace})
+	p := startAutoscaler(t, "autoscaler", scaleUpArgs(e, path)...)
+	got := explainPod(e, p, "web-0", "web-0 explained with the back-off", func(g explainedPod) bool {
+		v, ok := verdictOf(g, refused)
+		return ok && v.Cause == explain.CauseBackoff
+	})
+	taint, _ := verdictOf(got, tainted)
+	if taint.Cause != explain.CauseScheduler || taint.Plugin != "TaintToleration" ||
+		taint.Reason != "node(s) had untolerated taint(s) (dedicated=batch:NoSchedule)" || taint.Fits {
+		t.Errorf("tainted group's verdict %+v, want the TaintToleration plugin naming dedicated=batch:NoSchedule", taint)
+	}
+	max, _ := verdictOf(got, full)
+	if max.Cause != explain.CauseMaxSize || max.Reason != "max node group size reached" || max.Detail != "target size 0, max size 0" {
+		t.Errorf("full group's verdict %+v, want max size with target size 0, max size 0", max)
+	}
+	back, _ := verdictOf(got, refused)
+	if back.Reason != "in backoff after failed scale-up (STOCKOUT)" || back.Until == nil || !back.Until.After(got.At) {
+		t.Errorf("refused group's verdict %+v, want the STOCKOUT back-off with its end after the loop (%v)", back, got.At)
+	}
+	if got.Outcome != explain.OutcomeNoScaleUp || !strings.HasPrefix(got.Message, "pod didn't trigger scale-up: ") {
+		t.Errorf("outcome %q, message %q; want no scale-up with the event's message", got.Outcome, got.Message)
+	}
+	// The text a person reads: one row per group, the reason and numbers in it.
+	_, text, err := p.get(e.Context(), "/explainz?pod="+e.Namespace+"/web-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"NODE GROUP", "VERDICT", "NODES", "REASON", tainted + "  refused", "TaintToleration: node(s) had untolerated taint(s)",
+		"max node group size reached; target size 0, max size 0", "in backoff after failed scale-up (STOCKOUT)", "; until "} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/explainz text lacks %q:\n%s", want, text)
+		}
+	}
+	code, body, err := p.get(e.Context(), "/explainz?pod="+e.Namespace+"/no-such-pod")
+	if err != nil || code != http.StatusNotFound || !strings.Contains(body, "was not among the pending pods") {
+		t.Errorf("/explainz for an unknown pod: %d %q %v, want 404 saying it was not among the pending pods", code, body, err)
+	}
+}
+
+// TestExplainzShowsChosenGroupAndSelector: a pod that fits both groups is
+// shown the group the expander chose (the one that then gets the node),
+// marked, with the nodes it takes, for as long as it waits for that node;
+// a pod whose nodeSelector no template has gets NodeAffinity's refusal
+// from every group.
+func TestExplainzShowsChosenGroupAndSelector(t *testing.T) {
+	e := framework.New(t)
+	small, large := framework.UniqueName("small"), framework.UniqueName("large")
+	path := writeKwokConfig(e, fmt.Sprintf(`nodeGroups:
+- name: %[1]s
+  maxSize: 10
+  template:
+    labels: {%[3]s: %[4]s, pool: %[1]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  faults: {registrationDelay: 20s}
+- name: %[2]s
+  maxSize: 10
+  template:
+    labels: {%[3]s: %[4]s, pool: %[2]s}
+    capacity: {cpu: "16", memory: 64Gi, pods: "110"}
+  faults: {registrationDelay: 20s}
+`, small, large, framework.TestNamespaceLabel, e.Namespace))
+	dumpPods(e)
+	createPods(e, "fit", 1, "1", map[string]string{framework.TestNamespaceLabel: e.Namespace})
+	if _, err := e.Client.CoreV1().Pods(e.Namespace).Create(e.Context(),
+		framework.MakePod(e.Namespace, "selector").Req("1", "1Gi").NodeSelector("pool", "missing").Obj(), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := startAutoscaler(t, "autoscaler", scaleUpArgs(e, path)...)
+	got := explainPod(e, p, "fit-0", "fit-0 shown its chosen group", func(g explainedPod) bool {
+		for _, v := range g.NodeGroups {
+			if v.Chosen {
+				return true
+			}
+		}
+		return false
+	})
+	chosen := got.NodeGroups[0]
+	if !chosen.Chosen || !chosen.Fits || chosen.Nodes != 1 || chosen.Pods != 1 || chosen.NodeGroup != small ||
+		!strings.Contains(chosen.Why, "--expander=least-waste") {
+		t.Errorf("chosen verdict %+v, want %s chosen by least-waste, 1 node for 1 pod", chosen, small)
+	}
+	if other, ok := verdictOf(got, large); !ok || !other.Fits || other.Chosen {
+		t.Errorf("%s's verdict %+v (found %v), want it fits, not chosen", large, other, ok)
+	}
+	e.Eventually(60*time.Second, "the chosen group's node added", func(context.Context) (bool, error) {
+		return nodesPerPool(e)[small] == 1, nil
+	})
+	if got := nodesPerPool(e); got[large] != 0 {
+		t.Errorf("nodes per pool %v, want only %s's", got, small)
+	}
+	_, text, err := p.get(e.Context(), "/explainz?pod="+e.Namespace+"/fit-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "*  "+small+"  fits") {
+		t.Errorf("/explainz text does not mark %s as chosen:\n%s", small, text)
+	}
+	sel := explainPod(e, p, "selector", "selector refused by NodeAffinity everywhere", func(g explainedPod) bool {
+		return len(g.NodeGroups) == 2
+	})
+	for _, v := range sel.NodeGroups {
+		if v.Fits || v.Cause != explain.CauseScheduler || v.Plugin != "NodeAffinity" ||
+			v.Reason != "node(s) didn't match Pod's node affinity/selector" {
+			t.Errorf("selector's verdict %+v, want NodeAffinity's refusal", v)
+		}
+	}
+}
+
+// TestExplainzNamesMaxNodesTotal: with --max-nodes-total reached, the pod
+// left is shown that limit with the cluster's node count.
+func TestExplainzNamesMaxNodesTotal(t *testing.T) {
+	e := framework.New(t)
+	group := framework.UniqueName("capped")
+	path := groupsConfig(e, group)
+	dumpPods(e)
+	groupNode(e, group, group+"-first", nil)
+	nodes, _ := clusterCapacity(e)
+	createPods(e, "wait", 2, "3", map[string]string{"pool": group})
+	var pending string
+	e.Eventually(60*time.Second, "one pod scheduled, one pending", func(ctx context.Context) (bool, error) {
+		list, err := e.Client.CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		scheduled := 0
+		for _, pod := range list.Items {
+			if pod.Spec.NodeName != "" {
+				scheduled++
+			} else {
+				pending = pod.Name
+			}
+		}
+		return scheduled == 1 && pending != "", nil
+	})
+	p := startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, fmt.Sprintf("--max-nodes-total=%d", nodes))...)
+	got := explainPod(e, p, pending, pending+" explained", func(g explainedPod) bool { return len(g.NodeGroups) > 0 })
+	v, _ := verdictOf(got, group)
+	wantReason := fmt.Sprintf("max total nodes in cluster reached (--max-nodes-total=%d)", nodes)
+	if v.Cause != explain.CauseMaxNodesTotal || v.Reason != wantReason || !strings.Contains(v.Detail, fmt.Sprintf("the cluster has %d nodes", nodes)) {
+		t.Errorf("verdict %+v, want %q with the cluster's %d nodes", v, wantReason, nodes)
+	}
+	if got := len(nodeNames(e, group)); got != 1 {
+		t.Errorf("the group has %d nodes, want its 1", got)
+	}
+}
+
+// TestExplainzNamesThePDB: a node kept because the PDB of its only pod
+// allows no disruption is explained by /explainz?node= with that pod and
+// that PDB.
+func TestExplainzNamesThePDB(t *testing.T) {
+	e := framework.New(t)
+	group := framework.UniqueName("guarded")
+	path := groupsConfig(e, group)
+	node := group + "-n"
+	groupNode(e, group, node, nil)
+	dumpPods(e)
+	replicaSet(e, "guarded", group, 1, "500m", false)
+	zero := intstr.FromInt32(0)
+	if _, err := e.Client.PolicyV1().PodDisruptionBudgets(e.Namespace).Create(e.Context(), &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "guarded", Namespace: e.Namespace},
+		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &zero,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(30*time.Second, "the guarded pod running", func(ctx context.Context) (bool, error) {
+		running, _, err := podsOf(ctx, e, "guarded")
+		return running == 1, err
+	})
+	p := startAutoscaler(t, "autoscaler", scaleDownArgs(e, path, "--unremovable-node-recheck-timeout=0s")...)
+	var got explain.NodeVerdict
+	var last string
+	e.Eventually(60*time.Second, "the node explained as blocked by the PDB", func(ctx context.Context) (bool, error) {
+		code, body, err := p.get(ctx, "/explainz?format=json&node="+node)
+		if err == nil {
+			last = body
+		}
+		if err != nil || code != http.StatusOK {
+			return false, nil
+		}
+		got = explain.NodeVerdict{}
+		if err := json.Unmarshal([]byte(body), &got); err != nil {
+			return false, err
+		}
+		return got.Reason == "BlockedByPod", nil
+	})
+	wantPDB := fmt.Sprintf("PodDisruptionBudget %s/guarded", e.Namespace)
+	if !strings.Contains(got.Detail, wantPDB) || !strings.Contains(got.Detail, "NotEnoughPdb") || got.NodeGroup != group ||
+		got.Utilization == nil || got.Threshold == nil {
+		t.Errorf("node verdict %+v (%s), want the pod, NotEnoughPdb, %s, the group and its utilisation", got, last, wantPDB)
+	}
+	_, text, err := p.get(e.Context(), "/explainz?node="+node)
+	if err != nil || !strings.Contains(text, "Reason:") || !strings.Contains(text, wantPDB) {
+		t.Errorf("/explainz text %q (%v), want the reason and %s", text, err, wantPDB)
+	}
+	if _, err := e.Client.CoreV1().Nodes().Get(e.Context(), node, metav1.GetOptions{}); err != nil {
+		t.Errorf("node %s: %v, want it kept", node, err)
+	}
+}
