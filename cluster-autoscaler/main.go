@@ -30,6 +30,9 @@ func main() {
 // the process exit code: 0 after a clean stop, 1 when the autoscaler failed or
 // lost its lease, 2 for invalid flags.
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "explain" {
+		return runExplainCommand(args[1:], stdout, stderr)
+	}
 	cl := newCommandLine()
 	cl.fs.SetOutput(stderr)
 	if err := cl.parse(args); err != nil {

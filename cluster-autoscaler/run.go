@@ -45,21 +45,8 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 	explainer *explain.Recorder) error {
 	w := &wiring{opts: opts, restConfig: restConfig, client: client, m: m, logger: klog.FromContext(ctx), explain: explainer}
 	defer w.unwind()
-	w.startInformerFactory(ctx)
-	for _, step := range []func(context.Context) error{
-		func(ctx context.Context) error { return w.buildProvider(ctx, providers) },
-		w.buildEvents,
-		w.buildScaleUp,
-		func(context.Context) error { w.buildCleanup(); return nil },
-		func(ctx context.Context) error { w.buildStatus(ctx, processCtx); return nil },
-		func(ctx context.Context) error { w.buildScaleDown(ctx); return nil },
-		w.buildProvisioningRequests,
-		w.buildBuffers,
-		func(context.Context) error { return w.buildProcessors() },
-	} {
-		if err := step(ctx); err != nil {
-			return err
-		}
+	if err := w.build(ctx, processCtx, providers); err != nil {
+		return err
 	}
 	runner := w.buildRunner(health, snapshots)
 	if err := w.watch(ctx, runner); err != nil || ctx.Err() != nil {
@@ -78,12 +65,15 @@ func runAutoscaler(ctx, processCtx context.Context, opts config.Options, restCon
 // wiring is what runAutoscaler builds, step by step.
 type wiring struct {
 	// explain, when set, keeps each loop's reasons for /explainz.
-	explain    *explain.Recorder
-	opts       config.Options
-	restConfig *rest.Config
-	client     kubernetes.Interface
-	m          *metrics.Metrics
-	logger     klog.Logger
+	explain *explain.Recorder
+	// wrapProvider, when set, wraps the cloud provider once built
+	// (`explain` makes it read-only).
+	wrapProvider func(cloudprovider.CloudProvider) cloudprovider.CloudProvider
+	opts         config.Options
+	restConfig   *rest.Config
+	client       kubernetes.Interface
+	m            *metrics.Metrics
+	logger       klog.Logger
 	// undo is run in reverse order when runAutoscaler returns.
 	undo []func()
 
@@ -111,6 +101,27 @@ type wiring struct {
 	requests        *provreqs.Requests
 	bufs            *buffers
 	loopOpts        []core.AutoscalerOption
+}
+
+// build starts the informer factory and wires every subsystem, in order.
+func (w *wiring) build(ctx, processCtx context.Context, providers *cloudprovider.Registry) error {
+	w.startInformerFactory(ctx)
+	for _, step := range []func(context.Context) error{
+		func(ctx context.Context) error { return w.buildProvider(ctx, providers) },
+		w.buildEvents,
+		w.buildScaleUp,
+		func(context.Context) error { w.buildCleanup(); return nil },
+		func(ctx context.Context) error { w.buildStatus(ctx, processCtx); return nil },
+		func(ctx context.Context) error { w.buildScaleDown(ctx); return nil },
+		w.buildProvisioningRequests,
+		w.buildBuffers,
+		func(context.Context) error { return w.buildProcessors() },
+	} {
+		if err := step(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (w *wiring) onExit(f func()) { w.undo = append(w.undo, f) }
@@ -141,6 +152,9 @@ func (w *wiring) buildProvider(ctx context.Context, providers *cloudprovider.Reg
 		return err
 	}
 	w.provider = provider
+	if w.wrapProvider != nil {
+		w.provider = w.wrapProvider(provider)
+	}
 	w.onExit(func() {
 		// The lead context is over; give the provider a moment of its own.
 		cleanupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -328,12 +342,8 @@ func (w *wiring) watch(ctx context.Context, runner *core.Runner) error {
 		}); err != nil {
 			return fmt.Errorf("watching ProvisioningRequests: %w", err)
 		}
-		go w.provreqInformer.RunWithContext(w.informerCtx)
-		if !cache.WaitForCacheSync(ctx.Done(), w.provreqInformer.HasSynced) {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return errors.New("syncing the ProvisioningRequest informer cache (is the CRD installed?)")
+		if err := w.syncRequests(ctx); err != nil || ctx.Err() != nil {
+			return err
 		}
 	}
 	if w.bufs != nil {
@@ -358,6 +368,22 @@ func (w *wiring) watch(ctx context.Context, runner *core.Runner) error {
 			nodeJoinTrigger(runner, w.requests.WaitingForNodes)); err != nil {
 			return fmt.Errorf("watching nodes: %w", err)
 		}
+	}
+	return nil
+}
+
+// syncRequests runs the ProvisioningRequest informer (when requests are
+// enabled) and waits for its cache.
+func (w *wiring) syncRequests(ctx context.Context) error {
+	if w.provreqInformer == nil {
+		return nil
+	}
+	go w.provreqInformer.RunWithContext(w.informerCtx)
+	if !cache.WaitForCacheSync(ctx.Done(), w.provreqInformer.HasSynced) {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return errors.New("syncing the ProvisioningRequest informer cache (is the CRD installed?)")
 	}
 	return nil
 }

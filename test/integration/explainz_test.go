@@ -3,8 +3,10 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -288,4 +290,81 @@ func TestExplainzNamesThePDB(t *testing.T) {
 	if _, err := e.Client.CoreV1().Nodes().Get(e.Context(), node, metav1.GetOptions{}); err != nil {
 		t.Errorf("node %s: %v, want it kept", node, err)
 	}
+}
+
+// runExplain runs `cluster-autoscaler explain args...` to its end.
+func runExplain(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, autoscalerBinary, append([]string{"explain"}, args...)...)
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("running explain: %v", err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+// TestExplainCommandPredictsWithoutWriting: with no autoscaler running,
+// `cluster-autoscaler explain pod` simulates one loop on the live cluster
+// and shows the group a scale-up would choose, in text and in JSON, while
+// its writes are refused: no node is added, no event recorded; an unknown
+// node is told as such, exit code 1.
+func TestExplainCommandPredictsWithoutWriting(t *testing.T) {
+	e := framework.New(t)
+	path, small, large := scaleUpConfig(e)
+	dumpPods(e)
+	createPods(e, "fit", 1, "1", map[string]string{framework.TestNamespaceLabel: e.Namespace})
+	e.Eventually(30*time.Second, "fit-0 marked unschedulable", func(ctx context.Context) (bool, error) {
+		pod, err := e.Client.CoreV1().Pods(e.Namespace).Get(ctx, "fit-0", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range pod.Status.Conditions {
+			if c.Type == "PodScheduled" && c.Reason == "Unschedulable" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	args := []string{"--kubeconfig=" + e.Kubeconfig, "--namespace=" + e.Namespace, "--cloud-provider=kwok",
+		"--cloud-config=" + path, "--v=2"}
+	out, logs, code := runExplain(t, append([]string{"pod", e.Namespace + "/fit-0"}, args...)...)
+	if code != 0 || !strings.Contains(out, "*  "+small+"  fits     1") || !strings.Contains(out, large+"  fits") {
+		t.Errorf("explain pod: exit %d, output:\n%s\nwant %s marked chosen with 1 node; logs:\n%s", code, out, small, logs)
+	}
+	if !strings.Contains(logs, "explain is read-only") {
+		t.Errorf("no write was refused; logs:\n%s", logs)
+	}
+	out, _, code = runExplain(t, append([]string{"pod", e.Namespace + "/fit-0", "-o", "json"}, args...)...)
+	var got explainedPod
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != 0 {
+		t.Fatalf("explain -o json: exit %d, %v:\n%s", code, err, out)
+	}
+	if v, ok := verdictOf(got, small); !ok || !v.Chosen || v.Nodes != 1 {
+		t.Errorf("JSON verdict of %s: %+v (found %v), want chosen, 1 node", small, v, ok)
+	}
+	_, errOut, code := runExplain(t, append([]string{"node", "no-such-node"}, args...)...)
+	if code != 1 || !strings.Contains(errOut, "node no-such-node has no scale-down verdict") {
+		t.Errorf("explain node no-such-node: exit %d, stderr tail %q", code, tail(errOut, 300))
+	}
+	if got := nodesPerPool(e); len(got) != 0 {
+		t.Errorf("nodes added by explain: %v, want none", got)
+	}
+	if msgs, err := podEventMessages(e.Context(), e, "fit-0", "TriggeredScaleUp"); err != nil || len(msgs) != 0 {
+		t.Errorf("TriggeredScaleUp events %q (%v), want none: explain must not record events", msgs, err)
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
 }

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+	"k8s.io/autoscaler/cluster-autoscaler/config"
+	"k8s.io/autoscaler/cluster-autoscaler/core"
+	"k8s.io/autoscaler/cluster-autoscaler/explain"
+	"k8s.io/autoscaler/cluster-autoscaler/explain/readonly"
+	"k8s.io/autoscaler/cluster-autoscaler/metrics"
+)
+
+// explainUsage is the subcommand's synopsis.
+const explainUsage = "usage: cluster-autoscaler explain (pod NAMESPACE/NAME | node NAME | provisioningrequest NAMESPACE/NAME) [-o text|json] [the autoscaler's flags]"
+
+// errNotExplained: the object has no verdict in the simulated loop.
+var errNotExplained = errors.New("not explained")
+
+// explainQuery is what `explain` was asked about.
+type explainQuery struct {
+	kind, name, output string
+}
+
+// runExplainCommand runs `cluster-autoscaler explain KIND NAME [flags]`:
+// one loop, simulated with the autoscaler's flags on the live cluster
+// through clients that cannot write, and the verdict on the object asked
+// about. Exit codes: 0 explained, 1 failed or not explained, 2 bad usage.
+func runExplainCommand(args []string, stdout, stderr io.Writer) int {
+	if len(args) < 2 || strings.HasPrefix(args[0], "-") || strings.HasPrefix(args[1], "-") {
+		_, _ = fmt.Fprintln(stderr, explainUsage)
+		return 2
+	}
+	q := explainQuery{kind: args[0], name: args[1], output: "text"}
+	switch q.kind {
+	case "pod", "node", "provisioningrequest":
+	default:
+		_, _ = fmt.Fprintf(stderr, "cluster-autoscaler explain: unknown kind %q\n%s\n", q.kind, explainUsage)
+		return 2
+	}
+	cl := newCommandLine()
+	cl.fs.SetOutput(stderr)
+	cl.fs.StringVarP(&q.output, "output", "o", q.output, "Output format of explain: text or json.")
+	if err := cl.parse(args[2:]); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		_, _ = fmt.Fprintf(stderr, "cluster-autoscaler explain: invalid flags:\n%v\n", err)
+		return 2
+	}
+	if q.output != "text" && q.output != "json" {
+		_, _ = fmt.Fprintf(stderr, "cluster-autoscaler explain: -o %q: want text or json\n", q.output)
+		return 2
+	}
+	if err := cl.applyLogging(); err != nil {
+		_, _ = fmt.Fprintf(stderr, "cluster-autoscaler explain: invalid flags:\n%v\n", err)
+		return 2
+	}
+	defer klog.Flush()
+	ctx, cancel := context.WithTimeout(klog.NewContext(context.Background(), klog.Background()), 5*time.Minute)
+	defer cancel()
+	err := explainOnce(ctx, explainOptions(cl.opts), q, stdout)
+	switch {
+	case errors.Is(err, errNotExplained):
+		_, _ = fmt.Fprintln(stderr, strings.TrimSuffix(err.Error(), ": "+errNotExplained.Error()))
+		return 1
+	case err != nil:
+		_, _ = fmt.Fprintf(stderr, "cluster-autoscaler explain: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// explainOptions are the autoscaler's options for one simulated loop: no
+// leader election, no status ConfigMap, no buffer controller, no healing
+// (each would write), and no removal started (the unneeded time is what
+// the flags say, but the actuator's writes are refused anyway).
+func explainOptions(o config.Options) config.Options {
+	o.LeaderElection.Enabled = false
+	o.WriteStatusConfigMap = false
+	o.CapacityBufferControllerEnabled = false
+	o.CapacityBufferPodInjectionEnabled = false
+	o.NodeHealingEnabled = false
+	o.ExplainEnabled = true
+	o.DebuggingSnapshotEnabled = false
+	return o
+}
+
+// explainOnce wires the autoscaler as the process would, on read-only
+// clients and a read-only cloud provider, runs one loop and writes the
+// verdict on q's object to out.
+func explainOnce(ctx context.Context, opts config.Options, q explainQuery, out io.Writer) error {
+	restConfig, err := buildRESTConfig(opts)
+	if err != nil {
+		return err
+	}
+	restConfig = readonly.Config(restConfig)
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return fmt.Errorf("building the Kubernetes client: %w", err)
+	}
+	rec := explain.NewRecorder()
+	w := &wiring{opts: opts, restConfig: restConfig, client: client, m: metrics.New(prometheus.NewRegistry()),
+		logger: klog.FromContext(ctx), explain: rec,
+		wrapProvider: func(p cloudprovider.CloudProvider) cloudprovider.CloudProvider { return readonly.NewProvider(p) }}
+	defer w.unwind()
+	if err := w.build(ctx, ctx, newProviderRegistry()); err != nil {
+		return err
+	}
+	if err := w.syncRequests(ctx); err != nil {
+		return err
+	}
+	if synced, err := w.syncInformers(ctx); !synced {
+		if err == nil {
+			err = ctx.Err()
+		}
+		return err
+	}
+	autoscaler := core.NewAutoscaler(w.opts, w.listers, w.provider, w.m, w.loopOpts...)
+	if _, err := autoscaler.RunOnce(w.loopCtx, time.Now()); err != nil {
+		return fmt.Errorf("simulating a loop: %w", err)
+	}
+	return writeExplanation(rec, q, out)
+}
+
+// writeExplanation writes the recorder's verdict on q's object.
+func writeExplanation(rec *explain.Recorder, q explainQuery, out io.Writer) error {
+	asJSON := q.output == "json"
+	switch q.kind {
+	case "pod":
+		g, at, ok := rec.Pod(q.name)
+		if !ok {
+			return fmt.Errorf("pod %s was not among the pending pods the simulated loop considered for scale-up "+
+				"(it may be scheduled, not yet marked unschedulable, too new, expendable, or not exist): %w", q.name, errNotExplained)
+		}
+		if asJSON {
+			return encodeJSON(out, struct {
+				At time.Time `json:"at"`
+				explain.PodGroup
+			}{at, g})
+		}
+		return explain.WritePodGroup(out, g, at)
+	case "node":
+		v, note, at, ok := rec.Node(q.name)
+		if !ok {
+			return fmt.Errorf("node %s has no scale-down verdict in the simulated loop: %w", q.name, errNotExplained)
+		}
+		if asJSON {
+			return encodeJSON(out, struct {
+				At        time.Time `json:"at"`
+				ScaleDown string    `json:"scaleDown,omitempty"`
+				explain.NodeVerdict
+			}{at, note, v})
+		}
+		return explain.WriteNode(out, v, note, at)
+	default:
+		gs, at := rec.Request(q.name)
+		if len(gs) == 0 {
+			return fmt.Errorf("ProvisioningRequest %s had no pods in the simulated loop's scale-up: %w", q.name, errNotExplained)
+		}
+		if asJSON {
+			return encodeJSON(out, struct {
+				At        time.Time          `json:"at"`
+				PodGroups []explain.PodGroup `json:"podGroups"`
+			}{at, gs})
+		}
+		for _, g := range gs {
+			if err := explain.WritePodGroup(out, g, at); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+func encodeJSON(out io.Writer, v any) error {
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
