@@ -11,6 +11,7 @@
 //
 // explain is a leaf: it imports only the Kubernetes API types and the
 // standard library, so that the loop's packages (scaleup, scaledown, core)
-// can feed it. Package main wires it; it must not import any package of
-// this module.
+// can feed it; it must not import any package of this module. Package main
+// wires it. Its subpackage readonly holds the read-only clients of the
+// `cluster-autoscaler explain` command.
 package explain
