@@ -58,6 +58,9 @@ type Autoscaler struct {
 type LoopRecorder interface {
 	BeginLoop(now time.Time)
 	EndLoop()
+	// SetAside records pending pods the pod-list processors left out
+	// of the scale-up.
+	SetAside(pods []*apiv1.Pod)
 }
 
 // WithExplainer marks each loop's beginning and end on r, so that r keeps
@@ -314,6 +317,7 @@ func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, 
 	}
 	logger := klog.FromContext(ctx)
 	pending := a.procs.Pods(ctx, obs)
+	a.recordSetAside(obs.PendingPods, pending)
 	status := processors.ScaleUpStatus{Pods: pending}
 	defer func() { a.procs.ScaleUpDone(ctx, obs, status) }()
 	if len(pending) == 0 && !a.procs.HasCapacityWork() {
@@ -347,6 +351,25 @@ func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, 
 	logger.V(2).Info("Scale-up decision", "unschedulable", len(pending), "fitExisting", res.FitExisting,
 		"increases", len(res.Increases), "nodesAdded", added)
 	return Result{Productive: added > 0 || productive}, session, nil
+}
+
+// recordSetAside tells the explainer which pending pods the pod-list
+// processors left out of the scale-up.
+func (a *Autoscaler) recordSetAside(all, kept []*apiv1.Pod) {
+	if a.explain == nil || len(all) == len(kept) {
+		return
+	}
+	in := make(map[*apiv1.Pod]bool, len(kept))
+	for _, p := range kept {
+		in[p] = true
+	}
+	var aside []*apiv1.Pod
+	for _, p := range all {
+		if !in[p] {
+			aside = append(aside, p)
+		}
+	}
+	a.explain.SetAside(aside)
 }
 
 // refreshCloud lets the provider update its view; it runs before any other provider call.

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	apiv1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 var loopAt = time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
@@ -145,4 +147,35 @@ func TestNilRecorderRecordsNothing(t *testing.T) {
 	r.AddPodGroup(PodGroup{})
 	r.SetNodes(nil, "")
 	r.EndLoop()
+}
+
+// Pods set aside before the scale-up are told why: per request for pods
+// consuming a ProvisioningRequest, per owner for the others.
+func TestSetAside(t *testing.T) {
+	yes := true
+	consuming := func(name string) *apiv1.Pod {
+		return &apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name,
+			Annotations: map[string]string{consumeAnnotation: "train"}}}
+	}
+	owned := func(name string) *apiv1.Pod {
+		return &apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name,
+			OwnerReferences: []metav1.OwnerReference{{UID: "rs", Controller: &yes}}}}
+	}
+	r := NewRecorder()
+	r.BeginLoop(loopAt)
+	r.SetAside([]*apiv1.Pod{consuming("w-0"), owned("web-0"), consuming("w-1"), owned("web-1")})
+	r.EndLoop()
+	for _, tc := range []struct {
+		pod, request, message string
+		count                 int
+	}{
+		{"ns/w-1", "ns/train", "consumes ProvisioningRequest ns/train", 2},
+		{"ns/web-1", "", "not yet marked unschedulable", 2},
+	} {
+		g, _, ok := r.Pod(tc.pod)
+		if !ok || g.Outcome != OutcomeSetAside || g.Request != tc.request || g.PodCount != tc.count ||
+			!strings.Contains(g.Message, tc.message) {
+			t.Errorf("%s: %+v (found %v), want set aside, request %q, %d pods, %q", tc.pod, g, ok, tc.request, tc.count, tc.message)
+		}
+	}
 }

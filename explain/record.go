@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -341,4 +342,47 @@ func PodNames(pods []*apiv1.Pod) (names []string, request string) {
 		}
 	}
 	return names, request
+}
+
+// OutcomeSetAside: the pods did not reach the scale-up in this loop.
+const OutcomeSetAside = "set aside before scale-up"
+
+// SetAside records pending pods the loop left out of its scale-up (the
+// pod-list processors took them out): those that consume a
+// ProvisioningRequest are told so, one record per request; the others,
+// one record per owner.
+func (r *Recorder) SetAside(pods []*apiv1.Pod) {
+	if r == nil || len(pods) == 0 {
+		return
+	}
+	type key struct{ request, owner string }
+	var order []key
+	groups := map[key][]*apiv1.Pod{}
+	for _, p := range pods {
+		_, req := PodNames([]*apiv1.Pod{p})
+		k := key{request: req}
+		if req == "" {
+			k.owner = p.Namespace + "/" + p.Name
+			for _, o := range p.OwnerReferences {
+				if o.Controller != nil && *o.Controller {
+					k.owner = string(o.UID)
+				}
+			}
+		}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], p)
+	}
+	for _, k := range order {
+		names, req := PodNames(groups[k])
+		g := PodGroup{Pods: names, PodCount: len(groups[k]), Request: req, Outcome: OutcomeSetAside,
+			Message: "not yet marked unschedulable by the scheduler, too new (--new-pod-scale-up-delay), in an ignored " +
+				"namespace, or left out by another pod-list processor"}
+		if req != "" {
+			g.Message = fmt.Sprintf("consumes ProvisioningRequest %s: the capacity booked for the request is theirs, "+
+				"they do not trigger a scale-up of their own", req)
+		}
+		r.AddPodGroup(g)
+	}
 }
