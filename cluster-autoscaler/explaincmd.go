@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
+	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
@@ -19,11 +20,12 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/core"
 	"k8s.io/autoscaler/cluster-autoscaler/explain"
 	"k8s.io/autoscaler/cluster-autoscaler/explain/readonly"
+	"k8s.io/autoscaler/cluster-autoscaler/explain/whatif"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 )
 
 // explainUsage is the subcommand's synopsis.
-const explainUsage = "usage: cluster-autoscaler explain (pod NAMESPACE/NAME | node NAME | provisioningrequest NAMESPACE/NAME) [-o text|json] [the autoscaler's flags]"
+const explainUsage = "usage: cluster-autoscaler explain (pod NAMESPACE/NAME | node NAME | provisioningrequest NAMESPACE/NAME | -f MANIFESTS.yaml) [-o text|json] [the autoscaler's flags]"
 
 // errNotExplained: the object has no verdict in the simulated loop.
 var errNotExplained = errors.New("not explained")
@@ -38,13 +40,17 @@ type explainQuery struct {
 // through clients that cannot write, and the verdict on the object asked
 // about. Exit codes: 0 explained, 1 failed or not explained, 2 bad usage.
 func runExplainCommand(args []string, stdout, stderr io.Writer) int {
-	if len(args) < 2 || strings.HasPrefix(args[0], "-") || strings.HasPrefix(args[1], "-") {
+	if len(args) < 2 || (strings.HasPrefix(args[0], "-") && args[0] != "-f" && args[0] != "--filename") ||
+		strings.HasPrefix(args[1], "-") {
 		_, _ = fmt.Fprintln(stderr, explainUsage)
 		return 2
 	}
 	q := explainQuery{kind: args[0], name: args[1], output: "text"}
+	if q.kind == "--filename" {
+		q.kind = "-f"
+	}
 	switch q.kind {
-	case "pod", "node", "provisioningrequest":
+	case "pod", "node", "provisioningrequest", "-f":
 	default:
 		_, _ = fmt.Fprintf(stderr, "cluster-autoscaler explain: unknown kind %q\n%s\n", q.kind, explainUsage)
 		return 2
@@ -110,10 +116,20 @@ func explainOnce(ctx context.Context, opts config.Options, q explainQuery, out i
 	if err != nil {
 		return fmt.Errorf("building the Kubernetes client: %w", err)
 	}
+	var objects []whatif.Object
+	if q.kind == "-f" {
+		if objects, err = readManifests(q.name); err != nil {
+			return err
+		}
+	}
 	rec := explain.NewRecorder()
+	var provider *readonly.Provider
 	w := &wiring{opts: opts, restConfig: restConfig, client: client, m: metrics.New(prometheus.NewRegistry()),
 		logger: klog.FromContext(ctx), explain: rec,
-		wrapProvider: func(p cloudprovider.CloudProvider) cloudprovider.CloudProvider { return readonly.NewProvider(p) }}
+		wrapProvider: func(p cloudprovider.CloudProvider) cloudprovider.CloudProvider {
+			provider = readonly.NewProvider(p)
+			return provider
+		}}
 	defer w.unwind()
 	if err := w.build(ctx, ctx, newProviderRegistry()); err != nil {
 		return err
@@ -127,9 +143,18 @@ func explainOnce(ctx context.Context, opts config.Options, q explainQuery, out i
 		}
 		return err
 	}
-	autoscaler := core.NewAutoscaler(w.opts, w.listers, w.provider, w.m, w.loopOpts...)
+	listers := w.listers
+	var extra []*apiv1.Pod
+	for _, o := range objects {
+		extra = append(extra, o.Pods...)
+	}
+	listers.Pods = whatif.Lister(listers.Pods, extra)
+	autoscaler := core.NewAutoscaler(w.opts, listers, w.provider, w.m, w.loopOpts...)
 	if _, err := autoscaler.RunOnce(w.loopCtx, time.Now()); err != nil {
 		return fmt.Errorf("simulating a loop: %w", err)
+	}
+	if q.kind == "-f" {
+		return writeWhatIf(rec, objects, provider.Increases(), q.output == "json", out)
 	}
 	return writeExplanation(rec, q, out)
 }

@@ -12,9 +12,9 @@ import (
 
 // Increase is an increase a node group was asked for and did not make.
 type Increase struct {
-	NodeGroup string
-	Delta     int
-	Atomic    bool
+	NodeGroup string `json:"nodeGroup"`
+	Delta     int    `json:"delta"`
+	Atomic    bool   `json:"atomic,omitempty"`
 }
 
 // Provider wraps a cloud provider so that its node groups never change:

@@ -6,14 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
 
 	"k8s.io/autoscaler/cluster-autoscaler/explain"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
@@ -367,4 +372,90 @@ func tail(s string, n int) string {
 		return s
 	}
 	return s[len(s)-n:]
+}
+
+// TestExplainWhatIfPredictsTheScaleUp: `explain -f` on a Deployment of 40
+// one-CPU pods predicts the group and the node count that a real scale-up
+// then adds when the Deployment is created and the autoscaler runs.
+func TestExplainWhatIfPredictsTheScaleUp(t *testing.T) {
+	e := framework.New(t)
+	small, large := framework.UniqueName("small"), framework.UniqueName("large")
+	path := writeKwokConfig(e, fmt.Sprintf(`nodeGroups:
+- name: %[1]s
+  maxSize: 30
+  template:
+    labels: {%[3]s: %[4]s, pool: %[1]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+- name: %[2]s
+  maxSize: 30
+  template:
+    labels: {%[3]s: %[4]s, pool: %[2]s}
+    capacity: {cpu: "16", memory: 64Gi, pods: "110"}
+`, small, large, framework.TestNamespaceLabel, e.Namespace))
+	dumpPods(e)
+	manifest := fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: %[1]s}
+spec:
+  replicas: 40
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      nodeSelector: {%[2]s: %[1]s}
+      containers: [{name: c, image: fake, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+`, e.Namespace, framework.TestNamespaceLabel)
+	file := filepath.Join(t.TempDir(), "web.yaml")
+	if err := os.WriteFile(file, []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--kubeconfig=" + e.Kubeconfig, "--namespace=" + e.Namespace, "--cloud-provider=kwok",
+		"--cloud-config=" + path, "--v=2"}
+	out, logs, code := runExplain(t, append([]string{"-f", file, "-o", "json"}, args...)...)
+	var got struct {
+		Increases []struct {
+			NodeGroup string `json:"nodeGroup"`
+			Delta     int    `json:"delta"`
+		} `json:"increases"`
+		Objects []struct {
+			Kind      string             `json:"kind"`
+			Pods      int                `json:"pods"`
+			PodGroups []explain.PodGroup `json:"podGroups"`
+		} `json:"objects"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != 0 {
+		t.Fatalf("explain -f: exit %d, %v:\n%s\nlogs:\n%s", code, err, out, tail(logs, 3000))
+	}
+	predicted := map[string]int{}
+	for _, inc := range got.Increases {
+		predicted[inc.NodeGroup] += inc.Delta
+	}
+	if len(predicted) != 1 || predicted[small] == 0 || len(got.Objects) != 1 || got.Objects[0].Pods != 40 {
+		t.Fatalf("prediction %v for %+v, want one group (least-waste: %s)", predicted, got.Objects, small)
+	}
+	if got := nodesPerPool(e); len(got) != 0 {
+		t.Fatalf("explain -f added nodes %v", got)
+	}
+	text, _, _ := runExplain(t, append([]string{"-f", file}, args...)...)
+	if !strings.Contains(text, fmt.Sprintf("Node group %s would grow by %d node(s)", small, predicted[small])) ||
+		!strings.Contains(text, "== Deployment "+e.Namespace+"/web: 40 pod(s)") {
+		t.Errorf("explain -f text:\n%s", text)
+	}
+
+	// Now for real.
+	dep := &appsv1.Deployment{}
+	if err := yaml.Unmarshal([]byte(manifest), dep); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Client.AppsV1().Deployments(e.Namespace).Create(e.Context(), dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	startAutoscaler(t, "autoscaler", scaleUpArgs(e, path)...)
+	e.Eventually(3*time.Minute, "the 40 pods running", func(ctx context.Context) (bool, error) {
+		running, _, err := podsOf(ctx, e, "web")
+		return running == 40, err
+	})
+	if diff := cmp.Diff(predicted, nodesPerPool(e)); diff != "" {
+		t.Errorf("nodes added (-predicted +real):\n%s", diff)
+	}
 }
