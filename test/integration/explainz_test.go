@@ -433,6 +433,7 @@ spec:
 	if len(predicted) != 1 || predicted[small] == 0 || len(got.Objects) != 1 || got.Objects[0].Pods != 40 {
 		t.Fatalf("prediction %v for %+v, want one group (least-waste: %s)", predicted, got.Objects, small)
 	}
+	t.Logf("explain -f predicts %v", predicted)
 	if got := nodesPerPool(e); len(got) != 0 {
 		t.Fatalf("explain -f added nodes %v", got)
 	}
