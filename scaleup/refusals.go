@@ -66,6 +66,12 @@ func (r *refusals) keepVerdicts() {
 // the scheduler plugin that gave it.
 func (r *refusals) estimateOf(id string, podGroups []*estimator.Group, est estimator.Estimate, template *apiv1.Node) {
 	r.estimate(podGroups, est, template)
+	r.keepPodVerdicts(id, podGroups, est, template)
+}
+
+// keepPodVerdicts keeps, when verdicts are kept, node group id's verdict on
+// each of podGroups from its estimate.
+func (r *refusals) keepPodVerdicts(id string, podGroups []*estimator.Group, est estimator.Estimate, template *apiv1.Node) {
 	if r.podVerdicts == nil {
 		return
 	}
@@ -106,12 +112,7 @@ func (r *refusals) unplaced(id string, podGroups []*estimator.Group, est estimat
 			none = append(none, g)
 		}
 	}
-	if len(none) == 0 {
-		return
-	}
-	counts := *r
-	counts.byPods, counts.refusedBy = map[*estimator.Group]map[string]int{}, map[*estimator.Group]int{}
-	counts.estimateOf(id, none, est, template)
+	r.keepPodVerdicts(id, none, est, template)
 }
 
 // group records a reason a node group gives for every pod.
