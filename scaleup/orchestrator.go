@@ -183,6 +183,9 @@ type Session struct {
 	totals   *totals
 	decision int
 	added    int // nodes added through this session
+	// moved holds, by node, the pods earlier simulated removals of this
+	// session moved onto it: removing that node too must move them again.
+	moved map[string][]*apiv1.Pod
 }
 
 // Added is the number of nodes the session's scale-ups added.
