@@ -50,11 +50,11 @@ func GPUsWithDevices(ctx context.Context, provider CloudProvider, n *apiv1.Node,
 // the node ("" when it has none).
 func GPUDevices(slices []*resourceapi.ResourceSlice, providerDriver string) (driver string, count int64) {
 	for _, sl := range slices {
-		if sl == nil || !IsGPUDriver(sl.Spec.Driver, providerDriver) {
+		if sl == nil {
 			continue
 		}
 		for i := range sl.Spec.Devices {
-			if isGPUTyped(&sl.Spec.Devices[i]) {
+			if IsGPUDevice(sl.Spec.Driver, providerDriver, &sl.Spec.Devices[i]) {
 				if driver == "" {
 					driver = sl.Spec.Driver
 				}
@@ -81,19 +81,29 @@ func IsGPUDriver(driver, providerDriver string) bool {
 	return strings.HasPrefix(first, "gpu")
 }
 
-// IsGPUDevice tells whether a device of driver is a GPU: a GPU driver's
-// (IsGPUDriver) device without a "type" attribute, or whose "type" is "gpu"
-// (upstream's and NVIDIA's convention: a MIG partition, type "mig", is not
-// counted as a GPU of its own).
+// IsGPUDevice tells whether a device of driver is a GPU: a device whose
+// "type" attribute is "gpu", whatever its driver (NVIDIA's driver and
+// upstream's Cluster API templates mark GPUs so), or a GPU driver's
+// (IsGPUDriver) device without a "type" attribute. A GPU driver's device of
+// another type (a MIG partition, type "mig") is not a GPU of its own.
 func IsGPUDevice(driver, providerDriver string, d *resourceapi.Device) bool {
-	return IsGPUDriver(driver, providerDriver) && isGPUTyped(d)
+	typ, typed := deviceType(d)
+	if typed {
+		return typ == "gpu" && driver != ""
+	}
+	return IsGPUDriver(driver, providerDriver)
 }
 
-func isGPUTyped(d *resourceapi.Device) bool {
+// deviceType returns the device's "type" attribute (unqualified, or
+// qualified by any domain) when it is a string.
+func deviceType(d *resourceapi.Device) (string, bool) {
 	for name, a := range d.Attributes {
 		if name == "type" || strings.HasSuffix(string(name), "/type") {
-			return a.StringValue == nil || *a.StringValue == "gpu"
+			if a.StringValue == nil {
+				return "", true
+			}
+			return *a.StringValue, true
 		}
 	}
-	return true
+	return "", false
 }

@@ -7,10 +7,12 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
@@ -18,15 +20,22 @@ import (
 
 // Scale-from-zero annotations on the scalable resource (upstream's keys).
 const (
-	capacityPrefix        = "capacity.cluster-autoscaler.kubernetes.io/"
-	CPUAnnotation         = capacityPrefix + "cpu"
-	MemoryAnnotation      = capacityPrefix + "memory"
-	DiskAnnotation        = capacityPrefix + "ephemeral-disk"
-	MaxPodsAnnotation     = capacityPrefix + "maxPods"
-	GPUTypeAnnotation     = capacityPrefix + "gpu-type"
-	GPUCountAnnotation    = capacityPrefix + "gpu-count"
-	LabelsAnnotation      = capacityPrefix + "labels"
-	TaintsAnnotation      = capacityPrefix + "taints"
+	capacityPrefix     = "capacity.cluster-autoscaler.kubernetes.io/"
+	CPUAnnotation      = capacityPrefix + "cpu"
+	MemoryAnnotation   = capacityPrefix + "memory"
+	DiskAnnotation     = capacityPrefix + "ephemeral-disk"
+	MaxPodsAnnotation  = capacityPrefix + "maxPods"
+	GPUTypeAnnotation  = capacityPrefix + "gpu-type"
+	GPUCountAnnotation = capacityPrefix + "gpu-count"
+	LabelsAnnotation   = capacityPrefix + "labels"
+	TaintsAnnotation   = capacityPrefix + "taints"
+	// DRADriverAnnotation names the DRA driver of the group's GPUs: with
+	// it, gpu-count devices are published as a ResourceSlice of that driver
+	// instead of an extended resource.
+	DRADriverAnnotation = capacityPrefix + "dra-driver"
+	// maxTemplateDevices bounds gpu-count for DRA (a ResourceSlice holds at
+	// most 128 devices).
+	maxTemplateDevices    = 128
 	defaultMaxPods        = 110
 	defaultGPUResourceKey = "nvidia.com/gpu"
 )
@@ -46,7 +55,11 @@ func (g *NodeGroup) TemplateNodeInfo(ctx context.Context) (*cloudprovider.NodeIn
 	if err != nil {
 		return nil, fmt.Errorf("template of node group %q: %w", g.Id(), err)
 	}
-	return &cloudprovider.NodeInfo{Node: node}, nil
+	slices, err := templateSlices(node.Name, g.obj.GetAnnotations())
+	if err != nil {
+		return nil, fmt.Errorf("template of node group %q: %w", g.Id(), err)
+	}
+	return &cloudprovider.NodeInfo{Node: node, ResourceSlices: slices}, nil
 }
 
 // infraFacts is what an infrastructure machine template says of its machines.
@@ -187,10 +200,14 @@ func templateNode(id, name string, a map[string]string, infra *infraFacts) (*api
 			return nil, err
 		}
 		gpu := apiv1.ResourceName(defaultGPUResourceKey)
-		if t := strings.TrimSpace(a[GPUTypeAnnotation]); t != "" {
+		t := strings.TrimSpace(a[GPUTypeAnnotation])
+		if t != "" {
 			gpu = apiv1.ResourceName(t)
 		}
-		if n > 0 {
+		// With a DRA driver the GPUs are its devices (templateSlices); an
+		// extended resource only when gpu-type names one as well, as upstream.
+		dra := strings.TrimSpace(a[DRADriverAnnotation]) != ""
+		if n > 0 && (!dra || t != "") {
 			capacity[gpu] = *resource.NewQuantity(int64(n), resource.DecimalSI)
 		}
 	}
@@ -279,4 +296,46 @@ func parseTaints(s string) ([]apiv1.Taint, error) {
 		out = append(out, apiv1.Taint{Key: k, Value: v, Effect: apiv1.TaintEffect(effect)})
 	}
 	return out, nil
+}
+
+// templateSlices is the ResourceSlice the template node nodeName publishes
+// when the dra-driver annotation names a driver: one pool named after the
+// node, in one slice, with gpu-count devices gpu-0..gpu-<n-1>, each with
+// the attribute type=gpu (upstream's shape). Without the annotation, or with
+// no gpu-count, there is none. A driver name that is not a DNS subdomain or
+// a count over 128 is an error of this group.
+func templateSlices(nodeName string, a map[string]string) ([]*resourceapi.ResourceSlice, error) {
+	driver := strings.TrimSpace(a[DRADriverAnnotation])
+	if driver == "" {
+		return nil, nil
+	}
+	if errs := validation.IsDNS1123Subdomain(driver); len(errs) > 0 {
+		return nil, fmt.Errorf("%s %q is not a DNS subdomain: %s", DRADriverAnnotation, driver, strings.Join(errs, "; "))
+	}
+	v, ok := a[GPUCountAnnotation]
+	if !ok {
+		return nil, nil
+	}
+	n, err := parseCount(GPUCountAnnotation, v)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	if n > maxTemplateDevices {
+		return nil, fmt.Errorf("%s %d with %s: a ResourceSlice holds at most %d devices", GPUCountAnnotation, n,
+			DRADriverAnnotation, maxTemplateDevices)
+	}
+	gpuType := "gpu"
+	sl := &resourceapi.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: nodeName + "-" + driver},
+		Spec: resourceapi.ResourceSliceSpec{Driver: driver, NodeName: &nodeName,
+			Pool: resourceapi.ResourcePool{Name: nodeName, Generation: 1, ResourceSliceCount: 1}},
+	}
+	for i := 0; i < n; i++ {
+		sl.Spec.Devices = append(sl.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", i),
+			Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"type": {StringValue: &gpuType}}})
+	}
+	return []*resourceapi.ResourceSlice{sl}, nil
 }
