@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
@@ -299,18 +298,13 @@ func parseTaints(s string) ([]apiv1.Taint, error) {
 }
 
 // templateSlices is the ResourceSlice the template node nodeName publishes
-// when the dra-driver annotation names a driver: one pool named after the
-// node, in one slice, with gpu-count devices gpu-0..gpu-<n-1>, each with
-// the attribute type=gpu (upstream's shape). Without the annotation, or with
-// no gpu-count, there is none. A driver name that is not a DNS subdomain or
-// a count over 128 is an error of this group.
+// when the dra-driver annotation names a driver, with gpu-count devices
+// (cloudprovider.GPUTemplateSlices). Without the annotation, or with no
+// gpu-count, there is none.
 func templateSlices(nodeName string, a map[string]string) ([]*resourceapi.ResourceSlice, error) {
 	driver := strings.TrimSpace(a[DRADriverAnnotation])
 	if driver == "" {
 		return nil, nil
-	}
-	if errs := validation.IsDNS1123Subdomain(driver); len(errs) > 0 {
-		return nil, fmt.Errorf("%s %q is not a DNS subdomain: %s", DRADriverAnnotation, driver, strings.Join(errs, "; "))
 	}
 	v, ok := a[GPUCountAnnotation]
 	if !ok {
@@ -320,22 +314,5 @@ func templateSlices(nodeName string, a map[string]string) ([]*resourceapi.Resour
 	if err != nil {
 		return nil, err
 	}
-	if n == 0 {
-		return nil, nil
-	}
-	if n > maxTemplateDevices {
-		return nil, fmt.Errorf("%s %d with %s: a ResourceSlice holds at most %d devices", GPUCountAnnotation, n,
-			DRADriverAnnotation, maxTemplateDevices)
-	}
-	gpuType := "gpu"
-	sl := &resourceapi.ResourceSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: nodeName + "-" + driver},
-		Spec: resourceapi.ResourceSliceSpec{Driver: driver, NodeName: &nodeName,
-			Pool: resourceapi.ResourcePool{Name: nodeName, Generation: 1, ResourceSliceCount: 1}},
-	}
-	for i := 0; i < n; i++ {
-		sl.Spec.Devices = append(sl.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", i),
-			Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"type": {StringValue: &gpuType}}})
-	}
-	return []*resourceapi.ResourceSlice{sl}, nil
+	return cloudprovider.GPUTemplateSlices(nodeName, driver, n)
 }

@@ -48,7 +48,7 @@ func TestTemplateResourceSlicesFromAnnotations(t *testing.T) {
 		{name: "driver not a DNS subdomain", ann: with(DRADriverAnnotation, "GPU_driver", GPUCountAnnotation, "1"),
 			wantErr: "dra-driver"},
 		{name: "too many devices", ann: with(DRADriverAnnotation, "gpu.nvidia.com", GPUCountAnnotation, "129"),
-			wantErr: "at most 128"},
+			wantErr: "want 0..128 devices"},
 		{name: "bad count", ann: with(DRADriverAnnotation, "gpu.nvidia.com", GPUCountAnnotation, "two"), wantErr: "gpu-count"},
 	}
 	for _, tc := range tests {
