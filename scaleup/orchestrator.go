@@ -568,6 +568,7 @@ func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group
 	var options []expander.Option
 	infos := map[string]*cloudprovider.NodeInfo{}
 	refused := newRefusals()
+	refused.demands = o.sim.Snapshot().DeviceDemands
 	var estimating time.Duration
 	defer func() { o.report.UpdateDuration(metrics.FunctionEstimate, estimating) }()
 	nsCount := namespaces(podGroups)
@@ -599,7 +600,7 @@ func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group
 			continue
 		}
 		if totals.gpuOf != nil && gs.template != nil {
-			if gpu, per := totals.gpuOf(gs.template.Node); per > 0 {
+			if gpu, per := totals.gpuOf(gs.template.Node, gs.template.ResourceSlices); per > 0 {
 				if gpuRoom, limited := totals.gpuRoom(o.opts.GPUTotal, gpu, per); limited {
 					if gpuRoom <= 0 {
 						refused.group(fmt.Sprintf("max cluster %s GPU limit (--gpu-total) reached", gpu))

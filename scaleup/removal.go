@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	apiv1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 )
 
 // PodsOn returns the pods the session's snapshot has on node: its real pods
@@ -24,6 +25,12 @@ func (s *Session) PodsOn(node string) []*apiv1.Pod {
 // allocated claims hold, in the session's snapshot.
 func (s *Session) DeviceUsage(node string) (allocated, total int) {
 	return s.o.sim.Snapshot().DeviceUsage(node)
+}
+
+// ResourceSlices implements scaledown.SliceSession: the slices node
+// publishes in the simulation.
+func (s *Session) ResourceSlices(node string) []*resourceapi.ResourceSlice {
+	return s.o.sim.Snapshot().ResourceSlices(node)
 }
 
 // TryRemove simulates removing node: its pods to move must each fit another

@@ -26,7 +26,7 @@ const removalDriver = "gpu.example.com"
 
 // newDRAOrchestrator is newOrchestrator with the DRA objects objs in the
 // simulation's informers.
-func newDRAOrchestrator(t *testing.T, provider *fakeprovider.Provider, objs ...runtime.Object) *Orchestrator {
+func newDRAOrchestrator(t testing.TB, provider *fakeprovider.Provider, objs ...runtime.Object) *Orchestrator {
 	t.Helper()
 	ctx := context.Background()
 	factory := informers.NewSharedInformerFactory(fake.NewClientset(objs...), 0)
