@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -44,6 +46,10 @@ func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.In
 		return nil, nil, err
 	}
 	simOpts = append(simOpts, draOpt...)
+	if len(draOpt) > 0 && reporting != nil {
+		slices := factory.Resource().V1().ResourceSlices().Lister()
+		reporting.UseResourceSlices(func() ([]*resourceapi.ResourceSlice, error) { return slices.List(labels.Everything()) })
+	}
 	sim, err := simframework.New(ctx, simframework.NewSnapshot(nil, nil), factory, simOpts...)
 	if err != nil {
 		return nil, nil, err

@@ -271,7 +271,8 @@ func (a *Autoscaler) groupGPU(ctx context.Context, group string) metrics.GPU {
 	if err != nil || info == nil || info.Node == nil {
 		return metrics.GPU{}
 	}
-	return metrics.GPUOf(a.provider.GetNodeGpuConfig(ctx, info.Node), info.Node, a.provider.GetAvailableGPUTypes(ctx))
+	return metrics.GPUOf(a.provider.GetNodeGpuConfig(ctx, info.Node), info.Node, a.provider.GetAvailableGPUTypes(ctx)).
+		WithDevices(info.ResourceSlices)
 }
 
 func (a *Autoscaler) provisionTime(group string) time.Duration {

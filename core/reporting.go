@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/client-go/tools/record"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
@@ -24,6 +25,9 @@ type Reporting struct {
 	provider cloudprovider.CloudProvider
 	recorder record.EventRecorder
 	status   *apiv1.ObjectReference
+	// slices lists the cluster's ResourceSlices, for the dra_drivers label
+	// of removed nodes (nil: resource.k8s.io is not served).
+	slices func() ([]*resourceapi.ResourceSlice, error)
 }
 
 var (
@@ -37,6 +41,32 @@ var (
 func NewReporting(m *metrics.Metrics, provider cloudprovider.CloudProvider, recorder record.EventRecorder,
 	status *apiv1.ObjectReference) *Reporting {
 	return &Reporting{metrics: m, provider: provider, recorder: recorder, status: status}
+}
+
+// UseResourceSlices makes the scale-down metrics label removed nodes with
+// the DRA drivers of the slices list returns (an informer's lister). It is
+// called while wiring, before the loop runs.
+func (r *Reporting) UseResourceSlices(list func() ([]*resourceapi.ResourceSlice, error)) {
+	r.slices = list
+}
+
+// nodeSlices returns the node-local slices of node name (none when they
+// cannot be listed).
+func (r *Reporting) nodeSlices(name string) []*resourceapi.ResourceSlice {
+	if r.slices == nil {
+		return nil
+	}
+	all, err := r.slices()
+	if err != nil {
+		return nil
+	}
+	var out []*resourceapi.ResourceSlice
+	for _, sl := range all {
+		if sl.Spec.NodeName != nil && *sl.Spec.NodeName == name {
+			out = append(out, sl)
+		}
+	}
+	return out
 }
 
 func (r *Reporting) event(eventType, reason, format string, args ...any) {
@@ -59,9 +89,18 @@ func (r *Reporting) ScaleUpStarting(_ context.Context, group cloudprovider.NodeG
 		group.Id(), to, from, group.MaxSize())
 }
 
+// templateGPU is the GPU labels of a group's template, its DRA drivers those
+// of the slices its nodes publish.
+func (r *Reporting) templateGPU(ctx context.Context, template *cloudprovider.NodeInfo) metrics.GPU {
+	if template == nil {
+		return metrics.GPU{}
+	}
+	return r.gpu(ctx, template.Node).WithDevices(template.ResourceSlices)
+}
+
 // ScaledUp implements scaleup.Reporter.
-func (r *Reporting) ScaledUp(ctx context.Context, group cloudprovider.NodeGroup, template *apiv1.Node, from, to int) {
-	r.metrics.RegisterScaleUp(to-from, r.gpu(ctx, template))
+func (r *Reporting) ScaledUp(ctx context.Context, group cloudprovider.NodeGroup, template *cloudprovider.NodeInfo, from, to int) {
+	r.metrics.RegisterScaleUp(to-from, r.templateGPU(ctx, template))
 	r.event(apiv1.EventTypeNormal, "ScaledUpGroup", "Scale-up: group %s size set to %d instead of %d (max: %d)",
 		group.Id(), to, from, group.MaxSize())
 }
@@ -69,13 +108,13 @@ func (r *Reporting) ScaledUp(ctx context.Context, group cloudprovider.NodeGroup,
 // ScaleUpFailed implements scaleup.Reporter: a transient error that
 // outlasted the retries is an API call error (the group is not backed off),
 // anything else the cloud provider's.
-func (r *Reporting) ScaleUpFailed(ctx context.Context, group cloudprovider.NodeGroup, template *apiv1.Node, nodes int,
-	transient bool, err error) {
+func (r *Reporting) ScaleUpFailed(ctx context.Context, group cloudprovider.NodeGroup, template *cloudprovider.NodeInfo,
+	nodes int, transient bool, err error) {
 	reason := metrics.CloudProviderError
 	if transient {
 		reason = metrics.APICallError
 	}
-	r.metrics.RegisterFailedScaleUp(reason, nodes, r.gpu(ctx, template))
+	r.metrics.RegisterFailedScaleUp(reason, nodes, r.templateGPU(ctx, template))
 	r.event(apiv1.EventTypeWarning, "FailedToScaleUpGroup", "Scale-up failed for group %s: %v", group.Id(), err)
 }
 
@@ -118,7 +157,7 @@ func (r *Reporting) RemovingNode(_ context.Context, node *apiv1.Node, empty bool
 
 // ScaledDown implements scaledown.Metrics.
 func (r *Reporting) ScaledDown(ctx context.Context, node *apiv1.Node, reason string) {
-	r.metrics.RegisterScaleDown(reason, 1, r.gpu(ctx, node))
+	r.metrics.RegisterScaleDown(reason, 1, r.gpu(ctx, node).WithDevices(r.nodeSlices(node.Name)))
 	if reason == scaledown.ReasonEmpty {
 		r.event(apiv1.EventTypeNormal, "ScaleDownEmpty", "Scale-down: empty node %s removed", node.Name)
 		return

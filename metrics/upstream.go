@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	apiv1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 )
@@ -151,6 +152,31 @@ func listed(available map[string]struct{}, typ string) bool {
 // only once a real node runs the device plugin) from a real node.
 func isTemplate(n *apiv1.Node) bool {
 	return n.Labels["cluster-autoscaler.kubernetes.io/template-node"] == "true"
+}
+
+// WithDevices adds to g's dra_drivers label the drivers of the node-local
+// ResourceSlices its node publishes (a template's: those its nodes will
+// publish), as upstream labels the nodes with the DRA drivers they have,
+// GPU or not: a node without GPU but with a dra.net NIC is labelled
+// dra_drivers="dra.net".
+func (g GPU) WithDevices(slices []*resourceapi.ResourceSlice) GPU {
+	if len(slices) == 0 {
+		return g
+	}
+	var names []string
+	if g.DRADrivers != "" {
+		names = strings.Split(g.DRADrivers, ",")
+	}
+	for _, sl := range slices {
+		if sl != nil && sl.Spec.Driver != "" && sl.Spec.NodeName != nil {
+			names = append(names, sl.Spec.Driver)
+		}
+	}
+	if len(names) == 0 {
+		return g
+	}
+	g.DRADrivers = draDrivers(names)
+	return g
 }
 
 func draDrivers(names []string) string {

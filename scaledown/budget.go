@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	apiv1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/klog/v2"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
@@ -146,6 +147,18 @@ type resources struct {
 	gpuOf func(*apiv1.Node) (string, int64)
 }
 
+// gpusOf tells a node's GPU type and count: its extended GPU resource or
+// the GPU devices of the ResourceSlices it publishes in the session.
+func (p *Planner) gpusOf(s Session) func(*apiv1.Node) (string, int64) {
+	return func(n *apiv1.Node) (string, int64) {
+		var slices []*resourceapi.ResourceSlice
+		if s != nil {
+			slices = slicesOf(s, n.Name)
+		}
+		return cloudprovider.GPUsWithDevices(context.Background(), p.provider, n, slices)
+	}
+}
+
 // resourcesLeft counts the nodes that stay: not being deleted already.
 func (p *Planner) resourcesLeft(in Input) *resources {
 	r := &resources{milliCPU: -p.opts.Cores.Min * 1000, memory: -(p.opts.MemoryGiB.Min << 30),
@@ -154,7 +167,7 @@ func (p *Planner) resourcesLeft(in Input) *resources {
 		if l.Min > 0 {
 			if r.gpus == nil {
 				r.gpus = map[string]int64{}
-				r.gpuOf = func(n *apiv1.Node) (string, int64) { return cloudprovider.GPUsOf(context.Background(), p.provider, n) }
+				r.gpuOf = p.gpusOf(in.Session)
 			}
 			r.gpus[l.Type] = -l.Min
 		}

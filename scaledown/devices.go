@@ -4,6 +4,7 @@ import (
 	"context"
 
 	apiv1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 )
 
 // DeviceSession is a Session that knows the DRA devices of nodes
@@ -11,6 +12,21 @@ import (
 // publish and how many of them allocated claims hold.
 type DeviceSession interface {
 	DeviceUsage(node string) (allocated, total int)
+}
+
+// SliceSession is a Session that knows the ResourceSlices nodes publish
+// (*scaleup.Session is one), for the DRA GPUs --gpu-total counts.
+type SliceSession interface {
+	ResourceSlices(node string) []*resourceapi.ResourceSlice
+}
+
+// slicesOf returns the ResourceSlices node publishes in the session (none
+// when the session does not know them).
+func slicesOf(s Session, node string) []*resourceapi.ResourceSlice {
+	if d, knows := s.(SliceSession); knows {
+		return d.ResourceSlices(node)
+	}
+	return nil
 }
 
 // ExplainingSession is a Session that says why a removal cannot be

@@ -241,7 +241,7 @@ func (o *Orchestrator) balance(ctx context.Context, best *expander.Option, optio
 		}
 		deltas[pick]++
 		if tmpl := members[pick].template; tmpl != nil && len(after.quotas) > 0 {
-			after.addNode(tmpl.Node)
+			after.addNode(tmpl.Node, tmpl.ResourceSlices)
 		}
 	}
 	var out []share

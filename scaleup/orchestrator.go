@@ -192,6 +192,9 @@ type Session struct {
 	totals   *totals
 	decision int
 	added    int // nodes added through this session
+	// moved holds, by node, the pods earlier simulated removals of this
+	// session moved onto it: removing that node too must move them again.
+	moved map[string][]*apiv1.Pod
 }
 
 // Added is the number of nodes the session's scale-ups added.
@@ -583,6 +586,7 @@ func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group
 	var options []expander.Option
 	infos := map[string]*cloudprovider.NodeInfo{}
 	refused := newRefusals()
+	refused.demands = o.sim.Snapshot().DeviceDemands
 	if o.explain != nil {
 		refused.keepVerdicts()
 	}
@@ -619,7 +623,7 @@ func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group
 			continue
 		}
 		if totals.gpuOf != nil && gs.template != nil {
-			if gpu, per := totals.gpuOf(gs.template.Node); per > 0 {
+			if gpu, per := totals.gpuOf(gs.template.Node, gs.template.ResourceSlices); per > 0 {
 				if gpuRoom, limited := totals.gpuRoom(o.opts.GPUTotal, gpu, per); limited {
 					if gpuRoom <= 0 {
 						refused.refuse(id, explain.NodeGroupVerdict{Cause: explain.CauseResourceLimit,

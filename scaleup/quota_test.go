@@ -122,7 +122,7 @@ func TestTotalsCloneIsIndependent(t *testing.T) {
 	orig := &totals{gpus: map[string]int64{"t4": 1},
 		quotas: []quotaUse{{q: quota(t, "n3", nil, map[string]string{"nodes": "3"}), used: map[apiv1.ResourceName]int64{}}}}
 	c := orig.clone()
-	c.addNode(tmpl)
+	c.addNode(tmpl, nil)
 	c.gpus["t4"] = 5
 	if room, _, _ := orig.quotaRoom(tmpl); room != 3 || orig.gpus["t4"] != 1 || orig.nodes != 0 {
 		t.Fatalf("the original changed: room %d, gpus %v, nodes %d", room, orig.gpus, orig.nodes)

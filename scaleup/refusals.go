@@ -26,6 +26,11 @@ const (
 	reasonNoTemplate     = "no template node to simulate with"
 	reasonNoRefusalKnown = "it wouldn't fit if a new node is added"
 	taintPlugin          = "TaintToleration"
+	draPlugin            = "DynamicResources"
+	// reasonNoDevices prefixes a DynamicResources refusal worded with the
+	// devices the pod's claims ask for: "no node with 8 devices of class
+	// gpu.example.com".
+	reasonNoDevices = "no node with "
 )
 
 // refusals are why the node groups of one round of estimates took none of
@@ -43,6 +48,9 @@ type refusals struct {
 	// refusedBy is how many of them the counts stand for.
 	byPods    map[*estimator.Group]map[string]int
 	refusedBy map[*estimator.Group]int
+	// demands tells what a pod's resource claims ask for, to word the
+	// DynamicResources plugin's refusals (nil: its own words are kept).
+	demands func(*apiv1.Pod) []framework.DeviceDemand
 	// verdicts and podVerdicts, kept only for the explainer (nil
 	// otherwise), are each node group's refusal: of every pod, or of the
 	// pods of one group.
@@ -82,7 +90,7 @@ func (r *refusals) keepPodVerdicts(id string, podGroups []*estimator.Group, est 
 			if !ok {
 				continue
 			}
-			v.Reason = strings.Join(refusalReasons(err, p, template), ", ")
+			v.Reason = strings.Join(r.reasons(err, p, template), ", ")
 			var u *framework.Unschedulable
 			if errors.As(err, &u) {
 				v.Cause, v.Plugin = explain.CauseScheduler, u.Plugin
@@ -134,13 +142,26 @@ func (r *refusals) estimate(podGroups []*estimator.Group, est estimator.Estimate
 				counts = map[string]int{}
 				r.byPods[g] = counts
 			}
-			for _, reason := range refusalReasons(err, p, template) {
+			for _, reason := range r.reasons(err, p, template) {
 				counts[reason]++
 			}
 			r.refusedBy[g]++
 			break
 		}
 	}
+}
+
+// reasons is refusalReasons with a refusal of the DynamicResources plugin
+// worded by the devices the pod's claims ask for, so that the event names
+// the device class that did not fit.
+func (r *refusals) reasons(err error, pod *apiv1.Pod, template *apiv1.Node) []string {
+	var u *framework.Unschedulable
+	if r.demands != nil && errors.As(err, &u) && u.Plugin == draPlugin {
+		if d := r.demands(pod); len(d) > 0 {
+			return []string{reasonNoDevices + framework.DemandsString(d)}
+		}
+	}
+	return refusalReasons(err, pod, template)
 }
 
 // refusalReasons turns a refusal into the reasons the event counts: the
@@ -179,6 +200,13 @@ func (r *refusals) message(g *estimator.Group) string {
 	}
 	if len(counts) == 0 {
 		return "no node group"
+	}
+	if len(counts) == 1 && r.estimated == r.refusedBy[g] {
+		for reason := range counts {
+			if devices, ok := strings.CutPrefix(reason, reasonNoDevices); ok {
+				return fmt.Sprintf("no node group offers %s on one node", devices)
+			}
+		}
 	}
 	parts := make([]string, 0, len(counts))
 	for _, reason := range slices.Sorted(maps.Keys(counts)) {

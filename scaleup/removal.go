@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	apiv1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 )
 
 // PodsOn returns the pods the session's snapshot has on node: its real pods
@@ -26,6 +27,12 @@ func (s *Session) DeviceUsage(node string) (allocated, total int) {
 	return s.o.sim.Snapshot().DeviceUsage(node)
 }
 
+// ResourceSlices implements scaledown.SliceSession: the slices node
+// publishes in the simulation.
+func (s *Session) ResourceSlices(node string) []*resourceapi.ResourceSlice {
+	return s.o.sim.Snapshot().ResourceSlices(node)
+}
+
 // TryRemove simulates removing node: its pods to move must each fit another
 // registered node (not an upcoming one, not one in avoid). When they all
 // fit, the removal is kept in the session, so a later candidate cannot
@@ -38,7 +45,8 @@ func (s *Session) TryRemove(ctx context.Context, node string, move []*apiv1.Pod,
 // Removing the node releases the claims of its pods (their own claims, and
 // shared claims no pod left reserves), so a pod with claims moves only
 // where its claims can be allocated anew; when it cannot, the error names
-// the claims.
+// the claims. Pods an earlier removal of this session moved onto node move
+// again with node's own: they need room as much as node's pods do.
 func (s *Session) TryRemoveWhy(ctx context.Context, node string, move []*apiv1.Pod, avoid map[string]bool) error {
 	snap := s.o.sim.Snapshot()
 	snap.Fork()
@@ -47,7 +55,9 @@ func (s *Session) TryRemoveWhy(ctx context.Context, node string, move []*apiv1.P
 		return fmt.Errorf("removing node %s in simulation: %w", node, err)
 	}
 	accept := func(n string) bool { return !strings.HasPrefix(n, upcomingPrefix) && !avoid[n] }
-	for _, p := range move {
+	carried := s.moved[node]
+	placed := make(map[string][]*apiv1.Pod)
+	for i, p := range append(append([]*apiv1.Pod(nil), move...), carried...) {
 		moved := p.DeepCopy()
 		moved.Spec.NodeName = ""
 		dest, err := s.o.sim.FitAnywhere(ctx, moved, accept)
@@ -56,10 +66,22 @@ func (s *Session) TryRemoveWhy(ctx context.Context, node string, move []*apiv1.P
 		}
 		if err != nil {
 			snap.Revert()
+			if i >= len(move) {
+				return fmt.Errorf("pod %s/%s, moved onto node %s by an earlier candidate's simulation, fits no other node: %w",
+					p.Namespace, p.Name, node, err)
+			}
 			return cannotMove(p, err)
 		}
+		placed[dest] = append(placed[dest], moved)
 	}
 	snap.Commit()
+	if s.moved == nil {
+		s.moved = make(map[string][]*apiv1.Pod)
+	}
+	delete(s.moved, node)
+	for dest, pods := range placed {
+		s.moved[dest] = append(s.moved[dest], pods...)
+	}
 	return nil
 }
 

@@ -26,7 +26,7 @@ const removalDriver = "gpu.example.com"
 
 // newDRAOrchestrator is newOrchestrator with the DRA objects objs in the
 // simulation's informers.
-func newDRAOrchestrator(t *testing.T, provider *fakeprovider.Provider, objs ...runtime.Object) *Orchestrator {
+func newDRAOrchestrator(t testing.TB, provider *fakeprovider.Provider, objs ...runtime.Object) *Orchestrator {
 	t.Helper()
 	ctx := context.Background()
 	factory := informers.NewSharedInformerFactory(fake.NewClientset(objs...), 0)
@@ -130,5 +130,85 @@ func TestTryRemoveReallocatesClaims(t *testing.T) {
 				t.Errorf("p's claim after the removal: %+v", c.Status.Allocation)
 			}
 		})
+	}
+}
+
+// TestTryRemoveMovesCarriedPodsAgain: the pod of n1 moves onto n2 when n1
+// is removed in simulation; removing n2 next must move that pod again. With
+// n1 gone there is no room for it, so n2 stays, and the error says the pod
+// was carried there. (The removal of n2 used to drop the carried pod with
+// the node, so both nodes were found removable and the pod had nowhere to
+// run.)
+func TestTryRemoveMovesCarriedPodsAgain(t *testing.T) {
+	ctx := context.Background()
+	provider := fakeprovider.NewProvider()
+	provider.AddNodeGroup("ng", 0, 10, 2, templateNode("ng", "4"))
+	n1, n2 := templateNode("n1", "4"), templateNode("n2", "4")
+	provider.AddNode("ng", n1)
+	provider.AddNode("ng", n2)
+	p := pendingPods(1, "3")[0]
+	p.Spec.NodeName = "n1"
+	o := newOrchestrator(t, provider, nil)
+	in := Input{Now: time.Now(), Nodes: []*apiv1.Node{n1, n2}, ScheduledPods: []*apiv1.Pod{p}}
+	if err := o.state.Update(ctx, provider, in.Nodes, in.Now); err != nil {
+		t.Fatal(err)
+	}
+	s := o.Begin(ctx, in)
+	if err := s.TryRemoveWhy(ctx, "n1", []*apiv1.Pod{p}, nil); err != nil {
+		t.Fatalf("removing n1: %v", err)
+	}
+	if got := len(s.PodsOn("n2")); got != 1 {
+		t.Fatalf("n2 holds %d pods after n1's removal, want the moved one", got)
+	}
+	err := s.TryRemoveWhy(ctx, "n2", nil, map[string]bool{"n1": true})
+	if err == nil || !strings.Contains(err.Error(), "moved onto node n2 by an earlier candidate's simulation") {
+		t.Fatalf("removing n2 as well: %v, want a refusal naming the carried pod", err)
+	}
+	if got := len(s.PodsOn("n2")); got != 1 {
+		t.Errorf("n2 holds %d pods after the refused removal, want 1 (the simulation restored)", got)
+	}
+}
+
+// TestTryRemoveCarriedPodsFollowTheirPod: a pod carried from n1 to n2 moves
+// on to n3 when n2 is removed, and removing n3 then finds it there.
+func TestTryRemoveCarriedPodsFollowTheirPod(t *testing.T) {
+	ctx := context.Background()
+	provider := fakeprovider.NewProvider()
+	provider.AddNodeGroup("ng", 0, 10, 3, templateNode("ng", "4"))
+	n1, n2, n3 := templateNode("n1", "4"), templateNode("n2", "4"), templateNode("n3", "4")
+	for _, n := range []*apiv1.Node{n1, n2, n3} {
+		provider.AddNode("ng", n)
+	}
+	p := pendingPods(1, "3")[0]
+	p.Spec.NodeName = "n1"
+	o := newOrchestrator(t, provider, nil)
+	in := Input{Now: time.Now(), Nodes: []*apiv1.Node{n1, n2, n3}, ScheduledPods: []*apiv1.Pod{p}}
+	if err := o.state.Update(ctx, provider, in.Nodes, in.Now); err != nil {
+		t.Fatal(err)
+	}
+	s := o.Begin(ctx, in)
+	avoid := map[string]bool{}
+	var removed []string
+	for _, n := range []string{"n1", "n2", "n3"} {
+		var move []*apiv1.Pod
+		if n == "n1" {
+			move = []*apiv1.Pod{p}
+		}
+		if s.TryRemoveWhy(ctx, n, move, avoid) == nil {
+			removed = append(removed, n)
+			avoid[n] = true
+		}
+	}
+	if len(removed) != 2 {
+		t.Fatalf("removable in one pass: %v, want exactly two of three (the pod needs one node)", removed)
+	}
+	total := 0
+	for _, n := range []string{"n1", "n2", "n3"} {
+		if !avoid[n] {
+			total += len(s.PodsOn(n))
+		}
+	}
+	if total != 1 {
+		t.Errorf("the remaining node holds %d pods, want the one pod", total)
 	}
 }

@@ -20,11 +20,12 @@ type Reporter interface {
 	// from to to.
 	ScaleUpStarting(ctx context.Context, group cloudprovider.NodeGroup, from, to int)
 	// ScaledUp is called when a group's target grew from from to to;
-	// template is the group's template node (nil when unknown).
-	ScaledUp(ctx context.Context, group cloudprovider.NodeGroup, template *apiv1.Node, from, to int)
+	// template is the group's template node with the ResourceSlices its
+	// nodes publish (nil when unknown).
+	ScaledUp(ctx context.Context, group cloudprovider.NodeGroup, template *cloudprovider.NodeInfo, from, to int)
 	// ScaleUpFailed is called when an increase of nodes instances did not
 	// (all) take effect; transient says the group was not backed off.
-	ScaleUpFailed(ctx context.Context, group cloudprovider.NodeGroup, template *apiv1.Node, nodes int, transient bool, err error)
+	ScaleUpFailed(ctx context.Context, group cloudprovider.NodeGroup, template *cloudprovider.NodeInfo, nodes int, transient bool, err error)
 	// SkippedScaleUp is called when a group is not considered because a
 	// node of it would exceed --cores-total (metrics.CPUResourceLimit) or
 	// --memory-total (metrics.MemoryResourceLimit).
@@ -48,9 +49,10 @@ func WithReporter(r Reporter) Option { return func(o *Orchestrator) { o.report =
 
 type nopReporter struct{}
 
-func (nopReporter) ScaleUpStarting(context.Context, cloudprovider.NodeGroup, int, int)       {}
-func (nopReporter) ScaledUp(context.Context, cloudprovider.NodeGroup, *apiv1.Node, int, int) {}
-func (nopReporter) ScaleUpFailed(context.Context, cloudprovider.NodeGroup, *apiv1.Node, int, bool, error) {
+func (nopReporter) ScaleUpStarting(context.Context, cloudprovider.NodeGroup, int, int) {}
+func (nopReporter) ScaledUp(context.Context, cloudprovider.NodeGroup, *cloudprovider.NodeInfo, int, int) {
+}
+func (nopReporter) ScaleUpFailed(context.Context, cloudprovider.NodeGroup, *cloudprovider.NodeInfo, int, bool, error) {
 }
 func (nopReporter) SkippedScaleUp(string)                     {}
 func (nopReporter) MaxNodesTotalReached(context.Context, int) {}
@@ -64,15 +66,11 @@ func (s *Session) grow(ctx context.Context, gs *groupState, delta int, atomic bo
 	r := s.o.report
 	r.ScaleUpStarting(ctx, gs.group, gs.target, gs.target+delta)
 	g := grow(ctx, gs.group, delta, atomic)
-	var template *apiv1.Node
-	if gs.template != nil {
-		template = gs.template.Node
-	}
 	if g.Added > 0 {
-		r.ScaledUp(ctx, gs.group, template, gs.target, gs.target+g.Added)
+		r.ScaledUp(ctx, gs.group, gs.template, gs.target, gs.target+g.Added)
 	}
 	if g.Err != nil {
-		r.ScaleUpFailed(ctx, gs.group, template, delta-g.Added, g.Transient, g.Err)
+		r.ScaleUpFailed(ctx, gs.group, gs.template, delta-g.Added, g.Transient, g.Err)
 	}
 	return g
 }

@@ -26,7 +26,7 @@ func (r *recordingReporter) ScaleUpStarting(_ context.Context, g cloudprovider.N
 	r.calls = append(r.calls, fmt.Sprintf("starting %s %d->%d", g.Id(), from, to))
 }
 
-func (r *recordingReporter) ScaledUp(_ context.Context, g cloudprovider.NodeGroup, _ *apiv1.Node, from, to int) {
+func (r *recordingReporter) ScaledUp(_ context.Context, g cloudprovider.NodeGroup, _ *cloudprovider.NodeInfo, from, to int) {
 	r.calls = append(r.calls, fmt.Sprintf("scaled %s %d->%d", g.Id(), from, to))
 }
 

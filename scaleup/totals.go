@@ -5,6 +5,7 @@ import (
 	"maps"
 
 	apiv1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 
 	"k8s.io/autoscaler/cluster-autoscaler/capacityquota"
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
@@ -19,7 +20,9 @@ type totals struct {
 	milliCPU int64
 	memory   int64
 	gpus     map[string]int64 // by GPU type
-	gpuOf    func(*apiv1.Node) (string, int64)
+	// gpuOf tells a node's GPU type and count, extended resources or the
+	// GPU devices of its ResourceSlices (cloudprovider.GPUsWithDevices).
+	gpuOf func(*apiv1.Node, []*resourceapi.ResourceSlice) (string, int64)
 	// quotas are the CapacityQuotas (--capacity-quotas-enabled) with what
 	// the nodes they pick use, upcoming ones included.
 	quotas []quotaUse
@@ -96,13 +99,16 @@ func (o *Orchestrator) clusterTotals(ctx context.Context, in Input, groups map[s
 		}
 	}
 	if len(o.opts.GPUTotal) > 0 {
-		t.gpuOf = func(n *apiv1.Node) (string, int64) { return cloudprovider.GPUsOf(context.Background(), o.provider, n) }
+		t.gpuOf = func(n *apiv1.Node, slices []*resourceapi.ResourceSlice) (string, int64) {
+			return cloudprovider.GPUsWithDevices(context.Background(), o.provider, n, slices)
+		}
 	}
+	snap := o.sim.Snapshot()
 	for _, n := range in.Nodes {
 		if excluded[n.Name] {
 			continue
 		}
-		t.addNode(n)
+		t.addNode(n, snap.ResourceSlices(n.Name))
 	}
 	for _, gs := range groups {
 		if gs.template != nil && gs.upcoming() > 0 {
@@ -112,7 +118,9 @@ func (o *Orchestrator) clusterTotals(ctx context.Context, in Input, groups map[s
 	return t
 }
 
-func (t *totals) addNode(n *apiv1.Node) {
+// addNode counts node n, which publishes slices (its own, or for a node not
+// yet started and for a template, those its drivers will publish).
+func (t *totals) addNode(n *apiv1.Node, slices []*resourceapi.ResourceSlice) {
 	for _, qu := range t.quotas {
 		if qu.q.Applies(n) {
 			for res := range qu.q.Limits {
@@ -124,7 +132,7 @@ func (t *totals) addNode(n *apiv1.Node) {
 	t.milliCPU += n.Status.Capacity.Cpu().MilliValue()
 	t.memory += n.Status.Capacity.Memory().Value()
 	if t.gpuOf != nil {
-		if gpu, c := t.gpuOf(n); gpu != "" && c > 0 {
+		if gpu, c := t.gpuOf(n, slices); gpu != "" && c > 0 {
 			if t.gpus == nil {
 				t.gpus = map[string]int64{}
 			}
@@ -135,7 +143,7 @@ func (t *totals) addNode(n *apiv1.Node) {
 
 func (t *totals) add(count int, info *cloudprovider.NodeInfo) {
 	for i := 0; i < count; i++ {
-		t.addNode(info.Node)
+		t.addNode(info.Node, info.ResourceSlices)
 	}
 }
 

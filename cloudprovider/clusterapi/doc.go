@@ -12,7 +12,8 @@
 // scaled. Sizes change through the scale subresource; DeleteNodes marks the
 // named Machines with the delete-machine annotation before lowering the
 // replicas so Cluster API removes exactly those. Templates for scale from zero
-// come from the capacity.cluster-autoscaler.kubernetes.io annotations.
+// come from the capacity.cluster-autoscaler.kubernetes.io annotations,
+// ResourceSlices included (dra-driver with gpu-count).
 //
 // Objects are watched with dynamic informers; each Refresh takes one
 // consistent view of them for the loop.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -18,15 +19,22 @@ import (
 
 // Scale-from-zero annotations on the scalable resource (upstream's keys).
 const (
-	capacityPrefix        = "capacity.cluster-autoscaler.kubernetes.io/"
-	CPUAnnotation         = capacityPrefix + "cpu"
-	MemoryAnnotation      = capacityPrefix + "memory"
-	DiskAnnotation        = capacityPrefix + "ephemeral-disk"
-	MaxPodsAnnotation     = capacityPrefix + "maxPods"
-	GPUTypeAnnotation     = capacityPrefix + "gpu-type"
-	GPUCountAnnotation    = capacityPrefix + "gpu-count"
-	LabelsAnnotation      = capacityPrefix + "labels"
-	TaintsAnnotation      = capacityPrefix + "taints"
+	capacityPrefix     = "capacity.cluster-autoscaler.kubernetes.io/"
+	CPUAnnotation      = capacityPrefix + "cpu"
+	MemoryAnnotation   = capacityPrefix + "memory"
+	DiskAnnotation     = capacityPrefix + "ephemeral-disk"
+	MaxPodsAnnotation  = capacityPrefix + "maxPods"
+	GPUTypeAnnotation  = capacityPrefix + "gpu-type"
+	GPUCountAnnotation = capacityPrefix + "gpu-count"
+	LabelsAnnotation   = capacityPrefix + "labels"
+	TaintsAnnotation   = capacityPrefix + "taints"
+	// DRADriverAnnotation names the DRA driver of the group's GPUs: with
+	// it, gpu-count devices are published as a ResourceSlice of that driver
+	// instead of an extended resource.
+	DRADriverAnnotation = capacityPrefix + "dra-driver"
+	// maxTemplateDevices bounds gpu-count for DRA (a ResourceSlice holds at
+	// most 128 devices).
+	maxTemplateDevices    = 128
 	defaultMaxPods        = 110
 	defaultGPUResourceKey = "nvidia.com/gpu"
 )
@@ -46,7 +54,11 @@ func (g *NodeGroup) TemplateNodeInfo(ctx context.Context) (*cloudprovider.NodeIn
 	if err != nil {
 		return nil, fmt.Errorf("template of node group %q: %w", g.Id(), err)
 	}
-	return &cloudprovider.NodeInfo{Node: node}, nil
+	slices, err := templateSlices(node.Name, g.obj.GetAnnotations())
+	if err != nil {
+		return nil, fmt.Errorf("template of node group %q: %w", g.Id(), err)
+	}
+	return &cloudprovider.NodeInfo{Node: node, ResourceSlices: slices}, nil
 }
 
 // infraFacts is what an infrastructure machine template says of its machines.
@@ -187,10 +199,14 @@ func templateNode(id, name string, a map[string]string, infra *infraFacts) (*api
 			return nil, err
 		}
 		gpu := apiv1.ResourceName(defaultGPUResourceKey)
-		if t := strings.TrimSpace(a[GPUTypeAnnotation]); t != "" {
+		t := strings.TrimSpace(a[GPUTypeAnnotation])
+		if t != "" {
 			gpu = apiv1.ResourceName(t)
 		}
-		if n > 0 {
+		// With a DRA driver the GPUs are its devices (templateSlices); an
+		// extended resource only when gpu-type names one as well, as upstream.
+		dra := strings.TrimSpace(a[DRADriverAnnotation]) != ""
+		if n > 0 && (!dra || t != "") {
 			capacity[gpu] = *resource.NewQuantity(int64(n), resource.DecimalSI)
 		}
 	}
@@ -279,4 +295,24 @@ func parseTaints(s string) ([]apiv1.Taint, error) {
 		out = append(out, apiv1.Taint{Key: k, Value: v, Effect: apiv1.TaintEffect(effect)})
 	}
 	return out, nil
+}
+
+// templateSlices is the ResourceSlice the template node nodeName publishes
+// when the dra-driver annotation names a driver, with gpu-count devices
+// (cloudprovider.GPUTemplateSlices). Without the annotation, or with no
+// gpu-count, there is none.
+func templateSlices(nodeName string, a map[string]string) ([]*resourceapi.ResourceSlice, error) {
+	driver := strings.TrimSpace(a[DRADriverAnnotation])
+	if driver == "" {
+		return nil, nil
+	}
+	v, ok := a[GPUCountAnnotation]
+	if !ok {
+		return nil, nil
+	}
+	n, err := parseCount(GPUCountAnnotation, v)
+	if err != nil {
+		return nil, err
+	}
+	return cloudprovider.GPUTemplateSlices(nodeName, driver, n)
 }

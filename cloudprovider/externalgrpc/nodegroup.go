@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 
 	"google.golang.org/grpc/codes"
@@ -356,7 +358,7 @@ func (g *NodeGroup) TemplateNodeInfo(ctx context.Context) (*cloudprovider.NodeIn
 	tmpl, noTmpl := g.template, g.noTmpl
 	g.mu.Unlock()
 	if tmpl != nil {
-		return &cloudprovider.NodeInfo{Node: tmpl.DeepCopy()}, nil
+		return templateInfo(g.id, tmpl.DeepCopy())
 	}
 	if noTmpl != nil {
 		return nil, noTmpl
@@ -374,6 +376,9 @@ func (g *NodeGroup) TemplateNodeInfo(ctx context.Context) (*cloudprovider.NodeIn
 		return nil, err
 	}
 	node, err := decodeTemplate(g.id, resp.GetNodeBytes())
+	if err == nil {
+		_, err = templateInfo(g.id, node) // its DRA annotations checked once
+	}
 	if err != nil {
 		if !errors.Is(err, cloudprovider.ErrNotImplemented) {
 			klog.FromContext(ctx).Error(err, "Ignoring the template the external gRPC cloud provider sent", "nodeGroup", g.id)
@@ -383,7 +388,32 @@ func (g *NodeGroup) TemplateNodeInfo(ctx context.Context) (*cloudprovider.NodeIn
 	g.mu.Lock()
 	g.template = node
 	g.mu.Unlock()
-	return &cloudprovider.NodeInfo{Node: node.DeepCopy()}, nil
+	return templateInfo(g.id, node.DeepCopy())
+}
+
+// templateInfo is the NodeInfo of template node: the protocol carries a
+// Node only, so the ResourceSlices its nodes publish come from upstream's
+// capacity annotations on that Node, when the server sets them:
+// capacity.cluster-autoscaler.kubernetes.io/dra-driver with .../gpu-count
+// (cloudprovider.GPUTemplateSlices). Annotations that do not parse make the
+// template a bad answer.
+func templateInfo(id string, node *apiv1.Node) (*cloudprovider.NodeInfo, error) {
+	info := &cloudprovider.NodeInfo{Node: node}
+	driver := strings.TrimSpace(node.Annotations[cloudprovider.DRADriverAnnotation])
+	count, hasCount := node.Annotations[cloudprovider.GPUCountAnnotation]
+	if driver == "" || !hasCount {
+		return info, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(count))
+	if err != nil {
+		return nil, badAnswer("the template of node group %q: %s %q is not an integer", id, cloudprovider.GPUCountAnnotation, count)
+	}
+	slices, err := cloudprovider.GPUTemplateSlices(node.Name, driver, n)
+	if err != nil {
+		return nil, badAnswer("the template of node group %q: %v", id, err)
+	}
+	info.ResourceSlices = slices
+	return info, nil
 }
 
 // decodeTemplate reads a template Node from its protobuf bytes.

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	apiv1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
@@ -296,6 +297,7 @@ type NodeGroup struct {
 	target    int
 	instances []cloudprovider.Instance
 	template  *apiv1.Node
+	slices    []*resourceapi.ResourceSlice // the template's
 	options   *config.NodeGroupAutoscalingOptions
 	exist     bool
 	created   int
@@ -310,6 +312,14 @@ func (g *NodeGroup) SetOptions(o *config.NodeGroupAutoscalingOptions) {
 	g.provider.mu.Lock()
 	defer g.provider.mu.Unlock()
 	g.options = o
+}
+
+// SetTemplateResourceSlices sets the ResourceSlices the group's template
+// publishes (its nodes' DRA devices).
+func (g *NodeGroup) SetTemplateResourceSlices(slices []*resourceapi.ResourceSlice) {
+	g.provider.mu.Lock()
+	defer g.provider.mu.Unlock()
+	g.slices = slices
 }
 
 func (g *NodeGroup) hasInstance(id string) bool {
@@ -482,7 +492,11 @@ func (g *NodeGroup) TemplateNodeInfo(context.Context) (*cloudprovider.NodeInfo, 
 	if g.template == nil {
 		return nil, cloudprovider.ErrNotImplemented
 	}
-	return &cloudprovider.NodeInfo{Node: g.template.DeepCopy()}, nil
+	info := &cloudprovider.NodeInfo{Node: g.template.DeepCopy()}
+	for _, sl := range g.slices {
+		info.ResourceSlices = append(info.ResourceSlices, sl.DeepCopy())
+	}
+	return info, nil
 }
 
 // GetOptions implements cloudprovider.NodeGroup.
