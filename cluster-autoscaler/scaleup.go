@@ -50,7 +50,9 @@ func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.In
 		slices := factory.Resource().V1().ResourceSlices().Lister()
 		reporting.UseResourceSlices(func() ([]*resourceapi.ResourceSlice, error) { return slices.List(labels.Everything()) })
 	}
-	sim, err := simframework.New(ctx, simframework.NewSnapshot(nil, nil), factory, simOpts...)
+	snapshot := simframework.NewSnapshot(nil, nil)
+	snapshot.SetStepObserver(snapshotStepTimer(m))
+	sim, err := simframework.New(ctx, snapshot, factory, simOpts...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -120,4 +122,12 @@ func startCapacityQuotas(ctx, informerCtx context.Context, restConfig *rest.Conf
 	}
 	klog.FromContext(ctx).Info("CapacityQuotas limit scale-up", "quotas", len(src.Quotas(ctx)))
 	return src, nil
+}
+
+// snapshotStepTimer adds the snapshot's Fork, Commit and Revert times to
+// function_aggregated_duration_seconds under upstream's DRA snapshot labels.
+func snapshotStepTimer(m *metrics.Metrics) simframework.StepObserver {
+	labels := map[simframework.SnapshotStep]string{simframework.StepFork: metrics.AggregatedDRASnapshotFork,
+		simframework.StepCommit: metrics.AggregatedDRASnapshotCommit, simframework.StepRevert: metrics.AggregatedDRASnapshotRevert}
+	return func(step simframework.SnapshotStep, d time.Duration) { m.AddAggregatedDuration(labels[step], d) }
 }

@@ -25,6 +25,9 @@ const TimeoutErrorCode = "timeout"
 type NodeCounts struct {
 	// Registered nodes by readiness.
 	Ready, Unready, NotStarted int
+	// ResourceUnready are the Unready nodes that are unready only because
+	// the GPU their provider names is not allocatable yet.
+	ResourceUnready int
 	// BeingDeleted are registered nodes the autoscaler is deleting.
 	BeingDeleted int
 	// Unregistered instances have no Node yet, LongUnregistered have had none
@@ -40,6 +43,7 @@ func (c NodeCounts) Registered() int { return c.Ready + c.Unready + c.NotStarted
 func (c *NodeCounts) add(o NodeCounts) {
 	c.Ready += o.Ready
 	c.Unready += o.Unready
+	c.ResourceUnready += o.ResourceUnready
 	c.NotStarted += o.NotStarted
 	c.BeingDeleted += o.BeingDeleted
 	c.Unregistered += o.Unregistered
@@ -152,6 +156,8 @@ type Registry struct {
 	healthy     bool
 	failures    []Failure
 	updated     time.Time
+	// scaleDownProbed is when scale-down last planned (ScaleDownProbed).
+	scaleDownProbed time.Time
 	// transitions remember when each reported status last changed.
 	transitions map[string]transition
 }
@@ -216,11 +222,16 @@ func (r *Registry) Update(ctx context.Context, provider cloudprovider.CloudProvi
 			startup = gs.Options.MaxNodeStartupTime
 		}
 		var c NodeCounts
-		switch r.taints.NodeReadiness(n, now, startup) {
+		readiness, resourceUnready := ResourceReadiness(r.taints.NodeReadiness(n, now, startup), n,
+			provider.GetNodeGpuConfig(ctx, n), now, startup)
+		switch readiness {
 		case Ready:
 			c.Ready++
 		case Unready:
 			c.Unready++
+			if resourceUnready {
+				c.ResourceUnready++
+			}
 		case NotStarted:
 			c.NotStarted++
 			if gs != nil {
@@ -473,3 +484,13 @@ func isBeingDeleted(n *apiv1.Node) bool {
 
 // ToBeDeletedTaint marks a node the autoscaler is deleting.
 const ToBeDeletedTaint = "ToBeDeletedByClusterAutoscaler"
+
+// ScaleDownProbed records that scale-down planned at now: the status
+// ConfigMap's scaleDown conditions are probed then (upstream's time of the
+// last update of the scale-down candidates), null until scale-down first
+// plans, and unchanged by loops that do not plan.
+func (r *Registry) ScaleDownProbed(now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.scaleDownProbed = now
+}
