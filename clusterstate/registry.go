@@ -32,6 +32,10 @@ type NodeCounts struct {
 	Unregistered, LongUnregistered int
 	// Failed instances carry a creation error.
 	Failed int
+	// ResourceUnready are the Unready nodes (a subset) whose Ready
+	// condition is true but whose devices (DRA ResourceSlices, GPU
+	// extended resource) have not appeared by their startup time.
+	ResourceUnready int
 }
 
 // Registered is the number of registered nodes.
@@ -45,6 +49,7 @@ func (c *NodeCounts) add(o NodeCounts) {
 	c.Unregistered += o.Unregistered
 	c.LongUnregistered += o.LongUnregistered
 	c.Failed += o.Failed
+	c.ResourceUnready += o.ResourceUnready
 }
 
 // GroupState is one node group as the last Update saw it.
@@ -60,6 +65,11 @@ type GroupState struct {
 	// NotStartedNodes are the names of its registered nodes that have not
 	// started: a simulation sees them as upcoming nodes.
 	NotStartedNodes []string
+	// ResourceUnreadyNodes are the names of its registered nodes whose
+	// Ready condition is true but whose devices are not there yet (see
+	// WithResourceSlices); counted as not started while young, as unready
+	// after.
+	ResourceUnreadyNodes []string
 	// Nodes are the group's registered nodes.
 	Nodes []*apiv1.Node
 	// LongUnregistered are the instances without a Node for longer than
@@ -136,6 +146,9 @@ type Registry struct {
 	opts    config.Options
 	backoff *Backoff
 	taints  Taints
+	// slices, when set, are the ResourceSlices nodes' DRA devices are
+	// checked against.
+	slices SliceLister
 
 	mu sync.Mutex
 	// firstSeen is when each instance without a Node was first seen.
@@ -161,12 +174,16 @@ type transition struct {
 
 // NewRegistry builds an empty registry. Until the first Update the cluster
 // counts as healthy.
-func NewRegistry(opts config.Options) *Registry {
-	return &Registry{opts: opts, taints: NewTaints(opts),
+func NewRegistry(opts config.Options, options ...RegistryOption) *Registry {
+	r := &Registry{opts: opts, taints: NewTaints(opts),
 		backoff:   NewBackoff(opts.InitialNodeGroupBackoff, opts.MaxNodeGroupBackoff, opts.NodeGroupBackoffResetTimeout),
 		firstSeen: map[string]time.Time{}, seenErrors: map[string]bool{}, scaleUps: map[string]*ScaleUpRequest{},
 		lastScaleUp: map[string]time.Time{},
 		groups:      map[string]*GroupState{}, healthy: true, transitions: map[string]transition{}}
+	for _, o := range options {
+		o(r)
+	}
+	return r
 }
 
 // Update observes the provider's node groups and the cluster's nodes at now.
@@ -197,6 +214,7 @@ func (r *Registry) Update(ctx context.Context, provider cloudprovider.CloudProvi
 	var cluster NodeCounts
 	registered := make(map[string]bool, len(nodes))
 	lookalikes := lookalikeNodes(groups, nodes)
+	devices := newDeviceCheck(ctx, provider, r.slices)
 	for _, n := range nodes {
 		if n.Spec.ProviderID != "" {
 			registered[NormalizeProviderID(n.Spec.ProviderID)] = true
@@ -214,7 +232,22 @@ func (r *Registry) Update(ctx context.Context, provider cloudprovider.CloudProvi
 			startup = gs.Options.MaxNodeStartupTime
 		}
 		var c NodeCounts
-		switch r.taints.NodeReadiness(n, now, startup) {
+		readiness := r.taints.NodeReadiness(n, now, startup)
+		if readiness == Ready && ng != nil {
+			if why := devices.unready(n, ng); why != "" {
+				logger.V(4).Info("Node ready but its devices are not", "node", klog.KObj(n), "nodeGroup", ng.Id(), "why", why)
+				// Not started while young (upcoming capacity: no second
+				// scale-up while drivers start), unready after.
+				readiness = NotStarted
+				if now.Sub(n.CreationTimestamp.Time) >= startup {
+					readiness, c.ResourceUnready = Unready, 1
+				}
+				if gs != nil {
+					gs.ResourceUnreadyNodes = append(gs.ResourceUnreadyNodes, n.Name)
+				}
+			}
+		}
+		switch readiness {
 		case Ready:
 			c.Ready++
 		case Unready:

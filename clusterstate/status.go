@@ -237,7 +237,7 @@ func (r *Registry) transition(key, value string, probe metav1.Time) metav1.Time 
 func countsStat(c NodeCounts) NodeCountsStat {
 	return NodeCountsStat{LongUnregistered: c.LongUnregistered, Unregistered: c.Unregistered,
 		Registered: RegisteredStat{Total: c.Registered(), Ready: c.Ready, NotStarted: c.NotStarted,
-			BeingDeleted: c.BeingDeleted, Unready: UnreadyStat{Total: c.Unready}}}
+			BeingDeleted: c.BeingDeleted, Unready: UnreadyStat{Total: c.Unready, ResourceUnready: c.ResourceUnready}}}
 }
 
 func truncate(msg string) string {
