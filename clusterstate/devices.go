@@ -48,12 +48,16 @@ type deviceCheck struct {
 	slices    SliceLister
 	templates map[string]*cloudprovider.NodeInfo // nil: unknown
 	published map[string]map[string]int          // node -> driver -> devices
-	// listFailed: the slices could not be listed; the DRA rule is skipped.
+	// listFailed: the slices could not be listed; nothing is checked.
 	listFailed bool
+	// members are the names of each group's nodes (by group id).
+	members map[string][]string
 }
 
-func newDeviceCheck(ctx context.Context, provider cloudprovider.CloudProvider, slices SliceLister) *deviceCheck {
-	return &deviceCheck{ctx: ctx, provider: provider, slices: slices, templates: map[string]*cloudprovider.NodeInfo{}}
+func newDeviceCheck(ctx context.Context, provider cloudprovider.CloudProvider, slices SliceLister,
+	members map[string][]string) *deviceCheck {
+	return &deviceCheck{ctx: ctx, provider: provider, slices: slices, templates: map[string]*cloudprovider.NodeInfo{},
+		members: members}
 }
 
 // unready returns why node of ng has not got its devices yet, or "".
@@ -67,47 +71,76 @@ func (d *deviceCheck) unready(node *apiv1.Node, ng cloudprovider.NodeGroup) stri
 		return "" // nothing to check without reading the template
 	}
 	tmpl := d.template(ng)
-	var published map[string]int
-	checkSlices := d.slices != nil && tmpl != nil && len(tmpl.ResourceSlices) > 0
-	if checkSlices {
-		published = d.publishedOn(node.Name)
-		checkSlices = !d.listFailed
+	var tmplNode *apiv1.Node
+	var want, published map[string]int
+	if tmpl != nil {
+		tmplNode = tmpl.Node
 	}
-	return devicesUnready(node, tmpl, published, checkSlices, labelled, gpuResource)
+	if d.slices != nil {
+		switch {
+		case tmpl != nil && len(tmpl.ResourceSlices) > 0:
+			want = devicesPerDriver(tmpl.ResourceSlices)
+		case tmpl == nil:
+			want = d.peerDevices(ng.Id())
+		}
+		if len(want) > 0 {
+			published = d.publishedOn(node.Name)
+		}
+		if d.listFailed {
+			return ""
+		}
+	}
+	return devicesUnready(node, tmplNode, want, published, labelled, gpuResource)
+}
+
+func devicesPerDriver(slices []*resourceapi.ResourceSlice) map[string]int {
+	out := map[string]int{}
+	for _, sl := range slices {
+		out[sl.Spec.Driver] += len(sl.Spec.Devices)
+	}
+	return out
+}
+
+// peerDevices is, for a group without a template of the provider's (one
+// templated from its nodes), the most devices per driver any of its nodes
+// publishes: the nodes of a group are alike, so each is expected to
+// publish as many.
+func (d *deviceCheck) peerDevices(group string) map[string]int {
+	out := map[string]int{}
+	for _, name := range d.members[group] {
+		for drv, n := range d.publishedOn(name) {
+			out[drv] = max(out[drv], n)
+		}
+	}
+	return out
 }
 
 // devicesUnready is the rule: node (labelled with the provider's GPU
-// label or not) lacks devices that tmpl (nil when unknown) says its group's
-// nodes have. published counts the node's devices per DRA driver, compared
-// with the template's when checkSlices.
-func devicesUnready(node *apiv1.Node, tmpl *cloudprovider.NodeInfo, published map[string]int, checkSlices, labelled bool,
+// label or not) lacks devices its group's nodes have: fewer devices
+// published per DRA driver than want, or no GPU resource while tmplNode
+// (the template's node, nil when unknown) has it, or, by upstream's
+// GPU-label rule, while labelled, unless the group offers its devices
+// through DRA (want not empty: no device plugin resource to wait for).
+func devicesUnready(node, tmplNode *apiv1.Node, want, published map[string]int, labelled bool,
 	gpuResource apiv1.ResourceName) string {
-	if checkSlices && tmpl != nil {
-		want := map[string]int{}
-		for _, sl := range tmpl.ResourceSlices {
-			want[sl.Spec.Driver] += len(sl.Spec.Devices)
-		}
-		drivers := make([]string, 0, len(want))
-		for d := range want {
-			drivers = append(drivers, d)
-		}
-		sort.Strings(drivers)
-		for _, drv := range drivers {
-			if published[drv] < want[drv] {
-				return fmt.Sprintf("DRA driver %s published %d of the %d devices of the node group's template",
-					drv, published[drv], want[drv])
-			}
+	drivers := make([]string, 0, len(want))
+	for d := range want {
+		drivers = append(drivers, d)
+	}
+	sort.Strings(drivers)
+	for _, drv := range drivers {
+		if published[drv] < want[drv] {
+			return fmt.Sprintf("DRA driver %s published %d of the %d devices of the node group's nodes",
+				drv, published[drv], want[drv])
 		}
 	}
 	if hasResource(node.Status.Allocatable, gpuResource) {
 		return ""
 	}
-	// Upstream's GPU-label rule, except for groups that offer their
-	// devices through DRA (no device plugin resource to wait for).
-	expected := labelled && (tmpl == nil || len(tmpl.ResourceSlices) == 0)
-	if tmpl != nil && tmpl.Node != nil {
-		expected = expected || hasResource(tmpl.Node.Status.Allocatable, gpuResource) ||
-			hasResource(tmpl.Node.Status.Capacity, gpuResource)
+	expected := labelled && len(want) == 0
+	if tmplNode != nil {
+		expected = expected || hasResource(tmplNode.Status.Allocatable, gpuResource) ||
+			hasResource(tmplNode.Status.Capacity, gpuResource)
 	}
 	if expected {
 		return fmt.Sprintf("GPU resource %s is not allocatable yet", gpuResource)

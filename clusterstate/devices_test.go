@@ -38,41 +38,36 @@ func withGPUs(n *apiv1.Node, count int64) *apiv1.Node {
 
 func TestDevicesUnready(t *testing.T) {
 	plain := node("n", true, t0)
-	draTmpl := &cloudprovider.NodeInfo{Node: node("t", true, t0),
-		ResourceSlices: []*resourceapi.ResourceSlice{slice("t", "gpu.example.com", 1, 2), slice("t", "nic.example.com", 1, 1)}}
-	gpuTmpl := &cloudprovider.NodeInfo{Node: withGPUs(node("t", true, t0), 4)}
+	dra := map[string]int{"gpu.example.com": 2, "nic.example.com": 1}
+	gpuTmpl := withGPUs(node("t", true, t0), 4)
 	for _, tc := range []struct {
-		name        string
-		node        *apiv1.Node
-		tmpl        *cloudprovider.NodeInfo
-		published   map[string]int
-		checkSlices bool
-		labelled    bool
-		want        string
+		name            string
+		node, tmplNode  *apiv1.Node
+		want, published map[string]int
+		labelled        bool
+		reason          string
 	}{
-		{name: "no devices expected", node: plain, tmpl: &cloudprovider.NodeInfo{Node: node("t", true, t0)}},
-		{name: "all DRA devices published", node: plain, tmpl: draTmpl, checkSlices: true,
+		{name: "no devices expected", node: plain, tmplNode: node("t", true, t0)},
+		{name: "all DRA devices published", node: plain, want: dra,
 			published: map[string]int{"gpu.example.com": 2, "nic.example.com": 1}},
-		{name: "no slice yet", node: plain, tmpl: draTmpl, checkSlices: true,
-			want: "DRA driver gpu.example.com published 0 of the 2 devices of the node group's template"},
-		{name: "one driver missing", node: plain, tmpl: draTmpl, checkSlices: true,
-			published: map[string]int{"gpu.example.com": 2},
-			want:      "DRA driver nic.example.com published 0 of the 1 devices of the node group's template"},
-		{name: "slices not checked (listing failed)", node: plain, tmpl: draTmpl},
+		{name: "no slice yet", node: plain, want: dra,
+			reason: "DRA driver gpu.example.com published 0 of the 2 devices of the node group's nodes"},
+		{name: "one driver missing", node: plain, want: dra, published: map[string]int{"gpu.example.com": 2},
+			reason: "DRA driver nic.example.com published 0 of the 1 devices of the node group's nodes"},
 		{name: "GPU label, resource absent (upstream's rule)", node: plain, labelled: true,
-			want: "GPU resource nvidia.com/gpu is not allocatable yet"},
+			reason: "GPU resource nvidia.com/gpu is not allocatable yet"},
 		{name: "GPU label, resource zero", node: withGPUs(plain, 0), labelled: true,
-			want: "GPU resource nvidia.com/gpu is not allocatable yet"},
+			reason: "GPU resource nvidia.com/gpu is not allocatable yet"},
 		{name: "GPU label, resource there", node: withGPUs(plain, 8), labelled: true},
-		{name: "GPU label on a DRA group: no device plugin to wait for", node: plain, labelled: true, tmpl: draTmpl,
-			checkSlices: true, published: map[string]int{"gpu.example.com": 2, "nic.example.com": 1}},
-		{name: "template has the GPU resource, node not yet", node: plain, tmpl: gpuTmpl,
-			want: "GPU resource nvidia.com/gpu is not allocatable yet"},
-		{name: "template has the GPU resource, node too", node: withGPUs(plain, 4), tmpl: gpuTmpl},
+		{name: "GPU label on a DRA group: no device plugin to wait for", node: plain, labelled: true, want: dra,
+			published: map[string]int{"gpu.example.com": 2, "nic.example.com": 1}},
+		{name: "template has the GPU resource, node not yet", node: plain, tmplNode: gpuTmpl,
+			reason: "GPU resource nvidia.com/gpu is not allocatable yet"},
+		{name: "template has the GPU resource, node too", node: withGPUs(plain, 4), tmplNode: gpuTmpl},
 	} {
-		got := devicesUnready(tc.node, tc.tmpl, tc.published, tc.checkSlices, tc.labelled, "nvidia.com/gpu")
-		if got != tc.want {
-			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		got := devicesUnready(tc.node, tc.tmplNode, tc.want, tc.published, tc.labelled, "nvidia.com/gpu")
+		if got != tc.reason {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.reason)
 		}
 	}
 }
@@ -185,5 +180,33 @@ func TestRegistryCountsNodesWithoutDevicesAsNotReady(t *testing.T) {
 	update(t, r, p, nodes, t0.Add(2*time.Second))
 	if c := r.ClusterCounts(); c != (NodeCounts{Ready: 3}) {
 		t.Errorf("slices unlisted: cluster counts %+v, want 3 ready", c)
+	}
+}
+
+// TestRegistryExpectsTheDevicesOfPeersWithoutTemplate: a group without a
+// provider template (templated from its nodes) expects each node to
+// publish as many devices per driver as its other nodes do.
+func TestRegistryExpectsTheDevicesOfPeersWithoutTemplate(t *testing.T) {
+	p := fakeprovider.NewProvider()
+	p.AddNodeGroup("copied", 0, 10, 2, nil)
+	p.AddNodeGroup("plain", 0, 10, 1, nil)
+	old, young := node("copied-old", true, t0.Add(-time.Hour)), node("copied-young", true, t0.Add(-time.Minute))
+	other := node("plain-0", true, t0.Add(-time.Minute))
+	p.AddNode("copied", old)
+	p.AddNode("copied", young)
+	p.AddNode("plain", other)
+	lister := &sliceList{list: []*resourceapi.ResourceSlice{slice("copied-old", "gpu.example.com", 1, 2)}}
+	r := NewRegistry(config.Defaults(), WithResourceSlices(lister))
+	update(t, r, p, []*apiv1.Node{old, young, other}, t0)
+	if diff := cmp.Diff([]string{"copied-young"}, r.Group("copied").NotStartedNodes); diff != "" {
+		t.Errorf("not started nodes of copied (-want +got):\n%s", diff)
+	}
+	if c := r.Group("plain").Counts; c.Ready != 1 {
+		t.Errorf("plain: %+v, want its node ready (its group publishes no device)", c)
+	}
+	lister.list = append(lister.list, slice("copied-young", "gpu.example.com", 1, 2))
+	update(t, r, p, []*apiv1.Node{old, young, other}, t0.Add(time.Second))
+	if c := r.ClusterCounts(); c != (NodeCounts{Ready: 3}) {
+		t.Errorf("after the slices: %+v, want 3 ready", c)
 	}
 }

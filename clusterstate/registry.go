@@ -214,15 +214,13 @@ func (r *Registry) Update(ctx context.Context, provider cloudprovider.CloudProvi
 	var cluster NodeCounts
 	registered := make(map[string]bool, len(nodes))
 	lookalikes := lookalikeNodes(groups, nodes)
-	devices := newDeviceCheck(ctx, provider, r.slices)
-	for _, n := range nodes {
+	nodeGroups, members := nodeGroupsOf(ctx, provider, nodes)
+	devices := newDeviceCheck(ctx, provider, r.slices, members)
+	for i, n := range nodes {
 		if n.Spec.ProviderID != "" {
 			registered[NormalizeProviderID(n.Spec.ProviderID)] = true
 		}
-		ng, err := provider.NodeGroupForNode(ctx, n)
-		if err != nil {
-			logger.V(4).Info("Node's group unknown", "node", n.Name, "err", err)
-		}
+		ng := nodeGroups[i]
 		var gs *GroupState
 		if ng != nil {
 			gs = groups[ng.Id()]
@@ -321,6 +319,24 @@ func (r *Registry) Update(ctx context.Context, provider cloudprovider.CloudProvi
 	r.groups, r.cluster, r.updated = groups, cluster, now
 	r.healthy = r.acceptable(cluster.Unready+cluster.LongUnregistered, cluster.Registered()+cluster.LongUnregistered)
 	return nil
+}
+
+// nodeGroupsOf returns the group of each node (nil when the provider
+// manages none) and the names of each group's nodes, by group id.
+func nodeGroupsOf(ctx context.Context, provider cloudprovider.CloudProvider, nodes []*apiv1.Node) ([]cloudprovider.NodeGroup,
+	map[string][]string) {
+	out, members := make([]cloudprovider.NodeGroup, len(nodes)), map[string][]string{}
+	for i, n := range nodes {
+		ng, err := provider.NodeGroupForNode(ctx, n)
+		if err != nil {
+			klog.FromContext(ctx).V(4).Info("Node's group unknown", "node", n.Name, "err", err)
+		}
+		if ng != nil {
+			out[i] = ng
+			members[ng.Id()] = append(members[ng.Id()], n.Name)
+		}
+	}
+	return out, members
 }
 
 // lookalikeNodes maps, for every Node whose provider ID matches no
