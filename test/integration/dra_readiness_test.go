@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,5 +129,75 @@ nodeGroups:
 	}
 	if !p.log.Contains("Node ready but its devices are not") {
 		t.Error("the autoscaler never logged a node whose devices were late")
+	}
+}
+
+// TestDRALateSlicesOfAGroupTemplatedFromItsNodes: a group without a
+// provider template (fromNodes) whose new nodes publish their 2 devices
+// 20 s late. Its first node publishes 2 and holds 2 of 4 one-device pods;
+// the other 2 get one new node, which, Ready without devices, is expected
+// to publish as many as its peer: not started (so reported in the status,
+// and not the node the group's template is copied from), so no second
+// scale-up.
+func TestDRALateSlicesOfAGroupTemplatedFromItsNodes(t *testing.T) {
+	e := framework.New(t)
+	group := framework.UniqueName("copied")
+	driver := group + ".example.com"
+	path := writeKwokConfig(e, fmt.Sprintf(`
+nodeGroups:
+- name: %[1]s
+  maxSize: 10
+  template:
+    fromNodes: true
+    labels: {%[2]s: %[3]s, pool: %[1]s}
+    capacity: {cpu: "8", memory: 32Gi, pods: "110"}
+    devices:
+    - driver: %[4]s
+      devices:
+      - name: gpu-0
+      - name: gpu-1
+  faults:
+    resourceSliceDelay: 20s
+`, group, framework.TestNamespaceLabel, e.Namespace, driver))
+	dumpPods(e)
+	createDeviceClass(e, driver, driver)
+	gpuGroupNode(e, group, group+"-first", driver, 2)
+	createGPUDeployment(e, "late", driver, 4)
+	e.Eventually(60*time.Second, "2 pods Running on the first node", func(ctx context.Context) (bool, error) {
+		return allRunning(ctx, e, 2)
+	})
+
+	p := startAutoscaler(t, "autoscaler", scaleUpArgs(e, path)...)
+	e.Eventually(90*time.Second, "the status ConfigMap reporting the new node of "+group+" not started while its slices are late",
+		func(ctx context.Context) (bool, error) {
+			reg, ok, err := groupRegistered(ctx, e, group)
+			if err != nil || !ok {
+				return false, err
+			}
+			if reg.Total == 2 && reg.Ready == 1 && reg.NotStarted == 1 {
+				return true, nil
+			}
+			if n, err := publishedSlices(ctx, e, driver); err != nil || n > 1 {
+				return false, fmt.Errorf("the new node's slice published before the status showed it not started; last counts %+v (err %v)",
+					reg, err)
+			}
+			return false, nil
+		})
+	e.Eventually(180*time.Second, "all 4 pods Running with their claims allocated", func(ctx context.Context) (bool, error) {
+		if ok, err := allRunning(ctx, e, 4); !ok || err != nil {
+			return false, err
+		}
+		n, err := allocatedClaims(ctx, e)
+		return n == 4, err
+	})
+	time.Sleep(4 * time.Second) // a few more loops: no second scale-up
+	if got := nodesPerPool(e)[group]; got != 2 {
+		t.Errorf("%d nodes in the group, want 2 (the first and one new)", got)
+	}
+	if n := strings.Count(p.log.String(), `"Scaled up node group"`); n != 1 {
+		t.Errorf("%d scale-ups, want one", n)
+	}
+	if !p.log.Contains("Node ready but its devices are not") {
+		t.Error("the autoscaler never logged the new node's late devices")
 	}
 }
