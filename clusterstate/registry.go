@@ -230,20 +230,12 @@ func (r *Registry) Update(ctx context.Context, provider cloudprovider.CloudProvi
 			startup = gs.Options.MaxNodeStartupTime
 		}
 		var c NodeCounts
-		readiness := r.taints.NodeReadiness(n, now, startup)
-		if readiness == Ready && ng != nil {
-			if why := devices.unready(n, ng); why != "" {
-				logger.V(4).Info("Node ready but its devices are not", "node", klog.KObj(n), "nodeGroup", ng.Id(), "why", why)
-				// Not started while young (upcoming capacity: no second
-				// scale-up while drivers start), unready after.
-				readiness = NotStarted
-				if now.Sub(n.CreationTimestamp.Time) >= startup {
-					readiness, c.ResourceUnready = Unready, 1
-				}
-				if gs != nil {
-					gs.ResourceUnreadyNodes = append(gs.ResourceUnreadyNodes, n.Name)
-				}
-			}
+		readiness, devicesLate := r.nodeReadiness(ctx, devices, n, ng, now, startup)
+		if devicesLate && gs != nil {
+			gs.ResourceUnreadyNodes = append(gs.ResourceUnreadyNodes, n.Name)
+		}
+		if devicesLate && readiness == Unready {
+			c.ResourceUnready = 1
 		}
 		switch readiness {
 		case Ready:
@@ -319,6 +311,29 @@ func (r *Registry) Update(ctx context.Context, provider cloudprovider.CloudProvi
 	r.groups, r.cluster, r.updated = groups, cluster, now
 	r.healthy = r.acceptable(cluster.Unready+cluster.LongUnregistered, cluster.Registered()+cluster.LongUnregistered)
 	return nil
+}
+
+// nodeReadiness classifies node n of group ng (nil when none) by its Ready
+// condition and startup taints and then, when those make it ready, by its
+// devices: devicesLate says they are not there yet, and the node is then not
+// started while younger than startup (upcoming capacity: no second scale-up
+// while its drivers start) and unready after.
+func (r *Registry) nodeReadiness(ctx context.Context, devices *deviceCheck, n *apiv1.Node, ng cloudprovider.NodeGroup,
+	now time.Time, startup time.Duration) (readiness Readiness, devicesLate bool) {
+	readiness = r.taints.NodeReadiness(n, now, startup)
+	if readiness != Ready || ng == nil {
+		return readiness, false
+	}
+	why := devices.unready(n, ng)
+	if why == "" {
+		return Ready, false
+	}
+	klog.FromContext(ctx).V(4).Info("Node ready but its devices are not", "node", klog.KObj(n), "nodeGroup", ng.Id(),
+		"why", why)
+	if now.Sub(n.CreationTimestamp.Time) >= startup {
+		return Unready, true
+	}
+	return NotStarted, true
 }
 
 // nodeGroupsOf returns the group of each node (nil when the provider
