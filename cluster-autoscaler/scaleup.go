@@ -35,18 +35,17 @@ import (
 // ConfigMap lister and must be started with the cluster-wide one.
 func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.Interface, factory informers.SharedInformerFactory,
 	provider cloudprovider.CloudProvider, listers core.Listers, recorder record.EventRecorder,
-	state *clusterstate.Registry, m *metrics.Metrics, reporting *core.Reporting, quotas scaleup.QuotaSource) (*scaleup.Orchestrator, informers.SharedInformerFactory, error) {
+	state *clusterstate.Registry, m *metrics.Metrics, reporting *core.Reporting, quotas scaleup.QuotaSource,
+	dra simframework.DRASource) (*scaleup.Orchestrator, informers.SharedInformerFactory, error) {
 	simOpts := []simframework.Option{simframework.WithParallelism(opts.PredicateParallelism), simframework.WithClient(client),
 		simframework.WithVerbosity(opts.SchedulerVerbosity)}
 	if opts.SchedulerConfigFile != "" {
 		simOpts = append(simOpts, simframework.WithSchedulerConfigFile(opts.SchedulerConfigFile))
 	}
-	draOpt, err := draSimulation(ctx, client, factory)
-	if err != nil {
-		return nil, nil, err
+	if dra != nil {
+		simOpts = append(simOpts, simframework.WithDRA(dra))
 	}
-	simOpts = append(simOpts, draOpt...)
-	if len(draOpt) > 0 && reporting != nil {
+	if dra != nil && reporting != nil {
 		slices := factory.Resource().V1().ResourceSlices().Lister()
 		reporting.UseResourceSlices(func() ([]*resourceapi.ResourceSlice, error) { return slices.List(labels.Everything()) })
 	}
@@ -82,10 +81,11 @@ func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.In
 	return scaleup.New(provider, sim, estimator.New(sim), chain, opts, state, suOpts...), nsFactory, nil
 }
 
-// draSimulation feeds the simulator the cluster's DRA objects when the API
-// server serves resource.k8s.io/v1; without it, one log line, and pods with
-// resource claims simply fit no node in simulation.
-func draSimulation(ctx context.Context, client kubernetes.Interface, factory informers.SharedInformerFactory) ([]simframework.Option, error) {
+// draSource reads the cluster's DRA objects (for the simulator and the
+// device readiness of nodes) when the API server serves resource.k8s.io/v1;
+// without it, one log line, a nil source, and pods with resource claims
+// simply fit no node in simulation.
+func draSource(ctx context.Context, client kubernetes.Interface, factory informers.SharedInformerFactory) (simframework.DRASource, error) {
 	served, err := simframework.DRAServed(client.Discovery())
 	if err != nil {
 		return nil, err
@@ -95,7 +95,7 @@ func draSimulation(ctx context.Context, client kubernetes.Interface, factory inf
 			"groupVersion", simframework.DRAGroupVersion)
 		return nil, nil
 	}
-	return []simframework.Option{simframework.WithDRA(simframework.NewInformerDRASource(factory))}, nil
+	return simframework.NewInformerDRASource(factory), nil
 }
 
 // capacityQuotaStatusPeriod is how often CapacityQuotas' status.used is

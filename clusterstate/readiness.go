@@ -6,7 +6,6 @@ import (
 
 	apiv1 "k8s.io/api/core/v1"
 
-	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/simulator/template"
 )
@@ -114,25 +113,4 @@ func (t Taints) hasStartupTaint(node *apiv1.Node) bool {
 		}
 	}
 	return false
-}
-
-// ResourceReadiness applies upstream's resource readiness to a node
-// classified as r: a Ready node whose GPU (gpu, the provider's
-// GetNodeGpuConfig; nil when it has none) is an extended resource the node
-// does not allocate yet (its device plugin has not started) has not started
-// while younger than maxStartup, and is unready after, counted as
-// resourceUnready (the second result). GPUs exposed through DRA are not
-// checked.
-func ResourceReadiness(r Readiness, node *apiv1.Node, gpu *cloudprovider.GpuConfig, now time.Time,
-	maxStartup time.Duration) (Readiness, bool) {
-	if r != Ready || gpu == nil || gpu.ExposedViaDra() || gpu.ExtendedResourceName == "" {
-		return r, false
-	}
-	if q, ok := node.Status.Allocatable[gpu.ExtendedResourceName]; ok && !q.IsZero() {
-		return Ready, false
-	}
-	if now.Sub(node.CreationTimestamp.Time) < maxStartup {
-		return NotStarted, false
-	}
-	return Unready, true
 }

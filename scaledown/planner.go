@@ -246,7 +246,7 @@ func (p *Planner) eligible(n *apiv1.Node, gs *clusterstate.GroupState, pods []*a
 		return nil, ReasonCurrentlyBeingDeleted
 	}
 	c := &Candidate{Node: n, Group: gs.NodeGroup}
-	switch p.readiness.NodeReadiness(n, in.Now, gs.Options.MaxNodeStartupTime) {
+	switch gs.DevicesReadiness(n.Name, p.readiness.NodeReadiness(n, in.Now, gs.Options.MaxNodeStartupTime)) {
 	case clusterstate.NotStarted:
 		return nil, ReasonNotStarted
 	case clusterstate.Unready:
