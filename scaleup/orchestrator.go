@@ -638,9 +638,9 @@ func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group
 				limits.MaxNodes = min(limits.MaxNodes, qRoom)
 			}
 		}
-		start := time.Now()
+		start := o.clock.Now()
 		est, err := o.estimator.Estimate(ctx, podGroups, gs.template, id, limits)
-		estimating += time.Since(start)
+		estimating += o.clock.Since(start)
 		if gs.template != nil {
 			o.report.Binpacking(gs.template.Node, nsCount, len(podGroups))
 		}
