@@ -67,6 +67,10 @@ func (d *deviceCheck) unready(node *apiv1.Node, ng cloudprovider.NodeGroup) stri
 		gpuResource = apiv1.ResourceName(c.ExtendedResourceName)
 	}
 	_, labelled := node.Labels[d.provider.GPULabel()]
+	if ng == nil {
+		// A node of no group: only upstream's GPU-label rule applies.
+		return devicesUnready(node, nil, nil, nil, labelled, gpuResource)
+	}
 	if d.slices == nil && (!labelled || hasResource(node.Status.Allocatable, gpuResource)) {
 		return "" // nothing to check without reading the template
 	}

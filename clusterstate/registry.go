@@ -326,14 +326,18 @@ func (r *Registry) Update(ctx context.Context, provider cloudprovider.CloudProvi
 func (r *Registry) nodeReadiness(ctx context.Context, devices *deviceCheck, n *apiv1.Node, ng cloudprovider.NodeGroup,
 	now time.Time, startup time.Duration) (readiness Readiness, devicesLate bool) {
 	readiness = r.taints.NodeReadiness(n, now, startup)
-	if readiness != Ready || ng == nil {
+	if readiness != Ready {
 		return readiness, false
 	}
 	why := devices.unready(n, ng)
 	if why == "" {
 		return Ready, false
 	}
-	klog.FromContext(ctx).V(4).Info("Node ready but its devices are not", "node", klog.KObj(n), "nodeGroup", ng.Id(),
+	group := ""
+	if ng != nil {
+		group = ng.Id()
+	}
+	klog.FromContext(ctx).V(4).Info("Node ready but its devices are not", "node", klog.KObj(n), "nodeGroup", group,
 		"why", why)
 	if now.Sub(n.CreationTimestamp.Time) >= startup {
 		return Unready, true

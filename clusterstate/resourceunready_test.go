@@ -86,3 +86,19 @@ func TestScaleDownProbeTimeAsUpstream(t *testing.T) {
 		t.Errorf("health probed at %v, want the loop's %v", got, t1)
 	}
 }
+
+// TestResourceUnreadyCountsNodesOfNoGroup: upstream's GPU-label rule holds
+// for a node no group manages too: Ready, labelled with the provider's GPU
+// label, its GPU not allocatable: unready and resourceUnready once older
+// than the start-up time.
+func TestResourceUnreadyCountsNodesOfNoGroup(t *testing.T) {
+	p := fakeprovider.NewProvider()
+	p.AddNodeGroup("gpu", 0, 10, 0, nil)
+	nodes := []*apiv1.Node{gpuNode("stray", true, t0.Add(-time.Hour), "")}
+	r := NewRegistry(config.Defaults())
+	update(t, r, p, nodes, t0)
+	want := NodeCountsStat{Registered: RegisteredStat{Total: 1, Unready: UnreadyStat{Total: 1, ResourceUnready: 1}}}
+	if diff := cmp.Diff(want, r.Status(t0, nil).ClusterWide.Health.NodeCounts); diff != "" {
+		t.Errorf("cluster node counts (-want +got):\n%s", diff)
+	}
+}
