@@ -93,7 +93,8 @@ func (t claimTracker) ListAllAllocatedDevices() (sets.Set[structured.DeviceID], 
 }
 
 // GatherAllocatedState collects the devices of every allocated claim:
-// dedicated ones, and shares of devices with consumable capacity.
+// dedicated ones, and shares of devices with consumable capacity; devices
+// allocated with admin access are not taken (see holdsDevice).
 func (t claimTracker) GatherAllocatedState() (*structured.AllocatedState, error) {
 	st := &structured.AllocatedState{AllocatedDevices: sets.New[structured.DeviceID](),
 		AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](),
@@ -102,7 +103,11 @@ func (t claimTracker) GatherAllocatedState() (*structured.AllocatedState, error)
 		if c.Status.Allocation == nil {
 			continue
 		}
-		for _, r := range c.Status.Allocation.Devices.Results {
+		for i := range c.Status.Allocation.Devices.Results {
+			r := &c.Status.Allocation.Devices.Results[i]
+			if !holdsDevice(r) {
+				continue
+			}
 			id := structured.MakeDeviceID(r.Driver, r.Pool, r.Device)
 			if r.ShareID == nil {
 				st.AllocatedDevices.Insert(id)

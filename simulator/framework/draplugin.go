@@ -73,12 +73,20 @@ func pluginEnabled(enabled *schedconfig.Plugins, name string) bool {
 }
 
 // claimedPod returns pod with its template claims resolved in the snapshot
-// (see Snapshot.podWithClaims), or why it cannot be simulated.
+// (see Snapshot.podWithClaims), or why it cannot be simulated or can never
+// be scheduled (see checkAdminAccess).
 func (h *Handle) claimedPod(pod *apiv1.Pod) (*apiv1.Pod, error) {
 	if h.dra == nil {
 		return nil, fmt.Errorf("resource claims need the %s plugin, which the scheduler profile disables", dynamicResourcesPlugin)
 	}
-	return h.snapshot.podWithClaims(pod)
+	pod, err := h.snapshot.podWithClaims(pod)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.checkAdminAccess(pod); err != nil {
+		return nil, err
+	}
+	return pod, nil
 }
 
 // bindClaims allocates pod's claims that are not allocated yet on node

@@ -88,7 +88,8 @@ func (s *Snapshot) allocatedElsewhere(c *resourceapi.ResourceClaim, nodeName str
 
 // DeviceUsage counts the devices the ResourceSlices of node name publish
 // and how many of them allocated claims in the snapshot hold (a device
-// shared by several claims counts once). A node without slices has 0, 0.
+// shared by several claims counts once; admin access holds none, see
+// holdsDevice). A node without slices has 0, 0.
 func (s *Snapshot) DeviceUsage(name string) (allocated, total int) {
 	slices := s.ResourceSlices(name)
 	if len(slices) == 0 {
@@ -106,7 +107,8 @@ func (s *Snapshot) DeviceUsage(name string) (allocated, total int) {
 	return allocated, total
 }
 
-// allocatedDevices is the set of devices allocated claims hold, computed
+// allocatedDevices is the set of devices allocated claims hold (admin
+// access excepted), computed
 // once per state of the claims (putClaim and Revert forget it).
 func (s *Snapshot) allocatedDevices() sets.Set[structured.DeviceID] {
 	if s.dra.allocated != nil {
@@ -117,8 +119,10 @@ func (s *Snapshot) allocatedDevices() sets.Set[structured.DeviceID] {
 		if c.Status.Allocation == nil {
 			continue
 		}
-		for _, r := range c.Status.Allocation.Devices.Results {
-			used.Insert(structured.MakeDeviceID(r.Driver, r.Pool, r.Device))
+		for i := range c.Status.Allocation.Devices.Results {
+			if r := &c.Status.Allocation.Devices.Results[i]; holdsDevice(r) {
+				used.Insert(structured.MakeDeviceID(r.Driver, r.Pool, r.Device))
+			}
 		}
 	}
 	s.dra.allocated = used

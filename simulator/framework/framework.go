@@ -10,6 +10,7 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -36,6 +37,9 @@ type Handle struct {
 	logs     verbosityCap
 	dra      *draPlugin // nil when the profile disables DynamicResources
 	logger   klog.Logger
+	// namespaces tells which namespaces may hold admin-access claims
+	// (checkAdminAccess); nil without an informer factory.
+	namespaces corelisters.NamespaceLister
 }
 
 // Option configures a Handle.
@@ -115,6 +119,9 @@ func New(ctx context.Context, snapshot *Snapshot, informerFactory informers.Shar
 	}
 	h := &Handle{fw: fw, snapshot: snapshot, policy: newProfilePolicy(fw.ListPlugins(), profile),
 		logs: verbosityCap{max: o.verbosity}, logger: klog.FromContext(ctx)}
+	if informerFactory != nil {
+		h.namespaces = informerFactory.Core().V1().Namespaces().Lister()
+	}
 	if *captured != nil && pluginEnabled(fw.ListPlugins(), dynamicResourcesPlugin) {
 		h.dra = newDRAPlugin(*captured)
 		snapshot.dra.bind = h.bindClaims
