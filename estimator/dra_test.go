@@ -17,7 +17,7 @@ const draDriver = "gpu.example.com"
 
 // newDRASim builds the simulator with a DeviceClass "gpu" (every device of
 // draDriver) and a ResourceClaimTemplate "one-gpu" (one such device) in
-// its DRA informers, wired as cluster-autoscaler/scaleup.go does.
+// its DRA informers, and "all-gpus" (every such device of the node), wired as cluster-autoscaler/scaleup.go does.
 func newDRASim(t *testing.T) *framework.Handle {
 	t.Helper()
 	ctx := context.Background()
@@ -28,7 +28,11 @@ func newDRASim(t *testing.T) *framework.Handle {
 		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
 			Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{
 				DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1}}}}}}}
-	factory := informers.NewSharedInformerFactory(fake.NewClientset(class, tmpl), 0)
+	all := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "all-gpus"},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+			Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{
+				DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeAll}}}}}}}
+	factory := informers.NewSharedInformerFactory(fake.NewClientset(class, tmpl, all), 0)
 	h, err := framework.New(ctx, framework.NewSnapshot(nil, nil), factory, framework.WithDRA(framework.NewInformerDRASource(factory)))
 	if err != nil {
 		t.Fatal(err)
@@ -44,14 +48,22 @@ func withGPUClaim(p *apiv1.Pod) {
 	p.Spec.ResourceClaims = []apiv1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &tmpl}}
 }
 
+func withAllGPUsClaim(p *apiv1.Pod) {
+	tmpl := "all-gpus"
+	p.Spec.ResourceClaims = []apiv1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &tmpl}}
+}
+
 func TestEstimateCountsDevices(t *testing.T) {
 	for _, tc := range []struct {
 		name                            string
 		devicesPerNode                  int
+		claim                           func(*apiv1.Pod)
 		nodes, scheduled, unschedulable int
 	}{
-		{name: "two devices per node", devicesPerNode: 2, nodes: 3, scheduled: 5},
-		{name: "no devices", devicesPerNode: 0, unschedulable: 5},
+		{name: "two devices per node", devicesPerNode: 2, claim: withGPUClaim, nodes: 3, scheduled: 5},
+		{name: "no devices", devicesPerNode: 0, claim: withGPUClaim, unschedulable: 5},
+		{name: "allocationMode All: one pod per node", devicesPerNode: 4, claim: withAllGPUsClaim, nodes: 5, scheduled: 5},
+		{name: "allocationMode All without devices", devicesPerNode: 0, claim: withAllGPUsClaim, unschedulable: 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sim := newDRASim(t)
@@ -66,7 +78,7 @@ func TestEstimateCountsDevices(t *testing.T) {
 				}
 				info.ResourceSlices = []*resourceapi.ResourceSlice{sl}
 			}
-			est, err := New(sim).Estimate(context.Background(), GroupPods(pods("train", 5, "1", withGPUClaim)), info, "ng",
+			est, err := New(sim).Estimate(context.Background(), GroupPods(pods("train", 5, "1", tc.claim)), info, "ng",
 				Limits{MaxNodes: 100})
 			if err != nil {
 				t.Fatal(err)
