@@ -345,6 +345,7 @@ func (o *Orchestrator) observeGroups(ctx context.Context, in Input) (map[string]
 		}
 	}
 	var podsByNode map[string][]*apiv1.Pod
+	liveSlices := o.liveSlices(ctx)
 	for _, st := range states {
 		ng := st.NodeGroup
 		gs := &groupState{group: ng, counts: st.Counts, target: st.Target, zeroOrMax: st.Options.ZeroOrMaxNodeScaling}
@@ -353,7 +354,7 @@ func (o *Orchestrator) observeGroups(ctx context.Context, in Input) (map[string]
 			if podsByNode == nil {
 				podsByNode = byNode(in.ScheduledPods)
 			}
-			gs.template = o.templateFromNodes(st, in.Now, podsByNode, daemonSets)
+			gs.template = o.templateFromNodes(st, in.Now, podsByNode, daemonSets, liveSlices)
 			if gs.template == nil {
 				gs.skip = reasonNoTemplate
 			}
@@ -404,35 +405,6 @@ func (o *Orchestrator) processTemplate(ctx context.Context, ng cloudprovider.Nod
 		info = out
 	}
 	return info, ""
-}
-
-// templateFromNodes makes the group's template from its first ready node
-// (by name), or returns the last one made when it has none now.
-func (o *Orchestrator) templateFromNodes(st *clusterstate.GroupState, now time.Time, podsByNode map[string][]*apiv1.Pod,
-	daemonSets []*appsv1.DaemonSet) *cloudprovider.NodeInfo {
-	id := st.NodeGroup.Id()
-	nodes := append([]*apiv1.Node(nil), st.Nodes...)
-	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
-	for _, n := range nodes {
-		if n.Spec.Unschedulable || n.DeletionTimestamp != nil ||
-			st.DevicesReadiness(n.Name, o.taints.NodeReadiness(n, now, st.Options.MaxNodeStartupTime)) != clusterstate.Ready {
-			continue
-		}
-		info := o.sanitizer.FromNode(id, n, podsByNode[n.Name], daemonSets)
-		// The node's slices as the last snapshot held them.
-		if sl := o.sim.Snapshot().ResourceSlices(n.Name); len(sl) > 0 {
-			info.ResourceSlices = framework.RenamedResourceSlices(sl, n.Name, info.Node.Name)
-		}
-		o.fromNodes[id], o.fromNodesAt[id] = info, now
-		return info
-	}
-	// The last template made stands in while the group has no ready node,
-	// until --node-info-cache-expire-time has passed since it was made.
-	if at, ok := o.fromNodesAt[id]; ok && o.opts.NodeInfoCacheExpireTime > 0 && now.Sub(at) > o.opts.NodeInfoCacheExpireTime {
-		delete(o.fromNodes, id)
-		delete(o.fromNodesAt, id)
-	}
-	return o.fromNodes[id]
 }
 
 func byNode(pods []*apiv1.Pod) map[string][]*apiv1.Pod {

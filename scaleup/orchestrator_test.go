@@ -179,14 +179,14 @@ func TestTemplateFromNodesExpires(t *testing.T) {
 		Conditions:  []apiv1.NodeCondition{{Type: apiv1.NodeReady, Status: apiv1.ConditionTrue}},
 		Allocatable: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("4")}}}
 	st := &clusterstate.GroupState{NodeGroup: g, Nodes: []*apiv1.Node{ready}}
-	if o.templateFromNodes(st, t0, nil, nil) == nil {
+	if o.templateFromNodes(st, t0, nil, nil, nil) == nil {
 		t.Fatal("no template from a ready node")
 	}
 	st.Nodes = nil
-	if o.templateFromNodes(st, t0.Add(59*time.Minute), nil, nil) == nil {
+	if o.templateFromNodes(st, t0.Add(59*time.Minute), nil, nil, nil) == nil {
 		t.Error("the template made 59m ago was dropped within the expiry")
 	}
-	if o.templateFromNodes(st, t0.Add(61*time.Minute), nil, nil) != nil {
+	if o.templateFromNodes(st, t0.Add(61*time.Minute), nil, nil, nil) != nil {
 		t.Error("the template made 61m ago is still used past --node-info-cache-expire-time=1h")
 	}
 }

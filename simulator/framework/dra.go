@@ -111,6 +111,27 @@ func (s *Snapshot) ResourceSlices(name string) []*resourceapi.ResourceSlice {
 	return s.dra.byNode[name]
 }
 
+// SourceResourceSlices lists, by node, the node-local ResourceSlices the
+// DRA source holds now (the informers' current view), whereas
+// ResourceSlices answers from the last Reset and knows none before the
+// first. It is nil without a source.
+func (s *Snapshot) SourceResourceSlices() (map[string][]*resourceapi.ResourceSlice, error) {
+	if s.dra.source == nil {
+		return nil, nil
+	}
+	slices, err := s.dra.source.ResourceSlices()
+	if err != nil {
+		return nil, fmt.Errorf("listing ResourceSlices: %w", err)
+	}
+	out := map[string][]*resourceapi.ResourceSlice{}
+	for _, sl := range slices {
+		if sl.Spec.NodeName != nil {
+			out[*sl.Spec.NodeName] = append(out[*sl.Spec.NodeName], sl)
+		}
+	}
+	return out, nil
+}
+
 // allSlices lists the cluster's slices and the simulated nodes' own; a node
 // with its own slices hides the cluster's of the same node name.
 func (s *Snapshot) allSlices() []*resourceapi.ResourceSlice {
