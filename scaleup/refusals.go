@@ -152,11 +152,14 @@ func (r *refusals) estimate(podGroups []*estimator.Group, est estimator.Estimate
 }
 
 // reasons is refusalReasons with a refusal of the DynamicResources plugin
-// worded by the devices the pod's claims ask for, so that the event names
-// the device class that did not fit.
+// on a node worded by the devices the pod's claims ask for, so that the
+// event names the device class that did not fit. A refusal of the pod
+// before any node is looked at (u.Node empty: a claim or template that
+// cannot be read, admin access outside a labelled namespace) keeps its own
+// words: no node's devices would change it.
 func (r *refusals) reasons(err error, pod *apiv1.Pod, template *apiv1.Node) []string {
 	var u *framework.Unschedulable
-	if r.demands != nil && errors.As(err, &u) && u.Plugin == draPlugin {
+	if r.demands != nil && errors.As(err, &u) && u.Plugin == draPlugin && u.Node != "" {
 		if d := r.demands(pod); len(d) > 0 {
 			return []string{reasonNoDevices + framework.DemandsString(d)}
 		}

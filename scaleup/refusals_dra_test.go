@@ -3,6 +3,7 @@ package scaleup
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,5 +87,55 @@ func TestDemandsString(t *testing.T) {
 		if got := framework.DemandsString(tc.demands); got != tc.want {
 			t.Errorf("DemandsString(%v) = %q, want %q", tc.demands, got, tc.want)
 		}
+	}
+}
+
+// TestAdminAccessClaimScaleUp: a pod whose claim asks for admin access
+// scales a device group up in a namespace labelled for it, and elsewhere
+// triggers nothing and is told why in the simulation's words (about the
+// namespace, not about devices the group would lack).
+func TestAdminAccessClaimScaleUp(t *testing.T) {
+	ctx := context.Background()
+	class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: removalDriver},
+		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{
+			CEL: &resourceapi.CELDeviceSelector{Expression: `device.driver == "` + removalDriver + `"`}}}}}
+	yes := true
+	var objs []runtime.Object
+	for ns, labels := range map[string]map[string]string{"ops": {framework.AdminAccessNamespaceLabel: "true"}, "dev": nil} {
+		objs = append(objs, &apiv1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}},
+			&resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "admin"},
+				Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+					Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{
+						DeviceClassName: removalDriver, Count: 1, AllocationMode: resourceapi.DeviceAllocationModeExactCount,
+						AdminAccess: &yes}}}}}}})
+	}
+	for _, tc := range []struct {
+		ns         string
+		wantNodes  int
+		wantReason string
+	}{
+		{ns: "ops", wantNodes: 1},
+		{ns: "dev", wantReason: "namespace dev lacks the label resource.kubernetes.io/admin-access=true"},
+	} {
+		t.Run(tc.ns, func(t *testing.T) {
+			provider := fakeprovider.NewProvider()
+			provider.AddNodeGroup("four", 0, 10, 0, templateNode("four", "16")).
+				SetTemplateResourceSlices([]*resourceapi.ResourceSlice{devicesTemplateSlice("four", 4)})
+			o := newDRAOrchestrator(t, provider, append([]runtime.Object{class}, objs...)...)
+			p := pendingPods(1, "1")[0]
+			p.Namespace = tc.ns
+			name := "admin"
+			p.Spec.ResourceClaims = []apiv1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &name}}
+			res, err := runLoop(ctx, o, Input{Now: time.Now(), Pending: []*apiv1.Pod{p}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := increases(res)["four"]; got != tc.wantNodes {
+				t.Errorf("increase %d, want %d", got, tc.wantNodes)
+			}
+			if got := res.Remaining[p]; !strings.Contains(got, tc.wantReason) || (tc.wantReason == "") != (got == "") {
+				t.Errorf("reason %q, want one containing %q", got, tc.wantReason)
+			}
+		})
 	}
 }
