@@ -2,9 +2,12 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	apiv1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -57,5 +60,75 @@ func TestDRAAllocationModeAllScalesOneNodePerPod(t *testing.T) {
 	time.Sleep(4 * time.Second)
 	if got := nodesPerPool(e); got[gpu] != 3 || got[plain] != 0 {
 		t.Errorf("nodes changed after the pods ran: %v", got)
+	}
+}
+
+// TestDRAFirstLoopCopiesTheNodesSlices: a group without a provider template
+// (fromNodes) has one node publishing 2 devices, which runs 2 of 4
+// one-device pods. The autoscaler's very first loop copies that node, its
+// slices included, for the template, so that first loop adds the one node
+// the other 2 pods need (before, the first loop's template had no devices
+// and the pods waited a loop: "no node group offers 1 device").
+func TestDRAFirstLoopCopiesTheNodesSlices(t *testing.T) {
+	e := framework.New(t)
+	group := framework.UniqueName("copied")
+	driver := group + ".example.com"
+	path := writeKwokConfig(e, fmt.Sprintf(`
+nodeGroups:
+- name: %[1]s
+  maxSize: 10
+  template:
+    fromNodes: true
+    labels: {%[2]s: %[3]s, pool: %[1]s}
+    capacity: {cpu: "8", memory: 32Gi, pods: "110"}
+    devices:
+    - driver: %[4]s
+      devices:
+      - name: gpu-0
+      - name: gpu-1
+`, group, framework.TestNamespaceLabel, e.Namespace, driver))
+	dumpPods(e)
+	createDeviceClass(e, driver, driver)
+	gpuGroupNode(e, group, group+"-first", driver, 2)
+	createGPUDeployment(e, "first", driver, 4)
+	// Both other pods must be marked unschedulable before the first loop.
+	e.Eventually(60*time.Second, "2 pods Running on the first node, 2 unschedulable", func(ctx context.Context) (bool, error) {
+		pods, err := e.Client.CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		running, unschedulable := 0, 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == apiv1.PodRunning {
+				running++
+			}
+			for _, c := range p.Status.Conditions {
+				if c.Type == apiv1.PodScheduled && c.Reason == apiv1.PodReasonUnschedulable {
+					unschedulable++
+				}
+			}
+		}
+		return running == 2 && unschedulable == 2, nil
+	})
+
+	p := startAutoscaler(t, "autoscaler", scaleUpArgs(e, path)...)
+	e.Eventually(120*time.Second, "all 4 pods Running with their claims allocated", func(ctx context.Context) (bool, error) {
+		if ok, err := allRunning(ctx, e, 4); !ok || err != nil {
+			return false, err
+		}
+		n, err := allocatedClaims(ctx, e)
+		return n == 4, err
+	})
+	if got := nodesPerPool(e)[group]; got != 2 {
+		t.Errorf("%d nodes in the group, want 2 (the first and one new)", got)
+	}
+	var scaleUps []string
+	for _, line := range strings.Split(p.log.String(), "\n") {
+		if strings.Contains(line, `"Scaled up node group"`) {
+			scaleUps = append(scaleUps, line)
+		}
+	}
+	if len(scaleUps) != 1 || !strings.Contains(scaleUps[0], "loop=1 ") {
+		t.Errorf("scale-ups %q, want one, in loop 1", scaleUps)
 	}
 }
