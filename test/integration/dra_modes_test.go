@@ -10,6 +10,8 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 )
@@ -130,5 +132,58 @@ nodeGroups:
 	}
 	if len(scaleUps) != 1 || !strings.Contains(scaleUps[0], "loop=1 ") {
 		t.Errorf("scale-ups %q, want one, in loop 1", scaleUps)
+	}
+}
+
+// TestDRAAdminAccessSharesTheDevice: in a namespace labelled for admin
+// access, a pod claiming one device and a monitoring pod claiming one
+// device with admin access, with a group of one device per node. Admin
+// access takes no device, so one node holds both: exactly one node is
+// added and both pods run on it.
+func TestDRAAdminAccessSharesTheDevice(t *testing.T) {
+	e := framework.New(t)
+	gpu, plain := framework.UniqueName("gpu"), framework.UniqueName("plain")
+	driver := gpu + ".example.com"
+	path := draConfig(e, gpu, plain, driver, 1)
+	patch := []byte(`{"metadata":{"labels":{"resource.kubernetes.io/admin-access":"true"}}}`)
+	if _, err := e.Client.CoreV1().Namespaces().Patch(e.Context(), e.Namespace, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dumpPods(e)
+	createDeviceClass(e, driver, driver)
+	for name, admin := range map[string]bool{"one": false, "admin": true} {
+		req := &resourceapi.ExactDeviceRequest{DeviceClassName: driver, Count: 1,
+			AllocationMode: resourceapi.DeviceAllocationModeExactCount}
+		if admin {
+			req.AdminAccess = ptr.To(true)
+		}
+		tmpl := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: name},
+			Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+				Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: req}}}}}}
+		if _, err := e.Client.ResourceV1().ResourceClaimTemplates(e.Namespace).Create(e.Context(), tmpl, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	createClaimPods(e, "monitor", "admin", 1)
+	createClaimPods(e, "user", "one", 1)
+
+	startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--expander=least-waste")...)
+	e.Eventually(120*time.Second, "both pods Running with their claims allocated", func(ctx context.Context) (bool, error) {
+		if ok, err := allRunning(ctx, e, 2); !ok || err != nil {
+			return false, err
+		}
+		n, err := allocatedClaims(ctx, e)
+		return n == 2, err
+	})
+	if got := nodesPerPool(e); got[gpu] != 1 || got[plain] != 0 {
+		t.Errorf("nodes per group = %v, want %s:1 and no %s node", got, gpu, plain)
+	}
+	if nodes := podNodes(e); nodes["monitor-0"] != nodes["user-0"] {
+		t.Errorf("pods on %v, want both on the one node", nodes)
+	}
+	// Several more loops (scan interval 1s) must not add anything.
+	time.Sleep(4 * time.Second)
+	if got := nodesPerPool(e); got[gpu] != 1 || got[plain] != 0 {
+		t.Errorf("nodes changed after the pods ran: %v", got)
 	}
 }
