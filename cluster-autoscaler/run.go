@@ -170,9 +170,13 @@ func (w *wiring) buildProvider(ctx context.Context, providers *cloudprovider.Reg
 func (w *wiring) buildEvents(ctx context.Context) error {
 	// Events get a client of their own, so that a burst of them does not
 	// hold up status writes and cloud actions behind one rate limiter.
-	eventsClient, err := kubernetes.NewForConfig(rest.CopyConfig(w.restConfig))
-	if err != nil {
-		return fmt.Errorf("building the events client: %w", err)
+	var eventsClient kubernetes.Interface = w.client // offline explain: no API server
+	if w.restConfig != nil {
+		c, err := kubernetes.NewForConfig(rest.CopyConfig(w.restConfig))
+		if err != nil {
+			return fmt.Errorf("building the events client: %w", err)
+		}
+		eventsClient = c
 	}
 	broadcaster := newEventBroadcaster(ctx, w.opts)
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventsClient.CoreV1().Events("")})
@@ -326,7 +330,7 @@ func (w *wiring) buildProcessors() error {
 
 func (w *wiring) buildRunner(health *core.HealthCheck, snapshots *core.Snapshotter) *core.Runner {
 	if snapshots != nil {
-		w.loopOpts = append(w.loopOpts, core.WithSnapshotter(snapshots))
+		w.loopOpts = append(w.loopOpts, core.WithSnapshotter(snapshots), core.WithSnapshotObjects(snapshotObjects(w.factory)))
 	}
 	autoscaler := core.NewAutoscaler(w.opts, w.listers, w.provider, w.m, w.loopOpts...)
 	return core.NewRunner(autoscaler, w.opts.ScanInterval, health, w.m, core.WithFrequentLoops(w.opts.FrequentLoopsEnabled),

@@ -12,9 +12,9 @@ import (
 )
 
 // readManifests reads the what-if manifests of `explain -f` ("-" is stdin).
-// Their pods are made an hour old, so that --new-pod-scale-up-delay does
-// not hold them back.
-func readManifests(path string) ([]whatif.Object, error) {
+// Their pods are made an hour older than the simulated loop (at), so that
+// --new-pod-scale-up-delay does not hold them back.
+func readManifests(path string, at time.Time) ([]whatif.Object, error) {
 	var r io.Reader = os.Stdin
 	if path != "-" {
 		f, err := os.Open(path)
@@ -24,7 +24,7 @@ func readManifests(path string) ([]whatif.Object, error) {
 		defer func() { _ = f.Close() }()
 		r = f
 	}
-	objects, err := whatif.Read(r, time.Now().Add(-time.Hour))
+	objects, err := whatif.Read(r, at.Add(-time.Hour))
 	if err != nil {
 		return nil, fmt.Errorf("-f %s: %w", path, err)
 	}
