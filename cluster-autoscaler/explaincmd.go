@@ -23,6 +23,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/explain/readonly"
 	"k8s.io/autoscaler/cluster-autoscaler/explain/whatif"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
+	"k8s.io/autoscaler/cluster-autoscaler/provreq/processor"
 )
 
 // explainUsage is the subcommand's synopsis.
@@ -160,11 +161,16 @@ func explainOnce(ctx context.Context, opts config.Options, q explainQuery, out, 
 	}
 	rec := explain.NewRecorder()
 	var provider *readonly.Provider
+	statuses := newStatusRecorder()
 	w := &wiring{opts: src.opts, restConfig: src.restConfig, client: src.client, m: metrics.New(prometheus.NewRegistry()),
 		logger: klog.FromContext(ctx), explain: rec,
 		wrapProvider: func(p cloudprovider.CloudProvider) cloudprovider.CloudProvider {
 			provider = readonly.NewProvider(p)
 			return provider
+		},
+		wrapProvReqs: provReqWrappers{
+			status:  func(processor.StatusWriter) processor.StatusWriter { return statuses },
+			records: func(r processor.RecordStore) processor.RecordStore { return unsavedRecords{r} },
 		}}
 	defer w.unwind()
 	if err := w.build(ctx, ctx, src.providers); err != nil {
@@ -179,6 +185,9 @@ func explainOnce(ctx context.Context, opts config.Options, q explainQuery, out, 
 		}
 		return err
 	}
+	if err := addWhatIfRequests(w, objects); err != nil {
+		return err
+	}
 	listers := w.listers
 	var extra []*apiv1.Pod
 	for _, o := range objects {
@@ -190,7 +199,9 @@ func explainOnce(ctx context.Context, opts config.Options, q explainQuery, out, 
 		return fmt.Errorf("simulating a loop: %w", err)
 	}
 	if q.kind == "-f" {
-		return writeWhatIf(rec, objects, provider.Increases(), q.output == "json", out)
+		increases := provider.Increases()
+		return writeWhatIf(whatIfResult{rec: rec, objects: objects, increases: increases, statuses: statuses,
+			cost: priceIncreases(ctx, src.opts.Expanders, w.provider, increases, src.now)}, q.output == "json", out)
 	}
 	return writeExplanation(rec, q, out)
 }

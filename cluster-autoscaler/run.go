@@ -69,6 +69,9 @@ type wiring struct {
 	// wrapProvider, when set, wraps the cloud provider once built
 	// (`explain` makes it read-only).
 	wrapProvider func(cloudprovider.CloudProvider) cloudprovider.CloudProvider
+	// wrapProvReqs, when set, wraps the ProvisioningRequest status
+	// writer and record store (`explain` records what the loop would write).
+	wrapProvReqs provReqWrappers
 	opts         config.Options
 	restConfig   *rest.Config
 	client       kubernetes.Interface
@@ -289,7 +292,7 @@ func (w *wiring) buildProvisioningRequests(ctx context.Context) error {
 	if !w.opts.EnableProvisioningRequests {
 		return nil
 	}
-	p, informer, err := buildProvReqProcessor(ctx, w.opts, w.restConfig, w.client, w.factory, w.recorder, w.orchestrator, w.m)
+	p, informer, err := buildProvReqProcessor(ctx, w.opts, w.restConfig, w.client, w.factory, w.recorder, w.orchestrator, w.m, w.wrapProvReqs)
 	if err != nil {
 		return err
 	}
