@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"k8s.io/autoscaler/cluster-autoscaler/explain"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
@@ -212,4 +216,79 @@ func mustDumpStart(t *testing.T, body string) time.Time {
 		t.Fatal(err)
 	}
 	return d.StartTimestamp
+}
+
+// explainedNode is `explain node -o json`.
+type explainedNode struct {
+	At time.Time `json:"at"`
+	explain.NodeVerdict
+}
+
+// TestExplainSnapshotNamesThePDBAsLive: a node whose pod a PDB guards is
+// explained from a /snapshotz dump as against the live cluster: kept,
+// blocked by that pod, naming the PDB, with the same utilisation; the
+// dump carries the PDB and the pod's ReplicaSet for that.
+func TestExplainSnapshotNamesThePDBAsLive(t *testing.T) {
+	e := framework.New(t)
+	group := framework.UniqueName("guarded")
+	path := groupsConfig(e, group)
+	node := group + "-n"
+	groupNode(e, group, node, nil)
+	dumpPods(e)
+	replicaSet(e, "guarded", group, 1, "500m", false)
+	zero := intstr.FromInt32(0)
+	if _, err := e.Client.PolicyV1().PodDisruptionBudgets(e.Namespace).Create(e.Context(), &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "guarded", Namespace: e.Namespace},
+		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &zero,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(30*time.Second, "the guarded pod running", func(ctx context.Context) (bool, error) {
+		running, _, err := podsOf(ctx, e, "guarded")
+		return running == 1, err
+	})
+	loopFlags := []string{"--scale-down-unneeded-time=3s", "--scale-down-delay-after-add=0s", "--unremovable-node-recheck-timeout=0s",
+		"--namespace=" + e.Namespace, "--v=2"}
+	p := startAutoscaler(t, "autoscaler", scaleDownArgs(e, path, "--unremovable-node-recheck-timeout=0s", "--debugging-snapshot-enabled")...)
+	e.Eventually(60*time.Second, "the node explained as blocked by the PDB", func(ctx context.Context) (bool, error) {
+		code, body, err := p.get(ctx, "/explainz?format=json&node="+node)
+		return err == nil && code == http.StatusOK && strings.Contains(body, `"BlockedByPod"`), nil
+	})
+	ctx, cancel := context.WithTimeout(e.Context(), 2*time.Minute)
+	defer cancel()
+	code, body, err := p.get(ctx, "/snapshotz")
+	if err != nil || code != 200 {
+		t.Fatalf("/snapshotz = %d, %v: %s", code, err, tail(body, 500))
+	}
+	dump := filepath.Join(t.TempDir(), "dump.json")
+	if err := os.WriteFile(dump, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var live, offline explainedNode
+	for _, run := range []struct {
+		args []string
+		into *explainedNode
+	}{
+		{append([]string{"node", node, "-o", "json", "--kubeconfig=" + e.Kubeconfig, "--cloud-provider=kwok",
+			"--cloud-config=" + path}, loopFlags...), &live},
+		{append([]string{"--snapshot", dump, "node", node, "-o", "json"}, loopFlags...), &offline},
+	} {
+		out, logs, code := runExplain(t, run.args...)
+		if err := json.Unmarshal([]byte(out), run.into); err != nil || code != 0 {
+			t.Fatalf("explain %v: exit %d, %v:\n%s\nlogs:\n%s", run.args, code, err, out, tail(logs, 3000))
+		}
+	}
+	type verdict struct {
+		NodeGroup, Reason, Detail string
+		Utilization               *float64
+	}
+	lv := verdict{live.NodeGroup, live.Reason, live.Detail, live.Utilization}
+	ov := verdict{offline.NodeGroup, offline.Reason, offline.Detail, offline.Utilization}
+	if diff := cmp.Diff(lv, ov); diff != "" {
+		t.Errorf("verdict on node %s (-live +offline):\n%s", node, diff)
+	}
+	if wantPDB := fmt.Sprintf("PodDisruptionBudget %s/guarded", e.Namespace); ov.Reason != "BlockedByPod" ||
+		!strings.Contains(ov.Detail, wantPDB) || ov.NodeGroup != group {
+		t.Errorf("offline verdict %+v, want BlockedByPod naming %s in group %s", ov, wantPDB, group)
+	}
 }
