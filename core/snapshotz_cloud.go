@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	apiv1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
@@ -35,9 +36,22 @@ type SnapshotCloud struct {
 	GPUTypes   []string                            `json:"GPUTypes,omitempty"`
 	GPUConfigs map[string]*cloudprovider.GpuConfig `json:"GPUConfigs,omitempty"`
 	// NodePrices is the price of one hour of each group's template node
-	// under the provider's pricing model, by group id; nil when the
-	// provider has none.
+	// (of one of its nodes for a group without a provider template) under
+	// the provider's pricing model, by group id; nil when the provider has
+	// none.
 	NodePrices map[string]float64 `json:"NodePrices,omitempty"`
+	// PodPrices is the provider's price of one hour of a pod, taken as
+	// linear in its CPU and memory requests; nil without a pricing model.
+	PodPrices *SnapshotPodPrices `json:"PodPrices,omitempty"`
+}
+
+// SnapshotPodPrices prices a pod at Base + cores·PerCore + GiB·PerGiB an
+// hour: the provider's price of a pod without requests, and what one core
+// and one GiB add to it.
+type SnapshotPodPrices struct {
+	Base    float64 `json:"Base"`
+	PerCore float64 `json:"PerCore"`
+	PerGiB  float64 `json:"PerGiB"`
 }
 
 // SnapshotNodeGroup is one node group as the loop saw it.
@@ -127,7 +141,7 @@ func (a *Autoscaler) snapshotCloud(ctx context.Context, obs *Observation, snap *
 		c.GPUTypes = append(c.GPUTypes, t)
 	}
 	sort.Strings(c.GPUTypes)
-	a.snapshotPrices(ctx, snap)
+	a.snapshotPrices(ctx, obs, snap)
 }
 
 // snapshotGroup records one node group.
@@ -167,19 +181,47 @@ func (a *Autoscaler) snapshotGroup(ctx context.Context, g cloudprovider.NodeGrou
 	return sg
 }
 
-// snapshotPrices records the hourly price of each group's template node,
-// when the provider has a pricing model.
-func (a *Autoscaler) snapshotPrices(ctx context.Context, snap *DebuggingSnapshot) {
+// snapshotPrices records the hourly price of each group's template node
+// (or of one of its nodes) and the pod price's basis, when the provider
+// has a pricing model.
+func (a *Autoscaler) snapshotPrices(ctx context.Context, obs *Observation, snap *DebuggingSnapshot) {
 	pricing, err := a.provider.Pricing(ctx)
 	if err != nil || pricing == nil {
 		return
 	}
 	start := snap.StartTimestamp
+	end := start.Add(time.Hour)
 	prices := map[string]float64{}
 	for id, tn := range snap.TemplateNodes {
-		if p, err := pricing.NodePrice(ctx, tn.Node, start, start.Add(time.Hour)); err == nil {
+		if p, err := pricing.NodePrice(ctx, tn.Node, start, end); err == nil {
+			prices[id] = p
+		}
+	}
+	for _, n := range obs.Nodes {
+		id, ok := snap.NodeGroupOfNode[n.Name]
+		if _, priced := prices[id]; !ok || priced {
+			continue
+		}
+		if p, err := pricing.NodePrice(ctx, n, start, end); err == nil {
 			prices[id] = p
 		}
 	}
 	snap.NodePrices = prices
+	podPrice := func(cpu, mem string) (float64, error) {
+		pod := &apiv1.Pod{Spec: apiv1.PodSpec{Containers: []apiv1.Container{{Name: "c"}}}}
+		pod.Spec.Containers[0].Resources.Requests = apiv1.ResourceList{}
+		if cpu != "" {
+			pod.Spec.Containers[0].Resources.Requests[apiv1.ResourceCPU] = resource.MustParse(cpu)
+		}
+		if mem != "" {
+			pod.Spec.Containers[0].Resources.Requests[apiv1.ResourceMemory] = resource.MustParse(mem)
+		}
+		return pricing.PodPrice(ctx, pod, start, end)
+	}
+	base, err1 := podPrice("", "")
+	perCore, err2 := podPrice("1", "")
+	gib, err3 := podPrice("", "1Gi")
+	if err := errors.Join(err1, err2, err3); err == nil {
+		snap.PodPrices = &SnapshotPodPrices{Base: base, PerCore: perCore - base, PerGiB: gib - base}
+	}
 }

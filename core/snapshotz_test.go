@@ -58,8 +58,29 @@ func TestSnapshotRecordsTheCloud(t *testing.T) {
 	if diff := cmp.Diff(want, snap.SnapshotCloud); diff != "" {
 		t.Errorf("cloud of the snapshot (-want +got):\n%s", diff)
 	}
+	p.SetPricing(linearPricing{})
+	snap = a.snapshot(ctx, obs, now)
+	if diff := cmp.Diff(map[string]float64{"a": 2}, snap.NodePrices); diff != "" {
+		t.Errorf("node prices (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(&SnapshotPodPrices{Base: 0.5, PerCore: 1, PerGiB: 0.25}, snap.PodPrices); diff != "" {
+		t.Errorf("pod prices (-want +got):\n%s", diff)
+	}
 	if snap.TemplateNodes["a"] == nil || snap.TemplateNodes["a"].Node.Name != "tmpl-a" || snap.Objects == nil ||
 		len(snap.NodeList) != 1 || !snap.EndTimestamp.Equal(now) {
 		t.Errorf("snapshot %+v, want a's template, the node, the objects", snap)
 	}
+}
+
+// linearPricing: a node costs 2 an hour, a pod 0.5 + 1 per core + 0.25
+// per GiB.
+type linearPricing struct{}
+
+func (linearPricing) NodePrice(_ context.Context, _ *apiv1.Node, start, end time.Time) (float64, error) {
+	return 2 * end.Sub(start).Hours(), nil
+}
+
+func (linearPricing) PodPrice(_ context.Context, pod *apiv1.Pod, start, end time.Time) (float64, error) {
+	r := pod.Spec.Containers[0].Resources.Requests
+	return (0.5 + r.Cpu().AsApproximateFloat64() + r.Memory().AsApproximateFloat64()/(1<<30)*0.25) * end.Sub(start).Hours(), nil
 }

@@ -3,12 +3,14 @@ package offline
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
@@ -32,7 +34,7 @@ const dump = `{"StartTimestamp":"2026-11-27T10:00:00Z","EndTimestamp":"2026-11-2
    "Errors":{"TemplateNodeInfo":"no image"}}],
 "NodeGroupOfNode":{"n1":"a"},
 "ResourceLimits":{"Min":{},"Max":{"cpu":64}},
-"NodePrices":{"a":0.5}}`
+"NodePrices":{"a":0.5},"PodPrices":{"Base":0.1,"PerCore":1,"PerGiB":0.5}}`
 
 func TestLoadRefusesAnOldDump(t *testing.T) {
 	_, _, err := Load(strings.NewReader(oldDump))
@@ -110,6 +112,11 @@ func TestProviderAnswersFromTheDump(t *testing.T) {
 	start := snap.StartTimestamp
 	if price, err := pricing.NodePrice(ctx, copyOfTemplate, start, start.Add(2*time.Hour)); err != nil || price != 1 {
 		t.Errorf("price of two hours of a's template: %v, %v; want 1", price, err)
+	}
+	pod := &apiv1.Pod{Spec: apiv1.PodSpec{Containers: []apiv1.Container{{Name: "c", Resources: apiv1.ResourceRequirements{
+		Requests: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("2"), apiv1.ResourceMemory: resource.MustParse("4Gi")}}}}}}
+	if price, err := pricing.PodPrice(ctx, pod, start, start.Add(time.Hour)); err != nil || math.Abs(price-4.1) > 1e-9 {
+		t.Errorf("price of an hour of a pod of 2 cores and 4Gi: %v, %v; want 0.1 + 2 + 2", price, err)
 	}
 	snap.NodePrices = nil
 	if _, err := NewProvider(snap).Pricing(ctx); !errors.Is(err, cloudprovider.ErrNotImplemented) {

@@ -243,27 +243,52 @@ func (m pricing) NodePrice(ctx context.Context, node *apiv1.Node, start, end tim
 	return price * end.Sub(start).Hours(), nil
 }
 
-func (m pricing) PodPrice(context.Context, *apiv1.Pod, time.Time, time.Time) (float64, error) {
-	return 0, fmt.Errorf("pod prices are not in the dump: %w", cloudprovider.ErrNotImplemented)
+// PodPrice prices pod on the dump's linear basis: what the provider asked
+// for a pod without requests, plus its cores and GiB of memory at what one
+// of each added.
+func (m pricing) PodPrice(_ context.Context, pod *apiv1.Pod, start, end time.Time) (float64, error) {
+	b := m.p.snap.PodPrices
+	if b == nil {
+		return 0, fmt.Errorf("pod prices are not in the dump: %w", cloudprovider.ErrNotImplemented)
+	}
+	var cores, gib float64
+	for _, c := range pod.Spec.Containers {
+		cores += c.Resources.Requests.Cpu().AsApproximateFloat64()
+		gib += c.Resources.Requests.Memory().AsApproximateFloat64() / (1 << 30)
+	}
+	return (b.Base + cores*b.PerCore + gib*b.PerGiB) * end.Sub(start).Hours(), nil
 }
 
 // templateGroup is the group whose template node's labels node carries
-// (a copy of a template has its labels), "" when none.
+// (a copy of a template has its labels), or else whose node's labels it
+// carries (a group without a provider template is scaled from a copy of
+// one of its nodes); "" when none.
 func (p *Provider) templateGroup(node *apiv1.Node) string {
 	for id, tn := range p.snap.TemplateNodes {
-		if tn == nil || tn.Node == nil {
-			continue
+		if tn != nil && tn.Node != nil && hasLabelsOf(node, tn.Node) {
+			return id
 		}
-		match := true
-		for k, v := range tn.Node.Labels {
-			if k != apiv1.LabelHostname && node.Labels[k] != v {
-				match = false
-				break
-			}
-		}
-		if match {
+	}
+	for _, sn := range p.snap.NodeList {
+		if id, ok := p.snap.NodeGroupOfNode[sn.Node.Name]; ok && hasLabelsOf(node, sn.Node) {
 			return id
 		}
 	}
 	return ""
+}
+
+// hasLabelsOf reports whether node carries every label of model but its
+// host name, model having at least one.
+func hasLabelsOf(node, model *apiv1.Node) bool {
+	n := 0
+	for k, v := range model.Labels {
+		if k == apiv1.LabelHostname {
+			continue
+		}
+		if node.Labels[k] != v {
+			return false
+		}
+		n++
+	}
+	return n > 0
 }

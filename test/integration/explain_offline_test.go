@@ -66,11 +66,13 @@ func TestExplainSnapshotAnswersAsTheLiveCluster(t *testing.T) {
 	path := writeKwokConfig(e, fmt.Sprintf(`nodeGroups:
 - name: %[1]s
   maxSize: 5
+  pricePerHour: 0.125
   template:
     labels: {%[4]s: %[5]s, pool: %[1]s}
     capacity: {cpu: "2", memory: 8Gi, pods: "110"}
 - name: %[2]s
   maxSize: 10
+  pricePerHour: 1
   template:
     labels: {%[4]s: %[5]s, pool: %[2]s}
     taints: [{key: dedicated, value: batch, effect: NoSchedule}]
@@ -184,6 +186,33 @@ spec:
 	_, b := comparableVerdicts(ifDump.Objects[0].PodGroups[0])
 	if diff := cmp.Diff(a, b); diff != "" {
 		t.Errorf("what-if verdicts (-live +offline):\n%s", diff)
+	}
+
+	// Priced: the dump's prices give the live pricing model's cost.
+	type priced struct {
+		Increases []struct {
+			NodeGroup string `json:"nodeGroup"`
+			Delta     int    `json:"delta"`
+		} `json:"increases"`
+		Cost *struct {
+			NoModel string             `json:"noPriceModel"`
+			PerHour map[string]float64 `json:"perHour"`
+			Total   float64            `json:"totalPerHour"`
+		} `json:"cost"`
+	}
+	var pricedLive, pricedDump priced
+	for _, run := range []struct {
+		args []string
+		into *priced
+	}{{append([]string{"-f", file, "-o", "json", "--expander=price"}, liveArgs...), &pricedLive},
+		{offline("-f", file, "-o", "json", "--expander=price"), &pricedDump}} {
+		out, logs, code := runExplain(t, run.args...)
+		if err := json.Unmarshal([]byte(out), run.into); err != nil || code != 0 {
+			t.Fatalf("explain %v: exit %d, %v:\n%s\nlogs:\n%s", run.args, code, err, out, tail(logs, 3000))
+		}
+	}
+	if diff := cmp.Diff(pricedLive, pricedDump); diff != "" || pricedDump.Cost == nil || pricedDump.Cost.Total != 0.375 {
+		t.Errorf("priced what-if (-live +offline):\n%s\noffline cost %+v, want 0.375 (3 nodes at 0.125)", diff, pricedDump.Cost)
 	}
 
 	// A dump of the old format (no node groups) is refused, saying why.
