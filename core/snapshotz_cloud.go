@@ -98,6 +98,9 @@ type SnapshotObjects struct {
 	Jobs                   []*batchv1.Job                  `json:"Jobs"`
 	ReplicationControllers []*apiv1.ReplicationController  `json:"ReplicationControllers"`
 	PodDisruptionBudgets   []*policyv1.PodDisruptionBudget `json:"PodDisruptionBudgets"`
+	// ConfigMaps are those of the autoscaler's namespace that the loop
+	// reads (the priority expander's).
+	ConfigMaps []*apiv1.ConfigMap `json:"ConfigMaps,omitempty"`
 }
 
 // snapshotCloud records into snap what the provider says of obs's groups

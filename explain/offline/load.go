@@ -79,7 +79,8 @@ func Objects(snap *core.DebuggingSnapshot) []runtime.Object {
 	out = appendCopies(out, o.StatefulSets)
 	out = appendCopies(out, o.Jobs)
 	out = appendCopies(out, o.ReplicationControllers)
-	return appendCopies(out, o.PodDisruptionBudgets)
+	out = appendCopies(out, o.PodDisruptionBudgets)
+	return appendCopies(out, o.ConfigMaps)
 }
 
 // appendCopies appends a copy of each non-nil object of objs.

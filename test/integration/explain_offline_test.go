@@ -321,3 +321,78 @@ func TestExplainSnapshotNamesThePDBAsLive(t *testing.T) {
 		t.Errorf("offline verdict %+v, want BlockedByPod naming %s in group %s", ov, wantPDB, group)
 	}
 }
+
+// TestExplainSnapshotPriorityExpanderAsLive: the priority expander's
+// ConfigMap travels in the dump, so that a what-if under --expander=priority
+// grows the group the ConfigMap prefers (the large one, which least-waste
+// would not pick) offline as live.
+func TestExplainSnapshotPriorityExpanderAsLive(t *testing.T) {
+	e := framework.New(t)
+	small, large := framework.UniqueName("small"), framework.UniqueName("large")
+	path := writeKwokConfig(e, fmt.Sprintf(`nodeGroups:
+- name: %[1]s
+  maxSize: 10
+  template:
+    labels: {%[3]s: %[4]s, pool: %[1]s}
+    capacity: {cpu: "2", memory: 8Gi, pods: "110"}
+- name: %[2]s
+  maxSize: 10
+  template:
+    labels: {%[3]s: %[4]s, pool: %[2]s}
+    capacity: {cpu: "16", memory: 64Gi, pods: "110"}
+`, small, large, framework.TestNamespaceLabel, e.Namespace))
+	if _, err := e.Client.CoreV1().ConfigMaps(e.Namespace).Create(e.Context(),
+		priorityConfigMap(e, fmt.Sprintf("20:\n  - ^%s$\n10:\n  - .*\n", large)), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--debugging-snapshot-enabled", "--expander=priority")...)
+	e.Eventually(30*time.Second, "the process serves", func(ctx context.Context) (bool, error) {
+		code, _, err := p.get(ctx, "/health-check")
+		return err == nil && code > 0, nil
+	})
+	ctx, cancel := context.WithTimeout(e.Context(), 2*time.Minute)
+	defer cancel()
+	code, body, err := p.get(ctx, "/snapshotz")
+	if err != nil || code != 200 {
+		t.Fatalf("/snapshotz = %d, %v: %s", code, err, tail(body, 500))
+	}
+	dir := t.TempDir()
+	dump := filepath.Join(dir, "dump.json")
+	if err := os.WriteFile(dump, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "web.yaml")
+	if err := os.WriteFile(file, []byte(fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: %[1]s}
+spec:
+  replicas: 4
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      nodeSelector: {%[2]s: %[1]s}
+      containers: [{name: c, image: fake, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+`, e.Namespace, framework.TestNamespaceLabel)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	flags := []string{"--namespace=" + e.Namespace, "--expander=priority", "--v=2"}
+	var live, offline whatIfAnswer
+	for _, run := range []struct {
+		args []string
+		into *whatIfAnswer
+	}{
+		{append([]string{"-f", file, "-o", "json", "--kubeconfig=" + e.Kubeconfig, "--cloud-provider=kwok",
+			"--cloud-config=" + path}, flags...), &live},
+		{append([]string{"--snapshot", dump, "-f", file, "-o", "json"}, flags...), &offline},
+	} {
+		out, logs, code := runExplain(t, run.args...)
+		if err := json.Unmarshal([]byte(out), run.into); err != nil || code != 0 {
+			t.Fatalf("explain %v: exit %d, %v:\n%s\nlogs:\n%s", run.args, code, err, out, tail(logs, 3000))
+		}
+	}
+	if diff := cmp.Diff(live.Increases, offline.Increases); diff != "" || len(offline.Increases) != 1 ||
+		offline.Increases[0].NodeGroup != large {
+		t.Errorf("increases (-live +offline):\n%s\noffline %+v, want %s as the ConfigMap prefers", diff, offline.Increases, large)
+	}
+}
