@@ -215,6 +215,22 @@ spec:
 		t.Errorf("priced what-if (-live +offline):\n%s\noffline cost %+v, want 0.375 (3 nodes at 0.125)", diff, pricedDump.Cost)
 	}
 
+	// A ProvisioningRequest cannot be asked about offline: the dump has none.
+	prFile := filepath.Join(dir, "pr.yaml")
+	if err := os.WriteFile(prFile, []byte(`apiVersion: autoscaling.x-k8s.io/v1
+kind: ProvisioningRequest
+metadata: {name: train}
+spec:
+  provisioningClassName: best-effort-atomic-scale-up.autoscaling.x-k8s.io
+  podSets: [{podTemplateRef: {name: ppt}, count: 1}]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runExplain(t, offline("-f", prFile)...); code != 1 ||
+		!strings.Contains(errOut, "the simulated loop has no ProvisioningRequests") {
+		t.Errorf("explain --snapshot -f with a ProvisioningRequest: exit %d, stderr %q", code, tail(errOut, 500))
+	}
+
 	// A dump of the old format (no node groups) is refused, saying why.
 	var old map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(body), &old); err != nil {
