@@ -64,8 +64,8 @@ func (r whatIfResult) answers() []whatIfObject {
 			continue
 		case o.Request != nil:
 			a.PodGroups, _ = r.rec.Request(o.Namespace + "/" + o.Name)
-			for _, g := range a.PodGroups {
-				a.Pods += g.PodCount
+			for _, ps := range o.Request.Spec.PodSets {
+				a.Pods += int(ps.Count)
 			}
 			if st, ok := r.statuses.status(o.Namespace + "/" + o.Name); ok {
 				a.Conditions = st.Conditions
@@ -114,7 +114,11 @@ func writeWhatIf(r whatIfResult, asJSON bool, out io.Writer) error {
 		for _, c := range a.Conditions {
 			_, _ = fmt.Fprintf(out, "would set %s=%s (%s): %s\n", c.Type, c.Status, c.Reason, c.Message)
 		}
-		if len(a.PodGroups) == 0 {
+		switch {
+		case len(a.PodGroups) > 0:
+		case a.Kind == "ProvisioningRequest" && len(a.Conditions) > 0:
+			_, _ = fmt.Fprintln(out, "(no scale-up for its pods: the conditions above say why)")
+		default:
 			_, _ = fmt.Fprintln(out, "not considered by the simulated loop (expendable, or already fits a running node before the scale-up)")
 		}
 		for _, g := range a.PodGroups {

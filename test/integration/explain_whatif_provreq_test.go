@@ -103,6 +103,20 @@ spec:
 		t.Errorf("explain -f text (least-waste, no cost):\n%s", text)
 	}
 	t.Logf("explain -f:\n%s", text)
+	// check-capacity only looks at the existing nodes: there are none, so
+	// the request would not be Provisioned, and no group would grow.
+	checkFile := filepath.Join(t.TempDir(), "check.yaml")
+	if err := os.WriteFile(checkFile, []byte(strings.Replace(manifest, provreq.ClassBestEffortAtomicScaleUp,
+		provreq.ClassCheckCapacity, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	check, _, code := runExplain(t, append([]string{"-f", checkFile}, args...)...)
+	if code != 0 || !strings.Contains(check, "No node group would grow.") || !strings.Contains(check, "/train: 6 pod(s)") ||
+		strings.Contains(check, "not considered") ||
+		!strings.Contains(check, "would set Provisioned=False ("+provreq.ReasonCapacityIsNotFound+")") {
+		t.Errorf("explain -f of a check-capacity request: exit %d:\n%s", code, check)
+	}
+	t.Logf("explain -f (check-capacity):\n%s", check)
 	list, err := e.prs.List(e.Context(), metav1.ListOptions{})
 	if err != nil || len(list.Items) != 0 {
 		t.Errorf("requests in the cluster: %v (%v), want none", list, err)
