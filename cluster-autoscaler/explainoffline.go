@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -76,9 +77,24 @@ func offlineSource(opts config.Options, path string, errOut io.Writer) (explainS
 	providers.Register(snap.CloudProvider, func(context.Context, cloudprovider.BuildOptions) (cloudprovider.CloudProvider, error) {
 		return provider, nil
 	})
-	client := fake.NewClientset(offline.Objects(snap)...)
+	client := fake.NewClientset()
+	for _, o := range offline.Objects(snap) {
+		if err := client.Tracker().Add(o); err != nil {
+			return explainSource{}, fmt.Errorf("--snapshot %s: %w", path, describeAddError(o, err))
+		}
+	}
 	client.PrependReactor("*", "*", refuseWrites)
 	return explainSource{opts: opts, client: client, providers: providers, now: snap.StartTimestamp}, nil
+}
+
+// describeAddError names the dump's object that could not be loaded.
+func describeAddError(o runtime.Object, err error) error {
+	kind := fmt.Sprintf("%T", o)
+	kind = kind[strings.LastIndex(kind, ".")+1:]
+	if m, ok := o.(metav1.Object); ok {
+		return fmt.Errorf("loading %s %s/%s from the dump: %w", kind, m.GetNamespace(), m.GetName(), err)
+	}
+	return fmt.Errorf("loading %s from the dump: %w", kind, err)
 }
 
 // refuseWrites lets reads through to the dump's objects and refuses the

@@ -1,7 +1,12 @@
 package main
 
 import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -31,4 +36,43 @@ func TestSnapshotArg(t *testing.T) {
 			t.Errorf("snapshotArg(%q) = %q, %q; want %q, %q", tc.args, path, rest, tc.wantPath, tc.wantRest)
 		}
 	}
+}
+
+// TestOfflineSourceRejectsBadDumps: a dump that cannot be loaded (not
+// JSON, the old format, the same pod twice) is an error that says why,
+// never a crash.
+func TestOfflineSourceRejectsBadDumps(t *testing.T) {
+	const head = `{"StartTimestamp":"2026-11-27T10:00:00Z","NodeGroups":[],"NodeGroupOfNode":{},`
+	for name, tc := range map[string]struct{ dump, want string }{
+		"not JSON":   {"{", "decoding the dump"},
+		"old format": {`{"StartTimestamp":"2026-11-27T10:00:00Z","NodeList":[]}`, "cannot be explained offline"},
+		"pod twice": {head + `"NodeList":[{"Node":{"metadata":{"name":"n"}},"Pods":[{"metadata":{"name":"p","namespace":"x"}}]}],
+			"PendingPods":[{"metadata":{"name":"p","namespace":"x"}}]}`, "loading Pod x/p from the dump"},
+	} {
+		path := filepath.Join(t.TempDir(), "dump.json")
+		if err := os.WriteFile(path, []byte(tc.dump), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := offlineSource(newCommandLine().opts, path, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", name, err, tc.want)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "dump.json")
+	if err := os.WriteFile(path, []byte(head+`"NodeList":[],"PendingPods":[]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src, err := offlineSource(newCommandLine().opts, path, io.Discard)
+	if err != nil || src.opts.CloudProvider != "snapshot" || src.restConfig != nil || !src.now.Equal(mustTime(t, "2026-11-27T10:00:00Z")) {
+		t.Errorf("offlineSource of a minimal dump: %+v, %v", src, err)
+	}
+}
+
+func mustTime(t *testing.T, s string) time.Time {
+	t.Helper()
+	at, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return at
 }
