@@ -118,6 +118,11 @@ func TestProviderAnswersFromTheDump(t *testing.T) {
 	if price, err := pricing.PodPrice(ctx, pod, start, start.Add(time.Hour)); err != nil || math.Abs(price-4.1) > 1e-9 {
 		t.Errorf("price of an hour of a pod of 2 cores and 4Gi: %v, %v; want 0.1 + 2 + 2", price, err)
 	}
+	snap.GPUConfigs = map[string]*cloudprovider.GpuConfig{"n1": nil, "tmpl-a": {Label: "gpu", Type: "t4"}}
+	gpuNode := &apiv1.Node{ObjectMeta: metav1.ObjectMeta{Name: "x", Labels: map[string]string{"gpu": "t4"}}}
+	if p.GetNodeGpuConfig(ctx, snap.NodeList[0].Node) != nil || p.GetNodeGpuConfig(ctx, gpuNode) == nil {
+		t.Errorf("GPU configs: a null entry must mean none, a copy of a GPU template must have one")
+	}
 	snap.NodePrices = nil
 	if _, err := NewProvider(snap).Pricing(ctx); !errors.Is(err, cloudprovider.ErrNotImplemented) {
 		t.Errorf("Pricing of a dump without prices = %v, want ErrNotImplemented", err)

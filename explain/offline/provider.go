@@ -111,7 +111,7 @@ func (p *Provider) GetAvailableGPUTypes(context.Context) map[string]struct{} {
 // dump recorded for the node's name; for a node not in the dump (a copy
 // of a template), the GPU label's value.
 func (p *Provider) GetNodeGpuConfig(_ context.Context, node *apiv1.Node) *cloudprovider.GpuConfig {
-	if gpu, ok := p.snap.GPUConfigs[node.Name]; ok {
+	if gpu := p.snap.GPUConfigs[node.Name]; gpu != nil {
 		c := *gpu
 		return &c
 	}
