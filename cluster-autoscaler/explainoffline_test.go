@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -9,6 +11,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	apiv1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"k8s.io/autoscaler/cluster-autoscaler/explain/readonly"
 )
 
 func TestSnapshotArg(t *testing.T) {
@@ -59,12 +66,36 @@ func TestOfflineSourceRejectsBadDumps(t *testing.T) {
 		}
 	}
 	path := filepath.Join(t.TempDir(), "dump.json")
-	if err := os.WriteFile(path, []byte(head+`"NodeList":[],"PendingPods":[]}`), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(head+`"NodeList":[{"Node":{"metadata":{"name":"n"}},"Pods":[]}],"PendingPods":[]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	src, err := offlineSource(newCommandLine().opts, path, io.Discard)
 	if err != nil || src.opts.CloudProvider != "snapshot" || src.restConfig != nil || !src.now.Equal(mustTime(t, "2026-11-27T10:00:00Z")) {
-		t.Errorf("offlineSource of a minimal dump: %+v, %v", src, err)
+		t.Fatalf("offlineSource of a minimal dump: %+v, %v", src, err)
+	}
+	// The in-memory client reads the dump and refuses every write.
+	ctx := context.Background()
+	if _, err := src.client.CoreV1().Nodes().Get(ctx, "n", metav1.GetOptions{}); err != nil {
+		t.Errorf("reading the dump's node: %v", err)
+	}
+	writes := map[string]error{
+		"create": func() error {
+			_, err := src.client.CoreV1().Events("x").Create(ctx, &apiv1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e"}}, metav1.CreateOptions{})
+			return err
+		}(),
+		"delete": src.client.CoreV1().Nodes().Delete(ctx, "n", metav1.DeleteOptions{}),
+		"patch": func() error {
+			_, err := src.client.CoreV1().Nodes().Patch(ctx, "n", types.MergePatchType, []byte(`{}`), metav1.PatchOptions{})
+			return err
+		}(),
+	}
+	for verb, err := range writes {
+		if !errors.Is(err, readonly.ErrWrite) {
+			t.Errorf("%s through the offline client: %v, want readonly.ErrWrite", verb, err)
+		}
+	}
+	if _, err := src.client.CoreV1().Nodes().Get(ctx, "n", metav1.GetOptions{}); err != nil {
+		t.Errorf("the dump's node after a refused delete: %v", err)
 	}
 }
 
