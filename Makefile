@@ -51,8 +51,8 @@ lint: ## gofmt, go vet and golangci-lint (built from the module proxy)
 image: ## the container image as an OCI layout tar: _output/cluster-autoscaler-image.tar (ARCH, VERSION, IMAGE_OUT)
 	hack/build-image.sh
 
-demo: tools build ## local control plane + autoscaler + sample workload; Ctrl-C stops it
-	hack/demo.sh
+demo: build ## local control plane + autoscaler + sample workload; Ctrl-C stops it (builds only the tools it runs)
+	TOOLS_SET=demo hack/demo.sh
 
 local-up: tools ## start the local control plane in _output/local
 	hack/local-up.sh

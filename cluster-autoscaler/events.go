@@ -20,7 +20,13 @@ import (
 // and message (one per record dropped or instance a rollback kept). (Upstream recognises the status ConfigMap only under its
 // default name in kube-system; here it is --status-config-map-name in
 // --namespace.) With --record-duplicated-events client-go's defaults apply.
+//
+// The broadcaster lives until its owner calls Shutdown, not until ctx ends: a
+// SIGTERM cancels ctx, and the events of the shutdown that follows (the
+// leader election's "stopped leading") would otherwise fail with "broadcaster
+// already stopped" error lines.
 func newEventBroadcaster(ctx context.Context, opts config.Options) record.EventBroadcaster {
+	ctx = context.WithoutCancel(ctx)
 	if opts.RecordDuplicatedEvents {
 		return record.NewBroadcaster(record.WithContext(ctx))
 	}

@@ -39,3 +39,42 @@ func TestREADMELayoutTableNamesEveryFolder(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusPagesNameTheRegisteredProviders: the README's status paragraph
+// and the FAQ's "What does this version do today?" name exactly the cloud
+// providers the binary registers (issue 30: both said kwok was the only one
+// long after others shipped).
+func TestStatusPagesNameTheRegisteredProviders(t *testing.T) {
+	want := newProviderRegistry().Names()
+	for _, page := range []struct{ file, section string }{
+		{"../README.md", "**Status.**"},
+		{"../FAQ.md", "## What does this version do today?"},
+	} {
+		body, err := os.ReadFile(page.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(body)
+		i := strings.Index(text, page.section)
+		if i < 0 {
+			t.Errorf("%s: no section %q", page.file, page.section)
+			continue
+		}
+		text = text[i:]
+		if end := strings.Index(text[len(page.section):], "\n## "); end >= 0 {
+			text = text[:len(page.section)+end]
+		}
+		m := regexp.MustCompile("\\*\\*Cloud providers\\*\\* \\(`--cloud-provider`\\): ([^.;]*)[.;]").FindStringSubmatch(text)
+		if m == nil {
+			t.Errorf("%s %q: no sentence \"**Cloud providers** (`--cloud-provider`): ...\"", page.file, page.section)
+			continue
+		}
+		var got []string
+		for _, n := range regexp.MustCompile("`([a-z0-9-]+)`").FindAllStringSubmatch(m[1], -1) {
+			got = append(got, n[1])
+		}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("%s %q names the providers %v; the binary registers %v (sorted)", page.file, page.section, got, want)
+		}
+	}
+}

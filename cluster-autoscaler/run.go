@@ -32,6 +32,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/processors/provreqs"
 	"k8s.io/autoscaler/cluster-autoscaler/scaledown"
 	"k8s.io/autoscaler/cluster-autoscaler/scaleup"
+	simframework "k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
 )
 
 // runAutoscaler starts the informers once and runs the loop until ctx ends.
@@ -88,7 +89,10 @@ type wiring struct {
 	nsFactory     informers.SharedInformerFactory
 	listers       core.Listers
 
-	provider     cloudprovider.CloudProvider
+	provider cloudprovider.CloudProvider
+	// dra reads the cluster's DRA objects; nil when resource.k8s.io/v1 is
+	// not served.
+	dra          simframework.DRASource
 	recorder     record.EventRecorder
 	state        *clusterstate.Registry
 	statusRef    *apiv1.ObjectReference
@@ -185,7 +189,17 @@ func (w *wiring) buildEvents(ctx context.Context) error {
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventsClient.CoreV1().Events("")})
 	w.onExit(broadcaster.Shutdown)
 	w.recorder = broadcaster.NewRecorder(clientgoscheme.Scheme, apiv1.EventSource{Component: "cluster-autoscaler"})
-	w.state = clusterstate.NewRegistry(w.opts)
+	dra, err := draSource(ctx, w.client, w.factory)
+	if err != nil {
+		return err
+	}
+	w.dra = dra
+	var stateOpts []clusterstate.RegistryOption
+	if w.dra != nil {
+		// A node counts as ready once it publishes its template's devices.
+		stateOpts = append(stateOpts, clusterstate.WithResourceSlices(w.dra))
+	}
+	w.state = clusterstate.NewRegistry(w.opts, stateOpts...)
 	w.statusRef = &apiv1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: w.opts.Namespace, Name: w.opts.StatusConfigMapName}
 	// Cluster-level events go to the status ConfigMap only when it is
 	// written, as upstream.
@@ -221,7 +235,7 @@ func (w *wiring) buildScaleUp(ctx context.Context) error {
 		}()
 	}
 	orchestrator, nsFactory, err := buildScaleUp(ctx, w.opts, w.client, w.factory, w.provider, w.listers, w.recorder,
-		w.state, w.m, w.reporting, quotas)
+		w.state, w.m, w.reporting, quotas, w.dra)
 	if err != nil {
 		return err
 	}

@@ -35,22 +35,23 @@ import (
 // ConfigMap lister and must be started with the cluster-wide one.
 func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.Interface, factory informers.SharedInformerFactory,
 	provider cloudprovider.CloudProvider, listers core.Listers, recorder record.EventRecorder,
-	state *clusterstate.Registry, m *metrics.Metrics, reporting *core.Reporting, quotas scaleup.QuotaSource) (*scaleup.Orchestrator, informers.SharedInformerFactory, error) {
+	state *clusterstate.Registry, m *metrics.Metrics, reporting *core.Reporting, quotas scaleup.QuotaSource,
+	dra simframework.DRASource) (*scaleup.Orchestrator, informers.SharedInformerFactory, error) {
 	simOpts := []simframework.Option{simframework.WithParallelism(opts.PredicateParallelism), simframework.WithClient(client),
 		simframework.WithVerbosity(opts.SchedulerVerbosity)}
 	if opts.SchedulerConfigFile != "" {
 		simOpts = append(simOpts, simframework.WithSchedulerConfigFile(opts.SchedulerConfigFile))
 	}
-	draOpt, err := draSimulation(ctx, client, factory)
-	if err != nil {
-		return nil, nil, err
+	if dra != nil {
+		simOpts = append(simOpts, simframework.WithDRA(dra))
 	}
-	simOpts = append(simOpts, draOpt...)
-	if len(draOpt) > 0 && reporting != nil {
+	if dra != nil && reporting != nil {
 		slices := factory.Resource().V1().ResourceSlices().Lister()
 		reporting.UseResourceSlices(func() ([]*resourceapi.ResourceSlice, error) { return slices.List(labels.Everything()) })
 	}
-	sim, err := simframework.New(ctx, simframework.NewSnapshot(nil, nil), factory, simOpts...)
+	snapshot := simframework.NewSnapshot(nil, nil)
+	snapshot.SetStepObserver(snapshotStepTimer(m))
+	sim, err := simframework.New(ctx, snapshot, factory, simOpts...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -80,10 +81,11 @@ func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.In
 	return scaleup.New(provider, sim, estimator.New(sim), chain, opts, state, suOpts...), nsFactory, nil
 }
 
-// draSimulation feeds the simulator the cluster's DRA objects when the API
-// server serves resource.k8s.io/v1; without it, one log line, and pods with
-// resource claims simply fit no node in simulation.
-func draSimulation(ctx context.Context, client kubernetes.Interface, factory informers.SharedInformerFactory) ([]simframework.Option, error) {
+// draSource reads the cluster's DRA objects (for the simulator and the
+// device readiness of nodes) when the API server serves resource.k8s.io/v1;
+// without it, one log line, a nil source, and pods with resource claims
+// simply fit no node in simulation.
+func draSource(ctx context.Context, client kubernetes.Interface, factory informers.SharedInformerFactory) (simframework.DRASource, error) {
 	served, err := simframework.DRAServed(client.Discovery())
 	if err != nil {
 		return nil, err
@@ -93,7 +95,7 @@ func draSimulation(ctx context.Context, client kubernetes.Interface, factory inf
 			"groupVersion", simframework.DRAGroupVersion)
 		return nil, nil
 	}
-	return []simframework.Option{simframework.WithDRA(simframework.NewInformerDRASource(factory))}, nil
+	return simframework.NewInformerDRASource(factory), nil
 }
 
 // capacityQuotaStatusPeriod is how often CapacityQuotas' status.used is
@@ -120,4 +122,12 @@ func startCapacityQuotas(ctx, informerCtx context.Context, restConfig *rest.Conf
 	}
 	klog.FromContext(ctx).Info("CapacityQuotas limit scale-up", "quotas", len(src.Quotas(ctx)))
 	return src, nil
+}
+
+// snapshotStepTimer adds the snapshot's Fork, Commit and Revert times to
+// function_aggregated_duration_seconds under upstream's DRA snapshot labels.
+func snapshotStepTimer(m *metrics.Metrics) simframework.StepObserver {
+	labels := map[simframework.SnapshotStep]string{simframework.StepFork: metrics.AggregatedDRASnapshotFork,
+		simframework.StepCommit: metrics.AggregatedDRASnapshotCommit, simframework.StepRevert: metrics.AggregatedDRASnapshotRevert}
+	return func(step simframework.SnapshotStep, d time.Duration) { m.AddAggregatedDuration(labels[step], d) }
 }

@@ -32,6 +32,10 @@ type NodeCounts struct {
 	Unregistered, LongUnregistered int
 	// Failed instances carry a creation error.
 	Failed int
+	// ResourceUnready are the Unready nodes (a subset) whose Ready
+	// condition is true but whose devices (DRA ResourceSlices, GPU
+	// extended resource) have not appeared by their startup time.
+	ResourceUnready int
 }
 
 // Registered is the number of registered nodes.
@@ -45,6 +49,7 @@ func (c *NodeCounts) add(o NodeCounts) {
 	c.Unregistered += o.Unregistered
 	c.LongUnregistered += o.LongUnregistered
 	c.Failed += o.Failed
+	c.ResourceUnready += o.ResourceUnready
 }
 
 // GroupState is one node group as the last Update saw it.
@@ -60,6 +65,11 @@ type GroupState struct {
 	// NotStartedNodes are the names of its registered nodes that have not
 	// started: a simulation sees them as upcoming nodes.
 	NotStartedNodes []string
+	// ResourceUnreadyNodes are the names of its registered nodes whose
+	// Ready condition is true but whose devices are not there yet (see
+	// WithResourceSlices); counted as not started while young, as unready
+	// after.
+	ResourceUnreadyNodes []string
 	// Nodes are the group's registered nodes.
 	Nodes []*apiv1.Node
 	// LongUnregistered are the instances without a Node for longer than
@@ -138,6 +148,9 @@ type Registry struct {
 	opts    config.Options
 	backoff *Backoff
 	taints  Taints
+	// slices, when set, are the ResourceSlices nodes' DRA devices are
+	// checked against.
+	slices SliceLister
 
 	mu sync.Mutex
 	// firstSeen is when each instance without a Node was first seen.
@@ -152,6 +165,8 @@ type Registry struct {
 	healthy     bool
 	failures    []Failure
 	updated     time.Time
+	// scaleDownProbed is when scale-down last planned (ScaleDownProbed).
+	scaleDownProbed time.Time
 	// transitions remember when each reported status last changed.
 	transitions map[string]transition
 }
@@ -163,12 +178,16 @@ type transition struct {
 
 // NewRegistry builds an empty registry. Until the first Update the cluster
 // counts as healthy.
-func NewRegistry(opts config.Options) *Registry {
-	return &Registry{opts: opts, taints: NewTaints(opts),
+func NewRegistry(opts config.Options, options ...RegistryOption) *Registry {
+	r := &Registry{opts: opts, taints: NewTaints(opts),
 		backoff:   NewBackoff(opts.InitialNodeGroupBackoff, opts.MaxNodeGroupBackoff, opts.NodeGroupBackoffResetTimeout),
 		firstSeen: map[string]time.Time{}, seenErrors: map[string]bool{}, scaleUps: map[string]*ScaleUpRequest{},
 		lastScaleUp: map[string]time.Time{},
 		groups:      map[string]*GroupState{}, healthy: true, transitions: map[string]transition{}}
+	for _, o := range options {
+		o(r)
+	}
+	return r
 }
 
 // Update observes the provider's node groups and the cluster's nodes at now.
@@ -199,14 +218,13 @@ func (r *Registry) Update(ctx context.Context, provider cloudprovider.CloudProvi
 	var cluster NodeCounts
 	registered := make(map[string]bool, len(nodes))
 	lookalikes := lookalikeNodes(groups, nodes)
-	for _, n := range nodes {
+	nodeGroups, members := nodeGroupsOf(ctx, provider, nodes)
+	devices := newDeviceCheck(ctx, provider, r.slices, members)
+	for i, n := range nodes {
 		if n.Spec.ProviderID != "" {
 			registered[NormalizeProviderID(n.Spec.ProviderID)] = true
 		}
-		ng, err := provider.NodeGroupForNode(ctx, n)
-		if err != nil {
-			logger.V(4).Info("Node's group unknown", "node", n.Name, "err", err)
-		}
+		ng := nodeGroups[i]
 		var gs *GroupState
 		if ng != nil {
 			gs = groups[ng.Id()]
@@ -216,7 +234,14 @@ func (r *Registry) Update(ctx context.Context, provider cloudprovider.CloudProvi
 			startup = gs.Options.MaxNodeStartupTime
 		}
 		var c NodeCounts
-		switch r.taints.NodeReadiness(n, now, startup) {
+		readiness, devicesLate := r.nodeReadiness(ctx, devices, n, ng, now, startup)
+		if devicesLate && gs != nil {
+			gs.ResourceUnreadyNodes = append(gs.ResourceUnreadyNodes, n.Name)
+		}
+		if devicesLate && readiness == Unready {
+			c.ResourceUnready = 1
+		}
+		switch readiness {
 		case Ready:
 			c.Ready++
 		case Unready:
@@ -291,6 +316,51 @@ func (r *Registry) Update(ctx context.Context, provider cloudprovider.CloudProvi
 	r.groups, r.cluster, r.updated = groups, cluster, now
 	r.healthy = r.acceptable(cluster.Unready+cluster.LongUnregistered, cluster.Registered()+cluster.LongUnregistered)
 	return nil
+}
+
+// nodeReadiness classifies node n of group ng (nil when none) by its Ready
+// condition and startup taints and then, when those make it ready, by its
+// devices: devicesLate says they are not there yet, and the node is then not
+// started while younger than startup (upcoming capacity: no second scale-up
+// while its drivers start) and unready after.
+func (r *Registry) nodeReadiness(ctx context.Context, devices *deviceCheck, n *apiv1.Node, ng cloudprovider.NodeGroup,
+	now time.Time, startup time.Duration) (readiness Readiness, devicesLate bool) {
+	readiness = r.taints.NodeReadiness(n, now, startup)
+	if readiness != Ready {
+		return readiness, false
+	}
+	why := devices.unready(n, ng)
+	if why == "" {
+		return Ready, false
+	}
+	group := ""
+	if ng != nil {
+		group = ng.Id()
+	}
+	klog.FromContext(ctx).V(4).Info("Node ready but its devices are not", "node", klog.KObj(n), "nodeGroup", group,
+		"why", why)
+	if now.Sub(n.CreationTimestamp.Time) >= startup {
+		return Unready, true
+	}
+	return NotStarted, true
+}
+
+// nodeGroupsOf returns the group of each node (nil when the provider
+// manages none) and the names of each group's nodes, by group id.
+func nodeGroupsOf(ctx context.Context, provider cloudprovider.CloudProvider, nodes []*apiv1.Node) ([]cloudprovider.NodeGroup,
+	map[string][]string) {
+	out, members := make([]cloudprovider.NodeGroup, len(nodes)), map[string][]string{}
+	for i, n := range nodes {
+		ng, err := provider.NodeGroupForNode(ctx, n)
+		if err != nil {
+			klog.FromContext(ctx).V(4).Info("Node's group unknown", "node", n.Name, "err", err)
+		}
+		if ng != nil {
+			out[i] = ng
+			members[ng.Id()] = append(members[ng.Id()], n.Name)
+		}
+	}
+	return out, members
 }
 
 // lookalikeNodes maps, for every Node whose provider ID matches no
@@ -473,3 +543,13 @@ func isBeingDeleted(n *apiv1.Node) bool {
 
 // ToBeDeletedTaint marks a node the autoscaler is deleting.
 const ToBeDeletedTaint = "ToBeDeletedByClusterAutoscaler"
+
+// ScaleDownProbed records that scale-down planned at now: the status
+// ConfigMap's scaleDown conditions are probed then (upstream's time of the
+// last update of the scale-down candidates), null until scale-down first
+// plans, and unchanged by loops that do not plan.
+func (r *Registry) ScaleDownProbed(now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.scaleDownProbed = now
+}

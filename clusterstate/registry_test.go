@@ -189,6 +189,7 @@ func TestStatusFormat(t *testing.T) {
 	nodes := append(addNodes(p, "pool-a", 2, true, t0.Add(-time.Hour)), addNodes(p, "pool-a", 1, false, t0.Add(-time.Hour))...)
 	r := NewRegistry(config.Defaults())
 	update(t, r, p, nodes, t0)
+	r.ScaleDownProbed(t0)
 	st := r.Status(t0, func(g string) int {
 		if g == "" || g == "pool-a" {
 			return 1
@@ -221,8 +222,10 @@ func TestStatusFormat(t *testing.T) {
 		}
 	}
 	// Transition times stay put while the status does not change; a
-	// change starts at the probe (the Update) that saw it.
+	// change starts at the probe (the Update, or scale-down's planning)
+	// that saw it.
 	update(t, r, p, nodes, t0.Add(time.Minute))
+	r.ScaleDownProbed(t0.Add(time.Minute))
 	later := r.Status(t0.Add(time.Minute), nil)
 	if !later.ClusterWide.Health.LastTransitionTime.Time.Equal(t0) {
 		t.Errorf("health transition moved to %v", later.ClusterWide.Health.LastTransitionTime)

@@ -163,6 +163,8 @@ func (r *Registry) Status(now time.Time, candidates ScaleDownCandidates) *Status
 		candidates = func(string) int { return 0 }
 	}
 	probe := metav1.NewTime(r.updated)
+	// As upstream: scale-down's probe time is when it last planned.
+	scaleDownProbe := metav1.NewTime(r.scaleDownProbed)
 	st := &Status{Time: now.Format(StatusTimeLayout), AutoscalerStatus: AutoscalerRunning}
 	health := HealthUnhealthy
 	if r.healthy {
@@ -177,7 +179,7 @@ func (r *Registry) Status(now time.Time, candidates ScaleDownCandidates) *Status
 			LastTransitionTime: r.transition("cluster/health", health, probe)},
 		ScaleUp: ClusterScaleUp{Status: scaleUp, LastProbeTime: probe,
 			LastTransitionTime: r.transition("cluster/scaleUp", scaleUp, probe)},
-		ScaleDown: r.scaleDownStat("cluster", candidates(""), probe),
+		ScaleDown: r.scaleDownStat("cluster", candidates(""), scaleDownProbe),
 	}
 
 	for _, gs := range r.sortedGroups() {
@@ -208,7 +210,7 @@ func (r *Registry) Status(now time.Time, candidates ScaleDownCandidates) *Status
 				MinSize: gs.NodeGroup.MinSize(), MaxSize: gs.NodeGroup.MaxSize(), LastProbeTime: groupProbe,
 				LastTransitionTime: r.transition(id+"/health", health, groupProbe)},
 			ScaleUp:   up,
-			ScaleDown: r.scaleDownStat(id, candidates(id), probe),
+			ScaleDown: r.scaleDownStat(id, candidates(id), scaleDownProbe),
 		})
 	}
 	return st
@@ -237,7 +239,7 @@ func (r *Registry) transition(key, value string, probe metav1.Time) metav1.Time 
 func countsStat(c NodeCounts) NodeCountsStat {
 	return NodeCountsStat{LongUnregistered: c.LongUnregistered, Unregistered: c.Unregistered,
 		Registered: RegisteredStat{Total: c.Registered(), Ready: c.Ready, NotStarted: c.NotStarted,
-			BeingDeleted: c.BeingDeleted, Unready: UnreadyStat{Total: c.Unready}}}
+			BeingDeleted: c.BeingDeleted, Unready: UnreadyStat{Total: c.Unready, ResourceUnready: c.ResourceUnready}}}
 }
 
 func truncate(msg string) string {

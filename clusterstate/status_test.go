@@ -24,6 +24,7 @@ func TestStatusIsUpstreamYAML(t *testing.T) {
 	nodes := append(addNodes(p, "pool-a", 2, true, t0.Add(-time.Hour)), addNodes(p, "pool-a", 1, false, t0.Add(-time.Hour))...)
 	r := NewRegistry(config.Defaults())
 	update(t, r, p, nodes, t0)
+	r.ScaleDownProbed(t0)
 	st := r.Status(t0, func(g string) int {
 		if g == "" || g == "pool-a" {
 			return 1

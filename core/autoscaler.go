@@ -208,6 +208,9 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (Result, error)
 	a.metrics.UpdateLastActivity(metrics.ActivityScaleDown, obs.Now)
 	n := a.scaleDn.Run(ctx, scaledown.Input{Now: obs.Now, Nodes: obs.Nodes, ScheduledPods: obs.ScheduledPods,
 		State: a.state, Session: session})
+	if a.opts.ScaleDownEnabled {
+		a.state.ScaleDownProbed(obs.Now) // the planner ran (the status' scaleDown.lastProbeTime)
+	}
 	if n > 0 {
 		res.Productive = true
 	}

@@ -244,6 +244,7 @@ func (r *Runner) runOnce(ctx context.Context, n int, start time.Time) Result {
 	res, err := r.safeRunOnce(klog.NewContext(ctx, logger), start)
 	end := r.clock.Now()
 	r.metrics.UpdateDuration(metrics.FunctionMain, end.Sub(start))
+	r.metrics.FlushAggregatedDurations()
 	if err != nil && ctx.Err() == nil {
 		t := errorType(err)
 		logger.Error(err, "Loop failed", "type", t)

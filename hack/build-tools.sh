@@ -7,7 +7,17 @@
 # pins it changed, so a warm run costs a few seconds. Cold, on 2 cores, expect
 # about 30 minutes (prometheus and promtool: 267 s, cluster-api: 223 s with an
 # empty build cache).
+#
+# TOOLS_SET=demo builds only what make demo runs: etcd, the kube binaries and
+# kwok, and prometheus only with DEMO_PROMETHEUS=1 (helm and Cluster API are
+# for the tests). The default, TOOLS_SET=all, builds everything.
 set -euo pipefail
+
+tools_set=${TOOLS_SET:-all}
+case "$tools_set" in
+  all|demo) ;;
+  *) echo "TOOLS_SET must be all or demo, not $tools_set" >&2; exit 2 ;;
+esac
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUTPUT_DIR:-$root/_output}/bin
@@ -47,19 +57,23 @@ build kube "$kube_ldflags" \
   k8s.io/kubernetes/cmd/kube-scheduler \
   k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kubectl
-# Cluster API's core controller manager (MachineDeployment, MachineSet, Machine,
-# Cluster controllers) for the clusterapi provider's integration tests.
-build capi "-s -w" sigs.k8s.io/cluster-api
-build helm "-s -w -X helm.sh/helm/v4/internal/version.version=v4.3.1" helm.sh/helm/v4/cmd/helm
+if [ "$tools_set" = all ]; then
+  # Cluster API's core controller manager (MachineDeployment, MachineSet, Machine,
+  # Cluster controllers) for the clusterapi provider's integration tests.
+  build capi "-s -w" sigs.k8s.io/cluster-api
+  build helm "-s -w -X helm.sh/helm/v4/internal/version.version=v4.3.1" helm.sh/helm/v4/cmd/helm
+fi
 # Prometheus (for the chart's alerts and dashboard: test/chart, test/integration,
 # make demo) with only the static, file and HTTP service discovery
 # (remove_all_sd): the tests and the demo scrape fixed loopback addresses, so the
 # cloud and Kubernetes discovery code is left out. The web UI's assets are not
 # in the module (they need an npm build): the server answers its HTTP API only.
 prometheus_version=3.16.0 # the module's v0.316.0
-build_tags=remove_all_sd build prometheus "-s -w -X github.com/prometheus/common/version.Version=${prometheus_version}" \
-  github.com/prometheus/prometheus/cmd/prometheus \
-  github.com/prometheus/prometheus/cmd/promtool
+if [ "$tools_set" = all ] || [ "${DEMO_PROMETHEUS:-0}" = 1 ]; then
+  build_tags=remove_all_sd build prometheus "-s -w -X github.com/prometheus/common/version.Version=${prometheus_version}" \
+    github.com/prometheus/prometheus/cmd/prometheus \
+    github.com/prometheus/prometheus/cmd/promtool
+fi
 
 # kwok has no built-in stages: take the ones its module ships (read from the
 # module cache, not committed here) and keep them beside the binaries.

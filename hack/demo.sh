@@ -23,6 +23,9 @@ case "${DEMO_PROMETHEUS:-0}" in
   *) echo "DEMO_PROMETHEUS must be 0 or 1, not ${DEMO_PROMETHEUS}" >&2; exit 2 ;;
 esac
 
+# Only the tools the demo runs: etcd, the kube binaries, kwok (and prometheus
+# with DEMO_PROMETHEUS=1); hack/local-up.sh builds what is missing.
+export TOOLS_SET=${TOOLS_SET:-demo}
 hack/local-up.sh
 echo "== configuring the kwok provider's node groups (hack/demo/kwok-provider-config.yaml)"
 $kubectl apply -f hack/demo/kwok-provider-config.yaml
@@ -103,10 +106,17 @@ cleanup() {
     hack/local-down.sh
   fi
 }
-trap cleanup INT TERM EXIT
+# Ctrl-C (or a TERM) is how the demo is meant to end: clean up and exit 0.
+# On any other exit (an error) clean up and keep the exit status.
+trap 'cleanup; exit 0' INT TERM
+trap cleanup EXIT
 
 metric() { # prints the value of one series from /metrics, or "-"
   curl -s "http://$address/metrics" | awk -v s="$1" 'index($0, s) == 1 { print $2; found=1; exit } END { if (!found) print "-" }'
+}
+
+ago() { # prints a Unix time from /metrics (e.g. 1.79e+09) as "12s ago", or "-"
+  awk -v t="$1" -v now="$(date +%s)" 'BEGIN { if (t == "-" || t == "") print "-"; else printf "%ds ago\n", now - t }'
 }
 
 for _ in $(seq 60); do # the autoscaler answers once its informers have synced
@@ -135,15 +145,18 @@ start=$SECONDS
 deleted=0
 while :; do
   if ! kill -0 "$ca_pid" 2>/dev/null; then
+    # Ctrl-C reaches the autoscaler too, which then stops cleanly (status 0)
+    # before this loop's trap runs: that is the demo's normal end.
+    if wait "$ca_pid" 2>/dev/null; then exit 0; fi
     echo "cluster-autoscaler exited; last lines of its log:"; tail -20 "$ca_log"; exit 1
   fi
   health=$(curl -s -o /dev/null -w '%{http_code}' "http://$address/health-check" || true)
   nodes=$($kubectl get nodes --no-headers 2>/dev/null | wc -l)
   running=$($kubectl get pods -n default --field-selector=status.phase=Running --no-headers 2>/dev/null | wc -l)
   pending=$($kubectl get pods -n default --field-selector=status.phase=Pending --no-headers 2>/dev/null | wc -l)
-  printf '%s  health-check=%s  node_groups=%s  nodes=%s  pods running=%s pending=%s  last_activity{main}=%s  unschedulable_pods_count=%s  scaled_up_nodes_total=%s\n' \
+  printf '%s  health-check=%s  node_groups=%s  nodes=%s  pods running=%s pending=%s  last loop=%s  unschedulable_pods_count=%s  scaled_up_nodes_total=%s\n' \
     "$(date +%T)" "$health" "$(metric 'cluster_autoscaler_node_groups_count{node_group_type="autoscaled"}')" \
-    "$nodes" "$running" "$pending" "$(metric 'cluster_autoscaler_last_activity{activity="main"}')" \
+    "$nodes" "$running" "$pending" "$(ago "$(metric 'cluster_autoscaler_last_activity{activity="main"}')")" \
     "$(metric 'cluster_autoscaler_unschedulable_pods_count{type="unschedulable"}')" \
     "$(metric 'cluster_autoscaler_scaled_up_nodes_total{dra_drivers="",gpu_name="",gpu_resource_name=""}')"
   printf '          unneeded_nodes_count=%s  scaled_down empty=%s underutilized=%s\n' \

@@ -106,6 +106,7 @@ type Metrics struct {
 	deletedNodes             *prometheus.CounterVec
 	oldUnregisteredRemoved   prometheus.Counter
 	unregisteredBreakerOpen  prometheus.Gauge
+	aggregated               *aggregatedDurations
 }
 
 // New creates the series and registers them on reg.
@@ -193,6 +194,8 @@ func New(reg prometheus.Registerer) *Metrics {
 		Help: "Nodes that failed to be created, by reason (one failed scale-up of five nodes counts five).",
 	}, []string{"reason"})
 	m.extra = newExtraMetrics()
+	m.aggregated = newAggregatedDurations()
+	reg.MustRegister(m.aggregated.hist)
 	reg.MustRegister(m.extra.collectors()...)
 	m.extra.init()
 	reg.MustRegister(m.deletedNodes, m.oldUnregisteredRemoved, m.unregisteredBreakerOpen, m.failedNodeCreations)

@@ -246,7 +246,7 @@ func (p *Planner) eligible(n *apiv1.Node, gs *clusterstate.GroupState, pods []*a
 		return nil, ReasonCurrentlyBeingDeleted
 	}
 	c := &Candidate{Node: n, Group: gs.NodeGroup}
-	switch p.readiness.NodeReadiness(n, in.Now, gs.Options.MaxNodeStartupTime) {
+	switch gs.DevicesReadiness(n.Name, p.readiness.NodeReadiness(n, in.Now, gs.Options.MaxNodeStartupTime)) {
 	case clusterstate.NotStarted:
 		return nil, ReasonNotStarted
 	case clusterstate.Unready:
@@ -404,7 +404,7 @@ func (p *Planner) timers(ctx context.Context, plan *Plan, in Input, skipped []st
 			delete(p.since, name)
 		}
 	}
-	taintStart := time.Now()
+	taintStart := p.clock.Now()
 	// Candidate taints of needed nodes go; with soft taints off, every
 	// one goes (a taint of an earlier configuration is not trusted).
 	var stale []*apiv1.Node
@@ -415,7 +415,7 @@ func (p *Planner) timers(ctx context.Context, plan *Plan, in Input, skipped []st
 	}
 	p.taints.UpdateCandidates(ctx, toTaint, stale)
 	if p.report != nil && soft {
-		p.report.UpdateDuration(metrics.FunctionScaleDownSoftTaint, time.Since(taintStart))
+		p.report.UpdateDuration(metrics.FunctionScaleDownSoftTaint, p.clock.Since(taintStart))
 	}
 	p.pick(ctx, plan, in)
 }

@@ -298,3 +298,31 @@ func TestPlannerKeepsTheMinimumGPUs(t *testing.T) {
 		t.Errorf("removable %v, want one (6 GPUs, minimum 3)", names(plan.Removable))
 	}
 }
+
+// TestPlannerLeavesNodesWithoutTheirDevices: a node whose Ready condition
+// is true but whose GPUs (the provider's GPU label, no GPU resource yet)
+// are not there is not started while young, as the registry counts it: no
+// scale-down candidate; once past its startup time it is unready.
+func TestPlannerLeavesNodesWithoutTheirDevices(t *testing.T) {
+	f := newFixture(t, 0, map[string]string{"plain": "", "gpu": ""}, nil)
+	for _, n := range f.nodes {
+		if n.Name == "gpu" {
+			n.Labels = map[string]string{f.p.GPULabel(): "a100"}
+			n.CreationTimestamp = metav1.NewTime(t0.Add(-time.Minute))
+			if _, err := f.client.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	plan := f.plan(t, t0)
+	if got := plan.Unremovable["gpu"]; got != ReasonNotStarted {
+		t.Errorf("young node without its GPUs: reason %q, want %q", got, ReasonNotStarted)
+	}
+	if got := names(plan.Unneeded); !got["plain"] || got["gpu"] {
+		t.Errorf("unneeded %v, want plain only", got)
+	}
+	plan = f.plan(t, t0.Add(time.Hour))
+	if got := plan.Unremovable["gpu"]; got == ReasonNotStarted {
+		t.Errorf("node past its startup time still not started")
+	}
+}

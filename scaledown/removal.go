@@ -252,9 +252,9 @@ func (a *Actuator) deleteNodes(ctx context.Context, live []*Candidate) bool {
 		a.evictDaemonSetPods(ctx, c, flag)
 		nodes[i], names[i] = c.Node, c.Node.Name
 	}
-	start := time.Now()
+	start := a.clock.Now()
 	err := a.deleteBatched(ctx, live[0].Group, nodes)
-	a.metrics.UpdateDuration(metrics.FunctionScaleDownNodeDeletion, time.Since(start))
+	a.metrics.UpdateDuration(metrics.FunctionScaleDownNodeDeletion, a.clock.Since(start))
 	if err != nil {
 		logger.Error(err, "Deleting nodes failed", "nodes", names)
 		for _, c := range live {

@@ -79,9 +79,9 @@ func (s *ScaleDown) Run(ctx context.Context, in Input) int {
 	}
 	defer func() { s.reporter.UpdatePendingNodeDeletions(s.actuator.Busy()) }()
 	in.deleting, in.deleted = s.actuator.InFlight(in.Nodes)
-	start := time.Now()
+	start := s.planner.clock.Now()
 	plan := s.planner.Update(ctx, in)
-	s.reporter.UpdateDuration(metrics.FunctionFindUnneeded, time.Since(start))
+	s.reporter.UpdateDuration(metrics.FunctionFindUnneeded, s.planner.clock.Since(start))
 	s.last = plan
 	s.report(plan, in.Now)
 	cooldown, why := false, ""

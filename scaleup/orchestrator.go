@@ -164,10 +164,6 @@ type groupState struct {
 	// zeroOrMax: the group goes from empty to its max size in one atomic
 	// increase, or not at all (its zeroOrMaxNodeScaling option).
 	zeroOrMax bool
-	// nodes are the group's registered nodes and startup its
-	// --max-node-startup-time (see expectSlices).
-	nodes   []*apiv1.Node
-	startup time.Duration
 	// backoffUntil and backoffMessage say when the group's back-off ends
 	// and the error that caused it; excluded, that a processor left it
 	// out. For the explainer.
@@ -351,8 +347,7 @@ func (o *Orchestrator) observeGroups(ctx context.Context, in Input) (map[string]
 	var podsByNode map[string][]*apiv1.Pod
 	for _, st := range states {
 		ng := st.NodeGroup
-		gs := &groupState{group: ng, counts: st.Counts, target: st.Target, zeroOrMax: st.Options.ZeroOrMaxNodeScaling,
-			nodes: st.Nodes, startup: st.Options.MaxNodeStartupTime}
+		gs := &groupState{group: ng, counts: st.Counts, target: st.Target, zeroOrMax: st.Options.ZeroOrMaxNodeScaling}
 		switch tmpl, err := ng.TemplateNodeInfo(ctx); {
 		case errors.Is(err, cloudprovider.ErrNotImplemented):
 			if podsByNode == nil {
@@ -420,7 +415,7 @@ func (o *Orchestrator) templateFromNodes(st *clusterstate.GroupState, now time.T
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	for _, n := range nodes {
 		if n.Spec.Unschedulable || n.DeletionTimestamp != nil ||
-			o.taints.NodeReadiness(n, now, st.Options.MaxNodeStartupTime) != clusterstate.Ready {
+			st.DevicesReadiness(n.Name, o.taints.NodeReadiness(n, now, st.Options.MaxNodeStartupTime)) != clusterstate.Ready {
 			continue
 		}
 		info := o.sanitizer.FromNode(id, n, podsByNode[n.Name], daemonSets)
@@ -471,7 +466,6 @@ func (o *Orchestrator) buildSnapshot(ctx context.Context, in Input, groups map[s
 		if gs.template == nil {
 			continue
 		}
-		expectSlices(snap, gs, in.Now)
 		klog.FromContext(ctx).V(4).Info("Node group", "nodeGroup", id, "target", gs.target, "counts", gs.counts,
 			"upcoming", gs.upcoming())
 		for i := 0; i < gs.upcoming(); i++ {
@@ -644,9 +638,9 @@ func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group
 				limits.MaxNodes = min(limits.MaxNodes, qRoom)
 			}
 		}
-		start := time.Now()
+		start := o.clock.Now()
 		est, err := o.estimator.Estimate(ctx, podGroups, gs.template, id, limits)
-		estimating += time.Since(start)
+		estimating += o.clock.Since(start)
 		if gs.template != nil {
 			o.report.Binpacking(gs.template.Node, nsCount, len(podGroups))
 		}

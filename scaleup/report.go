@@ -77,9 +77,9 @@ func (s *Session) grow(ctx context.Context, gs *groupState, delta int, atomic bo
 
 // timed records how long f took as function.
 func (o *Orchestrator) timed(function string, f func()) {
-	start := time.Now()
+	start := o.clock.Now()
 	f()
-	o.report.UpdateDuration(function, time.Since(start))
+	o.report.UpdateDuration(function, o.clock.Since(start))
 }
 
 // namespaces counts the namespaces of the groups' pods.

@@ -69,6 +69,10 @@ type TemplateConfig struct {
 type FaultConfig struct {
 	// RegistrationDelay is how long after creation an instance's Node appears.
 	RegistrationDelay Duration `json:"registrationDelay,omitempty"`
+	// ResourceSliceDelay is how long after its Node appears a node's
+	// ResourceSlices (template.devices) are published, as DRA drivers that
+	// take time to start: meanwhile the node is Ready without its devices.
+	ResourceSliceDelay Duration `json:"resourceSliceDelay,omitempty"`
 	// CreationFailureRate is the share (0..1) of new instances that fail to
 	// be created (error class Other, code CREATION_FAILED).
 	CreationFailureRate float64 `json:"creationFailureRate,omitempty"`
@@ -216,6 +220,9 @@ func (c *Config) Validate() error {
 		}
 		if f.ListingDelay.Duration < 0 {
 			add("%s: faults.listingDelay must not be negative", where)
+		}
+		if f.ResourceSliceDelay.Duration < 0 {
+			add("%s: faults.resourceSliceDelay must not be negative", where)
 		}
 		for _, r := range []struct {
 			name string

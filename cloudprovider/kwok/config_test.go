@@ -56,6 +56,7 @@ func TestParseConfigRejects(t *testing.T) {
 		{"bad API error rate", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}}, faults: {apiErrorRate: -0.1}}]", "apiErrorRate"},
 		{"bad lost response rate", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}}, faults: {lostResponseRate: 2}}]", "lostResponseRate"},
 		{"bad duration", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}}, faults: {registrationDelay: soon}}]", "duration"},
+		{"negative slice delay", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}}, faults: {resourceSliceDelay: -1s}}]", "resourceSliceDelay"},
 		{"negative listing delay", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}}, faults: {listingDelay: -1s}}]", "listingDelay"},
 		{"bad taint", "nodeGroups: [{name: a, maxSize: 1, template: {capacity: {cpu: 1, memory: 1Gi, pods: 1}, taints: [{key: k, effect: Sometimes}]}}]", "effect"},
 		// Found by FuzzConfig: each was accepted, and the Nodes (or the

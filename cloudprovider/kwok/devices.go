@@ -3,6 +3,7 @@ package kwok
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apiv1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -79,6 +80,29 @@ func (g *NodeGroup) resourceSlices(node *apiv1.Node) []*resourceapi.ResourceSlic
 		out = append(out, sl)
 	}
 	return out
+}
+
+// publishSlicesAfter publishes node's slices after delay (the group's
+// faults.resourceSliceDelay), in the background when there is one; the
+// provider's shutdown waits for it or cancels it with ctx. A restart of the
+// autoscaler during the delay leaves the node without slices.
+func (p *Provider) publishSlicesAfter(ctx context.Context, g *NodeGroup, node *apiv1.Node, delay time.Duration) {
+	if delay <= 0 {
+		p.publishSlices(ctx, g, node)
+		return
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		t := time.NewTimer(delay)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		p.publishSlices(ctx, g, node)
+	}()
 }
 
 // publishSlices creates the ResourceSlices of a created node, playing its

@@ -308,7 +308,7 @@ func (p *Provider) worker(ctx context.Context) {
 			created, _ = p.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		}
 		if created != nil && created.UID != "" && len(group.cfg.Template.Devices) > 0 {
-			p.publishSlices(ctx, group, created)
+			p.publishSlicesAfter(ctx, group, created, group.cfg.Faults.ResourceSliceDelay.Duration)
 		}
 		p.mu.Lock()
 		delete(p.queued, name)

@@ -181,6 +181,7 @@ type Loop struct {
 	setAside map[*apiv1.Pod]bool
 	pending  []*apiv1.Pod
 	released []*apiv1.Pod // consuming pods of a request that is not live
+	consumer []*apiv1.Pod // the pods set aside, in the order seen
 	foreign  int          // pods set aside for requests another instance or controller handles
 	// rolledBack: this loop asked the provider to delete or cancel the
 	// capacity of abandoned attempts, which its snapshot still holds.
@@ -274,6 +275,7 @@ func (p *Processor) Begin(ctx context.Context, in Input) *Loop {
 		if r != nil && r.live() {
 			r.pending++
 			l.setAside[pod] = true
+			l.consumer = append(l.consumer, pod)
 			continue
 		}
 		if foreign[pod.Namespace+"/"+name] {
@@ -281,6 +283,7 @@ func (p *Processor) Begin(ctx context.Context, in Input) *Loop {
 			// for it: scaling up for the pod here would provision twice.
 			l.foreign++
 			l.setAside[pod] = true
+			l.consumer = append(l.consumer, pod)
 			logger.V(4).Info("Pod consumes a ProvisioningRequest handled elsewhere; it does not trigger a scale-up",
 				"pod", klog.KObj(pod), "provisioningRequest", klog.KRef(pod.Namespace, name))
 			continue

@@ -284,9 +284,31 @@ func (l *Loop) Finish(ctx context.Context) {
 				pod.Namespace, name)
 		}
 	}
+	l.consumingPodEvents()
 }
 
 const maxReleasedEvents = 50
+
+// consumingPodEvents tells up to maxConsumerEvents set-aside pods why they
+// did not trigger a scale-up, with upstream's event: type Normal, no reason,
+// upstream's message. As upstream, every loop that sets a pod aside tells it
+// again (the event recorder folds the repeats into one event's count).
+func (l *Loop) consumingPodEvents() {
+	if l.p.recorder == nil {
+		return
+	}
+	for i, pod := range l.consumer {
+		if i == maxConsumerEvents {
+			return
+		}
+		name, _ := provreq.ConsumedRequestName(pod)
+		l.p.recorder.Eventf(pod, apiv1.EventTypeNormal, "",
+			"Unschedulable pod didn't trigger scale-up, because it's consuming ProvisioningRequest %s/%s", pod.Namespace, name)
+	}
+}
+
+// maxConsumerEvents is upstream's cap on consuming-pod events per loop.
+const maxConsumerEvents = 50
 
 func stateOf(r *request) string {
 	c := r.status.Conditions

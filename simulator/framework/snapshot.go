@@ -40,6 +40,8 @@ type Snapshot struct {
 	// analysed again (its requests, affinity terms). PodInfos are never
 	// modified once built, so NodeInfos of successive loops share them.
 	podInfos *PodMemo[*schedframework.PodInfo]
+
+	observer StepObserver // times Fork, Commit and Revert (SetStepObserver)
 }
 
 type undoKind int
@@ -117,7 +119,9 @@ func newSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod, podInfos *PodMemo[*sche
 // framework keeps pointing at the same Snapshot, so a loop resets it instead
 // of building a new one; the PodInfos of the pods it held before are reused.
 func (s *Snapshot) Reset(nodes []*apiv1.Node, pods []*apiv1.Pod) {
+	observer := s.observer
 	*s = *newSnapshot(nodes, pods, s.podInfos, draObjects{source: s.dra.source, bind: s.dra.bind})
+	s.observer = observer
 }
 
 // SetDRASource makes the snapshot hold the DRA objects of src from the next
@@ -126,6 +130,7 @@ func (s *Snapshot) SetDRASource(src DRASource) { s.dra.source = src }
 
 // Fork opens a what-if level.
 func (s *Snapshot) Fork() {
+	defer s.timeStep(StepFork)()
 	s.markers = append(s.markers, len(s.undo))
 	s.copied = append(s.copied, map[string]bool{})
 }
@@ -135,6 +140,7 @@ func (s *Snapshot) Revert() {
 	if len(s.markers) == 0 {
 		panic("snapshot: Revert without Fork")
 	}
+	defer s.timeStep(StepRevert)()
 	mark := s.markers[len(s.markers)-1]
 	for i := len(s.undo) - 1; i >= mark; i-- {
 		e := s.undo[i]
@@ -166,6 +172,7 @@ func (s *Snapshot) Commit() {
 	if len(s.markers) == 0 {
 		panic("snapshot: Commit without Fork")
 	}
+	defer s.timeStep(StepCommit)()
 	top := s.copied[len(s.copied)-1]
 	s.markers = s.markers[:len(s.markers)-1]
 	s.copied = s.copied[:len(s.copied)-1]

@@ -169,9 +169,18 @@ vpa:
 // file, with cloudProvider set to each provider of this build that needs no
 // other value, and applies every rendered object to the API server, which
 // validates each (the Deployment, its selector against its pod labels, the
-// PodDisruptionBudget, the Service, the RBAC).
+// PodDisruptionBudget, the Service, the RBAC). externalgrpc needs the
+// server's address, which upstream's file cannot carry: the render stops
+// and says so.
 func TestUpstreamValuesFileIsAccepted(t *testing.T) {
-	for _, provider := range []string{"kwok", "clusterapi"} {
+	t.Run("externalgrpc", func(t *testing.T) {
+		values := strings.Replace(upstreamValues, "cloudProvider: kwok\n", "cloudProvider: externalgrpc\n", 1)
+		_, err := helmTemplate(t, release, namespace, values)
+		if want := "cloudProvider externalgrpc needs externalGRPC.address"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err %v, want one containing %q", err, want)
+		}
+	})
+	for _, provider := range []string{"kwok", "clusterapi", "aws"} {
 		t.Run(provider, func(t *testing.T) {
 			env := framework.New(t)
 			rel := framework.UniqueName("ca")
@@ -338,6 +347,8 @@ func TestUpstreamValuesFail(t *testing.T) {
 		"service port":                  {"service: {servicePort: 0}\n", "/service/servicePort"},
 		"image pull secret":             {"image: {pullSecrets: [{name: regcred}]}\n", "/image/pullSecrets/0"},
 		"replicas not integer":          {"replicaCount: one\n", "/replicaCount"},
+		"magnum roles":                  {"autoDiscovery: {roles: [master]}\n", "autoDiscovery.roles: Magnum's node group roles; the magnum cloud provider is not in this build"},
+		"kubeTargetVersionOverride":     {"kubeTargetVersionOverride: v1.30.0\n", `kubeTargetVersionOverride "v1.30.0": this chart renders the same objects for every Kubernetes version`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := helmTemplate(t, release, namespace, tc.values)

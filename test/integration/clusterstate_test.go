@@ -115,6 +115,9 @@ func TestStatusConfigMapAndHealthGate(t *testing.T) {
 	broken := framework.MakeNode(framework.UniqueName("broken")).Obj()
 	delete(broken.Annotations, "kwok.x-k8s.io/node")
 	broken = e.CreateNode(broken)
+	// A Ready node whose GPU (the kwok provider's GPU label) is not
+	// allocatable: resourceUnready, as upstream counts it.
+	noGPU := e.CreateNode(framework.MakeNode(framework.UniqueName("nogpu")).Label("kwok.x-k8s.io/gpu", "nvidia-tesla-t4").Obj())
 	time.Sleep(2500 * time.Millisecond) // older than --max-node-startup-time: unready, not starting
 	dumpPods(e)
 	createPods(e, "web", 2, "1", map[string]string{"pool": group})
@@ -139,7 +142,22 @@ func TestStatusConfigMapAndHealthGate(t *testing.T) {
 		}
 		return err == nil && st.ClusterWide.Health.Status == clusterstate.HealthUnhealthy, err
 	})
+	e.Eventually(30*time.Second, "unready 2, resourceUnready 1", func(ctx context.Context) (bool, error) {
+		st, _, err := status(ctx)
+		if err != nil {
+			return false, err
+		}
+		u := st.ClusterWide.Health.NodeCounts.Registered.Unready
+		return u.Total >= 2 && u.ResourceUnready == 1, nil
+	})
 	time.Sleep(3 * time.Second) // several loops
+	// Scale-down never planned (the loops stop at the health gate): its
+	// probe time is null, as upstream's.
+	if st, _, err := status(e.Context()); err != nil {
+		t.Error(err)
+	} else if !st.ClusterWide.ScaleDown.LastProbeTime.IsZero() {
+		t.Errorf("scaleDown probed at %v while no loop reached scale-down, want null", st.ClusterWide.ScaleDown.LastProbeTime)
+	}
 	if got := nodesPerPool(e)[group]; got != 0 {
 		t.Fatalf("%d nodes added while the cluster was unhealthy", got)
 	}
@@ -151,8 +169,10 @@ func TestStatusConfigMapAndHealthGate(t *testing.T) {
 		t.Error("the health gate is not logged")
 	}
 
-	if err := e.Client.CoreV1().Nodes().Delete(e.Context(), broken.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
+	for _, n := range []string{broken.Name, noGPU.Name} {
+		if err := e.Client.CoreV1().Nodes().Delete(e.Context(), n, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	e.Eventually(60*time.Second, "both pods Running", func(ctx context.Context) (bool, error) {
 		return allRunning(ctx, e, 2)
@@ -168,8 +188,8 @@ func TestStatusConfigMapAndHealthGate(t *testing.T) {
 		}
 		for _, g := range st.NodeGroups {
 			if g.Name == group {
-				return g.Health.CloudProviderTarget == 1 &&
-					g.Health.NodeCounts.Registered.Ready == 1 && g.ScaleUp.Status == clusterstate.ScaleUpNoActivity, nil
+				return g.Health.CloudProviderTarget == 1 && g.Health.NodeCounts.Registered.Ready == 1 &&
+					g.ScaleUp.Status == clusterstate.ScaleUpNoActivity && !st.ClusterWide.ScaleDown.LastProbeTime.IsZero(), nil
 			}
 		}
 		return false, nil

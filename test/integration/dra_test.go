@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -157,5 +158,13 @@ func TestDRAScaleUpFromZero(t *testing.T) {
 	}
 	if p.log.Contains("Dynamic Resource Allocation is not simulated") {
 		t.Error("the autoscaler did not find resource.k8s.io/v1 served")
+	}
+	// The snapshot's Fork and Revert, timed per loop while DRA objects are
+	// simulated, under upstream's labels (function_aggregated_duration_seconds).
+	_, body, _ := p.get(e.Context(), "/metrics")
+	for _, f := range []string{"dra:snapshot:Fork", "dra:snapshot:Revert"} {
+		if series := `cluster_autoscaler_function_aggregated_duration_seconds_count{function="` + f + `"}`; !strings.Contains(body, series) {
+			t.Errorf("/metrics lacks %s", series)
+		}
 	}
 }

@@ -76,27 +76,7 @@ func verdictOf(g explainedPod, id string) (explain.NodeGroupVerdict, bool) {
 // that says so.
 func TestExplainzNamesTaintMaxSizeAndBackoff(t *testing.T) {
 	e := framework.New(t)
-	tainted, full, refused := framework.UniqueName("tainted"), framework.UniqueName("full"), framework.UniqueName("refused")
-	path := writeKwokConfig(e, fmt.Sprintf(`nodeGroups:
-- name: %[1]s
-  maxSize: 10
-  template:
-    labels: {%[4]s: %[5]s, pool: %[1]s}
-    taints: [{key: dedicated, value: batch, effect: NoSchedule}]
-    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
-- name: %[2]s
-  maxSize: 0
-  template:
-    labels: {%[4]s: %[5]s, pool: %[2]s}
-    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
-- name: %[3]s
-  maxSize: 3
-  options: {zeroOrMaxNodeScaling: true}
-  template:
-    labels: {%[4]s: %[5]s, pool: %[3]s}
-    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
-  faults: {outOfCapacityAfter: 1}
-`, tainted, full, refused, framework.TestNamespaceLabel, e.Namespace))
+	path, tainted, full, refused := threeRefusingGroups(e)
 	dumpPods(e)
 	createPods(e, "web", 1, "1", map[string]string{framework.TestNamespaceLabel: e.Namespace})
 	p := startAutoscaler(t, "autoscaler", scaleUpArgs(e, path)...)

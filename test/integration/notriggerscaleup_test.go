@@ -76,27 +76,7 @@ func TestNotTriggerScaleUpNamesEachCause(t *testing.T) {
 // and the back-off's error code named.
 func TestNotTriggerScaleUpNamesTaintMaxSizeAndBackoff(t *testing.T) {
 	e := framework.New(t)
-	tainted, full, refused := framework.UniqueName("tainted"), framework.UniqueName("full"), framework.UniqueName("refused")
-	path := writeKwokConfig(e, fmt.Sprintf(`nodeGroups:
-- name: %[1]s
-  maxSize: 10
-  template:
-    labels: {%[4]s: %[5]s, pool: %[1]s}
-    taints: [{key: dedicated, value: batch, effect: NoSchedule}]
-    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
-- name: %[2]s
-  maxSize: 0
-  template:
-    labels: {%[4]s: %[5]s, pool: %[2]s}
-    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
-- name: %[3]s
-  maxSize: 3
-  options: {zeroOrMaxNodeScaling: true}
-  template:
-    labels: {%[4]s: %[5]s, pool: %[3]s}
-    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
-  faults: {outOfCapacityAfter: 1}
-`, tainted, full, refused, framework.TestNamespaceLabel, e.Namespace))
+	path, _, _, _ := threeRefusingGroups(e)
 	dumpPods(e)
 	createPods(e, "web", 1, "1", map[string]string{framework.TestNamespaceLabel: e.Namespace})
 	// The first loop's event says "scale-up execution failed" for the group
@@ -122,4 +102,32 @@ func TestNotTriggerScaleUpNamesTaintMaxSizeAndBackoff(t *testing.T) {
 	if got := nodesPerPool(e); len(got) != 0 {
 		t.Errorf("nodes added: %v, want none", got)
 	}
+}
+
+// threeRefusingGroups writes a kwok config of three groups that each refuse
+// a 1-CPU pod for their own cause: tainted has a taint the pod does not
+// tolerate, full a max size of 0, refused runs out of capacity at its
+// first increase (and is then backed off).
+func threeRefusingGroups(e *framework.Env) (path, tainted, full, refused string) {
+	tainted, full, refused = framework.UniqueName("tainted"), framework.UniqueName("full"), framework.UniqueName("refused")
+	return writeKwokConfig(e, fmt.Sprintf(`nodeGroups:
+- name: %[1]s
+  maxSize: 10
+  template:
+    labels: {%[4]s: %[5]s, pool: %[1]s}
+    taints: [{key: dedicated, value: batch, effect: NoSchedule}]
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+- name: %[2]s
+  maxSize: 0
+  template:
+    labels: {%[4]s: %[5]s, pool: %[2]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+- name: %[3]s
+  maxSize: 3
+  options: {zeroOrMaxNodeScaling: true}
+  template:
+    labels: {%[4]s: %[5]s, pool: %[3]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  faults: {outOfCapacityAfter: 1}
+`, tainted, full, refused, framework.TestNamespaceLabel, e.Namespace)), tainted, full, refused
 }

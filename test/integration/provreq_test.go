@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -530,6 +531,16 @@ func TestConsumersOfForeignRequestsDoNotScaleUp(t *testing.T) {
 		if err != nil || pod.Spec.NodeName != "" {
 			t.Errorf("consumer %s scheduled or missing (%v)", name, err)
 		}
+	}
+	// Upstream's event on each consumer: Normal, no reason.
+	for pod, request := range map[string]string{"elsewhere-worker-0": "elsewhere", "elsewhere-worker-1": "elsewhere",
+		"old-key-worker": "gke"} {
+		want := fmt.Sprintf("Unschedulable pod didn't trigger scale-up, because it's consuming ProvisioningRequest %s/%s",
+			e.Namespace, request)
+		e.Eventually(30*time.Second, "the consuming-pod event on "+pod, func(ctx context.Context) (bool, error) {
+			msgs, err := podEventMessages(ctx, e.Env, pod, "")
+			return err == nil && slices.Contains(msgs, want), err
+		})
 	}
 	for _, name := range []string{"elsewhere", "gke"} {
 		pr, err := e.prs.Get(e.Context(), name, metav1.GetOptions{})

@@ -69,6 +69,13 @@ lists them.
 {{- if and $v.kwokConfigMapName (ne (toString $v.kwokConfigMapName) "kwok-provider-config") (ne (toString $v.cloudProvider) "kwok") -}}
 {{- fail (printf "kwokConfigMapName %q: only the kwok cloud provider reads another name (KWOK_PROVIDER_CONFIGMAP); the external gRPC example server reads kwok-provider-config" (toString $v.kwokConfigMapName)) -}}
 {{- end -}}
+{{- $roles := ($v.autoDiscovery | default dict).roles -}}
+{{- if and $roles (ne (toJson $roles) (toJson (list "worker"))) -}}
+{{- fail (printf "autoDiscovery.roles: Magnum's node group roles; the magnum cloud provider is not in this build (it has %s); remove it, or leave it at upstream's default [worker]" (join ", " $providers)) -}}
+{{- end -}}
+{{- if $v.kubeTargetVersionOverride -}}
+{{- fail (printf "kubeTargetVersionOverride %q: this chart renders the same objects for every Kubernetes version (it has no version check to override); remove it" (toString $v.kubeTargetVersionOverride)) -}}
+{{- end -}}
 {{- with $v.rbac -}}
 {{- if .pspEnabled -}}
 {{- fail "rbac.pspEnabled: PodSecurityPolicy was removed in Kubernetes 1.25 and this chart renders none; use Pod Security Admission (the pod runs as non-root, read-only, without capabilities)" -}}

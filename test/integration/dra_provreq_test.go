@@ -1,0 +1,129 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"k8s.io/autoscaler/cluster-autoscaler/provreq"
+	v1 "k8s.io/autoscaler/cluster-autoscaler/provreq/apis/autoscaling.x-k8s.io/v1"
+	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+)
+
+// claimPodSpec is a pod spec of one 1-CPU container with a claim "gpu"
+// made from the ResourceClaimTemplate claimTemplate.
+func claimPodSpec(claimTemplate string) apiv1.PodSpec {
+	return apiv1.PodSpec{
+		ResourceClaims: []apiv1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &claimTemplate}},
+		Containers: []apiv1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10",
+			Resources: apiv1.ResourceRequirements{
+				Requests: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("1"),
+					apiv1.ResourceMemory: resource.MustParse("1Gi")},
+				Claims: []apiv1.ResourceClaim{{Name: "gpu"}}}}}}
+}
+
+// createClaimTemplate creates a ResourceClaimTemplate asking for one
+// device of class.
+func createClaimTemplate(e *framework.Env, name, class string) {
+	e.T.Helper()
+	tmpl := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: name},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+			Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{
+				DeviceClassName: class, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1}}}}}}}
+	if _, err := e.Client.ResourceV1().ResourceClaimTemplates(e.Namespace).Create(e.Context(), tmpl, metav1.CreateOptions{}); err != nil {
+		e.T.Fatal(err)
+	}
+}
+
+// claimRequest creates a PodTemplate of claimPodSpec and a request of
+// class for count pods of it.
+func (e *provreqEnv) claimRequest(name, class, claimTemplate string, count int32) {
+	e.T.Helper()
+	ptName := "ppt-" + name + "-main"
+	pt := &apiv1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: ptName, Namespace: e.Namespace},
+		Template: apiv1.PodTemplateSpec{Spec: claimPodSpec(claimTemplate)}}
+	if _, err := e.Client.CoreV1().PodTemplates(e.Namespace).Create(e.Context(), pt, metav1.CreateOptions{}); err != nil {
+		e.T.Fatal(err)
+	}
+	pr := &v1.ProvisioningRequest{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.Namespace},
+		Spec: v1.ProvisioningRequestSpec{ProvisioningClassName: class,
+			PodSets: []v1.PodSet{{PodTemplateRef: v1.Reference{Name: ptName}, Count: count}}}}
+	if _, err := e.prs.Create(e.Context(), pr, metav1.CreateOptions{}); err != nil {
+		e.T.Fatal(err)
+	}
+}
+
+// TestDRAProvisioningRequestWithClaims: an atomic ProvisioningRequest for
+// a 4-pod job whose PodTemplate gives each pod a GPU claim (claim template)
+// gets exactly the 2 nodes of the GPU group (2 devices each; the plain
+// group has room for every pod's CPU but no device) and is Provisioned; a
+// check-capacity request for one more such pod then finds no capacity:
+// the job's booking holds all 4 devices, though the CPUs are free. The
+// job's pods (consume annotation, the same claims) run on the new nodes
+// with their claims allocated, the booking ends as consumed, and no node
+// is added.
+func TestDRAProvisioningRequestWithClaims(t *testing.T) {
+	e := newProvreqEnv(t)
+	e.dumpRequests()
+	dumpPods(e.Env)
+	gpu, plain := framework.UniqueName("gpu"), framework.UniqueName("plain")
+	driver := gpu + ".example.com"
+	path := draConfig(e.Env, gpu, plain, driver, 2)
+	createDeviceClass(e.Env, driver, driver)
+	createClaimTemplate(e.Env, "one-gpu", driver)
+
+	e.claimRequest("job", provreq.ClassBestEffortAtomicScaleUp, "one-gpu", 4)
+	startAutoscaler(t, "autoscaler", provreqArgs(e, path, "--expander=least-waste")...)
+	job := e.condition("job", provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsProvisioned, 120*time.Second)
+	if got := string(job.Status.ProvisioningClassDetails["nodeGroups"]); got != gpu {
+		t.Errorf("job's nodeGroups detail = %q, want %q", got, gpu)
+	}
+	if got := nodesPerPool(e.Env); got[gpu] != 2 || got[plain] != 0 {
+		t.Errorf("nodes per group = %v, want %s:2 and no %s node", got, gpu, plain)
+	}
+
+	// The job's booking holds every device: one more GPU pod does not fit.
+	e.claimRequest("probe", provreq.ClassCheckCapacity, "one-gpu", 1)
+	e.condition("probe", provreq.ConditionProvisioned, metav1.ConditionFalse, provreq.ReasonCapacityIsNotFound, 60*time.Second)
+
+	// The job's pods arrive, as Kueue would create them.
+	for i := 0; i < 4; i++ {
+		pod := &apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: fmt.Sprintf("job-worker-%d", i),
+			Annotations: map[string]string{provreq.ConsumeAnnotation: "job",
+				provreq.ClassAnnotation: provreq.ClassBestEffortAtomicScaleUp}},
+			Spec: claimPodSpec("one-gpu")}
+		if _, err := e.Client.CoreV1().Pods(e.Namespace).Create(e.Context(), pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.Eventually(120*time.Second, "the job's 4 pods Running with their claims allocated", func(ctx context.Context) (bool, error) {
+		if ok, err := allRunning(ctx, e.Env, 4); !ok || err != nil {
+			return false, err
+		}
+		n, err := allocatedClaims(ctx, e.Env)
+		return n == 4, err
+	})
+	pods, err := e.Client.CoreV1().Pods(e.Namespace).List(e.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		node, err := e.Client.CoreV1().Nodes().Get(e.Context(), p.Spec.NodeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if node.Labels["pool"] != gpu {
+			t.Errorf("pod %s runs on %s of pool %q, want a node of %s", p.Name, node.Name, node.Labels["pool"], gpu)
+		}
+	}
+	e.condition("job", provreq.ConditionBookingExpired, metav1.ConditionTrue, provreq.ReasonCapacityBookingConsumed, 60*time.Second)
+	if got := nodesPerPool(e.Env); got[gpu] != 2 || got[plain] != 0 {
+		t.Errorf("nodes per group after the job ran = %v, want no more", got)
+	}
+}

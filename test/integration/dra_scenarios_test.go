@@ -1,0 +1,179 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apiv1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+)
+
+// deviceGroup is the YAML of one kwok node group of 8-CPU nodes whose
+// driver publishes one device per model listed (attribute model).
+func deviceGroup(e *framework.Env, name, driver string, models ...string) string {
+	var devices strings.Builder
+	for i, m := range models {
+		fmt.Fprintf(&devices, "\n      - name: gpu-%d\n        attributes: {model: {string: %s}}", i, m)
+	}
+	return fmt.Sprintf(`
+- name: %[1]s
+  minSize: 0
+  maxSize: 5
+  template:
+    labels: {%[2]s: %[3]s, pool: %[1]s}
+    capacity: {cpu: "8", memory: 32Gi, pods: "110"}
+    devices:
+    - driver: %[4]s
+      devices:%[5]s`, name, framework.TestNamespaceLabel, e.Namespace, driver, devices.String())
+}
+
+func repeat(s string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = s
+	}
+	return out
+}
+
+// createClaimPods creates n one-CPU pods named prefix-<i> whose claim
+// "gpu" is made from the ResourceClaimTemplate template.
+func createClaimPods(e *framework.Env, prefix, template string, n int) {
+	e.T.Helper()
+	for i := 0; i < n; i++ {
+		pc := apiv1.PodResourceClaim{Name: "gpu", ResourceClaimTemplateName: ptr.To(template)}
+		pod := &apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: fmt.Sprintf("%s-%d", prefix, i)},
+			Spec: apiv1.PodSpec{ResourceClaims: []apiv1.PodResourceClaim{pc},
+				Containers: []apiv1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10",
+					Resources: apiv1.ResourceRequirements{
+						Requests: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("1"),
+							apiv1.ResourceMemory: resource.MustParse("1Gi")},
+						Claims: []apiv1.ResourceClaim{{Name: "gpu"}}}}}}}
+		if _, err := e.Client.CoreV1().Pods(e.Namespace).Create(e.Context(), pod, metav1.CreateOptions{}); err != nil {
+			e.T.Fatal(err)
+		}
+	}
+}
+
+// podNodes returns the node of every pod of the test, by pod name.
+func podNodes(e *framework.Env) map[string]string {
+	e.T.Helper()
+	pods, err := e.Client.CoreV1().Pods(e.Namespace).List(e.Context(), metav1.ListOptions{})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, p := range pods.Items {
+		out[p.Name] = p.Spec.NodeName
+	}
+	return out
+}
+
+// TestDRAMatchAttributePicksTheGroupWithEnoughMatchingDevices: a pod
+// claims 8 devices that must share their model (matchAttribute). Of three
+// groups, one offers 4 devices per node, one 8 of two models (4 + 4), one
+// 8 of one model; the priority expander prefers the first two, yet only the
+// third can hold the claim, and it alone gets a node, on which the pod runs
+// with its 8 devices.
+func TestDRAMatchAttributePicksTheGroupWithEnoughMatchingDevices(t *testing.T) {
+	e := framework.New(t)
+	four, mixed, eight := framework.UniqueName("four"), framework.UniqueName("mixed"), framework.UniqueName("eight")
+	driver := eight + ".example.com"
+	path := writeKwokConfig(e, "nodeGroups:"+
+		deviceGroup(e, four, driver, repeat("a100", 4)...)+
+		deviceGroup(e, mixed, driver, append(repeat("a100", 4), repeat("h100", 4)...)...)+
+		deviceGroup(e, eight, driver, repeat("h100", 8)...)+"\n")
+	if _, err := e.Client.CoreV1().ConfigMaps(e.Namespace).Create(e.Context(),
+		priorityConfigMap(e, fmt.Sprintf("30:\n  - ^%s$\n20:\n  - ^%s$\n10:\n  - .*\n", mixed, four)), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dumpPods(e)
+	createDeviceClass(e, driver, driver)
+	tmpl := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: "eight"},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+			Requests: []resourceapi.DeviceRequest{{Name: "gpus", Exactly: &resourceapi.ExactDeviceRequest{
+				DeviceClassName: driver, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 8}}},
+			Constraints: []resourceapi.DeviceConstraint{{
+				MatchAttribute: ptr.To(resourceapi.FullyQualifiedName(driver + "/model"))}}}}}}
+	if _, err := e.Client.ResourceV1().ResourceClaimTemplates(e.Namespace).Create(e.Context(), tmpl, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createClaimPods(e, "big", "eight", 1)
+
+	startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--expander=priority")...)
+	e.Eventually(120*time.Second, "the pod Running with its claim allocated", func(ctx context.Context) (bool, error) {
+		if ok, err := allRunning(ctx, e, 1); !ok || err != nil {
+			return false, err
+		}
+		n, err := allocatedClaims(ctx, e)
+		return n == 1, err
+	})
+	if got := nodesPerPool(e); got[eight] != 1 || got[four] != 0 || got[mixed] != 0 {
+		t.Errorf("nodes per group = %v, want one %s node only", got, eight)
+	}
+	// Several more loops (scan interval 1s) must not add anything.
+	time.Sleep(4 * time.Second)
+	if got := nodesPerPool(e); got[eight] != 1 || got[four] != 0 || got[mixed] != 0 {
+		t.Errorf("nodes changed after the pod ran: %v", got)
+	}
+}
+
+// TestDRASharedClaimPodsLandOnOneNode: 3 pods share one ResourceClaim for
+// one device (2 devices per node). The simulation allocates the claim once,
+// on one node, and the other pods can only go where it is: one node is
+// added, not one per pod, and all 3 pods run on it.
+func TestDRASharedClaimPodsLandOnOneNode(t *testing.T) {
+	e := framework.New(t)
+	gpu, plain := framework.UniqueName("gpu"), framework.UniqueName("plain")
+	driver := gpu + ".example.com"
+	path := draConfig(e, gpu, plain, driver, 2)
+	dumpPods(e)
+	createDeviceClass(e, driver, driver)
+	claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: "shared"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+			Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{
+				DeviceClassName: driver, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1}}}}}}
+	if _, err := e.Client.ResourceV1().ResourceClaims(e.Namespace).Create(e.Context(), claim, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"app": "sharing"}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: "sharing"},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(int32(3)), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: apiv1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: apiv1.PodSpec{
+				ResourceClaims: []apiv1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("shared")}},
+				Containers: []apiv1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10",
+					Resources: apiv1.ResourceRequirements{
+						Requests: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse("1"),
+							apiv1.ResourceMemory: resource.MustParse("1Gi")},
+						Claims: []apiv1.ResourceClaim{{Name: "gpu"}}}}}}}}}
+	if _, err := e.Client.AppsV1().Deployments(e.Namespace).Create(e.Context(), d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--expander=least-waste")...)
+	e.Eventually(120*time.Second, "the 3 pods Running", func(ctx context.Context) (bool, error) {
+		return allRunning(ctx, e, 3)
+	})
+	nodes := map[string]bool{}
+	for _, n := range podNodes(e) {
+		nodes[n] = true
+	}
+	if len(nodes) != 1 {
+		t.Errorf("the pods sharing a claim run on %v, want one node", nodes)
+	}
+	if got := nodesPerPool(e); got[gpu] != 1 || got[plain] != 0 {
+		t.Errorf("nodes per group = %v, want one %s node", got, gpu)
+	}
+	time.Sleep(4 * time.Second)
+	if got := nodesPerPool(e); got[gpu] != 1 || got[plain] != 0 {
+		t.Errorf("nodes changed after the pods ran: %v", got)
+	}
+}
