@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
@@ -22,10 +23,11 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/explain/readonly"
 	"k8s.io/autoscaler/cluster-autoscaler/explain/whatif"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
+	"k8s.io/autoscaler/cluster-autoscaler/provreq/processor"
 )
 
 // explainUsage is the subcommand's synopsis.
-const explainUsage = "usage: cluster-autoscaler explain (pod NAMESPACE/NAME | node NAME | provisioningrequest NAMESPACE/NAME | -f MANIFESTS.yaml) [-o text|json] [the autoscaler's flags]"
+const explainUsage = "usage: cluster-autoscaler explain [--snapshot DUMP.json] (pod NAMESPACE/NAME | node NAME | provisioningrequest NAMESPACE/NAME | -f MANIFESTS.yaml) [-o text|json] [the autoscaler's flags]"
 
 // errNotExplained: the object has no verdict in the simulated loop.
 var errNotExplained = errors.New("not explained")
@@ -33,6 +35,9 @@ var errNotExplained = errors.New("not explained")
 // explainQuery is what `explain` was asked about.
 type explainQuery struct {
 	kind, name, output string
+	// snapshot is the /snapshotz dump to answer from, "" for the live
+	// cluster.
+	snapshot string
 }
 
 // runExplainCommand runs `cluster-autoscaler explain KIND NAME [flags]`:
@@ -40,12 +45,17 @@ type explainQuery struct {
 // through clients that cannot write, and the verdict on the object asked
 // about. Exit codes: 0 explained, 1 failed or not explained, 2 bad usage.
 func runExplainCommand(args []string, stdout, stderr io.Writer) int {
+	snapshot, args, err := snapshotArg(args)
+	if err != nil {
+		_, _ = fmt.Fprintf(stderr, "cluster-autoscaler explain: %v\n%s\n", err, explainUsage)
+		return 2
+	}
 	if len(args) < 2 || (strings.HasPrefix(args[0], "-") && args[0] != "-f" && args[0] != "--filename") ||
 		strings.HasPrefix(args[1], "-") {
 		_, _ = fmt.Fprintln(stderr, explainUsage)
 		return 2
 	}
-	q := explainQuery{kind: args[0], name: args[1], output: "text"}
+	q := explainQuery{kind: args[0], name: args[1], output: "text", snapshot: snapshot}
 	if q.kind == "--filename" {
 		q.kind = "-f"
 	}
@@ -76,7 +86,7 @@ func runExplainCommand(args []string, stdout, stderr io.Writer) int {
 	defer klog.Flush()
 	ctx, cancel := context.WithTimeout(klog.NewContext(context.Background(), klog.Background()), 5*time.Minute)
 	defer cancel()
-	err := explainOnce(ctx, explainOptions(cl.opts), q, stdout)
+	err = explainOnce(ctx, explainOptions(cl.opts), q, stdout, stderr)
 	switch {
 	case errors.Is(err, errNotExplained):
 		_, _ = fmt.Fprintln(stderr, strings.TrimSuffix(err.Error(), ": "+errNotExplained.Error()))
@@ -103,35 +113,67 @@ func explainOptions(o config.Options) config.Options {
 	return o
 }
 
-// explainOnce wires the autoscaler as the process would, on read-only
-// clients and a read-only cloud provider, runs one loop and writes the
-// verdict on q's object to out.
-func explainOnce(ctx context.Context, opts config.Options, q explainQuery, out io.Writer) error {
+// explainSource is what one simulated loop reads: the live cluster
+// through clients that cannot write, or a /snapshotz dump.
+type explainSource struct {
+	opts       config.Options
+	restConfig *rest.Config // nil offline
+	client     kubernetes.Interface
+	providers  *cloudprovider.Registry
+	// now is the simulated loop's time: the dump's, or the clock's.
+	now time.Time
+}
+
+// liveSource reads the cluster of opts' kubeconfig, read-only.
+func liveSource(opts config.Options) (explainSource, error) {
 	restConfig, err := buildRESTConfig(opts)
 	if err != nil {
-		return err
+		return explainSource{}, err
 	}
 	restConfig = readonly.Config(restConfig)
 	client, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
-		return fmt.Errorf("building the Kubernetes client: %w", err)
+		return explainSource{}, fmt.Errorf("building the Kubernetes client: %w", err)
+	}
+	return explainSource{opts: opts, restConfig: restConfig, client: client, providers: newProviderRegistry(),
+		now: time.Now()}, nil
+}
+
+// explainOnce wires the autoscaler as the process would, on read-only
+// clients and a read-only cloud provider (or on a dump), runs one loop and
+// writes the verdict on q's object to out; notes go to errOut.
+func explainOnce(ctx context.Context, opts config.Options, q explainQuery, out, errOut io.Writer) error {
+	var src explainSource
+	var err error
+	if q.snapshot != "" {
+		src, err = offlineSource(opts, q.snapshot, errOut)
+	} else {
+		src, err = liveSource(opts)
+	}
+	if err != nil {
+		return err
 	}
 	var objects []whatif.Object
 	if q.kind == "-f" {
-		if objects, err = readManifests(q.name); err != nil {
+		if objects, err = readManifests(q.name, src.now); err != nil {
 			return err
 		}
 	}
 	rec := explain.NewRecorder()
 	var provider *readonly.Provider
-	w := &wiring{opts: opts, restConfig: restConfig, client: client, m: metrics.New(prometheus.NewRegistry()),
+	statuses := newStatusRecorder()
+	w := &wiring{opts: src.opts, restConfig: src.restConfig, client: src.client, m: metrics.New(prometheus.NewRegistry()),
 		logger: klog.FromContext(ctx), explain: rec,
 		wrapProvider: func(p cloudprovider.CloudProvider) cloudprovider.CloudProvider {
 			provider = readonly.NewProvider(p)
 			return provider
+		},
+		wrapProvReqs: provReqWrappers{
+			status:  func(processor.StatusWriter) processor.StatusWriter { return statuses },
+			records: func(r processor.RecordStore) processor.RecordStore { return unsavedRecords{r} },
 		}}
 	defer w.unwind()
-	if err := w.build(ctx, ctx, newProviderRegistry()); err != nil {
+	if err := w.build(ctx, ctx, src.providers); err != nil {
 		return err
 	}
 	if err := w.syncRequests(ctx); err != nil {
@@ -143,6 +185,9 @@ func explainOnce(ctx context.Context, opts config.Options, q explainQuery, out i
 		}
 		return err
 	}
+	if err := addWhatIfRequests(w, objects); err != nil {
+		return err
+	}
 	listers := w.listers
 	var extra []*apiv1.Pod
 	for _, o := range objects {
@@ -150,11 +195,13 @@ func explainOnce(ctx context.Context, opts config.Options, q explainQuery, out i
 	}
 	listers.Pods = whatif.Lister(listers.Pods, extra)
 	autoscaler := core.NewAutoscaler(w.opts, listers, w.provider, w.m, w.loopOpts...)
-	if _, err := autoscaler.RunOnce(w.loopCtx, time.Now()); err != nil {
+	if _, err := autoscaler.RunOnce(w.loopCtx, src.now); err != nil {
 		return fmt.Errorf("simulating a loop: %w", err)
 	}
 	if q.kind == "-f" {
-		return writeWhatIf(rec, objects, provider.Increases(), q.output == "json", out)
+		increases := provider.Increases()
+		return writeWhatIf(whatIfResult{rec: rec, objects: objects, increases: increases, statuses: statuses,
+			cost: priceIncreases(ctx, src.opts.Expanders, w.provider, increases, src.now)}, q.output == "json", out)
 	}
 	return writeExplanation(rec, q, out)
 }

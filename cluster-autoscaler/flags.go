@@ -217,7 +217,7 @@ func (c *commandLine) registerScaleUp() {
 	c.ignoredBool("capacity-buffer-ready-replicas-enabled", false,
 		"Newer upstream knob: keep a readyReplicas count in each CapacityBuffer's status. Accepted, not acted on: this version's CapacityBuffer status has no readyReplicas field.")
 	c.fs.BoolVar(&c.opts.DebuggingSnapshotEnabled, "debugging-snapshot-enabled", c.opts.DebuggingSnapshotEnabled,
-		"Serve /snapshotz on --address: a GET waits for the next loop and answers its view of the cluster (nodes with their pods, each group's template node, the pending pods) as JSON.")
+		"Serve /snapshotz on --address: a GET waits for the next loop and answers its view of the cluster (nodes with their pods, each group's template node, the pending pods, the node groups' sizes and instances, each node's group) as JSON, which cluster-autoscaler explain --snapshot reads.")
 	c.fs.BoolVar(&c.opts.ExplainEnabled, "explain-enabled", c.opts.ExplainEnabled,
 		"Keep the last loop's reasons (each pending pod group's verdict from each node group, each node's scale-down verdict) and serve them, read-only, on /explainz on --address: ?pod=NS/NAME, ?node=NAME, ?provisioningrequest=NS/NAME; text, or JSON with &format=json.")
 }

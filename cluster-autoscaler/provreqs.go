@@ -30,7 +30,7 @@ import (
 // all-or-nothing attempts in flight for the next leader.
 func buildProvReqProcessor(ctx context.Context, opts config.Options, restConfig *rest.Config, client kubernetes.Interface,
 	factory informers.SharedInformerFactory, recorder record.EventRecorder, orchestrator *scaleup.Orchestrator,
-	m *metrics.Metrics) (*processor.Processor, cache.SharedIndexInformer, error) {
+	m *metrics.Metrics, wrap provReqWrappers) (*processor.Processor, cache.SharedIndexInformer, error) {
 	c, err := provreqclient.NewForConfig(restConfig)
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the ProvisioningRequest client: %w", err)
@@ -46,6 +46,14 @@ func buildProvReqProcessor(ctx context.Context, opts config.Options, restConfig 
 		return nil, nil, fmt.Errorf("--enable-provisioning-requests: listing ProvisioningRequests: %w", err)
 	}
 	informer := provreqclient.NewInformer(c, "", time.Hour)
+	var status processor.StatusWriter = provreqStatus{c}
+	if wrap.status != nil {
+		status = wrap.status(status)
+	}
+	var records processor.RecordStore = provreqclient.NewConfigMapRecords(client, opts.Namespace, processor.RecordsConfigMap)
+	if wrap.records != nil {
+		records = wrap.records(records)
+	}
 	p := processor.New(processor.Options{
 		BookingTime:             opts.ProvReqBookingTime,
 		TemplateGracePeriod:     opts.ProvReqTemplateGracePeriod,
@@ -61,9 +69,16 @@ func buildProvReqProcessor(ctx context.Context, opts config.Options, restConfig 
 		MaxNodeStartupTime:      opts.NodeGroupDefaults.MaxNodeStartupTime,
 		MaxPodsPerRequest:       opts.ProvReqMaxPods,
 	}, provreqclient.NewLister(informer.GetIndexer()), podTemplates{factory.Core().V1().PodTemplates().Lister()},
-		provreqStatus{c}, orchestrator.Rollback, processor.WithEventRecorder(recorder), processor.WithMetrics(m),
-		processor.WithRecordStore(provreqclient.NewConfigMapRecords(client, opts.Namespace, processor.RecordsConfigMap)))
+		status, orchestrator.Rollback, processor.WithEventRecorder(recorder), processor.WithMetrics(m),
+		processor.WithRecordStore(records))
 	return p, informer, nil
+}
+
+// provReqWrappers wrap what the ProvisioningRequest processor writes
+// through (`explain` records it instead); nil members wrap nothing.
+type provReqWrappers struct {
+	status  func(processor.StatusWriter) processor.StatusWriter
+	records func(processor.RecordStore) processor.RecordStore
 }
 
 // checkCapacityCap is how many check-capacity requests one loop answers:

@@ -70,6 +70,9 @@ type wiring struct {
 	// wrapProvider, when set, wraps the cloud provider once built
 	// (`explain` makes it read-only).
 	wrapProvider func(cloudprovider.CloudProvider) cloudprovider.CloudProvider
+	// wrapProvReqs, when set, wraps the ProvisioningRequest status
+	// writer and record store (`explain` records what the loop would write).
+	wrapProvReqs provReqWrappers
 	opts         config.Options
 	restConfig   *rest.Config
 	client       kubernetes.Interface
@@ -174,17 +177,23 @@ func (w *wiring) buildProvider(ctx context.Context, providers *cloudprovider.Reg
 func (w *wiring) buildEvents(ctx context.Context) error {
 	// Events get a client of their own, so that a burst of them does not
 	// hold up status writes and cloud actions behind one rate limiter.
-	eventsClient, err := kubernetes.NewForConfig(rest.CopyConfig(w.restConfig))
-	if err != nil {
-		return fmt.Errorf("building the events client: %w", err)
+	var eventsClient kubernetes.Interface = w.client // offline explain: no API server
+	if w.restConfig != nil {
+		c, err := kubernetes.NewForConfig(rest.CopyConfig(w.restConfig))
+		if err != nil {
+			return fmt.Errorf("building the events client: %w", err)
+		}
+		eventsClient = c
 	}
 	broadcaster := newEventBroadcaster(ctx, w.opts)
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventsClient.CoreV1().Events("")})
 	w.onExit(broadcaster.Shutdown)
 	w.recorder = broadcaster.NewRecorder(clientgoscheme.Scheme, apiv1.EventSource{Component: "cluster-autoscaler"})
-	if w.dra, err = draSource(ctx, w.client, w.factory); err != nil {
+	dra, err := draSource(ctx, w.client, w.factory)
+	if err != nil {
 		return err
 	}
+	w.dra = dra
 	var stateOpts []clusterstate.RegistryOption
 	if w.dra != nil {
 		// A node counts as ready once it publishes its template's devices.
@@ -297,7 +306,7 @@ func (w *wiring) buildProvisioningRequests(ctx context.Context) error {
 	if !w.opts.EnableProvisioningRequests {
 		return nil
 	}
-	p, informer, err := buildProvReqProcessor(ctx, w.opts, w.restConfig, w.client, w.factory, w.recorder, w.orchestrator, w.m)
+	p, informer, err := buildProvReqProcessor(ctx, w.opts, w.restConfig, w.client, w.factory, w.recorder, w.orchestrator, w.m, w.wrapProvReqs)
 	if err != nil {
 		return err
 	}
@@ -338,7 +347,7 @@ func (w *wiring) buildProcessors() error {
 
 func (w *wiring) buildRunner(health *core.HealthCheck, snapshots *core.Snapshotter) *core.Runner {
 	if snapshots != nil {
-		w.loopOpts = append(w.loopOpts, core.WithSnapshotter(snapshots))
+		w.loopOpts = append(w.loopOpts, core.WithSnapshotter(snapshots), core.WithSnapshotObjects(snapshotObjects(w.factory, w.nsFactory, w.opts.Namespace)))
 	}
 	autoscaler := core.NewAutoscaler(w.opts, w.listers, w.provider, w.m, w.loopOpts...)
 	return core.NewRunner(autoscaler, w.opts.ScanInterval, health, w.m, core.WithFrequentLoops(w.opts.FrequentLoopsEnabled),

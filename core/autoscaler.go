@@ -46,6 +46,9 @@ type Autoscaler struct {
 	// snapshots, when set, is fed the observation of a loop that a
 	// /snapshotz request waits for.
 	snapshots *Snapshotter
+	// snapshotObjects lists the objects a snapshot carries besides nodes
+	// and pods.
+	snapshotObjects func() (*SnapshotObjects, error)
 	// firstLoop is the observation time of the first loop.
 	firstLoop time.Time
 	// explain, when set, is told where each loop begins and ends.

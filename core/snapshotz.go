@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sort"
 	"sync"
@@ -26,6 +27,13 @@ type DebuggingSnapshot struct {
 	// snapshot lists only those the simulation could place).
 	PendingPods []*apiv1.Pod `json:"PendingPods"`
 	Error       string       `json:"Error,omitempty"`
+	// The fields below are not upstream's; they let `cluster-autoscaler
+	// explain --snapshot` run the loop on the dump without the cluster or
+	// the cloud. Dumps without them still load (they are optional).
+	SnapshotCloud
+	// Objects are the cluster's objects the loop reads besides nodes and
+	// pods (set when the Snapshotter has an object source).
+	Objects *SnapshotObjects `json:"Objects,omitempty"`
 }
 
 // SnapshotNode is a node and its pods.
@@ -44,6 +52,13 @@ type Snapshotter struct {
 
 // NewSnapshotter returns a Snapshotter with no request waiting.
 func NewSnapshotter() *Snapshotter { return &Snapshotter{} }
+
+// WithSnapshotObjects makes each snapshot carry the objects f lists
+// (DaemonSets, PDBs, controllers), so that an offline explain drains and
+// builds templates as the loop did.
+func WithSnapshotObjects(f func() (*SnapshotObjects, error)) AutoscalerOption {
+	return func(a *Autoscaler) { a.snapshotObjects = f }
+}
 
 // WithSnapshotter makes the loop feed s.
 func WithSnapshotter(s *Snapshotter) AutoscalerOption { return func(a *Autoscaler) { a.snapshots = s } }
@@ -124,6 +139,14 @@ func (a *Autoscaler) snapshot(ctx context.Context, obs *Observation, start time.
 			continue
 		}
 		snap.TemplateNodes[g.Id()] = &SnapshotNode{Node: ni.Node, Pods: append([]*apiv1.Pod{}, ni.Pods...)}
+	}
+	a.snapshotCloud(ctx, obs, snap)
+	if a.snapshotObjects != nil {
+		objects, err := a.snapshotObjects()
+		if err != nil {
+			snap.Error = fmt.Sprintf("listing the objects of the snapshot: %v", err)
+		}
+		snap.Objects = objects
 	}
 	snap.EndTimestamp = a.clock.Now()
 	return snap

@@ -11,18 +11,38 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/kubernetes/scheme"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	provreqv1 "k8s.io/autoscaler/cluster-autoscaler/provreq/apis/autoscaling.x-k8s.io/v1"
 )
 
 // MaxPods bounds the pods one manifest file may make.
 const MaxPods = 100000
 
-// Object is one manifest object and the pods it would make.
+// Object is one manifest object and the pods it would make; a
+// ProvisioningRequest or a PodTemplate makes none itself (the loop makes a
+// request's pods from its templates).
 type Object struct {
 	Kind, Namespace, Name string
 	Pods                  []*apiv1.Pod
+	Request               *provreqv1.ProvisioningRequest
+	Template              *apiv1.PodTemplate
+}
+
+// decoder knows the Kubernetes API types and ProvisioningRequests.
+func decoder() (runtime.Decoder, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := provreqv1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return serializer.NewCodecFactory(s).UniversalDeserializer(), nil
 }
 
 // Read decodes every document of r and makes each object's pods, pending
@@ -31,7 +51,11 @@ type Object struct {
 // choice). Documents of other kinds are an error, as is an empty input.
 func Read(r io.Reader, created time.Time) ([]Object, error) {
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(r))
-	decode := scheme.Codecs.UniversalDeserializer().Decode
+	dec, err := decoder()
+	if err != nil {
+		return nil, fmt.Errorf("building the manifest decoder: %w", err)
+	}
+	decode := dec.Decode
 	var out []Object
 	total := 0
 	for i := 1; ; i++ {
@@ -90,8 +114,22 @@ func objectOf(obj any, created time.Time) (Object, error) {
 		p := pending(o.ObjectMeta, o.Spec, created)
 		p.Name = o.Name
 		return Object{Kind: "Pod", Namespace: p.Namespace, Name: o.Name, Pods: []*apiv1.Pod{p}}, nil
+	case *apiv1.PodTemplate:
+		t := o.DeepCopy()
+		t.Namespace = namespaceOf(o.ObjectMeta)
+		t.CreationTimestamp = metav1.NewTime(created)
+		return Object{Kind: "PodTemplate", Namespace: t.Namespace, Name: t.Name, Template: t}, nil
+	case *provreqv1.ProvisioningRequest:
+		pr := o.DeepCopy()
+		pr.Namespace = namespaceOf(o.ObjectMeta)
+		pr.CreationTimestamp = metav1.NewTime(created)
+		pr.Status = provreqv1.ProvisioningRequestStatus{}
+		if pr.UID == "" {
+			pr.UID = types.UID("whatif-provreq-" + pr.Namespace + "-" + pr.Name)
+		}
+		return Object{Kind: "ProvisioningRequest", Namespace: pr.Namespace, Name: pr.Name, Request: pr}, nil
 	}
-	return Object{}, fmt.Errorf("%T is not a Deployment, ReplicaSet, StatefulSet, Job or Pod", obj)
+	return Object{}, fmt.Errorf("%T is not a Deployment, ReplicaSet, StatefulSet, Job, Pod, ProvisioningRequest or PodTemplate", obj)
 }
 
 func replicas(n *int32) int {

@@ -85,6 +85,37 @@ func TestRead(t *testing.T) {
 	}
 }
 
+func TestReadProvisioningRequest(t *testing.T) {
+	created := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	objects, err := Read(strings.NewReader(`apiVersion: v1
+kind: PodTemplate
+metadata: {name: ppt}
+template:
+  spec:
+    containers: [{name: c, image: x}]
+---
+apiVersion: autoscaling.x-k8s.io/v1
+kind: ProvisioningRequest
+metadata: {name: train, namespace: ml}
+spec:
+  provisioningClassName: best-effort-atomic-scale-up.autoscaling.x-k8s.io
+  podSets: [{podTemplateRef: {name: ppt}, count: 3}]
+status:
+  conditions: [{type: Provisioned, status: "True", reason: X, lastTransitionTime: "2026-01-01T00:00:00Z", message: ""}]
+`), created)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objects) != 2 || objects[0].Template == nil || objects[0].Namespace != "default" || objects[1].Request == nil {
+		t.Fatalf("objects %+v, want the template in default and the request", objects)
+	}
+	pr := objects[1].Request
+	if pr.Namespace != "ml" || pr.UID == "" || !pr.CreationTimestamp.Time.Equal(created) || len(pr.Status.Conditions) != 0 ||
+		pr.Spec.PodSets[0].Count != 3 || len(objects[1].Pods) != 0 {
+		t.Errorf("request %+v, want a new request (no status) of 3 pods in ml created at %v", pr, created)
+	}
+}
+
 func TestReadRejectsBadInput(t *testing.T) {
 	for name, in := range map[string]string{
 		"empty":       "",
