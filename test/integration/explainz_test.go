@@ -354,20 +354,20 @@ func tail(s string, n int) string {
 	return s[len(s)-n:]
 }
 
-// TestExplainWhatIfPredictsTheScaleUp: `explain -f` on a Deployment of 40
-// one-CPU pods predicts the group and the node count that a real scale-up
+// TestExplainWhatIfPredictsTheScaleUp: `explain -f` on a Deployment of 200
+// one-CPU pods (the issue's size) predicts the group and the node count that a real scale-up
 // then adds when the Deployment is created and the autoscaler runs.
 func TestExplainWhatIfPredictsTheScaleUp(t *testing.T) {
 	e := framework.New(t)
 	small, large := framework.UniqueName("small"), framework.UniqueName("large")
 	path := writeKwokConfig(e, fmt.Sprintf(`nodeGroups:
 - name: %[1]s
-  maxSize: 30
+  maxSize: 60
   template:
     labels: {%[3]s: %[4]s, pool: %[1]s}
     capacity: {cpu: "4", memory: 16Gi, pods: "110"}
 - name: %[2]s
-  maxSize: 30
+  maxSize: 60
   template:
     labels: {%[3]s: %[4]s, pool: %[2]s}
     capacity: {cpu: "16", memory: 64Gi, pods: "110"}
@@ -377,7 +377,7 @@ func TestExplainWhatIfPredictsTheScaleUp(t *testing.T) {
 kind: Deployment
 metadata: {name: web, namespace: %[1]s}
 spec:
-  replicas: 40
+  replicas: 200
   selector: {matchLabels: {app: web}}
   template:
     metadata: {labels: {app: web}}
@@ -410,7 +410,7 @@ spec:
 	for _, inc := range got.Increases {
 		predicted[inc.NodeGroup] += inc.Delta
 	}
-	if len(predicted) != 1 || predicted[small] == 0 || len(got.Objects) != 1 || got.Objects[0].Pods != 40 {
+	if len(predicted) != 1 || predicted[small] == 0 || len(got.Objects) != 1 || got.Objects[0].Pods != 200 {
 		t.Fatalf("prediction %v for %+v, want one group (least-waste: %s)", predicted, got.Objects, small)
 	}
 	t.Logf("explain -f predicts %v", predicted)
@@ -419,7 +419,7 @@ spec:
 	}
 	text, _, _ := runExplain(t, append([]string{"-f", file}, args...)...)
 	if !strings.Contains(text, fmt.Sprintf("Node group %s would grow by %d node(s)", small, predicted[small])) ||
-		!strings.Contains(text, "== Deployment "+e.Namespace+"/web: 40 pod(s)") {
+		!strings.Contains(text, "== Deployment "+e.Namespace+"/web: 200 pod(s)") {
 		t.Errorf("explain -f text:\n%s", text)
 	}
 
@@ -432,9 +432,9 @@ spec:
 		t.Fatal(err)
 	}
 	startAutoscaler(t, "autoscaler", scaleUpArgs(e, path)...)
-	e.Eventually(3*time.Minute, "the 40 pods running", func(ctx context.Context) (bool, error) {
+	e.Eventually(3*time.Minute, "the 200 pods running", func(ctx context.Context) (bool, error) {
 		running, _, err := podsOf(ctx, e, "web")
-		return running == 40, err
+		return running == 200, err
 	})
 	if diff := cmp.Diff(predicted, nodesPerPool(e)); diff != "" {
 		t.Errorf("nodes added (-predicted +real):\n%s", diff)
