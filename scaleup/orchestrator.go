@@ -183,6 +183,9 @@ type Session struct {
 	totals   *totals
 	decision int
 	added    int // nodes added through this session
+	// moveNext is where the removal simulation looks for the next moved
+	// pod's node (framework.Handle.FitFrom).
+	moveNext int
 }
 
 // Added is the number of nodes the session's scale-ups added.
