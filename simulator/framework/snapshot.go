@@ -29,8 +29,13 @@ type Snapshot struct {
 	undo    []undoEntry
 	markers []int             // len(undo) at each open Fork
 	copied  []map[string]bool // per open level: nodes already copied in it
-	cache   *listCache        // affinity lists, rebuilt lazily after a change
-	logger  klog.Logger
+	// cache holds the lists of the nodes running pods with inter-pod
+	// terms, rebuilt lazily after a change that may alter them (see
+	// dropListsFor): most changes (a pod without such terms placed on a
+	// node without any) leave them as they are, so that every pod a
+	// simulation places does not rebuild them from all the nodes.
+	cache  *listCache
+	logger klog.Logger
 
 	csiNodes map[string]*storagev1.CSINode // simulated nodes' own CSINodes (SetCSINode)
 	dra      draObjects                    // ResourceSlices, ResourceClaims, DeviceClasses
@@ -140,11 +145,15 @@ func (s *Snapshot) Revert() {
 		e := s.undo[i]
 		switch e.kind {
 		case undoReplace:
+			s.dropListsFor(s.nodes[e.name], false)
+			s.dropListsFor(e.old, false)
 			s.nodes[e.name] = e.old
 			s.list[s.index[e.name]] = e.old
 		case undoAdd:
+			s.dropListsFor(s.nodes[e.name], false)
 			s.remove(e.name)
 		case undoRemove:
+			s.dropListsFor(e.old, false)
 			s.insert(e.name, e.old, e.pos)
 		case undoCSINode:
 			s.setCSI(e.name, e.csi, e.hadCSI)
@@ -157,7 +166,6 @@ func (s *Snapshot) Revert() {
 	s.undo = s.undo[:mark]
 	s.markers = s.markers[:len(s.markers)-1]
 	s.copied = s.copied[:len(s.copied)-1]
-	s.cache = nil
 }
 
 // Commit keeps the changes since the last Fork and closes that level; an
@@ -184,13 +192,14 @@ func (s *Snapshot) Commit() {
 // Forked reports whether a what-if level is open.
 func (s *Snapshot) Forked() bool { return len(s.markers) > 0 }
 
-// writable returns the NodeInfo of name that the current level may change.
-func (s *Snapshot) writable(name string) (*schedframework.NodeInfo, error) {
+// writable returns the NodeInfo of name that the current level may change;
+// adding says whether the change may add a pod with inter-pod terms.
+func (s *Snapshot) writable(name string, adding bool) (*schedframework.NodeInfo, error) {
 	ni, ok := s.nodes[name]
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ErrNodeNotFound, name)
 	}
-	s.cache = nil
+	s.dropListsFor(ni, adding)
 	if len(s.markers) == 0 {
 		return ni, nil
 	}
@@ -262,7 +271,7 @@ func (s *Snapshot) add(name string, ni *schedframework.NodeInfo) {
 		s.undo = append(s.undo, undoEntry{kind: undoAdd, name: name})
 		s.copied[len(s.copied)-1][name] = true
 	}
-	s.cache = nil
+	s.dropListsFor(ni, false)
 }
 
 // RemoveNode removes a node and its pods, releasing their claims as
@@ -286,7 +295,7 @@ func (s *Snapshot) RemoveNode(name string) error {
 	if _, ok := s.dra.nodeSlices[name]; ok {
 		s.SetResourceSlices(name, nil)
 	}
-	s.cache = nil
+	s.dropListsFor(ni, false)
 	return nil
 }
 
@@ -297,7 +306,7 @@ func (s *Snapshot) AddPod(pod *apiv1.Pod, nodeName string) error {
 	if err := s.bindClaims(pod, nodeName); err != nil {
 		return err
 	}
-	ni, err := s.writable(nodeName)
+	ni, err := s.writable(nodeName, hasInterPodTerms(pod))
 	if err != nil {
 		return err
 	}
@@ -308,7 +317,7 @@ func (s *Snapshot) AddPod(pod *apiv1.Pod, nodeName string) error {
 // RemovePod takes pod off node and releases its claims there (see
 // releaseClaims): placed again, the pod gets them allocated anew.
 func (s *Snapshot) RemovePod(pod *apiv1.Pod, nodeName string) error {
-	ni, err := s.writable(nodeName)
+	ni, err := s.writable(nodeName, false)
 	if err != nil {
 		return err
 	}
@@ -424,7 +433,7 @@ func (s *Snapshot) AddPodShaped(shape *PodShape, pod *apiv1.Pod, nodeName string
 	if err := s.bindClaims(pod, nodeName); err != nil {
 		return err
 	}
-	ni, err := s.writable(nodeName)
+	ni, err := s.writable(nodeName, hasInterPodTerms(shape.info.Pod))
 	if err != nil {
 		return err
 	}
@@ -434,7 +443,7 @@ func (s *Snapshot) AddPodShaped(shape *PodShape, pod *apiv1.Pod, nodeName string
 
 // AddPodsShaped places pods, all of shape, on node.
 func (s *Snapshot) AddPodsShaped(shape *PodShape, pods []*apiv1.Pod, nodeName string) error {
-	ni, err := s.writable(nodeName)
+	ni, err := s.writable(nodeName, hasInterPodTerms(shape.info.Pod))
 	if err != nil {
 		return err
 	}
@@ -475,6 +484,27 @@ func (l nodeInfoLister) Get(name string) (fwk.NodeInfo, error) {
 		return nil, fmt.Errorf("%w: %s", ErrNodeNotFound, name)
 	}
 	return ni, nil
+}
+
+// dropListsFor forgets the affinity lists when ni, a NodeInfo about to be
+// changed, replaced, added or removed, is or may become part of them: it
+// runs pods with inter-pod terms, or adding says a pod with such terms may
+// be added to it. The lists hold NodeInfo pointers, so a NodeInfo in them
+// that is replaced (copied on write) drops them too.
+func (s *Snapshot) dropListsFor(ni *schedframework.NodeInfo, adding bool) {
+	if s.cache == nil {
+		return
+	}
+	if adding || ni == nil || len(ni.GetPodsWithAffinity()) > 0 || len(ni.GetPodsWithRequiredAntiAffinity()) > 0 {
+		s.cache = nil
+	}
+}
+
+// hasInterPodTerms reports whether pod has pod affinity or anti-affinity,
+// which puts its node in the scheduler's affinity lists.
+func hasInterPodTerms(pod *apiv1.Pod) bool {
+	a := pod.Spec.Affinity
+	return a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil)
 }
 
 func (s *Snapshot) lists() *listCache {
