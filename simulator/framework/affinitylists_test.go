@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"maps"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -102,4 +103,50 @@ func nodeNamesOf(list []fwk.NodeInfo) []string {
 		out = append(out, ni.Node().Name)
 	}
 	return out
+}
+
+// TestRemoveNodeKeepsOrderAndRewritesNoOtherEntry: removing a node leaves
+// the others' index entries as they were (before, every node after the
+// removed one was re-indexed: 13,000 map writes per candidate in the drain
+// simulation of 2,000 of 15,000 nodes), and nodes removed, added and put
+// back by Revert keep the snapshot's order.
+func TestRemoveNodeKeepsOrderAndRewritesNoOtherEntry(t *testing.T) {
+	var nodes []*apiv1.Node
+	for _, n := range []string{"a", "b", "c", "d", "e"} {
+		nodes = append(nodes, makeNode(n, "4").obj())
+	}
+	s := NewSnapshot(nodes, nil)
+	before := maps.Clone(s.index)
+	s.Fork()
+	for _, n := range []string{"b", "d"} {
+		if err := s.RemoveNode(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, entry := range s.index {
+		if entry != before[name] {
+			t.Errorf("removing b and d rewrote the entry of %s", name)
+		}
+	}
+	if err := s.AddNode(makeNode("f", "4").obj()); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"a", "c", "e", "f"}, s.NodeNames()); diff != "" {
+		t.Errorf("after removals and an addition (-want +got):\n%s", diff)
+	}
+	if err := s.AddPod(makePod("p", "1").obj(), "e"); err != nil { // e copied on write, in place
+		t.Fatal(err)
+	}
+	if ni, _ := s.NodeInfo("e"); s.list[2] != fwk.NodeInfo(ni) {
+		t.Error("the copy of e is not at e's position")
+	}
+	s.Revert()
+	if diff := cmp.Diff([]string{"a", "b", "c", "d", "e"}, s.NodeNames()); diff != "" {
+		t.Errorf("after Revert (-want +got):\n%s", diff)
+	}
+	for i, name := range s.NodeNames() {
+		if ni, _ := s.NodeInfo(name); s.list[i] != fwk.NodeInfo(ni) || s.pos(name) != i {
+			t.Errorf("%s is not at its position %d", name, i)
+		}
+	}
 }

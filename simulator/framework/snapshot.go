@@ -3,6 +3,7 @@ package framework
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	apiv1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -24,7 +25,14 @@ var ErrNodeNotFound = errors.New("node not found in snapshot")
 type Snapshot struct {
 	nodes map[string]*schedframework.NodeInfo
 	list  []fwk.NodeInfo // the same NodeInfos, in insertion order
-	index map[string]int // node name -> position in list
+	// keys[i] is list[i]'s insertion key, ascending, and index maps a node
+	// name to its key: a node's position is found by binary search, so that
+	// removing a node moves the list's tail in memory but rewrites no map
+	// entry (a simulation removing 2,000 of 15,000 nodes re-indexed the
+	// nodes after each one).
+	keys    []int64
+	index   map[string]int64
+	nextKey int64
 
 	undo    []undoEntry
 	markers []int             // len(undo) at each open Fork
@@ -62,7 +70,7 @@ type undoEntry struct {
 	kind undoKind
 	name string
 	old  *schedframework.NodeInfo
-	pos  int
+	key  int64 // a removed node's insertion key, which puts it back in place
 
 	csi    *storagev1.CSINode
 	hadCSI bool
@@ -87,7 +95,7 @@ func NewSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod) *Snapshot {
 }
 
 func newSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod, podInfos *PodMemo[*schedframework.PodInfo], dra draObjects) *Snapshot {
-	s := &Snapshot{nodes: make(map[string]*schedframework.NodeInfo, len(nodes)), index: make(map[string]int, len(nodes)),
+	s := &Snapshot{nodes: make(map[string]*schedframework.NodeInfo, len(nodes)), index: make(map[string]int64, len(nodes)),
 		logger: klog.Background(), podInfos: podInfos, dra: dra}
 	if err := s.dra.load(); err != nil {
 		// Pods with claims then find none and fit nowhere; the rest is simulated.
@@ -110,7 +118,7 @@ func newSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod, podInfos *PodMemo[*sche
 			}))
 		}
 		ni.SetNode(n)
-		s.insert(n.Name, ni, len(s.list))
+		s.insert(n.Name, ni, s.newKey())
 	}
 	podInfos.Rotate()
 	return s
@@ -148,13 +156,13 @@ func (s *Snapshot) Revert() {
 			s.dropListsFor(s.nodes[e.name], false)
 			s.dropListsFor(e.old, false)
 			s.nodes[e.name] = e.old
-			s.list[s.index[e.name]] = e.old
+			s.list[s.pos(e.name)] = e.old
 		case undoAdd:
 			s.dropListsFor(s.nodes[e.name], false)
 			s.remove(e.name)
 		case undoRemove:
 			s.dropListsFor(e.old, false)
-			s.insert(e.name, e.old, e.pos)
+			s.insert(e.name, e.old, e.key)
 		case undoCSINode:
 			s.setCSI(e.name, e.csi, e.hadCSI)
 		case undoClaim:
@@ -210,7 +218,7 @@ func (s *Snapshot) writable(name string, adding bool) (*schedframework.NodeInfo,
 	clone := ni.SnapshotConcrete()
 	s.undo = append(s.undo, undoEntry{kind: undoReplace, name: name, old: ni})
 	s.nodes[name] = clone
-	s.list[s.index[name]] = clone
+	s.list[s.pos(name)] = clone
 	level[name] = true
 	return clone, nil
 }
@@ -266,7 +274,7 @@ func (s *Snapshot) CopyNode(src string, node *apiv1.Node) error {
 
 // add appends a new node's NodeInfo, recording how to undo it.
 func (s *Snapshot) add(name string, ni *schedframework.NodeInfo) {
-	s.insert(name, ni, len(s.list))
+	s.insert(name, ni, s.newKey())
 	if len(s.markers) > 0 {
 		s.undo = append(s.undo, undoEntry{kind: undoAdd, name: name})
 		s.copied[len(s.copied)-1][name] = true
@@ -284,10 +292,10 @@ func (s *Snapshot) RemoveNode(name string) error {
 	for _, pi := range ni.Pods {
 		s.releaseClaims(pi.GetPod(), name)
 	}
-	pos := s.index[name]
+	key := s.index[name]
 	s.remove(name)
 	if len(s.markers) > 0 {
-		s.undo = append(s.undo, undoEntry{kind: undoRemove, name: name, old: ni, pos: pos})
+		s.undo = append(s.undo, undoEntry{kind: undoRemove, name: name, old: ni, key: key})
 	}
 	if _, ok := s.csiNodes[name]; ok {
 		s.SetCSINode(name, nil)
@@ -375,24 +383,34 @@ func (s *Snapshot) NodeNames() []string {
 // Len is the number of nodes.
 func (s *Snapshot) Len() int { return len(s.list) }
 
-func (s *Snapshot) insert(name string, ni *schedframework.NodeInfo, pos int) {
-	s.list = append(s.list, nil)
-	copy(s.list[pos+1:], s.list[pos:])
-	s.list[pos] = ni
+// newKey returns the insertion key of a node added now: after every other.
+func (s *Snapshot) newKey() int64 {
+	s.nextKey++
+	return s.nextKey
+}
+
+// pos is the position in list of node name, which the snapshot holds.
+func (s *Snapshot) pos(name string) int {
+	key := s.index[name]
+	i, _ := slices.BinarySearch(s.keys, key)
+	return i
+}
+
+// insert puts ni in list where its insertion key belongs.
+func (s *Snapshot) insert(name string, ni *schedframework.NodeInfo, key int64) {
+	pos, _ := slices.BinarySearch(s.keys, key)
+	s.list = slices.Insert(s.list, pos, fwk.NodeInfo(ni))
+	s.keys = slices.Insert(s.keys, pos, key)
 	s.nodes[name] = ni
-	for i := pos; i < len(s.list); i++ {
-		s.index[s.list[i].Node().Name] = i
-	}
+	s.index[name] = key
 }
 
 func (s *Snapshot) remove(name string) {
-	pos := s.index[name]
-	s.list = append(s.list[:pos], s.list[pos+1:]...)
+	pos := s.pos(name)
+	s.list = slices.Delete(s.list, pos, pos+1)
+	s.keys = slices.Delete(s.keys, pos, pos+1)
 	delete(s.nodes, name)
 	delete(s.index, name)
-	for i := pos; i < len(s.list); i++ {
-		s.index[s.list[i].Node().Name] = i
-	}
 }
 
 // withNodeName returns pod bound to nodeName. The copy is shallow: the
