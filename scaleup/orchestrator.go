@@ -191,6 +191,9 @@ type Session struct {
 	// moved holds, by node, the pods earlier simulated removals of this
 	// session moved onto it: removing that node too must move them again.
 	moved map[string][]*apiv1.Pod
+	// moveNext is where the removal simulation looks for the next moved
+	// pod's node (framework.Handle.FitFrom).
+	moveNext int
 }
 
 // Added is the number of nodes the session's scale-ups added.

@@ -37,6 +37,9 @@ func (s *Session) ResourceSlices(node string) []*resourceapi.ResourceSlice {
 // registered node (not an upcoming one, not one in avoid). When they all
 // fit, the removal is kept in the session, so a later candidate cannot
 // count on the same room, and true is returned; otherwise nothing changes.
+// Each pod goes to the first node that takes it from where the session's
+// previous moved pod went (wrapping around the snapshot's nodes), not from
+// the first node: the simulation of many removals stays linear.
 func (s *Session) TryRemove(ctx context.Context, node string, move []*apiv1.Pod, avoid map[string]bool) bool {
 	return s.TryRemoveWhy(ctx, node, move, avoid) == nil
 }
@@ -60,7 +63,9 @@ func (s *Session) TryRemoveWhy(ctx context.Context, node string, move []*apiv1.P
 	for i, p := range append(append([]*apiv1.Pod(nil), move...), carried...) {
 		moved := p.DeepCopy()
 		moved.Spec.NodeName = ""
-		dest, err := s.o.sim.FitAnywhere(ctx, moved, accept)
+		// From where the previous pod went: the nodes earlier removals
+		// filled are not asked again for every pod.
+		dest, err := s.o.sim.FitFrom(ctx, moved, accept, &s.moveNext)
 		if err == nil {
 			err = snap.AddPod(moved, dest)
 		}

@@ -295,23 +295,42 @@ func (h *Handle) CheckPod(ctx context.Context, pod *apiv1.Pod, nodeName string) 
 // FitAnywhere returns the first node, in snapshot order from start, where pod
 // fits and that accept does not reject (accept may be nil).
 func (h *Handle) FitAnywhere(ctx context.Context, pod *apiv1.Pod, accept func(node string) bool) (string, error) {
+	start := 0
+	return h.FitFrom(ctx, pod, accept, &start)
+}
+
+// FitFrom is FitAnywhere starting at the node at index *next of the
+// snapshot's list and wrapping around; it leaves *next at the node that took
+// the pod. A caller placing many pods one after the other (the pods of the
+// nodes a scale-down simulation removes) thus asks the plugins about the
+// nodes earlier pods filled once, not once per pod: from the list's start,
+// the pods of the k-th node removed would be refused by all the nodes the
+// k-1 before them filled. *next is a hint: any value is valid.
+func (h *Handle) FitFrom(ctx context.Context, pod *apiv1.Pod, accept func(node string) bool, next *int) (string, error) {
 	c := h.Prepare(ctx, pod)
 	if c.err != nil {
 		return "", c.err
 	}
 	// The snapshot's own list, walked in place (Filter plugins do not change
 	// the snapshot); the error is built for the last refusal only.
+	list := h.snapshot.list
+	start := 0
+	if n := len(list); n > 0 {
+		start = ((*next % n) + n) % n
+	}
 	var lastNode string
 	var lastStatus *fwk.Status
 	var lastRan bool
-	for _, info := range h.snapshot.list {
-		ni := info.(*schedframework.NodeInfo)
+	for k := range list {
+		i := (start + k) % len(list)
+		ni := list[i].(*schedframework.NodeInfo)
 		name := ni.Node().Name
 		if accept != nil && !accept(name) {
 			continue
 		}
 		status, ran := c.filter(ctx, ni)
 		if ran && status.IsSuccess() {
+			*next = i
 			return name, nil
 		}
 		lastNode, lastStatus, lastRan = name, status, ran

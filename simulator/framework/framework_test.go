@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -192,4 +193,59 @@ func TestFitCount(t *testing.T) {
 	if cpu, _, _, _ := s.Free("n1"); cpu != 3000 {
 		t.Errorf("FitCount changed the snapshot: free cpu %d, want 3000", cpu)
 	}
+}
+
+// TestFitFrom: the search starts at the hint, wraps around, and leaves the
+// hint at the node that took the pod, so that pods filling nodes one after
+// the other ask about each node a bounded number of times (here n nodes of
+// 1 CPU and n pods of 1 CPU: 2n-1 nodes looked at, not n(n+1)/2); an
+// out-of-range hint is valid; a pod that fits nowhere says why.
+func TestFitFrom(t *testing.T) {
+	const n = 50
+	var nodes []*apiv1.Node
+	for i := range n {
+		nodes = append(nodes, makeNode(fmt.Sprintf("n%02d", i), "1").obj())
+	}
+	s := NewSnapshot(nodes, nil)
+	h := newHandle(t, s)
+	ctx := context.Background()
+	asked, next := 0, 0
+	count := func(string) bool { asked++; return true }
+	for i := range n {
+		p := makePod(fmt.Sprintf("p%02d", i), "1").obj()
+		node, err := h.FitFrom(ctx, p, count, &next)
+		if err != nil {
+			t.Fatalf("pod %d: %v", i, err)
+		}
+		if want := fmt.Sprintf("n%02d", i); node != want || next != i {
+			t.Fatalf("pod %d went to %s (next %d), want %s (%d)", i, node, next, want, i)
+		}
+		if err := s.AddPod(p, node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if asked != 2*n-1 {
+		t.Errorf("nodes looked at = %d, want %d", asked, 2*n-1)
+	}
+	// Room on n03 only: from hint 40 the search wraps around to it.
+	if err := s.RemovePod(mustPods(t, s, "n03")[0], "n03"); err != nil {
+		t.Fatal(err)
+	}
+	next = 40 + 3*n
+	if node, err := h.FitFrom(ctx, makePod("again", "1").obj(), nil, &next); node != "n03" || err != nil || next != 3 {
+		t.Errorf("FitFrom from 40 = %q, %v (next %d); want n03 (3)", node, err, next)
+	}
+	if _, err := h.FitFrom(ctx, makePod("big", "2").obj(), nil, &next); err == nil ||
+		!strings.Contains(err.Error(), "Insufficient cpu") {
+		t.Errorf("a pod that fits nowhere: %v", err)
+	}
+}
+
+func mustPods(t *testing.T, s *Snapshot, node string) []*apiv1.Pod {
+	t.Helper()
+	pods, err := s.Pods(node)
+	if err != nil || len(pods) == 0 {
+		t.Fatalf("pods of %s: %v, %v", node, pods, err)
+	}
+	return pods
 }

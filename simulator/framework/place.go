@@ -64,7 +64,7 @@ func (c *PodCheck) placeOn(ctx context.Context, shape *PodShape, pods []*apiv1.P
 	if !c.accepts(ctx, ni, room) {
 		return 0, nil
 	}
-	if ni, err = snap.writable(nodeName); err != nil {
+	if ni, err = snap.writable(nodeName, hasInterPodTerms(shape.info.Pod)); err != nil {
 		return 0, err
 	}
 	n := min(max(guess(ni, shape.info.CalculateResource(), room), 1), len(pods))

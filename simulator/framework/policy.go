@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	apiv1 "k8s.io/api/core/v1"
+	v1helper "k8s.io/kubernetes/pkg/apis/core/v1/helper"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 )
@@ -30,6 +31,9 @@ var podLocalPlugins = map[string]bool{
 	names.VolumeZone:           true, // skipped for pods without claims (checked below)
 	names.PodTopologySpread:    true, // skipped without own or default DoNotSchedule constraints (checked below)
 	names.InterPodAffinity:     true, // pods with inter-pod terms are interacting (checked below)
+	// Skipped for pods without claims, and without extended resources that
+	// a DeviceClass may map to devices (checked below).
+	names.DynamicResources: true,
 }
 
 // profilePolicy is what PodByPodReason needs to know of the profile.
@@ -39,6 +43,9 @@ type profilePolicy struct {
 	// defaultSpread is true when PodTopologySpread filters and the profile
 	// gives pods without constraints of their own a DoNotSchedule one.
 	defaultSpread bool
+	// dra is true when DynamicResources filters: it may then serve a pod's
+	// extended resources from devices (DRAExtendedResource).
+	dra bool
 }
 
 // newProfilePolicy reads the enabled PreFilter and Filter plugins of the
@@ -59,6 +66,7 @@ func newProfilePolicy(enabled *schedconfig.Plugins, profile *schedconfig.KubeSch
 		}
 	}
 	sort.Strings(pp.nonLocal)
+	pp.dra = filters[names.DynamicResources]
 	if !filters[names.PodTopologySpread] {
 		return pp
 	}
@@ -117,7 +125,33 @@ func (h *Handle) PodByPodReason(pod *apiv1.Pod) string {
 	if len(pod.Spec.ResourceClaims) > 0 {
 		return "resource claims"
 	}
+	if h.policy.dra {
+		if name, ok := extendedResource(pod); ok {
+			return fmt.Sprintf("extended resource %q, which DRA devices may provide", name)
+		}
+	}
 	return ""
+}
+
+// extendedResource names an extended resource the pod requests, if any.
+func extendedResource(pod *apiv1.Pod) (apiv1.ResourceName, bool) {
+	lists := []apiv1.ResourceList{}
+	if pod.Spec.Resources != nil {
+		lists = append(lists, pod.Spec.Resources.Requests, pod.Spec.Resources.Limits)
+	}
+	for _, cs := range [][]apiv1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range cs {
+			lists = append(lists, c.Resources.Requests, c.Resources.Limits)
+		}
+	}
+	for _, l := range lists {
+		for name := range l {
+			if v1helper.IsExtendedResourceName(name) {
+				return name, true
+			}
+		}
+	}
+	return "", false
 }
 
 // nodeLocalVolume reports whether no volume plugin looks at v: volumes that

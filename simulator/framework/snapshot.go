@@ -3,6 +3,7 @@ package framework
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	apiv1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -24,13 +25,25 @@ var ErrNodeNotFound = errors.New("node not found in snapshot")
 type Snapshot struct {
 	nodes map[string]*schedframework.NodeInfo
 	list  []fwk.NodeInfo // the same NodeInfos, in insertion order
-	index map[string]int // node name -> position in list
+	// keys[i] is list[i]'s insertion key, ascending, and index maps a node
+	// name to its key: a node's position is found by binary search, so that
+	// removing a node moves the list's tail in memory but rewrites no map
+	// entry (a simulation removing 2,000 of 15,000 nodes re-indexed the
+	// nodes after each one).
+	keys    []int64
+	index   map[string]int64
+	nextKey int64
 
 	undo    []undoEntry
 	markers []int             // len(undo) at each open Fork
 	copied  []map[string]bool // per open level: nodes already copied in it
-	cache   *listCache        // affinity lists, rebuilt lazily after a change
-	logger  klog.Logger
+	// cache holds the lists of the nodes running pods with inter-pod
+	// terms, rebuilt lazily after a change that may alter them (see
+	// dropListsFor): most changes (a pod without such terms placed on a
+	// node without any) leave them as they are, so that every pod a
+	// simulation places does not rebuild them from all the nodes.
+	cache  *listCache
+	logger klog.Logger
 
 	csiNodes map[string]*storagev1.CSINode // simulated nodes' own CSINodes (SetCSINode)
 	dra      draObjects                    // ResourceSlices, ResourceClaims, DeviceClasses
@@ -59,7 +72,7 @@ type undoEntry struct {
 	kind undoKind
 	name string
 	old  *schedframework.NodeInfo
-	pos  int
+	key  int64 // a removed node's insertion key, which puts it back in place
 
 	csi    *storagev1.CSINode
 	hadCSI bool
@@ -84,7 +97,7 @@ func NewSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod) *Snapshot {
 }
 
 func newSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod, podInfos *PodMemo[*schedframework.PodInfo], dra draObjects) *Snapshot {
-	s := &Snapshot{nodes: make(map[string]*schedframework.NodeInfo, len(nodes)), index: make(map[string]int, len(nodes)),
+	s := &Snapshot{nodes: make(map[string]*schedframework.NodeInfo, len(nodes)), index: make(map[string]int64, len(nodes)),
 		logger: klog.Background(), podInfos: podInfos, dra: dra}
 	if err := s.dra.load(); err != nil {
 		// Pods with claims then find none and fit nowhere; the rest is simulated.
@@ -107,7 +120,7 @@ func newSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod, podInfos *PodMemo[*sche
 			}))
 		}
 		ni.SetNode(n)
-		s.insert(n.Name, ni, len(s.list))
+		s.insert(n.Name, ni, s.newKey())
 	}
 	podInfos.Rotate()
 	return s
@@ -146,12 +159,16 @@ func (s *Snapshot) Revert() {
 		e := s.undo[i]
 		switch e.kind {
 		case undoReplace:
+			s.dropListsFor(s.nodes[e.name], false)
+			s.dropListsFor(e.old, false)
 			s.nodes[e.name] = e.old
-			s.list[s.index[e.name]] = e.old
+			s.list[s.pos(e.name)] = e.old
 		case undoAdd:
+			s.dropListsFor(s.nodes[e.name], false)
 			s.remove(e.name)
 		case undoRemove:
-			s.insert(e.name, e.old, e.pos)
+			s.dropListsFor(e.old, false)
+			s.insert(e.name, e.old, e.key)
 		case undoCSINode:
 			s.setCSI(e.name, e.csi, e.hadCSI)
 		case undoClaim:
@@ -163,7 +180,6 @@ func (s *Snapshot) Revert() {
 	s.undo = s.undo[:mark]
 	s.markers = s.markers[:len(s.markers)-1]
 	s.copied = s.copied[:len(s.copied)-1]
-	s.cache = nil
 }
 
 // Commit keeps the changes since the last Fork and closes that level; an
@@ -191,13 +207,14 @@ func (s *Snapshot) Commit() {
 // Forked reports whether a what-if level is open.
 func (s *Snapshot) Forked() bool { return len(s.markers) > 0 }
 
-// writable returns the NodeInfo of name that the current level may change.
-func (s *Snapshot) writable(name string) (*schedframework.NodeInfo, error) {
+// writable returns the NodeInfo of name that the current level may change;
+// adding says whether the change may add a pod with inter-pod terms.
+func (s *Snapshot) writable(name string, adding bool) (*schedframework.NodeInfo, error) {
 	ni, ok := s.nodes[name]
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ErrNodeNotFound, name)
 	}
-	s.cache = nil
+	s.dropListsFor(ni, adding)
 	if len(s.markers) == 0 {
 		return ni, nil
 	}
@@ -208,7 +225,7 @@ func (s *Snapshot) writable(name string) (*schedframework.NodeInfo, error) {
 	clone := ni.SnapshotConcrete()
 	s.undo = append(s.undo, undoEntry{kind: undoReplace, name: name, old: ni})
 	s.nodes[name] = clone
-	s.list[s.index[name]] = clone
+	s.list[s.pos(name)] = clone
 	level[name] = true
 	return clone, nil
 }
@@ -264,12 +281,12 @@ func (s *Snapshot) CopyNode(src string, node *apiv1.Node) error {
 
 // add appends a new node's NodeInfo, recording how to undo it.
 func (s *Snapshot) add(name string, ni *schedframework.NodeInfo) {
-	s.insert(name, ni, len(s.list))
+	s.insert(name, ni, s.newKey())
 	if len(s.markers) > 0 {
 		s.undo = append(s.undo, undoEntry{kind: undoAdd, name: name})
 		s.copied[len(s.copied)-1][name] = true
 	}
-	s.cache = nil
+	s.dropListsFor(ni, false)
 }
 
 // RemoveNode removes a node and its pods, releasing their claims as
@@ -282,10 +299,10 @@ func (s *Snapshot) RemoveNode(name string) error {
 	for _, pi := range ni.Pods {
 		s.releaseClaims(pi.GetPod(), name)
 	}
-	pos := s.index[name]
+	key := s.index[name]
 	s.remove(name)
 	if len(s.markers) > 0 {
-		s.undo = append(s.undo, undoEntry{kind: undoRemove, name: name, old: ni, pos: pos})
+		s.undo = append(s.undo, undoEntry{kind: undoRemove, name: name, old: ni, key: key})
 	}
 	if _, ok := s.csiNodes[name]; ok {
 		s.SetCSINode(name, nil)
@@ -293,7 +310,7 @@ func (s *Snapshot) RemoveNode(name string) error {
 	if _, ok := s.dra.nodeSlices[name]; ok {
 		s.SetResourceSlices(name, nil)
 	}
-	s.cache = nil
+	s.dropListsFor(ni, false)
 	return nil
 }
 
@@ -304,7 +321,7 @@ func (s *Snapshot) AddPod(pod *apiv1.Pod, nodeName string) error {
 	if err := s.bindClaims(pod, nodeName); err != nil {
 		return err
 	}
-	ni, err := s.writable(nodeName)
+	ni, err := s.writable(nodeName, hasInterPodTerms(pod))
 	if err != nil {
 		return err
 	}
@@ -315,7 +332,7 @@ func (s *Snapshot) AddPod(pod *apiv1.Pod, nodeName string) error {
 // RemovePod takes pod off node and releases its claims there (see
 // releaseClaims): placed again, the pod gets them allocated anew.
 func (s *Snapshot) RemovePod(pod *apiv1.Pod, nodeName string) error {
-	ni, err := s.writable(nodeName)
+	ni, err := s.writable(nodeName, false)
 	if err != nil {
 		return err
 	}
@@ -373,24 +390,34 @@ func (s *Snapshot) NodeNames() []string {
 // Len is the number of nodes.
 func (s *Snapshot) Len() int { return len(s.list) }
 
-func (s *Snapshot) insert(name string, ni *schedframework.NodeInfo, pos int) {
-	s.list = append(s.list, nil)
-	copy(s.list[pos+1:], s.list[pos:])
-	s.list[pos] = ni
+// newKey returns the insertion key of a node added now: after every other.
+func (s *Snapshot) newKey() int64 {
+	s.nextKey++
+	return s.nextKey
+}
+
+// pos is the position in list of node name, which the snapshot holds.
+func (s *Snapshot) pos(name string) int {
+	key := s.index[name]
+	i, _ := slices.BinarySearch(s.keys, key)
+	return i
+}
+
+// insert puts ni in list where its insertion key belongs.
+func (s *Snapshot) insert(name string, ni *schedframework.NodeInfo, key int64) {
+	pos, _ := slices.BinarySearch(s.keys, key)
+	s.list = slices.Insert(s.list, pos, fwk.NodeInfo(ni))
+	s.keys = slices.Insert(s.keys, pos, key)
 	s.nodes[name] = ni
-	for i := pos; i < len(s.list); i++ {
-		s.index[s.list[i].Node().Name] = i
-	}
+	s.index[name] = key
 }
 
 func (s *Snapshot) remove(name string) {
-	pos := s.index[name]
-	s.list = append(s.list[:pos], s.list[pos+1:]...)
+	pos := s.pos(name)
+	s.list = slices.Delete(s.list, pos, pos+1)
+	s.keys = slices.Delete(s.keys, pos, pos+1)
 	delete(s.nodes, name)
 	delete(s.index, name)
-	for i := pos; i < len(s.list); i++ {
-		s.index[s.list[i].Node().Name] = i
-	}
 }
 
 // withNodeName returns pod bound to nodeName. The copy is shallow: the
@@ -431,7 +458,7 @@ func (s *Snapshot) AddPodShaped(shape *PodShape, pod *apiv1.Pod, nodeName string
 	if err := s.bindClaims(pod, nodeName); err != nil {
 		return err
 	}
-	ni, err := s.writable(nodeName)
+	ni, err := s.writable(nodeName, hasInterPodTerms(shape.info.Pod))
 	if err != nil {
 		return err
 	}
@@ -441,7 +468,7 @@ func (s *Snapshot) AddPodShaped(shape *PodShape, pod *apiv1.Pod, nodeName string
 
 // AddPodsShaped places pods, all of shape, on node.
 func (s *Snapshot) AddPodsShaped(shape *PodShape, pods []*apiv1.Pod, nodeName string) error {
-	ni, err := s.writable(nodeName)
+	ni, err := s.writable(nodeName, hasInterPodTerms(shape.info.Pod))
 	if err != nil {
 		return err
 	}
@@ -482,6 +509,27 @@ func (l nodeInfoLister) Get(name string) (fwk.NodeInfo, error) {
 		return nil, fmt.Errorf("%w: %s", ErrNodeNotFound, name)
 	}
 	return ni, nil
+}
+
+// dropListsFor forgets the affinity lists when ni, a NodeInfo about to be
+// changed, replaced, added or removed, is or may become part of them: it
+// runs pods with inter-pod terms, or adding says a pod with such terms may
+// be added to it. The lists hold NodeInfo pointers, so a NodeInfo in them
+// that is replaced (copied on write) drops them too.
+func (s *Snapshot) dropListsFor(ni *schedframework.NodeInfo, adding bool) {
+	if s.cache == nil {
+		return
+	}
+	if adding || ni == nil || len(ni.GetPodsWithAffinity()) > 0 || len(ni.GetPodsWithRequiredAntiAffinity()) > 0 {
+		s.cache = nil
+	}
+}
+
+// hasInterPodTerms reports whether pod has pod affinity or anti-affinity,
+// which puts its node in the scheduler's affinity lists.
+func hasInterPodTerms(pod *apiv1.Pod) bool {
+	a := pod.Spec.Affinity
+	return a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil)
 }
 
 func (s *Snapshot) lists() *listCache {

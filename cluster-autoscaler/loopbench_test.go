@@ -1,0 +1,364 @@
+package main
+
+import (
+	"context"
+	"math"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
+	"k8s.io/autoscaler/cluster-autoscaler/config"
+	"k8s.io/autoscaler/cluster-autoscaler/core"
+	"k8s.io/autoscaler/cluster-autoscaler/heapgovernor"
+	"k8s.io/autoscaler/cluster-autoscaler/informercache"
+	casmetrics "k8s.io/autoscaler/cluster-autoscaler/metrics"
+)
+
+// BenchmarkLoop runs the real loop (core.Autoscaler.RunOnce as the binary
+// wires it: processors, scale-up orchestrator, estimator, scale-down
+// planner, status ConfigMap) in process, on informer caches filled by the
+// benchmark, with no API server: the client is client-go's fake, which
+// holds no node or pod. One op is one loop; p50-s and p99-s are over the
+// timed loops, peak-heap-MiB the largest heap sampled every 10 ms while
+// they ran, live-heap-MiB the heap after them and a GC (fixture included),
+// cpu-s/loop the process's CPU time per timed loop (collector included);
+// the binary's heap governor runs, at the default --heap-headroom-ratio.
+//
+// Sub-benchmarks: Idle (nothing to do: every node above the scale-down
+// threshold, no pending pod), Burst10000 (10,000 unschedulable pods, half
+// fit the room on existing nodes, half need group "new"; each op is a fresh
+// loop after one untimed idle loop, so that the caches loops keep are
+// warm) and ScaleDown2000 (2,000 nodes below the threshold whose pods fit
+// elsewhere; --scale-down-non-empty-candidates-count=0 so that every loop
+// simulates the drain of all 2,000, as a loop does at the default limits
+// once they are all unneeded).
+//
+// Environment: LOOP_BENCH_NODES (default 15000) nodes of 30 pods;
+// LOOP_BENCH_SNAPSHOT=<file> runs on a /snapshotz dump instead (Idle: the
+// dump as it is; Burst10000: with the 10,000 pods added, without node
+// selector; ScaleDown2000: the dump with the candidate limits lifted);
+// LOOP_BENCH_FLAGS="--flag=value ..." adds flags to every loop.
+//
+//	go test -run '^$' -bench BenchmarkLoop -benchtime 5x -benchmem ./cluster-autoscaler
+func BenchmarkLoop(b *testing.B) {
+	nodes := 15000
+	if s := os.Getenv("LOOP_BENCH_NODES"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			b.Fatalf("LOOP_BENCH_NODES=%q: want a positive number", s)
+		}
+		nodes = n
+	}
+	dump := os.Getenv("LOOP_BENCH_SNAPSHOT")
+	// The binary's heap governor, at --heap-headroom-ratio as the flags set
+	// it (GOGC or GOMEMLIMIT in the environment turn it off, as in the
+	// binary).
+	cl := newCommandLine()
+	if err := cl.parse(strings.Fields(os.Getenv("LOOP_BENCH_FLAGS"))); err != nil {
+		b.Fatalf("LOOP_BENCH_FLAGS: %v", err)
+	}
+	defer heapgovernor.Start(klog.Background(), cl.opts.HeapHeadroomRatio)()
+	cluster := func(b *testing.B, spec synthSpec) *loopCluster {
+		var snap *core.DebuggingSnapshot
+		if dump != "" {
+			var err error
+			if snap, err = readSnapshotFile(dump); err != nil {
+				b.Fatal(err)
+			}
+			if spec.Pending > 0 {
+				burst := syntheticCluster(synthSpec{Pending: spec.Pending}).PendingPods
+				for _, p := range burst {
+					p.Spec.NodeSelector = nil
+				}
+				snap.PendingPods = append(snap.PendingPods, burst...)
+			}
+		} else {
+			snap = syntheticCluster(spec)
+		}
+		c, err := loopClusterOf(snap)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return c
+	}
+	lowNodes := min(2000, nodes/5)
+	b.Run("Idle", func(b *testing.B) {
+		h := newLoopHarness(b, cluster(b, synthSpec{Nodes: nodes, PodsPerNode: 30}), nil)
+		h.steadyLoops(b, nil)
+	})
+	b.Run("Burst10000", func(b *testing.B) {
+		c := cluster(b, synthSpec{Nodes: nodes, PodsPerNode: 30, Pending: 10000})
+		h := newLoopHarness(b, c, nil)
+		h.burstLoops(b)
+	})
+	b.Run("ScaleDown2000", func(b *testing.B) {
+		h := newLoopHarness(b, cluster(b, synthSpec{Nodes: nodes, PodsPerNode: 30, LowNodes: lowNodes}),
+			[]string{"--scale-down-non-empty-candidates-count=0"})
+		h.steadyLoops(b, func(b *testing.B, a *core.Autoscaler, w *wiring) {
+			b.ReportMetric(float64(w.scaleDown.Candidates("")), "unneeded")
+		})
+	})
+}
+
+// loopHarness is a loop's world: informer caches filled with a cluster, the
+// benchmark's provider, and the options the loop is wired with.
+type loopHarness struct {
+	cluster  *loopCluster
+	factory  informers.SharedInformerFactory
+	provider *benchProvider
+	opts     config.Options
+	pending  []*apiv1.Pod
+}
+
+// newLoopHarness fills the caches with c, every pod through the cache
+// transform the binary's informers use (trimming, shared parts). Flags are
+// the defaults, --max-bulk-soft-taint-count=0 (the fake client holds no
+// node to taint), then args, then LOOP_BENCH_FLAGS.
+func newLoopHarness(tb testing.TB, c *loopCluster, args []string) *loopHarness {
+	tb.Helper()
+	cl := newCommandLine()
+	all := append([]string{"--max-bulk-soft-taint-count=0"}, args...)
+	all = append(all, strings.Fields(os.Getenv("LOOP_BENCH_FLAGS"))...)
+	if err := cl.parse(all); err != nil {
+		tb.Fatalf("flags %v: %v", all, err)
+	}
+	h := &loopHarness{cluster: c, factory: informers.NewSharedInformerFactory(fake.NewClientset(), 0),
+		provider: newBenchProvider(c), opts: cl.opts}
+	trim := informercache.NewTrimmer()
+	nodes := h.factory.Core().V1().Nodes().Informer().GetStore()
+	for _, n := range c.Nodes {
+		mustAdd(tb, nodes, trim, n)
+	}
+	pods := h.factory.Core().V1().Pods().Informer().GetStore()
+	for _, p := range c.Pods {
+		if p.Spec.NodeName == "" {
+			h.pending = append(h.pending, p)
+		}
+		mustAdd(tb, pods, trim, p)
+	}
+	rss := h.factory.Apps().V1().ReplicaSets().Informer().GetStore()
+	for _, rs := range c.ReplicaSets {
+		mustAdd(tb, rss, trim, rs)
+	}
+	runtime.GC()
+	return h
+}
+
+func mustAdd(tb testing.TB, store cache.Store, trim *informercache.Trimmer, obj any) {
+	obj, err := trim.Transform(obj)
+	if err == nil {
+		err = store.Add(obj)
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// loop wires a fresh loop on the harness's caches, as runAutoscaler does
+// (but the provider, the events sink and ProvisioningRequests), with extra
+// options after the wiring's. release undoes the wiring; the test's cleanup
+// does it too.
+func (h *loopHarness) loop(tb testing.TB, ctx context.Context, extra ...core.AutoscalerOption) (a *core.Autoscaler, w *wiring, release func()) {
+	tb.Helper()
+	w = &wiring{opts: h.opts, client: fake.NewClientset(), m: casmetrics.New(prometheus.NewRegistry()),
+		logger: klog.FromContext(ctx), factory: h.factory, provider: h.provider}
+	w.informerCtx, w.stopInformers = context.WithCancel(ctx)
+	w.onExit(w.stopInformers)
+	w.listers = core.Listers{Nodes: h.factory.Core().V1().Nodes().Lister(), Pods: h.factory.Core().V1().Pods().Lister()}
+	w.recorder = &record.FakeRecorder{}
+	w.state = clusterstate.NewRegistry(w.opts)
+	w.statusRef = &apiv1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: w.opts.Namespace,
+		Name: w.opts.StatusConfigMapName}
+	w.reporting = core.NewReporting(w.m, w.provider, w.recorder, w.statusRef)
+	if err := w.buildScaleUp(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	w.buildCleanup()
+	w.buildStatus(ctx, ctx)
+	w.buildScaleDown(ctx)
+	if err := w.buildProcessors(); err != nil {
+		tb.Fatal(err)
+	}
+	held := w // released, so that a loop the benchmark is done with is garbage
+	release = func() {
+		if held != nil {
+			held.unwind()
+			held = nil
+		}
+	}
+	tb.Cleanup(release)
+	return core.NewAutoscaler(w.opts, w.listers, w.provider, w.m, append(w.loopOpts, extra...)...), w, release
+}
+
+// benchNow is the loops' clock: an hour after the fixture's objects were
+// created, 10 s further for each loop.
+var benchStart = time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)
+
+// steadyLoops times b.N loops of one autoscaler after an untimed first loop.
+func (h *loopHarness) steadyLoops(b *testing.B, after func(*testing.B, *core.Autoscaler, *wiring)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, w, release := h.loop(b, ctx)
+	defer release()
+	runLoop(b, ctx, a, benchStart)
+	var times []time.Duration
+	var cpu time.Duration
+	heap := startHeapSampler()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		start, startCPU := time.Now(), processCPU()
+		runLoop(b, ctx, a, benchStart.Add(time.Duration(i+1)*10*time.Second))
+		times, cpu = append(times, time.Since(start)), cpu+processCPU()-startCPU
+	}
+	b.StopTimer()
+	reportLoops(b, times, cpu, heap.stop())
+	if after != nil {
+		after(b, a, w)
+	}
+	runtime.KeepAlive(h)
+}
+
+// burstLoops times b.N burst loops, each on a fresh autoscaler whose first
+// (untimed) loop saw no pending pod.
+func (h *loopHarness) burstLoops(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pods := h.factory.Core().V1().Pods().Informer().GetStore()
+	var times []time.Duration
+	var cpu time.Duration
+	var heap *heapSampler
+	added := 0
+	b.ResetTimer()
+	for b.Loop() {
+		b.StopTimer()
+		for _, p := range h.pending {
+			if err := pods.Delete(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+		provider := newBenchProvider(h.cluster)
+		h.provider = provider
+		a, _, release := h.loop(b, ctx)
+		runLoop(b, ctx, a, benchStart)
+		for _, p := range h.pending {
+			if err := pods.Add(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if heap == nil {
+			heap = startHeapSampler()
+		}
+		b.StartTimer()
+		start, startCPU := time.Now(), processCPU()
+		runLoop(b, ctx, a, benchStart.Add(10*time.Second))
+		times, cpu = append(times, time.Since(start)), cpu+processCPU()-startCPU
+		b.StopTimer()
+		added = 0
+		for _, g := range h.cluster.Groups {
+			added += provider.target(g.ID) - len(g.Nodes)
+		}
+		// The next op's loop is a new one: this one's memory goes first.
+		release()
+		a = nil
+		runtime.GC()
+		b.StartTimer()
+	}
+	b.StopTimer()
+	reportLoops(b, times, cpu, heap.stop())
+	b.ReportMetric(float64(added), "nodes-added")
+	runtime.KeepAlive(h) // live-heap-MiB: the fixture, not the loop (released)
+}
+
+func runLoop(b *testing.B, ctx context.Context, a *core.Autoscaler, now time.Time) {
+	if _, err := a.RunOnce(ctx, now); err != nil {
+		b.Fatalf("loop at %v: %v", now, err)
+	}
+}
+
+// processCPU is the CPU time (user and system) the process used so far, the
+// collector's included: on a shared machine a loop's CPU time says more
+// than its wall time.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func reportLoops(b *testing.B, times []time.Duration, cpu time.Duration, peak uint64) {
+	if len(times) > 0 {
+		b.ReportMetric(cpu.Seconds()/float64(len(times)), "cpu-s/loop")
+	}
+	slices.Sort(times)
+	b.ReportMetric(quantile(times, 0.5).Seconds(), "p50-s")
+	b.ReportMetric(quantile(times, 0.99).Seconds(), "p99-s")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+	runtime.GC()
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(sample)
+	b.ReportMetric(float64(sample[0].Value.Uint64())/(1<<20), "live-heap-MiB")
+}
+
+// quantile is the nearest-rank quantile of sorted durations.
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// heapSampler records the largest heap (objects, live or not yet swept)
+// seen every 10 ms.
+type heapSampler struct {
+	done chan struct{}
+	wg   sync.WaitGroup
+	peak uint64
+}
+
+func startHeapSampler() *heapSampler {
+	s := &heapSampler{done: make(chan struct{})}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			metrics.Read(sample)
+			s.peak = max(s.peak, sample[0].Value.Uint64())
+			select {
+			case <-s.done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return s
+}
+
+func (s *heapSampler) stop() uint64 {
+	if s == nil {
+		return 0
+	}
+	close(s.done)
+	s.wg.Wait()
+	return s.peak
+}
