@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -104,7 +105,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			message: fmt.Sprintf("The action %q is not valid for this web service.", action)})
 		return
 	}
-	if aerr := s.countAndThrottle(action, svc); aerr != nil {
+	if aerr := s.countAndThrottle(action, svc, isRetry(r.Header.Get("amz-sdk-request"))); aerr != nil {
 		writeError(w, svc, reqID, aerr)
 		return
 	}
@@ -116,11 +117,27 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	writeResult(w, svc, action, reqID, body)
 }
 
+// isRetry reads the SDK's amz-sdk-request header ("attempt=2; max=3"):
+// whether the call repeats an earlier attempt.
+func isRetry(header string) bool {
+	for _, part := range strings.Split(header, ";") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if ok && k == "attempt" {
+			n, err := strconv.Atoi(v)
+			return err == nil && n > 1
+		}
+	}
+	return false
+}
+
 // countAndThrottle counts the call and decides whether to throttle it.
-func (s *Server) countAndThrottle(action, svc string) *apiError {
+func (s *Server) countAndThrottle(action, svc string, retry bool) *apiError {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls[action]++
+	if retry {
+		s.retries[action]++
+	}
 	s.throttleAcc += s.throttle
 	if s.throttleAcc < 100 {
 		return nil

@@ -44,6 +44,7 @@ type Server struct {
 	activities    []*activity          // in start order
 	inFlight      map[string]*activity // instance ID -> its in-progress launch or termination
 	calls         map[string]int
+	retries       map[string]int // calls the SDK marked as a retry (amz-sdk-request attempt > 1)
 	terminated    []string
 	throttle      int // percent
 	throttleAcc   int
@@ -79,6 +80,7 @@ func New(opts ...Option) *Server {
 		byID:          map[string]*Instance{},
 		inFlight:      map[string]*activity{},
 		calls:         map[string]int{},
+		retries:       map[string]int{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -306,6 +308,19 @@ func (s *Server) Calls() map[string]int {
 	defer s.mu.Unlock()
 	out := make(map[string]int, len(s.calls))
 	for k, v := range s.calls {
+		out[k] = v
+	}
+	return out
+}
+
+// Retries returns, per action, how many of the calls the client marked as
+// a retry of an earlier attempt (the SDK's amz-sdk-request header): a
+// call count that must be exact can leave them out.
+func (s *Server) Retries() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.retries))
+	for k, v := range s.retries {
 		out[k] = v
 	}
 	return out
