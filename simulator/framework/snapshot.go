@@ -466,6 +466,20 @@ func (s *Snapshot) AddPodShaped(shape *PodShape, pod *apiv1.Pod, nodeName string
 	return nil
 }
 
+// AddPodLike places pod, a copy of original that differs from it at most
+// in its node name, on node: the same as AddPod, with the scheduler's view
+// of original (requests, affinity terms) that the snapshot keeps for the
+// pods of its last Reset instead of analysing the copy again. A drain
+// simulation moves every pod of a candidate this way.
+func (s *Snapshot) AddPodLike(pod, original *apiv1.Pod, nodeName string) error {
+	pi := s.podInfos.Get(original, func(p *apiv1.Pod) *schedframework.PodInfo {
+		pi, _ := schedframework.NewPodInfo(p) // as NodeInfo.AddPod: what could be parsed
+		return pi
+	})
+	pi.CalculateResource() // cached in pi (already, for a pod of the last Reset)
+	return s.AddPodShaped(&PodShape{info: pi}, pod, nodeName)
+}
+
 // AddPodsShaped places pods, all of shape, on node.
 func (s *Snapshot) AddPodsShaped(shape *PodShape, pods []*apiv1.Pod, nodeName string) error {
 	ni, err := s.writable(nodeName, hasInterPodTerms(shape.info.Pod))
