@@ -32,7 +32,41 @@ func (m *PodMemo[T]) Get(pod *apiv1.Pod, compute func(*apiv1.Pod) T) T {
 }
 
 // Rotate ends a loop: the values asked for since the last Rotate are kept,
-// the others dropped.
+// the others dropped. The dropped map is cleared and reused (it keeps its
+// room), so that a loop does not allocate a map of every pod anew.
 func (m *PodMemo[T]) Rotate() {
-	m.prev, m.cur = m.cur, make(map[*apiv1.Pod]T, len(m.cur))
+	old := m.prev
+	clear(old)
+	if old == nil {
+		old = make(map[*apiv1.Pod]T, len(m.cur))
+	}
+	m.prev, m.cur = m.cur, old
+}
+
+// PodsByNode groups the pods that name a node by that name, each node's
+// pods in their order. The groups are parts of one array of all the pods,
+// each with no room past its end (an append to one copies it), so that a
+// loop does not grow a slice per node pod by pod.
+func PodsByNode(pods []*apiv1.Pod) map[string][]*apiv1.Pod {
+	counts := make(map[string]int)
+	bound := 0
+	for _, p := range pods {
+		if p.Spec.NodeName != "" {
+			counts[p.Spec.NodeName]++
+			bound++
+		}
+	}
+	all := make([]*apiv1.Pod, bound)
+	out := make(map[string][]*apiv1.Pod, len(counts))
+	off := 0
+	for name, n := range counts {
+		out[name] = all[off : off : off+n]
+		off += n
+	}
+	for _, p := range pods {
+		if p.Spec.NodeName != "" {
+			out[p.Spec.NodeName] = append(out[p.Spec.NodeName], p)
+		}
+	}
+	return out
 }

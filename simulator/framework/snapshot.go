@@ -103,12 +103,7 @@ func newSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod, podInfos *PodMemo[*sche
 		// Pods with claims then find none and fit nowhere; the rest is simulated.
 		s.logger.Error(err, "Simulating without the cluster's DRA objects")
 	}
-	byNode := make(map[string][]*apiv1.Pod, len(nodes))
-	for _, p := range pods {
-		if p.Spec.NodeName != "" {
-			byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
-		}
-	}
+	byNode := PodsByNode(pods)
 	for _, n := range nodes {
 		ni := schedframework.NewNodeInfo()
 		for _, p := range byNode[n.Name] {
