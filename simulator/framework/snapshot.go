@@ -98,6 +98,7 @@ func NewSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod) *Snapshot {
 
 func newSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod, podInfos *PodMemo[*schedframework.PodInfo], dra draObjects) *Snapshot {
 	s := &Snapshot{nodes: make(map[string]*schedframework.NodeInfo, len(nodes)), index: make(map[string]int64, len(nodes)),
+		list: make([]fwk.NodeInfo, 0, len(nodes)), keys: make([]int64, 0, len(nodes)),
 		logger: klog.Background(), podInfos: podInfos, dra: dra}
 	if err := s.dra.load(); err != nil {
 		// Pods with claims then find none and fit nowhere; the rest is simulated.
@@ -106,6 +107,9 @@ func newSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod, podInfos *PodMemo[*sche
 	byNode := PodsByNode(pods)
 	for _, n := range nodes {
 		ni := schedframework.NewNodeInfo()
+		if on := byNode[n.Name]; len(on) > 0 {
+			ni.Pods = make([]fwk.PodInfo, 0, len(on)) // not grown pod by pod
+		}
 		for _, p := range byNode[n.Name] {
 			// As NodeInfo.AddPod: a pod whose affinity terms do not parse
 			// is added with what could be parsed.
