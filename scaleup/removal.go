@@ -71,6 +71,7 @@ func (s *Session) TryRemoveWhy(ctx context.Context, node string, move []*apiv1.P
 		// filled are not asked again for every pod.
 		dest, err := s.o.sim.FitFrom(ctx, moved, accept, &s.moveNext)
 		if err == nil {
+			moved.Spec.NodeName = dest // bound there: the snapshot need not copy it again
 			err = snap.AddPodLike(moved, p, dest)
 		}
 		if err != nil {
