@@ -46,27 +46,45 @@ func (m *PodMemo[T]) Rotate() {
 // PodsByNode groups the pods that name a node by that name, each node's
 // pods in their order. The groups are parts of one array of all the pods,
 // each with no room past its end (an append to one copies it), so that a
-// loop does not grow a slice per node pod by pod.
+// loop does not grow a slice per node pod by pod; each pod's node name is
+// hashed once.
 func PodsByNode(pods []*apiv1.Pod) map[string][]*apiv1.Pod {
-	counts := make(map[string]int)
-	bound := 0
-	for _, p := range pods {
-		if p.Spec.NodeName != "" {
-			counts[p.Spec.NodeName]++
-			bound++
+	index := make(map[string]int)
+	var names []string
+	var counts []int
+	of := make([]int32, len(pods)) // the node index of each pod, -1: none
+	for i, p := range pods {
+		name := p.Spec.NodeName
+		if name == "" {
+			of[i] = -1
+			continue
+		}
+		k, ok := index[name]
+		if !ok {
+			k = len(names)
+			index[name] = k
+			names, counts = append(names, name), append(counts, 0)
+		}
+		of[i] = int32(k)
+		counts[k]++
+	}
+	next := make([]int, len(names)) // where the node's next pod goes
+	total := 0
+	for k, n := range counts {
+		next[k] = total
+		total += n
+	}
+	all := make([]*apiv1.Pod, total)
+	for i, p := range pods {
+		if k := of[i]; k >= 0 {
+			all[next[k]] = p
+			next[k]++
 		}
 	}
-	all := make([]*apiv1.Pod, bound)
-	out := make(map[string][]*apiv1.Pod, len(counts))
-	off := 0
-	for name, n := range counts {
-		out[name] = all[off : off : off+n]
-		off += n
-	}
-	for _, p := range pods {
-		if p.Spec.NodeName != "" {
-			out[p.Spec.NodeName] = append(out[p.Spec.NodeName], p)
-		}
+	out := make(map[string][]*apiv1.Pod, len(names))
+	for k, name := range names {
+		end := next[k]
+		out[name] = all[end-counts[k] : end : end]
 	}
 	return out
 }
