@@ -404,14 +404,20 @@ func (a *Autoscaler) observe(ctx context.Context, now time.Time) (*Observation, 
 		return nil, NewLoopError(metrics.CloudProviderError, fmt.Errorf("listing node groups: %w", err))
 	}
 	obs := &Observation{Now: now, NodeGroups: groups, Nodes: nodes}
+	// The scheduled pods are most of them: one slice of their number at
+	// most, instead of one grown by doubling.
+	scheduled := make([]*apiv1.Pod, 0, len(pods))
 	for _, p := range pods {
 		switch {
 		case p.Status.Phase == apiv1.PodSucceeded || p.Status.Phase == apiv1.PodFailed:
 		case p.Spec.NodeName != "":
-			obs.ScheduledPods = append(obs.ScheduledPods, p)
+			scheduled = append(scheduled, p)
 		default:
 			obs.PendingPods = append(obs.PendingPods, p)
 		}
+	}
+	if len(scheduled) > 0 {
+		obs.ScheduledPods = scheduled
 	}
 	klog.FromContext(ctx).V(4).Info("Observed cluster", "nodes", len(nodes),
 		"scheduledPods", len(obs.ScheduledPods), "pendingPods", len(obs.PendingPods))

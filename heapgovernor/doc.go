@@ -1,8 +1,9 @@
-// Package heapgovernor sets the Go runtime's soft memory limit from the live
-// heap (--heap-headroom-ratio): after each collection the limit is the live
-// heap plus a share of it (at least 64 MiB) plus the runtime's own memory,
-// capped below a cgroup memory limit. GOGC or GOMEMLIMIT in the environment
-// turn it off. "Who sets the soft memory limit" is answered here.
+// Package heapgovernor sets the Go collector's target percentage from the
+// live heap (--heap-headroom-ratio): after each collection the heap may grow
+// by a share of its live part (at least 64 MiB, at most what GOGC=100
+// allows) before the next one; in a cgroup with a memory limit it sets the
+// soft memory limit to 90% of that. GOGC or GOMEMLIMIT in the environment
+// turn it off. "Who sets GOGC and the soft memory limit" is answered here.
 //
 // It imports only the standard library and klog; nothing of the autoscaler.
 package heapgovernor

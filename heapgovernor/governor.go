@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"k8s.io/klog/v2"
@@ -21,22 +22,26 @@ import (
 // collection). At 3,000 nodes and 90,000 pods that is the difference
 // between about 450 and 700 MiB of RSS (docs/benchmarks.md, "Scale").
 //
-// After every collection it sets the runtime's soft memory limit to
+// After every collection it sets the collector's target percentage (what
+// GOGC sets) so that the next collection starts once the heap has grown by
 //
-//	the runtime's own (non-heap) memory + live heap + max(ratio x live heap, minHeadroom)
+//	max(ratio x live heap, minHeadroom)
 //
-// which for a small heap is above GOGC's goal (so nothing changes there),
-// and for a large one makes the collector run before the heap passes it.
-// When the process runs in a cgroup with a memory limit, the soft limit
-// never exceeds 90% of that limit, with or without the ratio, so that the
+// past the live heap, and never later than GOGC=100 would (for a small heap
+// the floor is above GOGC's goal, so nothing changes there). The room is
+// counted in heap objects only: the heap's fragments and free pages, and
+// the runtime's own memory, do not eat into it. (The governor used to set
+// the soft memory limit to live + room + the runtime's other memory
+// instead; the runtime counts every mapped page against that limit, so the
+// room left for new objects was a fraction of the ratio, and at 15,000
+// nodes the collector ran several times per loop: docs/benchmarks.md.)
+//
+// When the process runs in a cgroup with a memory limit, the soft memory
+// limit is set to 90% of that limit, with or without the ratio, so that the
 // collector works harder before the kernel kills the process (upstream's
 // autoscaler is OOM-killed in that state: autoscaler#7873). An operator's
 // GOMEMLIMIT or GOGC in the environment turns all of this off: the runtime
 // then does as told.
-//
-// The limit is soft: the runtime never spends more than about half the CPU
-// on collections to keep it, so a live heap that grows past it costs CPU for
-// one cycle and raises the limit at the next.
 
 const (
 	// minHeadroom is the least room above the live heap: below 64 MiB of
@@ -46,24 +51,23 @@ const (
 	// may take; the rest is for what the Go runtime does not account
 	// (the binary's mapped pages, the kernel's buffers).
 	cgroupShare = 0.9
+	// defaultPercent is GOGC's default, the most room the governor gives.
+	defaultPercent = 100
 )
 
-// heapLimit computes the soft memory limit from a collection's figures:
-// nonHeap is the runtime's memory outside heap spans, live the heap marked
-// live by the collection, ceiling the cgroup-derived maximum (0: none).
-// ratio 0 means the cgroup ceiling alone (math.MaxInt64 without one).
-func heapLimit(nonHeap, live uint64, ratio float64, ceiling int64) int64 {
-	limit := int64(math.MaxInt64)
-	if ratio > 0 {
-		room := max(uint64(ratio*float64(live)), minHeadroom)
-		if l := nonHeap + live + room; l < math.MaxInt64 {
-			limit = int64(l)
-		}
+// gcPercent computes the collector's target percentage from a collection's
+// live heap: the room max(ratio x live, minHeadroom) as a percentage of
+// live, rounded up, at most defaultPercent. ratio 0 means defaultPercent.
+func gcPercent(live uint64, ratio float64) int {
+	if ratio <= 0 || live == 0 {
+		return defaultPercent
 	}
-	if ceiling > 0 && ceiling < limit {
-		limit = ceiling
+	room := max(ratio*float64(live), minHeadroom)
+	pct := math.Ceil(100 * room / float64(live))
+	if pct >= defaultPercent || math.IsNaN(pct) {
+		return defaultPercent
 	}
-	return limit
+	return max(int(pct), 1)
 }
 
 // cgroupMemoryLimit reads the process's cgroup memory limit (v2's
@@ -107,18 +111,20 @@ func cgroupMemoryLimit(root, selfCgroup string) int64 {
 
 // heapGovernor is one running governor; at most one per process.
 type heapGovernor struct {
-	ratio   float64
-	ceiling int64
-	prev    int64
-	stopped atomic.Bool
-	samples []metrics.Sample
+	ratio       float64
+	percent     int // the percentage last set
+	prevPercent int
+	prevLimit   int64
+	mu          sync.Mutex // adjust and stop
+	stopped     bool
+	samples     []metrics.Sample
 }
 
 var governing atomic.Bool
 
 // Start starts the governor unless the environment sets GOGC
-// or GOMEMLIMIT, or another one runs; the returned stop restores the limit
-// the runtime had.
+// or GOMEMLIMIT, or another one runs; the returned stop restores the
+// collector's percentage and the memory limit the runtime had.
 func Start(logger klog.Logger, ratio float64) (stop func()) {
 	if env := firstEnv("GOMEMLIMIT", "GOGC"); env != "" {
 		logger.Info("Heap governor off: the environment sets the Go collector", "variable", env)
@@ -136,20 +142,27 @@ func Start(logger klog.Logger, ratio float64) (stop func()) {
 		governing.Store(false)
 		return func() {}
 	}
-	g := &heapGovernor{ratio: ratio, ceiling: ceiling, prev: debug.SetMemoryLimit(-1), samples: []metrics.Sample{
-		{Name: "/gc/heap/live:bytes"},
-		{Name: "/memory/classes/total:bytes"},
-		{Name: "/memory/classes/heap/released:bytes"},
-		{Name: "/memory/classes/heap/objects:bytes"},
-		{Name: "/memory/classes/heap/unused:bytes"},
-		{Name: "/memory/classes/heap/free:bytes"},
-	}}
+	g := &heapGovernor{ratio: ratio, prevLimit: debug.SetMemoryLimit(-1),
+		samples: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	if ceiling > 0 {
+		debug.SetMemoryLimit(ceiling)
+	}
 	logger.Info("Heap governor on", "headroomRatio", ratio, "cgroupCeilingBytes", ceiling)
-	g.adjust()
-	g.arm()
+	if ratio > 0 {
+		g.prevPercent = debug.SetGCPercent(defaultPercent)
+		g.percent = defaultPercent
+		g.adjust()
+		g.arm()
+	}
 	return func() {
-		if g.stopped.CompareAndSwap(false, true) {
-			debug.SetMemoryLimit(g.prev)
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if !g.stopped {
+			g.stopped = true
+			if ratio > 0 {
+				debug.SetGCPercent(g.prevPercent)
+			}
+			debug.SetMemoryLimit(g.prevLimit)
 			governing.Store(false)
 		}
 	}
@@ -170,27 +183,28 @@ type gcMark struct{ _ [16]byte }
 
 func (g *heapGovernor) arm() {
 	runtime.SetFinalizer(&gcMark{}, func(*gcMark) {
-		if g.stopped.Load() {
-			return
+		if g.adjust() {
+			g.arm()
 		}
-		g.adjust()
-		g.arm()
 	})
 }
 
-func (g *heapGovernor) adjust() {
+// adjust sets the percentage from the last collection's live heap; false
+// once the governor is stopped.
+func (g *heapGovernor) adjust() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.stopped {
+		return false
+	}
 	metrics.Read(g.samples)
-	value := func(i int) uint64 {
-		if g.samples[i].Value.Kind() != metrics.KindUint64 {
-			return 0
-		}
-		return g.samples[i].Value.Uint64()
+	var live uint64
+	if g.samples[0].Value.Kind() == metrics.KindUint64 {
+		live = g.samples[0].Value.Uint64()
 	}
-	live, total, released := value(0), value(1), value(2)
-	heap := value(3) + value(4) + value(5)
-	var nonHeap uint64
-	if total > released+heap {
-		nonHeap = total - released - heap
+	if pct := gcPercent(live, g.ratio); pct != g.percent {
+		debug.SetGCPercent(pct)
+		g.percent = pct
 	}
-	debug.SetMemoryLimit(heapLimit(nonHeap, live, g.ratio, g.ceiling))
+	return true
 }

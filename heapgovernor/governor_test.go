@@ -1,34 +1,37 @@
 package heapgovernor
 
 import (
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"testing"
 	"time"
 
 	"k8s.io/klog/v2"
 )
 
-func TestHeapLimit(t *testing.T) {
+func TestGCPercent(t *testing.T) {
 	const mi = 1 << 20
 	for _, c := range []struct {
-		name          string
-		nonHeap, live uint64
-		ratio         float64
-		ceiling, want int64
+		name  string
+		live  uint64
+		ratio float64
+		want  int
 	}{
-		{"small heap: the 64 MiB floor, above GOGC's goal", 10 * mi, 20 * mi, 0.25, 0, 94 * mi},
-		{"large heap: a quarter of it", 30 * mi, 300 * mi, 0.25, 0, 405 * mi},
-		{"the cgroup ceiling wins when lower", 30 * mi, 300 * mi, 0.25, 360 * mi, 360 * mi},
-		{"ratio 0 without a cgroup: no limit", 30 * mi, 300 * mi, 0, 0, math.MaxInt64},
-		{"ratio 0 with a cgroup: its ceiling", 30 * mi, 300 * mi, 0, 900 * mi, 900 * mi},
-		{"a huge ratio does not overflow", 0, 1 << 62, 1e6, 0, math.MaxInt64},
+		{"small heap: the 64 MiB floor is above GOGC=100's goal", 20 * mi, 0.25, 100},
+		{"64 MiB live: the floor is GOGC=100", 64 * mi, 0.25, 100},
+		{"160 MiB live: the 64 MiB floor", 160 * mi, 0.25, 40},
+		{"large heap: a quarter of it", 1000 * mi, 0.25, 25},
+		{"half of it", 1000 * mi, 0.5, 50},
+		{"a ratio above 1 is GOGC=100", 1000 * mi, 3, 100},
+		{"ratio 0: GOGC=100", 1000 * mi, 0, 100},
+		{"nothing live yet", 0, 0.25, 100},
+		{"a tiny ratio of a huge heap is at least 1", 1 << 50, 1e-9, 1},
 	} {
-		if got := heapLimit(c.nonHeap, c.live, c.ratio, c.ceiling); got != c.want {
-			t.Errorf("%s: heapLimit = %d MiB, want %d MiB", c.name, got/mi, c.want/mi)
+		if got := gcPercent(c.live, c.ratio); got != c.want {
+			t.Errorf("%s: gcPercent = %d, want %d", c.name, got, c.want)
 		}
 	}
 }
@@ -69,36 +72,45 @@ func TestCgroupMemoryLimit(t *testing.T) {
 	}
 }
 
-// TestHeapGovernorFollowsTheLiveHeap: with 400 MiB live, the limit the
-// governor sets after a collection lies between the live heap plus a
-// quarter and that plus the runtime's own memory; the environment's GOGC
-// turns it off; stop restores the limit the runtime had.
+// TestHeapGovernorFollowsTheLiveHeap: with 400 MiB live, the governor
+// sets GOGC to 25 (a quarter) after a collection and no memory limit (no
+// cgroup limit here); the environment's GOGC turns it off; stop restores
+// what the runtime had.
 func TestHeapGovernorFollowsTheLiveHeap(t *testing.T) {
 	t.Setenv("GOGC", "")
 	t.Setenv("GOMEMLIMIT", "")
-	before := debug.SetMemoryLimit(-1)
+	if cgroupMemoryLimit("/sys/fs/cgroup", readSelfCgroup()) > 0 {
+		t.Skip("the test process runs under a cgroup memory limit")
+	}
+	beforeLimit := debug.SetMemoryLimit(-1)
+	beforePercent := debug.SetGCPercent(100)
+	debug.SetGCPercent(beforePercent)
 	live := make([][]byte, 400)
 	for i := range live {
 		live[i] = make([]byte, 1<<20)
 	}
 	stop := Start(klog.Background(), 0.25)
 	deadline := time.Now().Add(10 * time.Second)
-	var limit int64
+	var percent int
 	for time.Now().Before(deadline) {
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond) // the finalizer goroutine runs the hook
-		if limit = debug.SetMemoryLimit(-1); limit != before {
+		percent = debug.SetGCPercent(-1)
+		debug.SetGCPercent(percent)
+		if percent != 100 {
 			break
 		}
 	}
 	runtime.KeepAlive(live)
-	low, high := int64(500<<20), int64(700<<20)
-	if limit < low || limit > high {
-		t.Errorf("limit with 400 MiB live = %d MiB, want %d..%d MiB", limit>>20, low>>20, high>>20)
+	if percent < 20 || percent > 26 {
+		t.Errorf("GOGC with 400 MiB live = %d, want 20..26 (a quarter, the rest of the heap included)", percent)
+	}
+	if got := debug.SetMemoryLimit(-1); got != beforeLimit {
+		t.Errorf("the governor set a memory limit (%d) without a cgroup limit", got)
 	}
 	stop()
-	if got := debug.SetMemoryLimit(-1); got != before {
-		t.Errorf("after stop the limit is %d, want the runtime's %d", got, before)
+	if got := debug.SetGCPercent(beforePercent); got != beforePercent {
+		t.Errorf("after stop GOGC is %d, want the runtime's %d", got, beforePercent)
 	}
 	live = nil
 	runtime.GC()
@@ -107,7 +119,58 @@ func TestHeapGovernorFollowsTheLiveHeap(t *testing.T) {
 	stop = Start(klog.Background(), 0.25)
 	defer stop()
 	runtime.GC()
-	if got := debug.SetMemoryLimit(-1); got != before {
-		t.Errorf("with GOGC set the governor changed the limit to %d", got)
+	time.Sleep(10 * time.Millisecond)
+	if got := debug.SetGCPercent(beforePercent); got != beforePercent {
+		t.Errorf("with GOGC set the governor changed GOGC to %d", got)
 	}
+}
+
+// TestHeapGovernorRoomIsNotEatenByFragments: 100 MiB live held in small
+// objects that fill only half of their spans (200 MiB of heap memory), then
+// 1 GiB of short-lived garbage. The room after a collection (64 MiB here)
+// is room for new objects: about 16 collections. (Under the soft memory
+// limit the governor set before, live + room + the runtime's other memory,
+// the half-empty spans counted against the limit and the collector ran
+// without pause: hundreds of collections.)
+func TestHeapGovernorRoomIsNotEatenByFragments(t *testing.T) {
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	if cgroupMemoryLimit("/sys/fs/cgroup", readSelfCgroup()) > 0 {
+		t.Skip("the test process runs under a cgroup memory limit")
+	}
+	const obj = 1024
+	all := make([]*[obj]byte, 200<<20/obj)
+	for i := range all {
+		all[i] = new([obj]byte)
+	}
+	for i := 0; i < len(all); i += 2 {
+		all[i] = nil // every other object: each span half full
+	}
+	runtime.GC()
+	stop := Start(klog.Background(), 0.25)
+	defer stop()
+	runtime.GC()
+	time.Sleep(20 * time.Millisecond)
+	cycles := func() uint64 {
+		s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	start := cycles()
+	var sink *[4096]byte
+	for range 1 << 30 / 4096 {
+		sink = new([4096]byte)
+	}
+	runtime.KeepAlive(sink)
+	runtime.KeepAlive(all)
+	n := cycles() - start
+	t.Logf("%d collections", n)
+	if n > 40 {
+		t.Errorf("1 GiB of garbage with 64 MiB of room ran %d collections, want about 16 (at most 40)", n)
+	}
+}
+
+func readSelfCgroup() string {
+	b, _ := os.ReadFile("/proc/self/cgroup")
+	return string(b)
 }

@@ -180,10 +180,7 @@ type Input struct {
 func (p *Planner) Update(ctx context.Context, in Input) *Plan {
 	logger := klog.FromContext(ctx)
 	plan := &Plan{Unremovable: map[string]string{}, Utilization: map[string][2]float64{}}
-	podsByNode := map[string][]*apiv1.Pod{}
-	for _, pod := range in.ScheduledPods {
-		podsByNode[pod.Spec.NodeName] = append(podsByNode[pod.Spec.NodeName], pod)
-	}
+	podsByNode := framework.PodsByNode(in.ScheduledPods)
 	groupOf := map[string]*clusterstate.GroupState{}
 	for _, gs := range in.State.Groups() {
 		for _, n := range gs.Nodes {

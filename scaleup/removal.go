@@ -61,13 +61,18 @@ func (s *Session) TryRemoveWhy(ctx context.Context, node string, move []*apiv1.P
 	carried := s.moved[node]
 	placed := make(map[string][]*apiv1.Pod)
 	for i, p := range append(append([]*apiv1.Pod(nil), move...), carried...) {
-		moved := p.DeepCopy()
-		moved.Spec.NodeName = ""
+		// A shallow copy: the simulation never changes a pod (the
+		// snapshot's and the plugins' rule), so the copy shares p's maps
+		// and slices, and the snapshot reuses what it knows of p.
+		cp := *p
+		cp.Spec.NodeName = ""
+		moved := &cp
 		// From where the previous pod went: the nodes earlier removals
 		// filled are not asked again for every pod.
 		dest, err := s.o.sim.FitFrom(ctx, moved, accept, &s.moveNext)
 		if err == nil {
-			err = snap.AddPod(moved, dest)
+			moved.Spec.NodeName = dest // bound there: the snapshot need not copy it again
+			err = snap.AddPodLike(moved, p, dest)
 		}
 		if err != nil {
 			snap.Revert()

@@ -32,7 +32,59 @@ func (m *PodMemo[T]) Get(pod *apiv1.Pod, compute func(*apiv1.Pod) T) T {
 }
 
 // Rotate ends a loop: the values asked for since the last Rotate are kept,
-// the others dropped.
+// the others dropped. The dropped map is cleared and reused (it keeps its
+// room), so that a loop does not allocate a map of every pod anew.
 func (m *PodMemo[T]) Rotate() {
-	m.prev, m.cur = m.cur, make(map[*apiv1.Pod]T, len(m.cur))
+	old := m.prev
+	clear(old)
+	if old == nil {
+		old = make(map[*apiv1.Pod]T, len(m.cur))
+	}
+	m.prev, m.cur = m.cur, old
+}
+
+// PodsByNode groups the pods that name a node by that name, each node's
+// pods in their order. The groups are parts of one array of all the pods,
+// each with no room past its end (an append to one copies it), so that a
+// loop does not grow a slice per node pod by pod; each pod's node name is
+// hashed once.
+func PodsByNode(pods []*apiv1.Pod) map[string][]*apiv1.Pod {
+	index := make(map[string]int)
+	var names []string
+	var counts []int
+	of := make([]int32, len(pods)) // the node index of each pod, -1: none
+	for i, p := range pods {
+		name := p.Spec.NodeName
+		if name == "" {
+			of[i] = -1
+			continue
+		}
+		k, ok := index[name]
+		if !ok {
+			k = len(names)
+			index[name] = k
+			names, counts = append(names, name), append(counts, 0)
+		}
+		of[i] = int32(k)
+		counts[k]++
+	}
+	next := make([]int, len(names)) // where the node's next pod goes
+	total := 0
+	for k, n := range counts {
+		next[k] = total
+		total += n
+	}
+	all := make([]*apiv1.Pod, total)
+	for i, p := range pods {
+		if k := of[i]; k >= 0 {
+			all[next[k]] = p
+			next[k]++
+		}
+	}
+	out := make(map[string][]*apiv1.Pod, len(names))
+	for k, name := range names {
+		end := next[k]
+		out[name] = all[end-counts[k] : end : end]
+	}
+	return out
 }

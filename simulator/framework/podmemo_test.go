@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	apiv1 "k8s.io/api/core/v1"
 )
 
@@ -105,5 +106,54 @@ func BenchmarkFitAnywhere(b *testing.B) {
 		if node, err := h.FitAnywhere(b.Context(), pod, nil); err != nil || node != "n2999" {
 			b.Fatalf("placed on %q: %v", node, err)
 		}
+	}
+}
+
+// TestPodMemoRotateAllocatesNothing: once both maps exist, a loop's Rotate
+// reuses the map it drops (cleared) instead of allocating one of every pod.
+func TestPodMemoRotateAllocatesNothing(t *testing.T) {
+	pods := make([]*apiv1.Pod, 1000)
+	for i := range pods {
+		pods[i] = makePod(fmt.Sprint("p", i), "1").obj()
+	}
+	compute := func(p *apiv1.Pod) int { return len(p.Name) }
+	var m PodMemo[int]
+	loop := func() {
+		for _, p := range pods {
+			m.Get(p, compute)
+		}
+		m.Rotate()
+	}
+	loop()
+	loop()
+	if n := testing.AllocsPerRun(5, loop); n != 0 {
+		t.Errorf("a loop of 1,000 remembered pods allocated %v times, want 0", n)
+	}
+	if v := m.Get(pods[0], func(*apiv1.Pod) int { return -1 }); v != 2 {
+		t.Errorf("after the loops pods[0] = %d, want its remembered 2", v)
+	}
+}
+
+func TestPodsByNode(t *testing.T) {
+	a1, b1, a2, pending, a3 := makePod("a1", "1").on("a").obj(), makePod("b1", "1").on("b").obj(),
+		makePod("a2", "1").on("a").obj(), makePod("pending", "1").obj(), makePod("a3", "1").on("a").obj()
+	got := PodsByNode([]*apiv1.Pod{a1, b1, a2, pending, a3})
+	names := map[string][]string{}
+	for node, pods := range got {
+		for _, p := range pods {
+			names[node] = append(names[node], p.Name)
+		}
+	}
+	if diff := cmp.Diff(map[string][]string{"a": {"a1", "a2", "a3"}, "b": {"b1"}}, names); diff != "" {
+		t.Errorf("PodsByNode (-want +got):\n%s", diff)
+	}
+	// An append to one node's pods leaves the others' as they are.
+	_ = append(got["a"], pending)
+	_ = append(got["b"], pending)
+	if got["b"][0] != b1 || got["a"][2] != a3 || len(got["a"]) != 3 {
+		t.Error("an append to one node's pods wrote into another's")
+	}
+	if n := len(PodsByNode(nil)); n != 0 {
+		t.Errorf("PodsByNode(nil) has %d nodes", n)
 	}
 }

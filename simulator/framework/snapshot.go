@@ -98,19 +98,18 @@ func NewSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod) *Snapshot {
 
 func newSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod, podInfos *PodMemo[*schedframework.PodInfo], dra draObjects) *Snapshot {
 	s := &Snapshot{nodes: make(map[string]*schedframework.NodeInfo, len(nodes)), index: make(map[string]int64, len(nodes)),
+		list: make([]fwk.NodeInfo, 0, len(nodes)), keys: make([]int64, 0, len(nodes)),
 		logger: klog.Background(), podInfos: podInfos, dra: dra}
 	if err := s.dra.load(); err != nil {
 		// Pods with claims then find none and fit nowhere; the rest is simulated.
 		s.logger.Error(err, "Simulating without the cluster's DRA objects")
 	}
-	byNode := make(map[string][]*apiv1.Pod, len(nodes))
-	for _, p := range pods {
-		if p.Spec.NodeName != "" {
-			byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
-		}
-	}
+	byNode := PodsByNode(pods)
 	for _, n := range nodes {
 		ni := schedframework.NewNodeInfo()
+		if on := byNode[n.Name]; len(on) > 0 {
+			ni.Pods = make([]fwk.PodInfo, 0, len(on)) // not grown pod by pod
+		}
 		for _, p := range byNode[n.Name] {
 			// As NodeInfo.AddPod: a pod whose affinity terms do not parse
 			// is added with what could be parsed.
@@ -464,6 +463,20 @@ func (s *Snapshot) AddPodShaped(shape *PodShape, pod *apiv1.Pod, nodeName string
 	}
 	ni.AddPodInfo(shape.bind(pod, nodeName))
 	return nil
+}
+
+// AddPodLike places pod, a copy of original that differs from it at most
+// in its node name, on node: the same as AddPod, with the scheduler's view
+// of original (requests, affinity terms) that the snapshot keeps for the
+// pods of its last Reset instead of analysing the copy again. A drain
+// simulation moves every pod of a candidate this way.
+func (s *Snapshot) AddPodLike(pod, original *apiv1.Pod, nodeName string) error {
+	pi := s.podInfos.Get(original, func(p *apiv1.Pod) *schedframework.PodInfo {
+		pi, _ := schedframework.NewPodInfo(p) // as NodeInfo.AddPod: what could be parsed
+		return pi
+	})
+	pi.CalculateResource() // cached in pi (already, for a pod of the last Reset)
+	return s.AddPodShaped(&PodShape{info: pi}, pod, nodeName)
 }
 
 // AddPodsShaped places pods, all of shape, on node.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	apiv1 "k8s.io/api/core/v1"
+	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
 func podNames(t *testing.T, s *Snapshot, node string) []string {
@@ -163,5 +164,55 @@ func TestSnapshotAddPodsShaped(t *testing.T) {
 	s.Revert()
 	if cpu, _, _, _ := s.Free("n1"); cpu != 4000 {
 		t.Errorf("free cpu %d after revert, want 4000", cpu)
+	}
+}
+
+// TestAddPodLikeIsAddPod: a pod moved with AddPodLike (a copy of a pod of
+// the last Reset, without its node name) leaves the destination's NodeInfo
+// as AddPod does: requests, non-zero requests, ports, affinity lists, the
+// pod bound to the node; and it uses the PodInfo the snapshot keeps for the
+// original (whose cached requests it shares) instead of a new analysis.
+func TestAddPodLikeIsAddPod(t *testing.T) {
+	orig := makePod("p", "1").on("n1").hostPort(8080).antiAffinity("app", "x").obj()
+	nodes := func() []*apiv1.Node { return []*apiv1.Node{makeNode("n1", "4").obj(), makeNode("n2", "4").obj()} }
+	moved := func() *apiv1.Pod {
+		cp := *orig
+		cp.Spec.NodeName = ""
+		return &cp
+	}
+	want := NewSnapshot(nodes(), []*apiv1.Pod{orig})
+	if err := want.AddPod(moved(), "n2"); err != nil {
+		t.Fatal(err)
+	}
+	got := NewSnapshot(nodes(), []*apiv1.Pod{orig})
+	if err := got.AddPodLike(moved(), orig, "n2"); err != nil {
+		t.Fatal(err)
+	}
+	view := func(s *Snapshot) any {
+		ni, err := s.NodeInfo("n2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pods []string
+		for _, pi := range ni.Pods {
+			pods = append(pods, pi.GetPod().Name+"@"+pi.GetPod().Spec.NodeName)
+		}
+		return []any{ni.Requested, ni.NonZeroRequested, ni.UsedPorts, len(ni.PodsWithAffinity),
+			len(ni.PodsWithRequiredAntiAffinity), pods}
+	}
+	if diff := cmp.Diff(view(want), view(got)); diff != "" {
+		t.Errorf("AddPodLike differs from AddPod (-AddPod +AddPodLike):\n%s", diff)
+	}
+	kept, err := got.NodeInfo("n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ni, _ := got.NodeInfo("n2")
+	a, b := kept.Pods[0].(*schedframework.PodInfo), ni.Pods[0].(*schedframework.PodInfo)
+	if len(b.RequiredAntiAffinityTerms) != 1 || &a.RequiredAntiAffinityTerms[0] != &b.RequiredAntiAffinityTerms[0] {
+		t.Error("the moved pod's affinity terms were analysed again, not shared with the original's PodInfo")
+	}
+	if a.CalculateResource().Resource != b.CalculateResource().Resource {
+		t.Error("the moved pod's requests were computed again, not shared with the original's PodInfo")
 	}
 }
