@@ -30,6 +30,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/processors"
 	"k8s.io/autoscaler/cluster-autoscaler/processors/capacitybuffers"
 	"k8s.io/autoscaler/cluster-autoscaler/processors/provreqs"
+	"k8s.io/autoscaler/cluster-autoscaler/provreq/processor"
 	"k8s.io/autoscaler/cluster-autoscaler/scaledown"
 	"k8s.io/autoscaler/cluster-autoscaler/scaleup"
 	simframework "k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
@@ -309,6 +310,9 @@ func (w *wiring) buildProvisioningRequests(ctx context.Context) error {
 	p, informer, err := buildProvReqProcessor(ctx, w.opts, w.restConfig, w.client, w.factory, w.recorder, w.orchestrator, w.m, w.wrapProvReqs)
 	if err != nil {
 		return err
+	}
+	if w.explain != nil {
+		processor.WithExplainer(w.explain)(p)
 	}
 	w.provreqInformer, w.requests = informer, provreqs.New(p, w.state)
 	return nil

@@ -122,6 +122,8 @@ type Loop struct {
 	// ScaleDown says why scale-down did not act at all in the loop
 	// (disabled, cooldown), if so.
 	ScaleDown string `json:"scaleDown,omitempty"`
+	// Requests are the conditions the loop set on ProvisioningRequests.
+	Requests []RequestConditions `json:"provisioningRequests,omitempty"`
 }
 
 // Recorder keeps the loop being recorded and the last complete one. A nil
