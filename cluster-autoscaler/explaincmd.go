@@ -214,7 +214,7 @@ func writeExplanation(rec *explain.Recorder, q explainQuery, out io.Writer) erro
 		g, at, ok := rec.Pod(q.name)
 		if !ok {
 			return fmt.Errorf("pod %s was not among the pending pods the simulated loop considered for scale-up "+
-				"(it may be scheduled, not yet marked unschedulable, too new, expendable, or not exist): %w", q.name, errNotExplained)
+				"(it may be scheduled, not yet marked unschedulable, too new, or not exist): %w", q.name, errNotExplained)
 		}
 		if asJSON {
 			return encodeJSON(out, struct {

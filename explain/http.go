@@ -48,7 +48,7 @@ func (r *Recorder) servePod(w http.ResponseWriter, pod string, asJSON bool) {
 	if !ok {
 		http.Error(w, fmt.Sprintf("pod %s was not among the pending pods the last loop (at %s) considered for scale-up: "+
 			"it may be scheduled, not yet marked unschedulable by the scheduler, too new (--new-pod-scale-up-delay), "+
-			"below --expendable-pods-priority-cutoff, set aside by a processor, or not exist",
+			"set aside by a processor, or not exist",
 			pod, at.UTC().Format(time.RFC3339)), http.StatusNotFound)
 		return
 	}

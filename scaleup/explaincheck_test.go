@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	apiv1 "k8s.io/api/core/v1"
 
+	fakeprovider "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
 	"k8s.io/autoscaler/cluster-autoscaler/explain"
 )
 
@@ -95,5 +96,31 @@ func TestExplainerRecordsBookings(t *testing.T) {
 	}
 	if wantMsg := "1 of the 3 pods fit no current node (pod default/big-0-2 and its like); the others are booked"; gs[0].Message != wantMsg {
 		t.Errorf("message %q, want %q", gs[0].Message, wantMsg)
+	}
+}
+
+// TestExplainerRecordsExpendablePods: a pending pod below
+// --expendable-pods-priority-cutoff is recorded with its priority and the
+// cutoff, not left unexplained.
+func TestExplainerRecordsExpendablePods(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p := fakeprovider.NewProvider()
+	p.AddNodeGroup("small", 0, 10, 0, templateNode("small", "4"))
+	o := newOrchestrator(t, p, nil)
+	rec := explain.NewRecorder()
+	WithExplainer(rec)(o)
+	low := onePod("low", "1")
+	prio := int32(-20)
+	low.Spec.Priority = &prio
+	rec.BeginLoop(now)
+	if _, err := runLoop(ctx, o, Input{Now: now, Pending: []*apiv1.Pod{low}}); err != nil {
+		t.Fatal(err)
+	}
+	rec.EndLoop()
+	g, _, ok := rec.Pod("default/low")
+	want := "expendable: priority -20 below the cutoff -10 (--expendable-pods-priority-cutoff); such pods never trigger a scale-up"
+	if !ok || g.Outcome != explain.OutcomeExpendable || g.Message != want {
+		t.Errorf("record %+v (found %v), want outcome %q with %q", g, ok, explain.OutcomeExpendable, want)
 	}
 }

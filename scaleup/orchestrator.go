@@ -477,14 +477,18 @@ const (
 )
 
 // dropExpendable leaves out pods below --expendable-pods-priority-cutoff.
+// The explainer is told which, and why.
 func (o *Orchestrator) dropExpendable(pods []*apiv1.Pod) []*apiv1.Pod {
 	out := pods[:0:0]
+	var dropped []*apiv1.Pod
 	for _, p := range pods {
 		if p.Spec.Priority != nil && int(*p.Spec.Priority) < o.opts.ExpendablePodsPriorityCutoff {
+			dropped = append(dropped, p)
 			continue
 		}
 		out = append(out, p)
 	}
+	o.explain.Expendable(dropped, o.opts.ExpendablePodsPriorityCutoff)
 	return out
 }
 
