@@ -351,7 +351,7 @@ func (w *wiring) buildProcessors() error {
 
 func (w *wiring) buildRunner(health *core.HealthCheck, snapshots *core.Snapshotter) *core.Runner {
 	if snapshots != nil {
-		w.loopOpts = append(w.loopOpts, core.WithSnapshotter(snapshots), core.WithSnapshotObjects(snapshotObjects(w.factory, w.nsFactory, w.opts.Namespace)))
+		w.loopOpts = append(w.loopOpts, core.WithSnapshotter(snapshots), core.WithSnapshotObjects(snapshotObjects(w.factory, w.nsFactory, w.opts.Namespace, w.dra != nil)))
 	}
 	autoscaler := core.NewAutoscaler(w.opts, w.listers, w.provider, w.m, w.loopOpts...)
 	return core.NewRunner(autoscaler, w.opts.ScanInterval, health, w.m, core.WithFrequentLoops(w.opts.FrequentLoopsEnabled),
