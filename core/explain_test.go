@@ -57,7 +57,7 @@ func TestExplainerRecordsPodsOfAStoppedLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	g, _, ok := rec.Pod("ns/web-0")
-	want := "no scale-up this loop: cluster unhealthy (4 unready and 0 long unregistered of 5 registered nodes; " +
+	want := "cluster unhealthy (4 unready and 0 long unregistered of 5 registered nodes; " +
 		"--ok-total-unready-count=3, --max-total-unready-percentage=45)"
 	if !ok || g.Outcome != explain.OutcomeLoopStopped || g.Message != want {
 		t.Errorf("record %+v (found %v), want outcome %q with %q", g, ok, explain.OutcomeLoopStopped, want)

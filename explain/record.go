@@ -382,7 +382,7 @@ func (r *Recorder) Expendable(pods []*apiv1.Pod, cutoff int) {
 		if p.Spec.Priority != nil {
 			prio = *p.Spec.Priority
 		}
-		return fmt.Sprintf("expendable: priority %d below the cutoff %d (--expendable-pods-priority-cutoff); "+
+		return fmt.Sprintf("priority %d below the cutoff %d (--expendable-pods-priority-cutoff); "+
 			"such pods never trigger a scale-up", prio, cutoff)
 	})
 }
@@ -390,7 +390,7 @@ func (r *Recorder) Expendable(pods []*apiv1.Pod, cutoff int) {
 // LoopStopped records the pending pods of a loop that stopped before its
 // scale-up, with why (the cluster is unhealthy, with its counts, ...).
 func (r *Recorder) LoopStopped(pods []*apiv1.Pod, why string) {
-	r.addByOwner(pods, OutcomeLoopStopped, func(*apiv1.Pod, string) string { return "no scale-up this loop: " + why })
+	r.addByOwner(pods, OutcomeLoopStopped, func(*apiv1.Pod, string) string { return why })
 }
 
 // addByOwner records pods with outcome, one record per ProvisioningRequest

@@ -119,7 +119,7 @@ func TestExplainerRecordsExpendablePods(t *testing.T) {
 	}
 	rec.EndLoop()
 	g, _, ok := rec.Pod("default/low")
-	want := "expendable: priority -20 below the cutoff -10 (--expendable-pods-priority-cutoff); such pods never trigger a scale-up"
+	want := "priority -20 below the cutoff -10 (--expendable-pods-priority-cutoff); such pods never trigger a scale-up"
 	if !ok || g.Outcome != explain.OutcomeExpendable || g.Message != want {
 		t.Errorf("record %+v (found %v), want outcome %q with %q", g, ok, explain.OutcomeExpendable, want)
 	}
