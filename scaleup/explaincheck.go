@@ -38,17 +38,17 @@ func (o *Orchestrator) recordCheck(ctx context.Context, pods, rest []*apiv1.Pod,
 	if req == "" {
 		return // stand-ins (a ReplicaSet's planned replicas): nobody asks about them
 	}
+	where := "current"
+	if !realOnly {
+		where = "current or upcoming"
+	}
 	rec := explain.PodGroup{Pods: names, PodCount: len(pods), Request: req, Outcome: explain.OutcomeBooked,
-		Message: fmt.Sprintf("all %d pods fit the cluster's current nodes", len(pods))}
+		Message: fmt.Sprintf("all %d pods fit the cluster's %s nodes", len(pods), where)}
 	if booked {
 		rec.NodeGroups = o.bookings(ctx, placed)
 	}
 	if len(rest) > 0 {
 		rec.Outcome = explain.OutcomeNoFit
-		where := "current"
-		if !realOnly {
-			where = "current or upcoming"
-		}
 		rec.Message = fmt.Sprintf("%d of the %d pods fit no %s node (pod %s/%s and its like)", len(rest), len(pods),
 			where, rest[0].Namespace, rest[0].Name)
 		if booked && len(placed) > 0 {
