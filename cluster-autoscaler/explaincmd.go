@@ -214,7 +214,7 @@ func writeExplanation(rec *explain.Recorder, q explainQuery, out io.Writer) erro
 		g, at, ok := rec.Pod(q.name)
 		if !ok {
 			return fmt.Errorf("pod %s was not among the pending pods the simulated loop considered for scale-up "+
-				"(it may be scheduled, not yet marked unschedulable, too new, expendable, or not exist): %w", q.name, errNotExplained)
+				"(it may be scheduled, not yet marked unschedulable, too new, or not exist): %w", q.name, errNotExplained)
 		}
 		if asJSON {
 			return encodeJSON(out, struct {
@@ -238,21 +238,18 @@ func writeExplanation(rec *explain.Recorder, q explainQuery, out io.Writer) erro
 		return explain.WriteNode(out, v, note, at)
 	default:
 		gs, at := rec.Request(q.name)
-		if len(gs) == 0 {
+		conds := rec.RequestConditions(q.name)
+		if len(gs) == 0 && len(conds) == 0 {
 			return fmt.Errorf("ProvisioningRequest %s had no pods in the simulated loop's scale-up: %w", q.name, errNotExplained)
 		}
 		if asJSON {
 			return encodeJSON(out, struct {
-				At        time.Time          `json:"at"`
-				PodGroups []explain.PodGroup `json:"podGroups"`
-			}{at, gs})
+				At         time.Time           `json:"at"`
+				Conditions []explain.Condition `json:"conditions,omitempty"`
+				PodGroups  []explain.PodGroup  `json:"podGroups"`
+			}{at, conds, gs})
 		}
-		for _, g := range gs {
-			if err := explain.WritePodGroup(out, g, at); err != nil {
-				return err
-			}
-		}
-		return nil
+		return explain.WriteRequest(out, conds, gs, at)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -17,6 +18,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/explain/offline"
 	"k8s.io/autoscaler/cluster-autoscaler/explain/readonly"
+	simframework "k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
 )
 
 // snapshotArg takes `--snapshot FILE` (or `--snapshot=FILE`) out of args,
@@ -83,8 +85,26 @@ func offlineSource(opts config.Options, path string, errOut io.Writer) (explainS
 			return explainSource{}, fmt.Errorf("--snapshot %s: %w", path, describeAddError(o, err))
 		}
 	}
+	if snap.Objects != nil && snap.Objects.DRA {
+		serveDRA(client)
+	}
 	client.PrependReactor("*", "*", refuseWrites)
 	return explainSource{opts: opts, client: client, providers: providers, now: snap.StartTimestamp}, nil
+}
+
+// serveDRA makes the in-memory client's discovery serve resource.k8s.io/v1,
+// as the cluster of a dump with DRA objects did, so that the simulated loop
+// reads the dump's ResourceSlices, claims and DeviceClasses.
+func serveDRA(client *fake.Clientset) {
+	d, ok := client.Discovery().(*fakediscovery.FakeDiscovery)
+	if !ok {
+		return
+	}
+	list := &metav1.APIResourceList{GroupVersion: simframework.DRAGroupVersion}
+	for _, r := range simframework.DRAResources() {
+		list.APIResources = append(list.APIResources, metav1.APIResource{Name: r})
+	}
+	d.Resources = append(d.Resources, list)
 }
 
 // describeAddError names the dump's object that could not be loaded.

@@ -30,6 +30,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/processors"
 	"k8s.io/autoscaler/cluster-autoscaler/processors/capacitybuffers"
 	"k8s.io/autoscaler/cluster-autoscaler/processors/provreqs"
+	"k8s.io/autoscaler/cluster-autoscaler/provreq/processor"
 	"k8s.io/autoscaler/cluster-autoscaler/scaledown"
 	"k8s.io/autoscaler/cluster-autoscaler/scaleup"
 	simframework "k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
@@ -310,6 +311,9 @@ func (w *wiring) buildProvisioningRequests(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if w.explain != nil {
+		processor.WithExplainer(w.explain)(p)
+	}
 	w.provreqInformer, w.requests = informer, provreqs.New(p, w.state)
 	return nil
 }
@@ -347,7 +351,7 @@ func (w *wiring) buildProcessors() error {
 
 func (w *wiring) buildRunner(health *core.HealthCheck, snapshots *core.Snapshotter) *core.Runner {
 	if snapshots != nil {
-		w.loopOpts = append(w.loopOpts, core.WithSnapshotter(snapshots), core.WithSnapshotObjects(snapshotObjects(w.factory, w.nsFactory, w.opts.Namespace)))
+		w.loopOpts = append(w.loopOpts, core.WithSnapshotter(snapshots), core.WithSnapshotObjects(snapshotObjects(w.factory, w.nsFactory, w.opts.Namespace, w.dra != nil)))
 	}
 	autoscaler := core.NewAutoscaler(w.opts, w.listers, w.provider, w.m, w.loopOpts...)
 	return core.NewRunner(autoscaler, w.opts.ScanInterval, health, w.m, core.WithFrequentLoops(w.opts.FrequentLoopsEnabled),

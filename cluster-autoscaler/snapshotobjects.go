@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -13,9 +14,11 @@ import (
 
 // snapshotObjects lists, from the informer caches, the objects a
 // /snapshotz dump carries besides nodes and pods; nsFactory is the
-// autoscaler namespace's (the priority expander's ConfigMap). The listers
-// are made now, so that their informers start with the factories.
-func snapshotObjects(f, nsFactory informers.SharedInformerFactory, namespace string) func() (*core.SnapshotObjects, error) {
+// autoscaler namespace's (the priority expander's ConfigMap); dra, when
+// the cluster serves resource.k8s.io/v1 (the DRA informers are then on f).
+// The listers are made now, so that their informers start with the
+// factories.
+func snapshotObjects(f, nsFactory informers.SharedInformerFactory, namespace string, dra bool) func() (*core.SnapshotObjects, error) {
 	ds, rs, ss := f.Apps().V1().DaemonSets().Lister(), f.Apps().V1().ReplicaSets().Lister(), f.Apps().V1().StatefulSets().Lister()
 	jobs, rcs := f.Batch().V1().Jobs().Lister(), f.Core().V1().ReplicationControllers().Lister()
 	pdbs := f.Policy().V1().PodDisruptionBudgets().Lister()
@@ -23,9 +26,11 @@ func snapshotObjects(f, nsFactory informers.SharedInformerFactory, namespace str
 	if nsFactory != nil {
 		configMaps = nsFactory.Core().V1().ConfigMaps().Lister().ConfigMaps(namespace)
 	}
+	listDRA := draObjects(f, dra)
 	return func() (*core.SnapshotObjects, error) {
 		var o core.SnapshotObjects
-		var errs [6]error
+		var errs [7]error
+		errs[6] = listDRA(&o)
 		o.DaemonSets, errs[0] = ds.List(labels.Everything())
 		o.ReplicaSets, errs[1] = rs.List(labels.Everything())
 		o.StatefulSets, errs[2] = ss.List(labels.Everything())
@@ -43,5 +48,25 @@ func snapshotObjects(f, nsFactory informers.SharedInformerFactory, namespace str
 			}
 		}
 		return &o, nil
+	}
+}
+
+// draObjects returns what lists the DRA objects into a snapshot's objects
+// (nothing when the cluster does not serve them).
+func draObjects(f informers.SharedInformerFactory, served bool) func(*core.SnapshotObjects) error {
+	if !served {
+		return func(*core.SnapshotObjects) error { return nil }
+	}
+	r := f.Resource().V1()
+	slices, claims, classes, templates := r.ResourceSlices().Lister(), r.ResourceClaims().Lister(),
+		r.DeviceClasses().Lister(), r.ResourceClaimTemplates().Lister()
+	return func(o *core.SnapshotObjects) error {
+		o.DRA = true
+		var errs [4]error
+		o.ResourceSlices, errs[0] = slices.List(labels.Everything())
+		o.ResourceClaims, errs[1] = claims.List(labels.Everything())
+		o.DeviceClasses, errs[2] = classes.List(labels.Everything())
+		o.ResourceClaimTemplates, errs[3] = templates.List(labels.Everything())
+		return errors.Join(errs[:]...)
 	}
 }

@@ -64,6 +64,9 @@ type LoopRecorder interface {
 	// SetAside records pending pods the pod-list processors left out
 	// of the scale-up.
 	SetAside(pods []*apiv1.Pod)
+	// LoopStopped records the pending pods of a loop that stopped before
+	// its scale-up, with why.
+	LoopStopped(pods []*apiv1.Pod, why string)
 }
 
 // WithExplainer marks each loop's beginning and end on r, so that r keeps
@@ -159,6 +162,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (Result, error)
 	defer a.writeStatus(ctx, obs.Now)
 	defer a.report(ctx, obs)
 	if a.noReadyNodes(ctx, obs.Now) {
+		a.loopStopped(obs, "the cluster has no ready node and --scale-up-from-zero=false")
 		return Result{}, nil
 	}
 	// Cleanup of clearly broken instances goes on even in an unhealthy
@@ -168,6 +172,8 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (Result, error)
 		if res := a.cleaner.Run(ctx, a.state, obs.Now); res.Changed() {
 			klog.FromContext(ctx).V(2).Info("Cleanup changed the cluster; deciding in the next loop", "deleted", res.Deleted,
 				"resized", res.Resized)
+			a.loopStopped(obs, fmt.Sprintf("cleanup deleted %d broken instance(s) and fixed %d group size(s); the next loop decides",
+				res.Deleted, res.Resized))
 			return Result{Productive: true}, nil
 		}
 	}
@@ -177,10 +183,14 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (Result, error)
 			"longUnregistered", c.LongUnregistered, "registered", c.Registered(),
 			"okTotalUnreadyCount", a.opts.OkTotalUnreadyCount, "maxTotalUnreadyPercentage", a.opts.MaxTotalUnreadyPercentage)
 		a.clusterEvent(apiv1.EventTypeWarning, "ClusterUnhealthy", "Cluster is unhealthy")
+		a.loopStopped(obs, fmt.Sprintf("cluster unhealthy (%d unready and %d long unregistered of %d registered nodes; "+
+			"--ok-total-unready-count=%d, --max-total-unready-percentage=%g)", c.Unready, c.LongUnregistered, c.Registered(),
+			a.opts.OkTotalUnreadyCount, a.opts.MaxTotalUnreadyPercentage))
 		return Result{}, nil
 	}
 	if a.procs.Repair(ctx, obs) {
 		klog.FromContext(ctx).V(2).Info("A repair changed the cluster; deciding in the next loop")
+		a.loopStopped(obs, "a repair changed the cluster; the next loop decides")
 		return Result{Productive: true}, nil
 	}
 	res, session, err := a.runScaleUp(ctx, obs)
@@ -358,6 +368,14 @@ func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, 
 	logger.V(2).Info("Scale-up decision", "unschedulable", len(pending), "fitExisting", res.FitExisting,
 		"increases", len(res.Increases), "nodesAdded", added)
 	return Result{Productive: added > 0 || productive}, session, nil
+}
+
+// loopStopped tells the explainer why the loop's pending pods got no
+// scale-up: the loop stopped before it.
+func (a *Autoscaler) loopStopped(obs *Observation, why string) {
+	if a.explain != nil {
+		a.explain.LoopStopped(obs.PendingPods, why)
+	}
 }
 
 // recordSetAside tells the explainer which pending pods the pod-list

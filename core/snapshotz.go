@@ -10,6 +10,7 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/klog/v2"
 )
 
@@ -36,10 +37,12 @@ type DebuggingSnapshot struct {
 	Objects *SnapshotObjects `json:"Objects,omitempty"`
 }
 
-// SnapshotNode is a node and its pods.
+// SnapshotNode is a node and its pods; a template node also has its
+// ResourceSlices (the devices a new node of the group would publish).
 type SnapshotNode struct {
-	Node *apiv1.Node  `json:"Node"`
-	Pods []*apiv1.Pod `json:"Pods"`
+	Node           *apiv1.Node                  `json:"Node"`
+	Pods           []*apiv1.Pod                 `json:"Pods"`
+	ResourceSlices []*resourceapi.ResourceSlice `json:"ResourceSlices,omitempty"`
 }
 
 // Snapshotter hands the next loop's observation to the /snapshotz requests
@@ -138,7 +141,8 @@ func (a *Autoscaler) snapshot(ctx context.Context, obs *Observation, start time.
 			// one of their nodes, which NodeList already shows.
 			continue
 		}
-		snap.TemplateNodes[g.Id()] = &SnapshotNode{Node: ni.Node, Pods: append([]*apiv1.Pod{}, ni.Pods...)}
+		snap.TemplateNodes[g.Id()] = &SnapshotNode{Node: ni.Node, Pods: append([]*apiv1.Pod{}, ni.Pods...),
+			ResourceSlices: ni.ResourceSlices}
 	}
 	a.snapshotCloud(ctx, obs, snap)
 	if a.snapshotObjects != nil {

@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	apiv1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
@@ -101,6 +102,14 @@ type SnapshotObjects struct {
 	// ConfigMaps are those of the autoscaler's namespace that the loop
 	// reads (the priority expander's).
 	ConfigMaps []*apiv1.ConfigMap `json:"ConfigMaps,omitempty"`
+	// DRA says the cluster serves resource.k8s.io/v1, whose objects the
+	// simulation reads: ResourceSlices, ResourceClaims, DeviceClasses and
+	// ResourceClaimTemplates.
+	DRA                    bool                                 `json:"DRA,omitempty"`
+	ResourceSlices         []*resourceapi.ResourceSlice         `json:"ResourceSlices,omitempty"`
+	ResourceClaims         []*resourceapi.ResourceClaim         `json:"ResourceClaims,omitempty"`
+	DeviceClasses          []*resourceapi.DeviceClass           `json:"DeviceClasses,omitempty"`
+	ResourceClaimTemplates []*resourceapi.ResourceClaimTemplate `json:"ResourceClaimTemplates,omitempty"`
 }
 
 // snapshotCloud records into snap what the provider says of obs's groups

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	apiv1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testclock "k8s.io/utils/clock/testing"
 
@@ -83,4 +84,29 @@ func (linearPricing) NodePrice(_ context.Context, _ *apiv1.Node, start, end time
 func (linearPricing) PodPrice(_ context.Context, pod *apiv1.Pod, start, end time.Time) (float64, error) {
 	r := pod.Spec.Containers[0].Resources.Requests
 	return (0.5 + r.Cpu().AsApproximateFloat64() + r.Memory().AsApproximateFloat64()/(1<<30)*0.25) * end.Sub(start).Hours(), nil
+}
+
+// TestSnapshotCarriesTemplateSlices: a group's template node is dumped
+// with the ResourceSlices its new nodes would publish.
+func TestSnapshotCarriesTemplateSlices(t *testing.T) {
+	ctx := context.Background()
+	p := fakeprovider.NewProvider()
+	tmpl := &apiv1.Node{ObjectMeta: metav1.ObjectMeta{Name: "tmpl-gpu"}}
+	node := "tmpl-gpu"
+	slices := []*resourceapi.ResourceSlice{{ObjectMeta: metav1.ObjectMeta{Name: "tmpl-gpu-slice"},
+		Spec: resourceapi.ResourceSliceSpec{Driver: "gpu.example.com", NodeName: &node,
+			Pool: resourceapi.ResourcePool{Name: node, ResourceSliceCount: 1}, Devices: []resourceapi.Device{{Name: "gpu-0"}}}}}
+	p.AddNodeGroup("gpu", 0, 5, 0, tmpl).SetTemplateResourceSlices(slices)
+	groups, _ := p.NodeGroups(ctx)
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	a := NewAutoscaler(config.Options{}, Listers{}, p, metrics.New(prometheus.NewRegistry()),
+		WithPassiveClock(testclock.NewFakePassiveClock(now)))
+	snap := a.snapshot(ctx, &Observation{Now: now, NodeGroups: groups}, now)
+	tn := snap.TemplateNodes["gpu"]
+	if tn == nil {
+		t.Fatal("no template node for gpu")
+	}
+	if diff := cmp.Diff(slices, tn.ResourceSlices); diff != "" {
+		t.Errorf("template slices (-want +got):\n%s", diff)
+	}
 }

@@ -36,6 +36,9 @@ func TestHandlerAnswers(t *testing.T) {
 		{NodeGroup: "c", Cause: CauseScheduler, Plugin: "TaintToleration", Reason: "node(s) had untolerated taint(s)"},
 	}})
 	r.AddPodGroup(PodGroup{Pods: []string{"ns/job-0"}, Request: "ns/req", Outcome: OutcomeNoScaleUp, Message: "no room"})
+	r.SetCondition("ns/req", Condition{Type: "Provisioned", Status: "False", Reason: "CapacityIsNotFound", Message: "first"})
+	r.SetCondition("ns/req", Condition{Type: "Provisioned", Status: "False", Reason: "CapacityIsNotFound", Message: "no room"})
+	r.SetCondition("ns/done", Condition{Type: "BookingExpired", Status: "True", Reason: "CapacityBookingConsumed", Message: "all in"})
 	r.SetNodes([]NodeVerdict{{Node: "n2", Reason: "BlockedByPod", Detail: "pod ns/p: NotEnoughPdb (PodDisruptionBudget ns/pdb ...)"},
 		{Node: "n1", NodeGroup: "a", Unneeded: true, Since: &since, TimeLeft: &left, Utilization: &u, Threshold: &th}}, "")
 	if code, _ := get(t, r, "pod=ns/web-0"); code != http.StatusServiceUnavailable {
@@ -57,7 +60,9 @@ func TestHandlerAnswers(t *testing.T) {
 		{"node=n1", 200, []string{"Verdict:         unneeded", "Time left:       1m30s", "Utilization:     0.30 (threshold 0.50)"}},
 		{"node=n2", 200, []string{"Verdict:  kept", "Reason:   BlockedByPod", "PodDisruptionBudget ns/pdb"}},
 		{"node=n3", 404, []string{"node n3 has no scale-down verdict"}},
-		{"provisioningrequest=ns/req", 200, []string{"for ProvisioningRequest ns/req", "Outcome: no scale-up: no room"}},
+		{"provisioningrequest=ns/req", 200, []string{"Loop at 2026-11-27T10:00:00Z set:\n  Provisioned=False (CapacityIsNotFound): no room\n\n",
+			"for ProvisioningRequest ns/req", "Outcome: no scale-up: no room"}},
+		{"provisioningrequest=ns/done", 200, []string{"BookingExpired=True (CapacityBookingConsumed): all in"}},
 		{"provisioningrequest=ns/other", 404, []string{"ProvisioningRequest ns/other had no pods"}},
 		{"", 400, []string{"ask for one of"}},
 	}

@@ -48,7 +48,7 @@ func (r *Recorder) servePod(w http.ResponseWriter, pod string, asJSON bool) {
 	if !ok {
 		http.Error(w, fmt.Sprintf("pod %s was not among the pending pods the last loop (at %s) considered for scale-up: "+
 			"it may be scheduled, not yet marked unschedulable by the scheduler, too new (--new-pod-scale-up-delay), "+
-			"below --expendable-pods-priority-cutoff, set aside by a processor, or not exist",
+			"set aside by a processor, or not exist",
 			pod, at.UTC().Format(time.RFC3339)), http.StatusNotFound)
 		return
 	}
@@ -87,7 +87,8 @@ func (r *Recorder) serveNode(w http.ResponseWriter, node string, asJSON bool) {
 
 func (r *Recorder) serveRequest(w http.ResponseWriter, req string, asJSON bool) {
 	gs, at := r.Request(req)
-	if len(gs) == 0 {
+	conds := r.RequestConditions(req)
+	if len(gs) == 0 && len(conds) == 0 {
 		http.Error(w, fmt.Sprintf("ProvisioningRequest %s had no pods in the last loop's scale-up (at %s): "+
 			"it may be provisioned already, failed, not exist, or not be handled by this autoscaler's classes",
 			req, at.UTC().Format(time.RFC3339)), http.StatusNotFound)
@@ -95,18 +96,14 @@ func (r *Recorder) serveRequest(w http.ResponseWriter, req string, asJSON bool) 
 	}
 	if asJSON {
 		writeJSON(w, struct {
-			At        time.Time  `json:"at"`
-			PodGroups []PodGroup `json:"podGroups"`
-		}{at, gs})
+			At         time.Time   `json:"at"`
+			Conditions []Condition `json:"conditions,omitempty"`
+			PodGroups  []PodGroup  `json:"podGroups"`
+		}{at, conds, gs})
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	for i, g := range gs {
-		if i > 0 {
-			_, _ = w.Write([]byte("\n"))
-		}
-		_ = WritePodGroup(w, g, at)
-	}
+	_ = WriteRequest(w, conds, gs, at)
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

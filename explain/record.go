@@ -122,6 +122,8 @@ type Loop struct {
 	// ScaleDown says why scale-down did not act at all in the loop
 	// (disabled, cooldown), if so.
 	ScaleDown string `json:"scaleDown,omitempty"`
+	// Requests are the conditions the loop set on ProvisioningRequests.
+	Requests []RequestConditions `json:"provisioningRequests,omitempty"`
 }
 
 // Recorder keeps the loop being recorded and the last complete one. A nil
@@ -344,23 +346,65 @@ func PodNames(pods []*apiv1.Pod) (names []string, request string) {
 	return names, request
 }
 
-// OutcomeSetAside: the pods did not reach the scale-up in this loop.
-const OutcomeSetAside = "set aside before scale-up"
+// Outcomes of pods the loop left before its scale-up.
+const (
+	// OutcomeSetAside: the pod-list processors took the pods out.
+	OutcomeSetAside = "set aside before scale-up"
+	// OutcomeExpendable: the pods are below --expendable-pods-priority-cutoff.
+	OutcomeExpendable = "expendable"
+	// OutcomeLoopStopped: the loop stopped before its scale-up (an
+	// unhealthy cluster, no ready node, a cleanup or repair that changed
+	// the cluster).
+	OutcomeLoopStopped = "no scale-up this loop"
+)
 
 // SetAside records pending pods the loop left out of its scale-up (the
 // pod-list processors took them out): those that consume a
 // ProvisioningRequest are told so, one record per request; the others,
 // one record per owner.
 func (r *Recorder) SetAside(pods []*apiv1.Pod) {
+	r.addByOwner(pods, OutcomeSetAside, func(_ *apiv1.Pod, req string) string {
+		if req != "" {
+			return fmt.Sprintf("consumes ProvisioningRequest %s: the capacity booked for the request is theirs, "+
+				"they do not trigger a scale-up of their own", req)
+		}
+		return "not yet marked unschedulable by the scheduler, too new (--new-pod-scale-up-delay), in an ignored " +
+			"namespace, or left out by another pod-list processor"
+	})
+}
+
+// Expendable records pending pods the scale-up left out for their priority
+// below cutoff (--expendable-pods-priority-cutoff), one record per owner
+// and priority.
+func (r *Recorder) Expendable(pods []*apiv1.Pod, cutoff int) {
+	r.addByOwner(pods, OutcomeExpendable, func(p *apiv1.Pod, _ string) string {
+		var prio int32
+		if p.Spec.Priority != nil {
+			prio = *p.Spec.Priority
+		}
+		return fmt.Sprintf("priority %d below the cutoff %d (--expendable-pods-priority-cutoff); "+
+			"such pods never trigger a scale-up", prio, cutoff)
+	})
+}
+
+// LoopStopped records the pending pods of a loop that stopped before its
+// scale-up, with why (the cluster is unhealthy, with its counts, ...).
+func (r *Recorder) LoopStopped(pods []*apiv1.Pod, why string) {
+	r.addByOwner(pods, OutcomeLoopStopped, func(*apiv1.Pod, string) string { return why })
+}
+
+// addByOwner records pods with outcome, one record per ProvisioningRequest
+// they consume or else per owner, and per message.
+func (r *Recorder) addByOwner(pods []*apiv1.Pod, outcome string, message func(p *apiv1.Pod, request string) string) {
 	if r == nil || len(pods) == 0 {
 		return
 	}
-	type key struct{ request, owner string }
+	type key struct{ request, owner, message string }
 	var order []key
 	groups := map[key][]*apiv1.Pod{}
 	for _, p := range pods {
 		_, req := PodNames([]*apiv1.Pod{p})
-		k := key{request: req}
+		k := key{request: req, message: message(p, req)}
 		if req == "" {
 			k.owner = p.Namespace + "/" + p.Name
 			for _, o := range p.OwnerReferences {
@@ -376,13 +420,6 @@ func (r *Recorder) SetAside(pods []*apiv1.Pod) {
 	}
 	for _, k := range order {
 		names, req := PodNames(groups[k])
-		g := PodGroup{Pods: names, PodCount: len(groups[k]), Request: req, Outcome: OutcomeSetAside,
-			Message: "not yet marked unschedulable by the scheduler, too new (--new-pod-scale-up-delay), in an ignored " +
-				"namespace, or left out by another pod-list processor"}
-		if req != "" {
-			g.Message = fmt.Sprintf("consumes ProvisioningRequest %s: the capacity booked for the request is theirs, "+
-				"they do not trigger a scale-up of their own", req)
-		}
-		r.AddPodGroup(g)
+		r.AddPodGroup(PodGroup{Pods: names, PodCount: len(groups[k]), Request: req, Outcome: outcome, Message: k.message})
 	}
 }

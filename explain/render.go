@@ -140,3 +140,30 @@ func WriteNode(w io.Writer, v NodeVerdict, note string, at time.Time) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// WriteRequest writes a person's view of a ProvisioningRequest in one loop:
+// the conditions the loop set on it, then each of its pod groups.
+func WriteRequest(w io.Writer, conds []Condition, groups []PodGroup, at time.Time) error {
+	if len(conds) > 0 {
+		b := &strings.Builder{}
+		fmt.Fprintf(b, "Loop at %s set:\n", at.UTC().Format(time.RFC3339))
+		for _, c := range conds {
+			fmt.Fprintf(b, "  %s=%s (%s): %s\n", c.Type, c.Status, c.Reason, c.Message)
+		}
+		b.WriteString("\n")
+		if _, err := io.WriteString(w, b.String()); err != nil {
+			return err
+		}
+	}
+	for i, g := range groups {
+		if i > 0 {
+			if _, err := io.WriteString(w, "\n"); err != nil {
+				return err
+			}
+		}
+		if err := WritePodGroup(w, g, at); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -303,7 +303,20 @@ func (s *Session) ScaleUp(ctx context.Context, pendingPods []*apiv1.Pod) Result 
 // spec: the pods built for one ProvisioningRequest PodSet); a set is placed
 // as one equivalence group, its pods are not compared.
 func (s *Session) Place(ctx context.Context, sets [][]*apiv1.Pod, realOnly bool) []*apiv1.Pod {
-	return s.o.fitGroups(ctx, s.o.groupsOf(sets), realOnly)
+	placed, tell := s.o.placements()
+	rest := s.o.fitGroupsTold(ctx, s.o.groupsOf(sets), realOnly, tell)
+	s.o.recordCheck(ctx, slices.Concat(sets...), rest, placed, realOnly, true)
+	return rest
+}
+
+// placements counts, when the explainer is on, the pods placed on each
+// node (tell is nil when it is off).
+func (o *Orchestrator) placements() (map[string]int, func(string, int)) {
+	if o.explain == nil {
+		return nil, nil
+	}
+	placed := map[string]int{}
+	return placed, func(node string, n int) { placed[node] += n }
 }
 
 // FitAll places all pods of sets on existing or upcoming nodes (only
@@ -312,7 +325,10 @@ func (s *Session) Place(ctx context.Context, sets [][]*apiv1.Pod, realOnly bool)
 func (s *Session) FitAll(ctx context.Context, sets [][]*apiv1.Pod, realOnly bool) bool {
 	snap := s.o.sim.Snapshot()
 	snap.Fork()
-	if rest := s.o.fitGroups(ctx, s.o.groupsOf(sets), realOnly); len(rest) > 0 {
+	placed, tell := s.o.placements()
+	rest := s.o.fitGroupsTold(ctx, s.o.groupsOf(sets), realOnly, tell)
+	s.o.recordCheck(ctx, slices.Concat(sets...), rest, placed, realOnly, len(rest) == 0)
+	if len(rest) > 0 {
 		snap.Revert()
 		return false
 	}
@@ -461,14 +477,18 @@ const (
 )
 
 // dropExpendable leaves out pods below --expendable-pods-priority-cutoff.
+// The explainer is told which, and why.
 func (o *Orchestrator) dropExpendable(pods []*apiv1.Pod) []*apiv1.Pod {
 	out := pods[:0:0]
+	var dropped []*apiv1.Pod
 	for _, p := range pods {
 		if p.Spec.Priority != nil && int(*p.Spec.Priority) < o.opts.ExpendablePodsPriorityCutoff {
+			dropped = append(dropped, p)
 			continue
 		}
 		out = append(out, p)
 	}
+	o.explain.Expendable(dropped, o.opts.ExpendablePodsPriorityCutoff)
 	return out
 }
 
@@ -486,6 +506,16 @@ func (o *Orchestrator) fitExisting(ctx context.Context, pending []*apiv1.Pod, re
 
 // fitGroups is fitExisting for pods already in equivalence groups.
 func (o *Orchestrator) fitGroups(ctx context.Context, groups []*estimator.Group, realOnly bool) []*apiv1.Pod {
+	return o.fitGroupsTold(ctx, groups, realOnly, nil)
+}
+
+// fitGroupsTold is fitGroups that tells placed, when not nil, how many
+// pods it placed on each node.
+func (o *Orchestrator) fitGroupsTold(ctx context.Context, groups []*estimator.Group, realOnly bool,
+	placed func(node string, n int)) []*apiv1.Pod {
+	if placed == nil {
+		placed = func(string, int) {}
+	}
 	logger := klog.FromContext(ctx)
 	snap := o.sim.Snapshot()
 	nodes := snap.NodeNames()
@@ -514,7 +544,9 @@ func (o *Orchestrator) fitGroups(ctx context.Context, groups []*estimator.Group,
 				}
 				if err != nil {
 					rest = append(rest, p)
+					continue
 				}
+				placed(node, 1)
 			}
 			continue
 		}
@@ -535,6 +567,9 @@ func (o *Orchestrator) fitGroups(ctx context.Context, groups []*estimator.Group,
 			n, err := check.PlaceOn(ctx, shape, pods, node, &req)
 			if err != nil {
 				continue
+			}
+			if n > 0 {
+				placed(node, n)
 			}
 			if pods = pods[n:]; len(pods) == 0 {
 				break

@@ -47,10 +47,24 @@ func Load(r io.Reader) (snap *core.DebuggingSnapshot, notes []string, err error)
 		notes = append(notes, "the dump has no Objects (DaemonSets, controllers, PodDisruptionBudgets): "+
 			"scale-down sees no PDB and no pod's controller, templates no DaemonSet")
 	}
+	if (snap.Objects == nil || !snap.Objects.DRA) && claimsPending(snap) {
+		notes = append(notes, "the dump has no DRA objects (taken by an older autoscaler, or of a cluster that does not "+
+			"serve resource.k8s.io/v1): pods with resource claims fit no node")
+	}
 	if snap.Error != "" {
 		notes = append(notes, "the dump says: "+snap.Error)
 	}
 	return snap, notes, nil
+}
+
+// claimsPending tells whether a pending pod of the dump has resource claims.
+func claimsPending(snap *core.DebuggingSnapshot) bool {
+	for _, p := range snap.PendingPods {
+		if p != nil && len(p.Spec.ResourceClaims) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Objects are the dump's Kubernetes objects, for an in-memory client:
@@ -80,7 +94,11 @@ func Objects(snap *core.DebuggingSnapshot) []runtime.Object {
 	out = appendCopies(out, o.Jobs)
 	out = appendCopies(out, o.ReplicationControllers)
 	out = appendCopies(out, o.PodDisruptionBudgets)
-	return appendCopies(out, o.ConfigMaps)
+	out = appendCopies(out, o.ConfigMaps)
+	out = appendCopies(out, o.ResourceSlices)
+	out = appendCopies(out, o.ResourceClaims)
+	out = appendCopies(out, o.DeviceClasses)
+	return appendCopies(out, o.ResourceClaimTemplates)
 }
 
 // appendCopies appends a copy of each non-nil object of objs.

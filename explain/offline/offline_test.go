@@ -128,3 +128,28 @@ func TestProviderAnswersFromTheDump(t *testing.T) {
 		t.Errorf("Pricing of a dump without prices = %v, want ErrNotImplemented", err)
 	}
 }
+
+// TestLoadNotesMissingDRA: a dump without DRA objects whose pending pods
+// have resource claims says that they fit no node offline; with the DRA
+// objects it does not.
+func TestLoadNotesMissingDRA(t *testing.T) {
+	withClaims := strings.Replace(dump, `"PendingPods":[{"metadata":{"name":"p","namespace":"x"}}]`,
+		`"PendingPods":[{"metadata":{"name":"p","namespace":"x"},"spec":{"resourceClaims":[{"name":"gpu","resourceClaimTemplateName":"t"}]}}]`, 1)
+	for _, tc := range []struct {
+		name, dump string
+		want       bool
+	}{
+		{"no DRA", withClaims, true},
+		{"DRA", strings.Replace(withClaims, `"CloudProvider"`, `"Objects":{"DRA":true,"DaemonSets":[]},"CloudProvider"`, 1), false},
+		{"no claims", dump, false},
+	} {
+		_, notes, err := Load(strings.NewReader(tc.dump))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		got := strings.Contains(strings.Join(notes, "\n"), "no DRA objects")
+		if got != tc.want {
+			t.Errorf("%s: notes %q, want a note on DRA: %v", tc.name, notes, tc.want)
+		}
+	}
+}

@@ -210,6 +210,11 @@ func (g *nodeGroup) TemplateNodeInfo(context.Context) (*cloudprovider.NodeInfo, 
 			ni.Pods = append(ni.Pods, pod.DeepCopy())
 		}
 	}
+	for _, rs := range tn.ResourceSlices {
+		if rs != nil {
+			ni.ResourceSlices = append(ni.ResourceSlices, rs.DeepCopy())
+		}
+	}
 	return ni, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"k8s.io/autoscaler/cluster-autoscaler/explain"
 	"k8s.io/autoscaler/cluster-autoscaler/provreq"
 	v1 "k8s.io/autoscaler/cluster-autoscaler/provreq/apis/autoscaling.x-k8s.io/v1"
 	"k8s.io/autoscaler/cluster-autoscaler/scaleup"
@@ -89,6 +90,8 @@ type Processor struct {
 	metrics   Metrics
 	// clock times the check-capacity timebox (wall time, not the loop's now).
 	clock clock.PassiveClock
+	// explain, when set, keeps the conditions each loop sets (WithExplainer).
+	explain *explain.Recorder
 
 	mu     sync.Mutex
 	states map[types.UID]*requestState
@@ -136,6 +139,10 @@ type Option func(*Processor)
 
 // WithEventRecorder records an event on the request for each transition.
 func WithEventRecorder(r record.EventRecorder) Option { return func(p *Processor) { p.recorder = r } }
+
+// WithExplainer records, in each loop, the conditions set on each request
+// for the explainer (/explainz?provisioningrequest=...).
+func WithExplainer(r *explain.Recorder) Option { return func(p *Processor) { p.explain = r } }
 
 // WithClock replaces the real clock that times the check-capacity timebox.
 func WithClock(c clock.PassiveClock) Option { return func(p *Processor) { p.clock = c } }
@@ -395,6 +402,8 @@ func (l *Loop) set(r *request, typ string, status bool, reason, message string) 
 	if status {
 		s = "True"
 	}
+	l.p.explain.SetCondition(r.pr.Namespace+"/"+r.pr.Name, explain.Condition{Type: typ, Status: s, Reason: reason,
+		Message: message})
 	// A copy: SetCondition updates the condition in place, so a pointer
 	// into the slice would read the new values and hide the transition.
 	var old *metav1.Condition

@@ -17,6 +17,10 @@ const DRAGroupVersion = "resource.k8s.io/v1"
 // draResources are the resources of DRAGroupVersion the simulation lists.
 var draResources = []string{"resourceslices", "resourceclaims", "deviceclasses", "resourceclaimtemplates"}
 
+// DRAResources are the resources of DRAGroupVersion the simulation reads
+// (a copy).
+func DRAResources() []string { return append([]string(nil), draResources...) }
+
 // DRAServed reports whether the API server serves DRAGroupVersion with every
 // resource the simulation reads; an error is a discovery failure other than
 // the group version not being served.
