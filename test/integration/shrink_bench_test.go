@@ -186,6 +186,27 @@ nodeGroups:
 
 	// The end: every remaining pod Ready, none Pending.
 	settled := waitShrinkSettled(e, workloads, kept, 5*time.Minute)
+	reportShrink(b, p, shrinkOutcome{nodes: nodes, total: total, kept: kept, perNode: perNode, floor: floor,
+		parallelism: parallelism, samples: samples, reached: reached, before: before, after: after,
+		settled: settled, deadline: deadline})
+}
+
+// shrinkOutcome is what benchShrink measured, for reportShrink.
+type shrinkOutcome struct {
+	nodes, total, kept, perNode, floor, parallelism int
+	samples                                         []shrinkSample
+	reached                                         []shrinkMark
+	before, after                                   map[string]float64
+	settled                                         string
+	deadline                                        time.Duration
+}
+
+// reportShrink reports the figures and fails the benchmark if the floor was
+// not reached.
+func reportShrink(b *testing.B, p *autoscalerProcess, o shrinkOutcome) {
+	b.Helper()
+	nodes, total, kept, perNode, floor, parallelism := o.nodes, o.total, o.kept, o.perNode, o.floor, o.parallelism
+	samples, reached, before, after, settled, deadline := o.samples, o.reached, o.before, o.after, o.settled, o.deadline
 	last := samples[len(samples)-1]
 	b.ReportMetric(float64(nodes), "nodes")
 	b.ReportMetric(float64(floor), "floor-nodes")
