@@ -91,15 +91,8 @@ spec:
 		"--cloud-provider=kwok", "--cloud-config=" + path, "--v=2"}
 	offlineArgs := []string{"--snapshot", dump, "-f", file, "-o", "json", "--namespace=" + e.Namespace, "--v=2"}
 	var fromLive, fromDump whatIfAnswer
-	for _, run := range []struct {
-		args []string
-		into *whatIfAnswer
-	}{{liveArgs, &fromLive}, {offlineArgs, &fromDump}} {
-		out, logs, code := runExplain(t, run.args...)
-		if err := json.Unmarshal([]byte(out), run.into); err != nil || code != 0 {
-			t.Fatalf("explain %v: exit %d, %v:\n%s\nlogs:\n%s", run.args, code, err, out, tail(logs, 3000))
-		}
-	}
+	explainJSON(t, &fromLive, liveArgs...)
+	explainJSON(t, &fromDump, offlineArgs...)
 	if diff := cmp.Diff(fromLive.Increases, fromDump.Increases); diff != "" || len(fromDump.Increases) != 1 ||
 		fromDump.Increases[0].NodeGroup != gpu || fromDump.Increases[0].Delta != 2 {
 		t.Errorf("what-if increases (-live +offline):\n%s\noffline %+v, want %s by 2", diff, fromDump.Increases, gpu)

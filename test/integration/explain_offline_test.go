@@ -12,9 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"k8s.io/autoscaler/cluster-autoscaler/explain"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
@@ -108,16 +106,8 @@ func TestExplainSnapshotAnswersAsTheLiveCluster(t *testing.T) {
 
 	pod := e.Namespace + "/stuck-0"
 	var fromLive, fromDump explainedPod
-	for _, run := range []struct {
-		args []string
-		into *explainedPod
-	}{{append([]string{"pod", pod, "-o", "json"}, liveArgs...), &fromLive},
-		{offline("pod", pod, "-o", "json"), &fromDump}} {
-		out, logs, code := runExplain(t, run.args...)
-		if err := json.Unmarshal([]byte(out), run.into); err != nil || code != 0 {
-			t.Fatalf("explain %v: exit %d, %v:\n%s\nlogs:\n%s", run.args, code, err, out, tail(logs, 3000))
-		}
-	}
+	explainJSON(t, &fromLive, append([]string{"pod", pod, "-o", "json"}, liveArgs...)...)
+	explainJSON(t, &fromDump, offline("pod", pod, "-o", "json")...)
 	liveMsg, liveVerdicts := comparableVerdicts(fromLive.PodGroup)
 	dumpMsg, dumpVerdicts := comparableVerdicts(fromDump.PodGroup)
 	if diff := cmp.Diff(liveVerdicts, dumpVerdicts); diff != "" || liveMsg != dumpMsg {
@@ -164,16 +154,8 @@ spec:
 		t.Fatal(err)
 	}
 	var ifLive, ifDump whatIfAnswer
-	for _, run := range []struct {
-		args []string
-		into *whatIfAnswer
-	}{{append([]string{"-f", file, "-o", "json"}, liveArgs...), &ifLive},
-		{offline("-f", file, "-o", "json"), &ifDump}} {
-		out, logs, code := runExplain(t, run.args...)
-		if err := json.Unmarshal([]byte(out), run.into); err != nil || code != 0 {
-			t.Fatalf("explain %v: exit %d, %v:\n%s\nlogs:\n%s", run.args, code, err, out, tail(logs, 3000))
-		}
-	}
+	explainJSON(t, &ifLive, append([]string{"-f", file, "-o", "json"}, liveArgs...)...)
+	explainJSON(t, &ifDump, offline("-f", file, "-o", "json")...)
 	if diff := cmp.Diff(ifLive.Increases, ifDump.Increases); diff != "" || len(ifDump.Increases) != 1 ||
 		ifDump.Increases[0].NodeGroup != small || ifDump.Increases[0].Delta != 3 {
 		t.Errorf("what-if increases (-live +offline):\n%s\noffline %+v, want %s by 3", diff, ifDump.Increases, small)
@@ -201,16 +183,8 @@ spec:
 		} `json:"cost"`
 	}
 	var pricedLive, pricedDump priced
-	for _, run := range []struct {
-		args []string
-		into *priced
-	}{{append([]string{"-f", file, "-o", "json", "--expander=price"}, liveArgs...), &pricedLive},
-		{offline("-f", file, "-o", "json", "--expander=price"), &pricedDump}} {
-		out, logs, code := runExplain(t, run.args...)
-		if err := json.Unmarshal([]byte(out), run.into); err != nil || code != 0 {
-			t.Fatalf("explain %v: exit %d, %v:\n%s\nlogs:\n%s", run.args, code, err, out, tail(logs, 3000))
-		}
-	}
+	explainJSON(t, &pricedLive, append([]string{"-f", file, "-o", "json", "--expander=price"}, liveArgs...)...)
+	explainJSON(t, &pricedDump, offline("-f", file, "-o", "json", "--expander=price")...)
 	if diff := cmp.Diff(pricedLive, pricedDump); diff != "" || pricedDump.Cost == nil || pricedDump.Cost.Total != 0.375 {
 		t.Errorf("priced what-if (-live +offline):\n%s\noffline cost %+v, want 0.375 (3 nodes at 0.125)", diff, pricedDump.Cost)
 	}
@@ -275,23 +249,7 @@ type explainedNode struct {
 // dump carries the PDB and the pod's ReplicaSet for that.
 func TestExplainSnapshotNamesThePDBAsLive(t *testing.T) {
 	e := framework.New(t)
-	group := framework.UniqueName("guarded")
-	path := groupsConfig(e, group)
-	node := group + "-n"
-	groupNode(e, group, node, nil)
-	dumpPods(e)
-	replicaSet(e, "guarded", group, 1, "500m", false)
-	zero := intstr.FromInt32(0)
-	if _, err := e.Client.PolicyV1().PodDisruptionBudgets(e.Namespace).Create(e.Context(), &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "guarded", Namespace: e.Namespace},
-		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &zero,
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}}}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	e.Eventually(30*time.Second, "the guarded pod running", func(ctx context.Context) (bool, error) {
-		running, _, err := podsOf(ctx, e, "guarded")
-		return running == 1, err
-	})
+	path, group, node := guardedNode(e)
 	loopFlags := []string{"--scale-down-unneeded-time=3s", "--scale-down-delay-after-add=0s", "--unremovable-node-recheck-timeout=0s",
 		"--namespace=" + e.Namespace, "--v=2"}
 	p := startAutoscaler(t, "autoscaler", scaleDownArgs(e, path, "--unremovable-node-recheck-timeout=0s", "--debugging-snapshot-enabled")...)
@@ -310,19 +268,9 @@ func TestExplainSnapshotNamesThePDBAsLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	var live, offline explainedNode
-	for _, run := range []struct {
-		args []string
-		into *explainedNode
-	}{
-		{append([]string{"node", node, "-o", "json", "--kubeconfig=" + e.Kubeconfig, "--cloud-provider=kwok",
-			"--cloud-config=" + path}, loopFlags...), &live},
-		{append([]string{"--snapshot", dump, "node", node, "-o", "json"}, loopFlags...), &offline},
-	} {
-		out, logs, code := runExplain(t, run.args...)
-		if err := json.Unmarshal([]byte(out), run.into); err != nil || code != 0 {
-			t.Fatalf("explain %v: exit %d, %v:\n%s\nlogs:\n%s", run.args, code, err, out, tail(logs, 3000))
-		}
-	}
+	explainJSON(t, &live, append([]string{"node", node, "-o", "json", "--kubeconfig=" + e.Kubeconfig, "--cloud-provider=kwok",
+		"--cloud-config=" + path}, loopFlags...)...)
+	explainJSON(t, &offline, append([]string{"--snapshot", dump, "node", node, "-o", "json"}, loopFlags...)...)
 	type verdict struct {
 		NodeGroup, Reason, Detail string
 		Utilization               *float64
@@ -394,21 +342,22 @@ spec:
 	}
 	flags := []string{"--namespace=" + e.Namespace, "--expander=priority", "--v=2"}
 	var live, offline whatIfAnswer
-	for _, run := range []struct {
-		args []string
-		into *whatIfAnswer
-	}{
-		{append([]string{"-f", file, "-o", "json", "--kubeconfig=" + e.Kubeconfig, "--cloud-provider=kwok",
-			"--cloud-config=" + path}, flags...), &live},
-		{append([]string{"--snapshot", dump, "-f", file, "-o", "json"}, flags...), &offline},
-	} {
-		out, logs, code := runExplain(t, run.args...)
-		if err := json.Unmarshal([]byte(out), run.into); err != nil || code != 0 {
-			t.Fatalf("explain %v: exit %d, %v:\n%s\nlogs:\n%s", run.args, code, err, out, tail(logs, 3000))
-		}
-	}
+	explainJSON(t, &live, append([]string{"-f", file, "-o", "json", "--kubeconfig=" + e.Kubeconfig, "--cloud-provider=kwok",
+		"--cloud-config=" + path}, flags...)...)
+	explainJSON(t, &offline, append([]string{"--snapshot", dump, "-f", file, "-o", "json"}, flags...)...)
 	if diff := cmp.Diff(live.Increases, offline.Increases); diff != "" || len(offline.Increases) != 1 ||
 		offline.Increases[0].NodeGroup != large {
 		t.Errorf("increases (-live +offline):\n%s\noffline %+v, want %s as the ConfigMap prefers", diff, offline.Increases, large)
+	}
+}
+
+// explainJSON runs `cluster-autoscaler explain` with args and decodes its
+// JSON answer into into; a non-zero exit or an answer that does not decode
+// fails the test with the command's output and logs.
+func explainJSON(t *testing.T, into any, args ...string) {
+	t.Helper()
+	out, logs, code := runExplain(t, args...)
+	if err := json.Unmarshal([]byte(out), into); err != nil || code != 0 {
+		t.Fatalf("explain %v: exit %d, %v:\n%s\nlogs:\n%s", args, code, err, out, tail(logs, 3000))
 	}
 }

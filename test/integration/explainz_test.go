@@ -229,23 +229,7 @@ func TestExplainzNamesMaxNodesTotal(t *testing.T) {
 // that PDB.
 func TestExplainzNamesThePDB(t *testing.T) {
 	e := framework.New(t)
-	group := framework.UniqueName("guarded")
-	path := groupsConfig(e, group)
-	node := group + "-n"
-	groupNode(e, group, node, nil)
-	dumpPods(e)
-	replicaSet(e, "guarded", group, 1, "500m", false)
-	zero := intstr.FromInt32(0)
-	if _, err := e.Client.PolicyV1().PodDisruptionBudgets(e.Namespace).Create(e.Context(), &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "guarded", Namespace: e.Namespace},
-		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &zero,
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}}}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	e.Eventually(30*time.Second, "the guarded pod running", func(ctx context.Context) (bool, error) {
-		running, _, err := podsOf(ctx, e, "guarded")
-		return running == 1, err
-	})
+	path, group, node := guardedNode(e)
 	p := startAutoscaler(t, "autoscaler", scaleDownArgs(e, path, "--unremovable-node-recheck-timeout=0s")...)
 	var got explain.NodeVerdict
 	var last string
@@ -439,4 +423,28 @@ spec:
 	if diff := cmp.Diff(predicted, nodesPerPool(e)); diff != "" {
 		t.Errorf("nodes added (-predicted +real):\n%s", diff)
 	}
+}
+
+// guardedNode gives a kwok group one node running the single 500m pod of
+// ReplicaSet "guarded", whose PodDisruptionBudget allows no disruption, and
+// waits for the pod to run; it returns the kwok config, the group and the
+// node.
+func guardedNode(e *framework.Env) (path, group, node string) {
+	group = framework.UniqueName("guarded")
+	path, node = groupsConfig(e, group), group+"-n"
+	groupNode(e, group, node, nil)
+	dumpPods(e)
+	replicaSet(e, "guarded", group, 1, "500m", false)
+	zero := intstr.FromInt32(0)
+	if _, err := e.Client.PolicyV1().PodDisruptionBudgets(e.Namespace).Create(e.Context(), &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "guarded", Namespace: e.Namespace},
+		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &zero,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}}}}, metav1.CreateOptions{}); err != nil {
+		e.T.Fatal(err)
+	}
+	e.Eventually(30*time.Second, "the guarded pod running", func(ctx context.Context) (bool, error) {
+		running, _, err := podsOf(ctx, e, "guarded")
+		return running == 1, err
+	})
+	return path, group, node
 }
