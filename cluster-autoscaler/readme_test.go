@@ -78,3 +78,20 @@ func TestStatusPagesNameTheRegisteredProviders(t *testing.T) {
 		}
 	}
 }
+
+// TestPagesCarryNoMergeConflictMarkers: a merge once left both versions of
+// README's status paragraph between conflict markers, and every other test
+// of the page still passed.
+func TestPagesCarryNoMergeConflictMarkers(t *testing.T) {
+	for _, file := range []string{"../README.md", "../FAQ.md", "../docs/benchmarks.md", "../docs/reliability.md"} {
+		body, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(body), "\n") {
+			if strings.HasPrefix(line, "<<<<<<< ") || strings.HasPrefix(line, ">>>>>>> ") {
+				t.Errorf("%s:%d: merge conflict marker %q", file, i+1, line)
+			}
+		}
+	}
+}
