@@ -191,8 +191,9 @@ func (o *Orchestrator) groupOfNode(ctx context.Context, name string) string {
 	return ng.Id()
 }
 
-// nameList names up to five names, and counts the others.
+// nameList names up to five names in name order, and counts the others.
 func nameList(names []string) string {
+	names = slices.Sorted(slices.Values(names)) // the snapshot's node order is not the names'
 	if len(names) <= 5 {
 		return strings.Join(names, ", ")
 	}
