@@ -13,7 +13,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -38,7 +37,10 @@ func runWithLeaderElection(ctx context.Context, opts config.Options, client kube
 	if err != nil {
 		return fmt.Errorf("reading the hostname for the leader-election identity: %w", err)
 	}
-	identity := hostname + "_" + uuid.NewString()
+	// The holder identity is the hostname, as upstream's (dashboards and
+	// runbooks read it as the pod name); the lock also names this process,
+	// so that two processes of one hostname never both lead.
+	identity, instance := hostname, uuid.NewString()
 	le := opts.LeaderElection
 	if le.ResourceNamespace != "" && le.ResourceNamespace != opts.Namespace {
 		// Upstream ignores this flag too; honouring it would put an
@@ -53,8 +55,7 @@ func runWithLeaderElection(ctx context.Context, opts config.Options, client kube
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
 	electionEvents := broadcaster.NewRecorder(clientgoscheme.Scheme, apiv1.EventSource{Component: "cluster-autoscaler", Host: hostname})
-	lock, err := resourcelock.New(le.ResourceLock, opts.Namespace, le.ResourceName,
-		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity, EventRecorder: electionEvents})
+	lock, err := leaderlease.NewInstanceLock(client.CoordinationV1(), opts.Namespace, le.ResourceName, identity, instance, electionEvents)
 	if err != nil {
 		return fmt.Errorf("building the leader-election lock: %w", err)
 	}
@@ -85,7 +86,7 @@ func runWithLeaderElection(ctx context.Context, opts config.Options, client kube
 	if err != nil {
 		return fmt.Errorf("building the leader elector: %w", err)
 	}
-	logger.Info("Waiting for the leader-election lease", "lease", klog.KRef(opts.Namespace, le.ResourceName), "identity", identity)
+	logger.Info("Waiting for the leader-election lease", "lease", klog.KRef(opts.Namespace, le.ResourceName), "identity", identity, "instance", instance)
 	// The elector runs on a context of its own, ended when ctx ends or act
 	// returns: a start-up error (a missing CRD, a bad configuration) then
 	// releases the Lease at once and the process exits non-zero, instead of
@@ -100,7 +101,7 @@ func runWithLeaderElection(ctx context.Context, opts config.Options, client kube
 
 	select {
 	case leadCtx := <-leadCh:
-		logger.Info("Acquired the leader-election lease", "lease", klog.KRef(opts.Namespace, le.ResourceName), "identity", identity)
+		logger.Info("Acquired the leader-election lease", "lease", klog.KRef(opts.Namespace, le.ResourceName), "identity", identity, "instance", instance)
 		err := act(leadCtx) // leadCtx ends when the lease is lost or ctx ends
 		lost := leadCtx.Err() != nil && ctx.Err() == nil
 		stopElecting()

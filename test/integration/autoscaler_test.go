@@ -13,6 +13,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"k8s.io/autoscaler/cluster-autoscaler/leaderlease"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 )
 
@@ -88,15 +89,35 @@ func lease(t *testing.T, e *framework.Env) *coordinationv1.Lease {
 
 const acquired = "Acquired the leader-election lease"
 
+// leaseWriter is the Lease's holder identity and the process that wrote it
+// last (leaderlease.InstanceAnnotation).
+func leaseWriter(t *testing.T, e *framework.Env) (holder, instance string) {
+	t.Helper()
+	l := lease(t, e)
+	if l.Spec.HolderIdentity != nil {
+		holder = *l.Spec.HolderIdentity
+	}
+	return holder, l.Annotations[leaderlease.InstanceAnnotation]
+}
+
 // TestLeaderElectionFailover: a second replica waits while the first holds the
 // Lease (even when it names another --leader-elect-resource-namespace), and takes over within the lease duration once the first gets SIGTERM.
+// Both run on this machine, so both have the holder identity upstream's
+// would write, the hostname: only the process named on the Lease leads.
 func TestLeaderElectionFailover(t *testing.T) {
 	e := framework.New(t)
+	hostname, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
 	first := startAutoscaler(t, "first", leaderArgs(e)...)
 	e.Eventually(30*time.Second, "first replica leads", func(context.Context) (bool, error) {
 		return first.log.Contains(acquired), nil
 	})
-	holder := *lease(t, e).Spec.HolderIdentity
+	holder, firstInstance := leaseWriter(t, e)
+	if holder != hostname || firstInstance == "" {
+		t.Fatalf("Lease holder %q written by %q; want the hostname %q (upstream's identity) and a process ID", holder, firstInstance, hostname)
+	}
 
 	// The second replica names another namespace for the Lease: ignored, as
 	// upstream, so both replicas still compete for the same Lease.
@@ -110,10 +131,10 @@ func TestLeaderElectionFailover(t *testing.T) {
 	// Several renewals of the first replica pass; the second must still wait.
 	time.Sleep(3 * time.Second)
 	if second.log.Contains(acquired) {
-		t.Fatal("second replica acquired the lease while the first held it")
+		t.Fatal("second replica acquired the lease while the first held it (same hostname, another process)")
 	}
-	if got := *lease(t, e).Spec.HolderIdentity; got != holder {
-		t.Fatalf("lease holder changed from %s to %s while the first replica ran", holder, got)
+	if got, by := leaseWriter(t, e); got != holder || by != firstInstance {
+		t.Fatalf("Lease changed from %s (%s) to %s (%s) while the first replica ran", holder, firstInstance, got, by)
 	}
 	// A standby replica is healthy: it must not be restarted for waiting.
 	if code, _, err := second.get(e.Context(), "/health-check"); err != nil || code != 200 {
@@ -128,13 +149,75 @@ func TestLeaderElectionFailover(t *testing.T) {
 		return second.log.Contains(acquired), nil
 	})
 	t.Logf("takeover %v after SIGTERM", time.Since(stopped).Round(100*time.Millisecond))
-	if got := *lease(t, e).Spec.HolderIdentity; got == holder {
-		t.Fatalf("lease still held by the stopped replica %s", got)
+	if got, by := leaseWriter(t, e); got != hostname || by == firstInstance || by == "" {
+		t.Fatalf("Lease held by %s (%s) after the takeover; want %s written by the second process", got, by, hostname)
 	}
 	e.Eventually(20*time.Second, "second replica runs loops", func(ctx context.Context) (bool, error) {
 		_, body, err := second.get(ctx, "/metrics")
 		return err == nil && strings.Contains(body, `cluster_autoscaler_last_activity{activity="mainSuccessful"}`), nil
 	})
+}
+
+// TestLeaseOfAnotherProcessOfTheSameHostname: a Lease held under this
+// machine's hostname, upstream's identity, but written by another process is
+// someone else's: the replica waits for it at start, leads once it is
+// released, and when such a process takes the Lease back, stops and exits 1
+// rather than lead beside it.
+func TestLeaseOfAnotherProcessOfTheSameHostname(t *testing.T) {
+	e := framework.New(t)
+	hostname, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	twin := func(l *coordinationv1.Lease) *coordinationv1.Lease {
+		l.Spec.HolderIdentity = &hostname
+		duration := int32(3600)
+		l.Spec.LeaseDurationSeconds = &duration
+		now := metav1.NewMicroTime(time.Now())
+		l.Spec.AcquireTime, l.Spec.RenewTime = &now, &now
+		if l.Annotations == nil {
+			l.Annotations = map[string]string{}
+		}
+		l.Annotations[leaderlease.InstanceAnnotation] = "twin-process"
+		return l
+	}
+	held := twin(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "cluster-autoscaler", Namespace: e.Namespace}})
+	if _, err := e.Client.CoordinationV1().Leases(e.Namespace).Create(e.Context(), held, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the twin's Lease: %v", err)
+	}
+	p := startAutoscaler(t, "replica", leaderArgs(e)...)
+	e.Eventually(30*time.Second, "the replica sees the twin's Lease", func(context.Context) (bool, error) {
+		return p.log.Contains("Another replica holds the lease"), nil
+	})
+	time.Sleep(2 * time.Second) // four retry periods
+	if p.log.Contains(acquired) {
+		t.Fatalf("the replica took a Lease another process of its hostname holds:\n%s", p.log.String())
+	}
+
+	// The twin releases the Lease (as a stopping replica does): the replica leads.
+	l := lease(t, e)
+	empty := ""
+	l.Spec.HolderIdentity = &empty
+	if _, err := e.Client.CoordinationV1().Leases(e.Namespace).Update(e.Context(), l, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("releasing the twin's Lease: %v", err)
+	}
+	e.Eventually(20*time.Second, "the replica leads once the Lease is free", func(context.Context) (bool, error) {
+		return p.log.Contains(acquired), nil
+	})
+
+	// The twin takes the Lease back: the replica must stop, not renew it as its own.
+	if _, err := e.Client.CoordinationV1().Leases(e.Namespace).Update(e.Context(), twin(lease(t, e)), metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("the twin taking the Lease: %v", err)
+	}
+	if code := p.waitExit(20 * time.Second); code != 1 {
+		t.Fatalf("exit code after another process of the hostname took the lease = %d, want 1", code)
+	}
+	if !p.log.Contains("lost the leader-election lease") {
+		t.Errorf("log does not say the lease was lost")
+	}
+	if _, by := leaseWriter(t, e); by != "twin-process" {
+		t.Errorf("Lease written by %q after the replica stopped, want the twin's", by)
+	}
 }
 
 // TestLostLeaseStopsTheLoop: when another holder takes the Lease, the replica
