@@ -155,8 +155,8 @@ func guessFit(ni *schedframework.NodeInfo, res fwk.PodResource, room *Request) i
 		limitRequested(alloc.GetScalarResources()[name]-used.GetScalarResources()[name], q)
 	}
 	if room != nil {
-		limit(alloc.GetMilliCPU()-used.GetMilliCPU(), room.MilliCPU)
-		limit(alloc.GetMemory()-used.GetMemory(), room.Memory)
+		limitRequested(alloc.GetMilliCPU()-used.GetMilliCPU(), room.MilliCPU)
+		limitRequested(alloc.GetMemory()-used.GetMemory(), room.Memory)
 	}
 	return int(max(n, 0))
 }

@@ -615,5 +615,7 @@ func (s *Snapshot) HasRoom(name string, r Request) bool {
 
 func hasRoom(ni *schedframework.NodeInfo, r Request) bool {
 	cpu, mem, pods := free(ni)
-	return pods > 0 && cpu >= r.MilliCPU && mem >= r.Memory
+	// As the scheduler's resource fit: a resource the pod does not request
+	// is not checked, so a pod without requests fits an overcommitted node.
+	return pods > 0 && (r.MilliCPU <= 0 || cpu >= r.MilliCPU) && (r.Memory <= 0 || mem >= r.Memory)
 }

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"context"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -214,5 +215,38 @@ func TestAddPodLikeIsAddPod(t *testing.T) {
 	}
 	if a.CalculateResource().Resource != b.CalculateResource().Resource {
 		t.Error("the moved pod's requests were computed again, not shared with the original's PodInfo")
+	}
+}
+
+// TestHasRoomNeverRefusesWhatTheSchedulerAccepts: HasRoom is a shortcut for
+// the Filter plugins, so it may only refuse pods they refuse too. On a node
+// whose bound pods request more CPU than it has (bound before its
+// allocatable shrank, or static pods), the scheduler still accepts a pod
+// that requests no CPU; HasRoom refused it, so pending pods without
+// requests looked unplaceable on such nodes and asked for a scale-up.
+func TestHasRoomNeverRefusesWhatTheSchedulerAccepts(t *testing.T) {
+	s := NewSnapshot([]*apiv1.Node{makeNode("over", "4").obj(), makeNode("full", "4").obj()},
+		[]*apiv1.Pod{makePod("a", "3").on("over").obj(), makePod("b", "3").on("over").obj(),
+			makePod("c", "4").on("full").obj()})
+	h := newHandle(t, s)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		pod  *apiv1.Pod
+		node string
+		want bool // the scheduler's answer, checked below
+	}{
+		{makePod("no-requests", "0").obj(), "over", true},
+		{makePod("no-requests", "0").obj(), "full", true},
+		{makePod("one-cpu", "1").obj(), "over", false},
+		{makePod("one-cpu", "1").obj(), "full", false},
+		{makePod("milli", "1m").obj(), "full", false},
+	} {
+		fits := h.Prepare(ctx, tc.pod).Fits(ctx, tc.node) == nil
+		if fits != tc.want {
+			t.Fatalf("the scheduler says %s fits %s: %v; the case expects %v", tc.pod.Name, tc.node, fits, tc.want)
+		}
+		if room := s.HasRoom(tc.node, RequestOf(tc.pod)); room != fits {
+			t.Errorf("HasRoom(%s, %s) = %v, the scheduler's Filter says %v", tc.node, tc.pod.Name, room, fits)
+		}
 	}
 }
