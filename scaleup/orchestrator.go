@@ -451,6 +451,9 @@ func (o *Orchestrator) buildSnapshot(ctx context.Context, in Input, groups map[s
 			nodes = append(nodes, n)
 		}
 	}
+	// Name order, not the informer's (random) order: pending pods then go to
+	// existing nodes the same way in every loop and in explain's prediction.
+	slices.SortFunc(nodes, func(a, b *apiv1.Node) int { return strings.Compare(a.Name, b.Name) })
 	snap := o.sim.Snapshot()
 	snap.Reset(nodes, in.ScheduledPods)
 	for id, gs := range groups {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	apiv1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -263,5 +264,33 @@ func TestTryRemoveContinuesWhereThePreviousPodWent(t *testing.T) {
 	}
 	if want := map[string]int{"d1": 1, "d2": 2}; got["d1"] != want["d1"] || got["d2"] != want["d2"] {
 		t.Errorf("pods per node after both removals = %v, want %v", got, want)
+	}
+}
+
+// TestBeginLoadsNodesInNameOrder: the informer lists nodes in a random
+// order; the snapshot holds them in name order, so that pending pods are
+// offered to existing nodes in the same order in every loop (and in
+// explain's prediction of the loop).
+func TestBeginLoadsNodesInNameOrder(t *testing.T) {
+	ctx := context.Background()
+	provider := fakeprovider.NewProvider()
+	provider.AddNodeGroup("ng", 0, 10, 3, templateNode("ng", "4"))
+	var nodes []*apiv1.Node
+	for _, name := range []string{"n-c", "n-a", "n-b"} {
+		n := templateNode(name, "4")
+		provider.AddNode("ng", n)
+		nodes = append(nodes, n)
+	}
+	o := newOrchestrator(t, provider, nil)
+	in := Input{Now: time.Now(), Nodes: nodes, ScheduledPods: nil}
+	if err := o.state.Update(ctx, provider, in.Nodes, in.Now); err != nil {
+		t.Fatal(err)
+	}
+	o.Begin(ctx, in)
+	if diff := cmp.Diff([]string{"n-a", "n-b", "n-c"}, o.sim.Snapshot().NodeNames()); diff != "" {
+		t.Errorf("snapshot node order (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"n-c", "n-a", "n-b"}, []string{nodes[0].Name, nodes[1].Name, nodes[2].Name}); diff != "" {
+		t.Errorf("the caller's node list was reordered (-want +got):\n%s", diff)
 	}
 }
