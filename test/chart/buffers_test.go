@@ -27,8 +27,8 @@ import (
 // the scale subresources of the kinds scalableRefs commonly name.
 func bufferControllerPermissions() []permission {
 	var out []permission
-	out = append(out, perms("", "podtemplates", "create update patch")...)
-	out = append(out, perms("", "resourcequotas", "get list watch")...)
+	out = append(out, perms("", "podtemplates", "create update")...)
+	out = append(out, perms("", "resourcequotas", "list watch")...)
 	out = append(out, perms("apps", "deployments", "get list watch")...)
 	for _, r := range []string{"deployments/scale", "replicasets/scale", "statefulsets/scale"} {
 		out = append(out, perms("apps", r, "get")...)

@@ -32,11 +32,11 @@ func capiPermissions(group string) []permission {
 		perms(group, "machinedeployments", "get list watch"),
 		perms(group, "machinesets", "get list watch"),
 		perms(group, "machinepools", "get list watch"),
-		perms(group, "machines", "get list watch patch update"),
-		perms(group, "machinedeployments/scale", "get update patch"),
-		perms(group, "machinesets/scale", "get update patch"),
-		perms(group, "machinepools/scale", "get update patch"),
-		perms("infrastructure.cluster.x-k8s.io", "dockermachinetemplates", "get list watch"),
+		perms(group, "machines", "get list watch patch"),
+		perms(group, "machinedeployments/scale", "get update"),
+		perms(group, "machinesets/scale", "get update"),
+		perms(group, "machinepools/scale", "get update"),
+		perms("infrastructure.cluster.x-k8s.io", "dockermachinetemplates", "get"),
 	)
 }
 
@@ -48,7 +48,7 @@ func capiForbidden(group string) []permission {
 		perms(group, "machinedeployments", "create update patch delete"),
 		perms(group, "machinesets", "update patch delete"),
 		perms(group, "machinepools", "update patch delete"),
-		perms(group, "machines", "create delete"),
+		perms(group, "machines", "create update delete"),
 		perms(group, "clusters", "get update"),
 		perms("infrastructure.cluster.x-k8s.io", "dockermachinetemplates", "update delete"),
 		perms("", "secrets", "get list"),

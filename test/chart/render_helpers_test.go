@@ -191,8 +191,8 @@ func named(name string, ps []permission) []permission {
 // the API server cluster-wide, and why:
 func clusterPermissions() []permission {
 	return slices.Concat(
-		// node informer, start-up API check, taints (update, patch), the kwok provider's instances (create, delete)
-		perms("", "nodes", "get list watch update patch create delete"),
+		// node informer, start-up API check, taints (update), the kwok provider's instances (create, delete)
+		perms("", "nodes", "get list watch update create delete"),
 		// pod informer; drain by eviction
 		perms("", "pods", "get list watch"),
 		perms("", "pods/eviction", "create"),
@@ -208,26 +208,26 @@ func clusterPermissions() []permission {
 		perms("apps", "replicasets", "get list watch"),
 		perms("apps", "statefulsets", "get list watch"),
 		perms("batch", "jobs", "get list watch"),
-		perms("policy", "poddisruptionbudgets", "get list watch"),
+		perms("policy", "poddisruptionbudgets", "list watch"),
 		perms("storage.k8s.io", "storageclasses", "get list watch"),
 		perms("storage.k8s.io", "csinodes", "get list watch"),
 		perms("storage.k8s.io", "csidrivers", "get list watch"),
 		perms("storage.k8s.io", "csistoragecapacities", "get list watch"),
 		perms("storage.k8s.io", "volumeattachments", "get list watch"),
 		perms("resource.k8s.io", "resourceclaims", "get list watch"),
-		perms("resource.k8s.io", "resourceclaimtemplates", "get list watch"),
+		perms("resource.k8s.io", "resourceclaimtemplates", "list watch"),
 		perms("resource.k8s.io", "resourceslices", "get list watch"),
 		perms("resource.k8s.io", "deviceclasses", "get list watch"),
 		// ProvisioningRequests: informer, conditions (server-side apply to status), garbage collection (delete)
-		perms("autoscaling.x-k8s.io", "provisioningrequests", "get list watch update patch delete"),
+		perms("autoscaling.x-k8s.io", "provisioningrequests", "get list watch delete"),
 		perms("autoscaling.x-k8s.io", "provisioningrequests/status", "get update patch"),
 		// CapacityQuotas (--capacity-quotas-enabled): the informer, status.used
 		perms("autoscaling.x-k8s.io", "capacityquotas", "get list watch"),
-		perms("autoscaling.x-k8s.io", "capacityquotas/status", "get update patch"),
+		perms("autoscaling.x-k8s.io", "capacityquotas/status", "update patch"),
 		// CapacityBuffers: informer; the controller's translation and the Provisioning condition
 		// (server-side apply to status)
 		perms("autoscaling.x-k8s.io", "capacitybuffers", "get list watch"),
-		perms("autoscaling.x-k8s.io", "capacitybuffers/status", "get update patch"),
+		perms("autoscaling.x-k8s.io", "capacitybuffers/status", "update patch"),
 		perms("", "podtemplates", "get list watch"),
 	)
 }

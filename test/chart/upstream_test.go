@@ -2,6 +2,7 @@ package chart_test
 
 import (
 	"context"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -24,146 +25,24 @@ import (
 	framework "k8s.io/autoscaler/cluster-autoscaler/test/framework"
 )
 
-// upstreamValues is a values file of upstream's chart (9.59.0) with every key
-// its documentation lists, at upstream's defaults (written here from the key
-// table), except cloudProvider, which an operator swapping to this build
-// sets to a provider it has. The keys of providers this build does not have
-// are at their defaults, as in upstream's own values.yaml.
-const upstreamValues = `
-additionalLabels: {}
-affinity: {}
-autoDiscovery:
-  clusterName:
-  namespace:
-  tags:
-    - k8s.io/cluster-autoscaler/enabled
-    - k8s.io/cluster-autoscaler/{{ .Values.autoDiscovery.clusterName }}
-  roles:
-    - worker
-  labels: []
-autoscalingGroups: []
-autoscalingGroupsnamePrefix: []
-awsAccessKeyID: ""
-awsRegion: us-east-1
-awsSecretAccessKey: ""
-azureClientID: ""
-azureClientSecret: ""
-azureEnableForceDelete: false
-azureEnableVMSSEtag: false
-azureResourceGroup: ""
-azureSubscriptionID: ""
-azureTenantID: ""
-azureUseManagedIdentityExtension: false
-azureUseWorkloadIdentityExtension: false
-azureUserAssignedIdentityID: ""
-azureVMType: vmss
-civoApiUrl: https://api.civo.com
-civoApiKey: ""
-civoClusterID: ""
-civoRegion: ""
-cloudConfigPath: ""
-cloudProvider: kwok
-clusterAPICloudConfigPath: /etc/kubernetes/mgmt-kubeconfig
-clusterAPIConfigMapsNamespace: ""
-clusterAPIKubeconfigSecret: ""
-clusterAPIMode: incluster-incluster
-clusterAPIWorkloadKubeconfigPath: /etc/kubernetes/value
-containerSecurityContext: {}
-customArgs: []
-deployment:
-  annotations: {}
-  selector: {}
-dnsConfig: {}
-dnsPolicy: ClusterFirst
-envFromConfigMap: ""
-envFromSecret: ""
-expanderPriorities: {}
-extraArgs:
-  logtostderr: true
-  stderrthreshold: info
-  v: 4
-extraEnv: {}
-extraEnvConfigMaps: {}
-extraEnvSecrets: {}
-extraObjects: []
-extraVolumeMounts: []
-extraVolumeSecrets: {}
-extraVolumes: []
-fullnameOverride: ""
-hostNetwork: false
-image:
-  repository: registry.k8s.io/autoscaling/cluster-autoscaler
-  tag: v1.35.0
-  pullPolicy: IfNotPresent
-  pullSecrets: []
-initContainers: []
-kubeTargetVersionOverride: ""
-kwokConfigMapName: kwok-provider-config
-magnumCABundlePath: /etc/kubernetes/ca-bundle.crt
-magnumClusterName: ""
-nameOverride: ""
-nodeSelector: {}
-podAnnotations: {}
-podDisruptionBudget:
-  maxUnavailable: 1
-  annotations: {}
-  selector: {}
-podLabels: {}
-priorityClassName: system-cluster-critical
-priorityConfigMapAnnotations: {}
-prometheusRule:
-  enabled: false
-  additionalLabels: {}
-  namespace: monitoring
-  interval:
-  rules: []
-rbac:
-  create: true
-  pspEnabled: false
-  clusterScoped: true
-  annotations: {}
-  additionalRules: []
-  serviceAccount:
-    annotations: {}
-    create: true
-    name: ""
-    automountServiceAccountToken: true
-replicaCount: 1
-resources: {}
-revisionHistoryLimit: 10
-secretKeyRefNameOverride: ""
-securityContext: {}
-service:
-  create: true
-  annotations: {}
-  labels: {}
-  selector: {}
-  clusterIP: ""
-  externalIPs: []
-  loadBalancerIP: ""
-  loadBalancerSourceRanges: []
-  servicePort: 8085
-  portName: http
-  type: ClusterIP
-serviceMonitor:
-  enabled: false
-  interval: 10s
-  namespace: monitoring
-  selector:
-    release: prometheus-operator
-  path: /metrics
-  annotations: {}
-  relabelings: {}
-  metricRelabelings: {}
-tolerations: []
-topologySpreadConstraints: []
-updateStrategy: {}
-vpa:
-  enabled: false
-  updateMode: Auto
-  containerPolicy: {}
-  recommender: default
-`
+// upstreamValuesFile is upstream's values file (chart 9.59.1), every key at
+// upstream's default; its cloudProvider is upstream's default, aws.
+const upstreamValuesFile = "testdata/upstream-values.yaml"
+
+// upstreamValues returns upstream's values file with cloudProvider set to
+// provider, nothing else changed.
+func upstreamValues(t *testing.T, provider string) string {
+	t.Helper()
+	b, err := os.ReadFile(upstreamValuesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const line = "\ncloudProvider: aws\n"
+	if strings.Count(string(b), line) != 1 {
+		t.Fatalf("%s: want one line %q", upstreamValuesFile, strings.TrimSpace(line))
+	}
+	return strings.Replace(string(b), line, "\ncloudProvider: "+provider+"\n", 1)
+}
 
 // TestUpstreamValuesFileIsAccepted renders the chart with upstream's values
 // file, with cloudProvider set to each provider of this build that needs no
@@ -174,8 +53,7 @@ vpa:
 // and says so.
 func TestUpstreamValuesFileIsAccepted(t *testing.T) {
 	t.Run("externalgrpc", func(t *testing.T) {
-		values := strings.Replace(upstreamValues, "cloudProvider: kwok\n", "cloudProvider: externalgrpc\n", 1)
-		_, err := helmTemplate(t, release, namespace, values)
+		_, err := helmTemplate(t, release, namespace, upstreamValues(t, "externalgrpc"))
 		if want := "cloudProvider externalgrpc needs externalGRPC.address"; err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("err %v, want one containing %q", err, want)
 		}
@@ -184,8 +62,7 @@ func TestUpstreamValuesFileIsAccepted(t *testing.T) {
 		t.Run(provider, func(t *testing.T) {
 			env := framework.New(t)
 			rel := framework.UniqueName("ca")
-			values := strings.Replace(upstreamValues, "cloudProvider: kwok\n", "cloudProvider: "+provider+"\n", 1)
-			m := render(t, rel, env.Namespace, values)
+			m := render(t, rel, env.Namespace, upstreamValues(t, provider))
 			wantKinds := []string{"ClusterRole", "ClusterRoleBinding", "Deployment", "PodDisruptionBudget", "Role",
 				"RoleBinding", "Service", "ServiceAccount"}
 			if diff := cmp.Diff(wantKinds, m.kinds()); diff != "" {
@@ -197,6 +74,9 @@ func TestUpstreamValuesFileIsAccepted(t *testing.T) {
 			}
 			if want := "--cloud-provider=" + provider; !slices.Contains(c.Args, want) {
 				t.Errorf("args %q lack %s", c.Args, want)
+			}
+			if v, set := envOf(c, "AWS_REGION"); set {
+				t.Errorf("AWS_REGION = %q: upstream's awsRegion default is empty, the SDK finds the region", v)
 			}
 			checkArgsParse(t, c.Args)
 			wantSelector := map[string]string{"app.kubernetes.io/instance": rel, "app.kubernetes.io/name": provider + "-cluster-autoscaler"}

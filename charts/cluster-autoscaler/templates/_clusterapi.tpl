@@ -189,25 +189,31 @@ kube-system
 {{- end -}}
 
 {{/* The ClusterRole rules of the Cluster API provider, in the management cluster. The API group follows
-extraEnv.CAPI_GROUP. */}}
+extraEnv.CAPI_GROUP. Upstream's chart grants get/list/watch/update of machinedeployments, machinesets,
+machinepools and machines, and get/update/patch of machinedeployments/scale and machinepools/scale; this
+provider writes no node group object (sizes go through the scale subresource, read and then updated) and
+only patches Machines, so those writes are left out. */}}
 {{- define "cluster-autoscaler.capi.rules" -}}
 {{- $group := (.Values.extraEnv | default dict).CAPI_GROUP | default "cluster.x-k8s.io" -}}
 # Cluster API: the provider's informers over the node groups and their Machines.
 - apiGroups: [{{ $group | quote }}]
-  resources: [machinedeployments, machinesets, machinepools]
+  resources: [machinedeployments, machinesets, machinepools, machines]
   verbs: [get, list, watch]
-# Scale-down marks the Machine of the node to delete with the delete-machine annotation (a patch).
+# Ours: scale-down marks the Machine of the node to delete with the delete-machine annotation
+# (a merge patch; upstream's chart grants update instead).
 - apiGroups: [{{ $group | quote }}]
   resources: [machines]
-  verbs: [get, list, watch, update, patch]
-# Sizes change only through the scale subresource (read, then written back).
+  verbs: [patch]
+# Sizes change only through the scale subresource (read, then written back). Ours: machinesets/scale,
+# for MachineSets that are node groups themselves (upstream grants it only in its Role).
 - apiGroups: [{{ $group | quote }}]
   resources: [machinedeployments/scale, machinesets/scale, machinepools/scale]
-  verbs: [get, update, patch]
-# Infrastructure machine templates, read for scale from zero.
+  verbs: [get, update]
+# Ours: infrastructure machine templates, each read by name for scale from zero (upstream's chart
+# leaves them to rbac.additionalRules).
 - apiGroups: [infrastructure.cluster.x-k8s.io]
   resources: ["*"]
-  verbs: [get, list, watch]
+  verbs: [get]
 {{- end -}}
 
 {{/* "true" when the chart renders its ClusterRole (and binding): some rule is needed in this cluster. */}}
