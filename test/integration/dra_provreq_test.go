@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"k8s.io/autoscaler/cluster-autoscaler/provreq"
 	v1 "k8s.io/autoscaler/cluster-autoscaler/provreq/apis/autoscaling.x-k8s.io/v1"
+	"k8s.io/autoscaler/cluster-autoscaler/provreq/processor"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 )
 
@@ -28,14 +30,14 @@ func claimPodSpec(claimTemplate string) apiv1.PodSpec {
 				Claims: []apiv1.ResourceClaim{{Name: "gpu"}}}}}}
 }
 
-// createClaimTemplate creates a ResourceClaimTemplate asking for one
-// device of class.
-func createClaimTemplate(e *framework.Env, name, class string) {
+// createClaimTemplate creates a ResourceClaimTemplate asking for count
+// devices of class.
+func createClaimTemplate(e *framework.Env, name, class string, count int64) {
 	e.T.Helper()
 	tmpl := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: name},
 		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
 			Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{
-				DeviceClassName: class, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1}}}}}}}
+				DeviceClassName: class, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: count}}}}}}}
 	if _, err := e.Client.ResourceV1().ResourceClaimTemplates(e.Namespace).Create(e.Context(), tmpl, metav1.CreateOptions{}); err != nil {
 		e.T.Fatal(err)
 	}
@@ -76,7 +78,7 @@ func TestDRAProvisioningRequestWithClaims(t *testing.T) {
 	driver := gpu + ".example.com"
 	path := draConfig(e.Env, gpu, plain, driver, 2)
 	createDeviceClass(e.Env, driver, driver)
-	createClaimTemplate(e.Env, "one-gpu", driver)
+	createClaimTemplate(e.Env, "one-gpu", driver, 1)
 
 	e.claimRequest("job", provreq.ClassBestEffortAtomicScaleUp, "one-gpu", 4)
 	startAutoscaler(t, "autoscaler", provreqArgs(e, path, "--expander=least-waste")...)
@@ -125,5 +127,51 @@ func TestDRAProvisioningRequestWithClaims(t *testing.T) {
 	e.condition("job", provreq.ConditionBookingExpired, metav1.ConditionTrue, provreq.ReasonCapacityBookingConsumed, 60*time.Second)
 	if got := nodesPerPool(e.Env); got[gpu] != 2 || got[plain] != 0 {
 		t.Errorf("nodes per group after the job ran = %v, want no more", got)
+	}
+}
+
+// conditionMessage is the message of the request's condition typ.
+func (e *provreqEnv) conditionMessage(pr *v1.ProvisioningRequest, typ string) string {
+	e.T.Helper()
+	c := provreq.FindCondition(pr.Status.Conditions, typ)
+	if c == nil {
+		e.T.Fatalf("request %s has no %s condition", pr.Name, typ)
+	}
+	return c.Message
+}
+
+// TestDRAProvisioningRequestRefusalNamesTheDeviceClass: the pods of two
+// requests each claim 8 devices on one node; the one GPU node publishes 2,
+// and the groups' nodes offer 2 or none. The check-capacity request is
+// Provisioned=False (CapacityIsNotFound, upstream's reason) with a message
+// saying no node offers 8 devices of the class; the atomic one is
+// Failed (CapacityCanNeverFit) saying no node group offers them on one
+// node, as the pods' NotTriggerScaleUp events word it. No node is added.
+func TestDRAProvisioningRequestRefusalNamesTheDeviceClass(t *testing.T) {
+	e := newProvreqEnv(t)
+	e.dumpRequests()
+	gpu, plain := framework.UniqueName("gpu"), framework.UniqueName("plain")
+	driver := gpu + ".example.com"
+	path := draConfig(e.Env, gpu, plain, driver, 2)
+	createDeviceClass(e.Env, driver, driver)
+	gpuGroupNode(e.Env, gpu, gpu+"-first", driver, 2)
+	createClaimTemplate(e.Env, "eight", driver, 8)
+
+	e.claimRequest("check", provreq.ClassCheckCapacity, "eight", 1)
+	e.claimRequest("atomic", provreq.ClassBestEffortAtomicScaleUp, "eight", 1)
+	startAutoscaler(t, "autoscaler", provreqArgs(e, path, "--expander=least-waste")...)
+
+	check := e.condition("check", provreq.ConditionProvisioned, metav1.ConditionFalse, provreq.ReasonCapacityIsNotFound, 60*time.Second)
+	if msg, want := e.conditionMessage(check, provreq.ConditionProvisioned),
+		"do not all fit the cluster's current nodes: no node offers 8 devices of class "+driver+"; next check at"; !strings.Contains(msg, want) {
+		t.Errorf("check's message %q, want it to contain %q", msg, want)
+	}
+	atomic := e.condition("atomic", provreq.ConditionFailed, metav1.ConditionTrue, processor.ReasonCapacityCanNeverFit, 60*time.Second)
+	if msg, want := e.conditionMessage(atomic, provreq.ConditionFailed),
+		"none of the 1 pods fit: no node group offers 8 devices of class "+driver+" on one node"; !strings.Contains(msg, want) {
+		t.Errorf("atomic's message %q, want it to contain %q", msg, want)
+	}
+	if got := nodesPerPool(e.Env); got[gpu] != 1 || got[plain] != 0 {
+		t.Errorf("nodes per group = %v, want the first %s node only", got, gpu)
 	}
 }
