@@ -23,6 +23,10 @@ const maxCheckedNodes = 1000
 // noNodeGroup names the nodes of no node group in the verdicts.
 const noNodeGroup = "(no node group)"
 
+// everyNode stands for the node group of a refusal of the pod before any
+// node is looked at (a claim that cannot be read).
+const everyNode = "(every node)"
+
 // recordCheck records, for the explainer, a check of pods (the pods of one
 // ProvisioningRequest) against the nodes the cluster has (registered ones
 // only when realOnly): where the pods are booked (placed: how many on each
@@ -147,6 +151,9 @@ func firstRefusal(refused []explain.NodeGroupVerdict) string {
 	})
 	v := sorted[0]
 	text := fmt.Sprintf("node group %s: %s", v.NodeGroup, v.Reason)
+	if v.NodeGroup == everyNode {
+		text = v.Reason
+	}
 	if v.Detail != "" {
 		text += " (" + v.Detail + ")"
 	}
@@ -179,7 +186,7 @@ func (o *Orchestrator) nodeRefusals(ctx context.Context, pod *apiv1.Pod, realOnl
 	snap := o.sim.Snapshot()
 	check := o.sim.Prepare(ctx, pod)
 	if err := check.Err(); err != nil {
-		v := explain.NodeGroupVerdict{NodeGroup: "(every node)", Cause: explain.CauseOther,
+		v := explain.NodeGroupVerdict{NodeGroup: everyNode, Cause: explain.CauseOther,
 			Reason: strings.Join(deviceReasons(snap.DeviceDemands, err, pod, nil), ", ")}
 		var u *framework.Unschedulable
 		if errors.As(err, &u) {

@@ -151,6 +151,8 @@ func TestFirstRefusal(t *testing.T) {
 			want: "node group a: no node with 8 devices of class x (1 node(s): a-0); 1 more refusal"},
 		{name: "then by reason", refused: []explain.NodeGroupVerdict{devices, cpu, taint},
 			want: "node group a: no node with 8 devices of class x (1 node(s): a-0); 2 more refusals"},
+		{name: "before any node", refused: []explain.NodeGroupVerdict{{NodeGroup: everyNode, Reason: "claim template default/x not found"}},
+			want: "claim template default/x not found"},
 		{name: "bounded", refused: []explain.NodeGroupVerdict{long},
 			want: "node group b: Insufficient cpu (" + strings.Repeat("n", maxRefusalText-len("node group b: Insufficient cpu (...")) + "..."},
 	} {
