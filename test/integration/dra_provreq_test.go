@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -74,10 +73,7 @@ func TestDRAProvisioningRequestWithClaims(t *testing.T) {
 	e := newProvreqEnv(t)
 	e.dumpRequests()
 	dumpPods(e.Env)
-	gpu, plain := framework.UniqueName("gpu"), framework.UniqueName("plain")
-	driver := gpu + ".example.com"
-	path := draConfig(e.Env, gpu, plain, driver, 2)
-	createDeviceClass(e.Env, driver, driver)
+	gpu, plain, driver, path := draGroups(e.Env, 2)
 	createClaimTemplate(e.Env, "one-gpu", driver, 1)
 
 	e.claimRequest("job", provreq.ClassBestEffortAtomicScaleUp, "one-gpu", 4)
@@ -104,13 +100,7 @@ func TestDRAProvisioningRequestWithClaims(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e.Eventually(120*time.Second, "the job's 4 pods Running with their claims allocated", func(ctx context.Context) (bool, error) {
-		if ok, err := allRunning(ctx, e.Env, 4); !ok || err != nil {
-			return false, err
-		}
-		n, err := allocatedClaims(ctx, e.Env)
-		return n == 4, err
-	})
+	waitRunningWithClaims(e.Env, 4, 120*time.Second, "the job's 4 pods Running with their claims allocated")
 	pods, err := e.Client.CoreV1().Pods(e.Namespace).List(e.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -150,10 +140,7 @@ func (e *provreqEnv) conditionMessage(pr *v1.ProvisioningRequest, typ string) st
 func TestDRAProvisioningRequestRefusalNamesTheDeviceClass(t *testing.T) {
 	e := newProvreqEnv(t)
 	e.dumpRequests()
-	gpu, plain := framework.UniqueName("gpu"), framework.UniqueName("plain")
-	driver := gpu + ".example.com"
-	path := draConfig(e.Env, gpu, plain, driver, 2)
-	createDeviceClass(e.Env, driver, driver)
+	gpu, plain, driver, path := draGroups(e.Env, 2)
 	gpuGroupNode(e.Env, gpu, gpu+"-first", driver, 2)
 	createClaimTemplate(e.Env, "eight", driver, 8)
 
