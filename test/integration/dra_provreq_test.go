@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -160,5 +161,76 @@ func TestDRAProvisioningRequestRefusalNamesTheDeviceClass(t *testing.T) {
 	}
 	if got := nodesPerPool(e.Env); got[gpu] != 1 || got[plain] != 0 {
 		t.Errorf("nodes per group = %v, want the first %s node only", got, gpu)
+	}
+}
+
+// TestDRAAtomicRequestAcrossDeviceGroups: an atomic request for 8 pods
+// with a one-GPU claim each needs 4 nodes of 2 devices, and each of the
+// three device groups holds at most 2: the request is split over two
+// groups (the atomic scale-up fills groups in the expander's order when
+// none holds all). The preferred pair (a, then b) fails: b's cloud has
+// room for one instance, so b's increase fails and a's new instances are
+// deleted at once. The next try, with b backed off, takes a and c, and
+// the request is Provisioned on them; the consuming pods run there with
+// their claims allocated. No node or instance of the failed attempt is
+// left: a has its 2 nodes, b none, c 2, and the provider holds no
+// instance without a Node.
+func TestDRAAtomicRequestAcrossDeviceGroups(t *testing.T) {
+	e := newProvreqEnv(t)
+	e.dumpRequests()
+	dumpPods(e.Env)
+	a, b, c := framework.UniqueName("dra-a"), framework.UniqueName("dra-b"), framework.UniqueName("dra-c")
+	driver := a + ".example.com"
+	group := func(name, faults string) kwokGroup {
+		g := devicesGroup(name, driver, 2)
+		g.maxSize, g.faults = 2, faults
+		return g
+	}
+	path := writeKwokGroups(e.Env, group(a, "{registrationDelay: 1s}"),
+		group(b, "{registrationDelay: 1s, outOfCapacityAfter: 1}"), group(c, "{registrationDelay: 1s}"))
+	createDeviceClass(e.Env, driver, driver)
+	if _, err := e.Client.CoreV1().ConfigMaps(e.Namespace).Create(e.Context(),
+		priorityConfigMap(e.Env, fmt.Sprintf("30:\n  - ^%s$\n20:\n  - ^%s$\n10:\n  - .*\n", a, b)), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createClaimTemplate(e.Env, "one-gpu", driver, 1)
+	e.claimRequest("job", provreq.ClassBestEffortAtomicScaleUp, "one-gpu", 8)
+	p := startAutoscaler(t, "autoscaler", provreqArgs(e, path)...)
+
+	job := e.condition("job", provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsProvisioned, 180*time.Second)
+	if !p.log.Contains("a later increase of the same request failed") || !p.log.Contains("Deleted instance of a rolled back all-or-nothing scale-up") {
+		t.Error("the log shows no rolled back attempt before the one that was provisioned")
+	}
+	groups := strings.Split(string(job.Status.ProvisioningClassDetails[processor.DetailNodeGroups]), ",")
+	slices.Sort(groups)
+	if want := []string{a, c}; !slices.Equal(groups, want) {
+		t.Errorf("job's nodeGroups detail = %v, want %v", groups, want)
+	}
+
+	// The job's pods arrive, as Kueue would create them.
+	for i := 0; i < 8; i++ {
+		pod := &apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: fmt.Sprintf("job-worker-%d", i),
+			Annotations: map[string]string{provreq.ConsumeAnnotation: "job",
+				provreq.ClassAnnotation: provreq.ClassBestEffortAtomicScaleUp}},
+			Spec: claimPodSpec("one-gpu")}
+		if _, err := e.Client.CoreV1().Pods(e.Namespace).Create(e.Context(), pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitRunningWithClaims(e.Env, 8, 120*time.Second, "the job's 8 pods Running with their claims allocated")
+	e.condition("job", provreq.ConditionBookingExpired, metav1.ConditionTrue, provreq.ReasonCapacityBookingConsumed, 60*time.Second)
+	// Several more loops (scan interval 1s): nothing of the failed
+	// attempt reappears, nothing more is added.
+	time.Sleep(4 * time.Second)
+	if got := nodesPerPool(e.Env); got[a] != 2 || got[b] != 0 || got[c] != 2 {
+		t.Errorf("nodes per group = %v, want %s:2 %s:0 %s:2", got, a, b, c)
+	}
+	if pending := pendingInstances(e.Env, []string{a, b, c}); len(pending) != 0 {
+		t.Errorf("the kwok provider holds instances without a Node: %v, want none (nothing of the failed attempt left)", pending)
+	}
+	for node, n := range podNodes(e.Env) {
+		if !strings.HasPrefix(n, a+"-") && !strings.HasPrefix(n, c+"-") {
+			t.Errorf("pod %s runs on %q, want a node of %s or %s", node, n, a, c)
+		}
 	}
 }
