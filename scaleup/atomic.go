@@ -280,6 +280,9 @@ func (s *Session) planAll(ctx context.Context, podGroups []*estimator.Group, t *
 	// notes say, group by group in id order, why a group holds fewer than
 	// all the pods: the request's condition message is made of them.
 	var notes []string
+	// refusedDevices counts the groups whose new node lacks the devices
+	// the pods claim, by the devices ("8 devices of class X").
+	refusedDevices := map[string]int{}
 	var candidates []candidate
 	ids := make([]string, 0, len(s.groups))
 	for id := range s.groups {
@@ -326,7 +329,11 @@ func (s *Session) planAll(ctx context.Context, podGroups []*estimator.Group, t *
 		}
 		switch {
 		case est.NodeCount == 0 && est.LimitedBy == estimator.LimitNone:
-			notes = append(notes, fmt.Sprintf("group %s: the pods do not fit on a new node of it", id))
+			note, devices := o.newNodeRefusal(id, podGroups, est, gs.template.Node)
+			notes = append(notes, note)
+			if devices != "" {
+				refusedDevices[devices]++
+			}
 		case est.NodeCount == 0:
 			notes = append(notes, fmt.Sprintf("group %s holds none of the %d pods: one node would exceed %s",
 				id, total, limitText(est.LimitedBy, limits, room, gs.group.MaxSize())))
@@ -339,6 +346,15 @@ func (s *Session) planAll(ctx context.Context, podGroups []*estimator.Group, t *
 		}
 	}
 	if len(candidates) == 0 {
+		if len(refusedDevices) == 1 {
+			for devices, n := range refusedDevices {
+				if n == len(notes) {
+					// Every group, for want of the same devices: in the
+					// words of the NotTriggerScaleUp event.
+					return nil, fmt.Sprintf("none of the %d pods fit: no node group offers %s on one node", total, devices)
+				}
+			}
+		}
 		return nil, noRoom(total, total, notes)
 	}
 
@@ -407,6 +423,28 @@ func (s *Session) planAll(ctx context.Context, podGroups []*estimator.Group, t *
 	return plan, ""
 }
 
+// newNodeRefusal words the note of group id whose new node holds none of
+// podGroups' pods: the first refusal est met, as the NotTriggerScaleUp
+// event words it. devices is what the pods claim ("8 devices of class X")
+// when the node's devices are the refusal, "" otherwise.
+func (o *Orchestrator) newNodeRefusal(id string, podGroups []*estimator.Group, est estimator.Estimate,
+	template *apiv1.Node) (note, devices string) {
+	for _, g := range podGroups {
+		for _, p := range g.Pods {
+			err, ok := est.Unschedulable[p]
+			if !ok {
+				continue
+			}
+			reason := strings.Join(deviceReasons(o.sim.Snapshot().DeviceDemands, err, p, template), ", ")
+			if d, ok := strings.CutPrefix(reason, reasonNoDevices); ok {
+				return fmt.Sprintf("group %s: a new node of it does not offer %s", id, d), d
+			}
+			return bounded(fmt.Sprintf("group %s: the pods do not fit on a new node of it (%s)", id, reason)), ""
+		}
+	}
+	return fmt.Sprintf("group %s: the pods do not fit on a new node of it", id), ""
+}
+
 // noRoom is the sentence that says how many of a request's pods have no
 // room, and why, group by group.
 func noRoom(missing, total int, notes []string) string {
@@ -417,8 +455,16 @@ func noRoom(missing, total int, notes []string) string {
 	if len(notes) == 0 {
 		return head + ": no node group can take them"
 	}
+	if len(notes) > maxNotes {
+		// The message of a condition and an event: bounded, however
+		// many groups there are.
+		return fmt.Sprintf("%s: %s; and %d more node groups", head, strings.Join(notes[:maxNotes], "; "), len(notes)-maxNotes)
+	}
 	return head + ": " + strings.Join(notes, "; ")
 }
+
+// maxNotes is how many node groups' notes a noRoom sentence names.
+const maxNotes = 10
 
 // limitText names the limit an estimate hit, with its numbers. room is
 // how many nodes the group could still add, max its max size.

@@ -210,7 +210,7 @@ func TestScaleUpAllRecordsTheAttemptBeforeIncreasing(t *testing.T) {
 		t.Errorf("session added %d nodes", s.Added())
 	}
 	// The pods still have no room in the session: nothing was committed.
-	if s.FitAll(ctx, [][]*apiv1.Pod{pendingPods(1, "1")}, false) {
+	if fit, _ := s.FitAll(ctx, [][]*apiv1.Pod{pendingPods(1, "1")}, false); fit {
 		t.Error("a pod fits after the failed attempt: the snapshot kept its nodes")
 	}
 }
@@ -380,14 +380,15 @@ func TestScaleUpAllIsNotPermanentWhileATemplateIsUnknown(t *testing.T) {
 }
 
 // The reason an all-or-nothing request does not fit is a sentence per node
-// group, in a stable order, with the numbers in place.
+// group, in a stable order, with the numbers in place and the refusal of
+// a group's new node named.
 func TestScaleUpAllReasonNamesEachGroup(t *testing.T) {
 	provider := fakeprovider.NewProvider()
 	provider.AddNodeGroup("a", 0, 10, 0, templateNode("a", "4"))
 	provider.AddNodeGroup("b", 0, 0, 0, templateNode("b", "64"))
 	o := newOrchestrator(t, provider, nil)
 	res := beginLoop(t, o, nil).ScaleUpAll(context.Background(), pendingPods(2, "8"), nil)
-	want := "none of the 2 pods fit: group a: the pods do not fit on a new node of it; group b is at its max size of 0 nodes"
+	want := "none of the 2 pods fit: group a: the pods do not fit on a new node of it (Insufficient cpu); group b is at its max size of 0 nodes"
 	if res.Fit || res.Reason != want {
 		t.Errorf("reason %q, want %q", res.Reason, want)
 	}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -22,6 +23,10 @@ const maxCheckedNodes = 1000
 // noNodeGroup names the nodes of no node group in the verdicts.
 const noNodeGroup = "(no node group)"
 
+// everyNode stands for the node group of a refusal of the pod before any
+// node is looked at (a claim that cannot be read).
+const everyNode = "(every node)"
+
 // recordCheck records, for the explainer, a check of pods (the pods of one
 // ProvisioningRequest) against the nodes the cluster has (registered ones
 // only when realOnly): where the pods are booked (placed: how many on each
@@ -30,7 +35,11 @@ const noNodeGroup = "(no node group)"
 // first pod left, grouped by node group and reason. It runs before FitAll
 // reverts the snapshot, so that the refusals see the nodes as the
 // request's other pods left them.
-func (o *Orchestrator) recordCheck(ctx context.Context, pods, rest []*apiv1.Pod, placed map[string]int, realOnly, booked bool) {
+//
+// refused are the refusals of the first pod left (refusalsOf), when the
+// caller has them; they are asked for here when it has not.
+func (o *Orchestrator) recordCheck(ctx context.Context, pods, rest []*apiv1.Pod, placed map[string]int, realOnly, booked bool,
+	refused []explain.NodeGroupVerdict) {
 	if o.explain == nil || len(pods) == 0 {
 		return
 	}
@@ -55,7 +64,10 @@ func (o *Orchestrator) recordCheck(ctx context.Context, pods, rest []*apiv1.Pod,
 			rec.Message += "; the others are booked"
 		}
 		if realOnly {
-			refusals := o.nodeRefusals(ctx, rest[0], realOnly)
+			refusals := refused
+			if refusals == nil {
+				refusals = o.refusalsOf(ctx, rest, realOnly)
+			}
 			if len(refusals) == 0 {
 				rec.Message += "; no registered node refused it on its own (the cluster may have none)"
 			}
@@ -93,6 +105,80 @@ func (o *Orchestrator) bookings(ctx context.Context, placed map[string]int) []ex
 	return out
 }
 
+// refusalsOf are the nodes' refusals (nodeRefusals) of the first pod of
+// rest, when pods are left and realOnly; none otherwise. The result is not
+// nil when the nodes were asked.
+func (o *Orchestrator) refusalsOf(ctx context.Context, rest []*apiv1.Pod, realOnly bool) []explain.NodeGroupVerdict {
+	if len(rest) == 0 || !realOnly {
+		return nil
+	}
+	if out := o.nodeRefusals(ctx, rest[0], realOnly); out != nil {
+		return out
+	}
+	return []explain.NodeGroupVerdict{}
+}
+
+// maxRefusalText bounds the refusal a condition message carries.
+const maxRefusalText = 300
+
+// firstRefusal words, for a ProvisioningRequest's condition, why the
+// first pod left fits no node: when every node refuses it for want of the
+// same devices, "no node offers 8 devices of class gpu.example.com" (the
+// words of the NotTriggerScaleUp event, for nodes that exist); otherwise
+// the refusal of the first node group by name (then by reason), with its
+// nodes, and how many other refusals there are. It is "" when no node refused the pod (the cluster
+// may have none), and at most maxRefusalText long.
+func firstRefusal(refused []explain.NodeGroupVerdict) string {
+	if len(refused) == 0 {
+		return ""
+	}
+	devices, same := strings.CutPrefix(refused[0].Reason, reasonNoDevices)
+	for _, v := range refused[1:] {
+		same = same && v.Reason == refused[0].Reason
+	}
+	if same {
+		return bounded("no node offers " + devices)
+	}
+	// The node order of the snapshot is not stable: the refusal named is
+	// chosen by name, so that the message is the same from one loop to the
+	// next while nothing changes.
+	sorted := slices.Clone(refused)
+	slices.SortStableFunc(sorted, func(a, b explain.NodeGroupVerdict) int {
+		if c := strings.Compare(a.NodeGroup, b.NodeGroup); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Reason, b.Reason)
+	})
+	v := sorted[0]
+	text := fmt.Sprintf("node group %s: %s", v.NodeGroup, v.Reason)
+	if v.NodeGroup == everyNode {
+		text = v.Reason
+	}
+	if v.Detail != "" {
+		text += " (" + v.Detail + ")"
+	}
+	switch more := len(sorted) - 1; {
+	case more == 1:
+		text += "; 1 more refusal"
+	case more > 1:
+		text += fmt.Sprintf("; %d more refusals", more)
+	}
+	return bounded(text)
+}
+
+// bounded cuts text to maxRefusalText bytes, on a rune boundary, marking
+// the cut.
+func bounded(text string) string {
+	if len(text) <= maxRefusalText {
+		return text
+	}
+	cut := maxRefusalText - len("...")
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut] + "..."
+}
+
 // nodeRefusals asks each node (registered ones only when realOnly) why pod
 // does not fit it, and groups the answers by node group and reason, with
 // the nodes named and, for a lack of cpu or memory, the numbers.
@@ -100,8 +186,8 @@ func (o *Orchestrator) nodeRefusals(ctx context.Context, pod *apiv1.Pod, realOnl
 	snap := o.sim.Snapshot()
 	check := o.sim.Prepare(ctx, pod)
 	if err := check.Err(); err != nil {
-		v := explain.NodeGroupVerdict{NodeGroup: "(every node)", Cause: explain.CauseOther,
-			Reason: strings.Join(refusalReasons(err, pod, nil), ", ")}
+		v := explain.NodeGroupVerdict{NodeGroup: everyNode, Cause: explain.CauseOther,
+			Reason: strings.Join(deviceReasons(snap.DeviceDemands, err, pod, nil), ", ")}
 		var u *framework.Unschedulable
 		if errors.As(err, &u) {
 			v.Cause, v.Plugin = explain.CauseScheduler, u.Plugin
@@ -129,7 +215,7 @@ func (o *Orchestrator) nodeRefusals(ctx context.Context, pod *apiv1.Pod, realOnl
 		if err == nil {
 			continue
 		}
-		k := key{group: o.groupOfNode(ctx, node), reason: strings.Join(refusalReasons(err, pod, nil), ", ")}
+		k := key{group: o.groupOfNode(ctx, node), reason: strings.Join(deviceReasons(snap.DeviceDemands, err, pod, nil), ", ")}
 		var u *framework.Unschedulable
 		if errors.As(err, &u) {
 			k.plugin = u.Plugin

@@ -46,7 +46,7 @@ func TestExplainerRecordsCapacityChecks(t *testing.T) {
 			}
 			rec.BeginLoop(now)
 			s := o.Begin(ctx, Input{Now: now, Nodes: nodes})
-			if got := s.FitAll(ctx, [][]*apiv1.Pod{requestPods(tc.count, tc.cpu, "1Gi")}, true); got != tc.fits {
+			if got, _ := s.FitAll(ctx, [][]*apiv1.Pod{requestPods(tc.count, tc.cpu, "1Gi")}, true); got != tc.fits {
 				t.Fatalf("FitAll = %v, want %v", got, tc.fits)
 			}
 			rec.EndLoop()

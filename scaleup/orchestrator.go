@@ -305,7 +305,7 @@ func (s *Session) ScaleUp(ctx context.Context, pendingPods []*apiv1.Pod) Result 
 func (s *Session) Place(ctx context.Context, sets [][]*apiv1.Pod, realOnly bool) []*apiv1.Pod {
 	placed, tell := s.o.placements()
 	rest := s.o.fitGroupsTold(ctx, s.o.groupsOf(sets), realOnly, tell)
-	s.o.recordCheck(ctx, slices.Concat(sets...), rest, placed, realOnly, true)
+	s.o.recordCheck(ctx, slices.Concat(sets...), rest, placed, realOnly, true, nil)
 	return rest
 }
 
@@ -321,19 +321,26 @@ func (o *Orchestrator) placements() (map[string]int, func(string, int)) {
 
 // FitAll places all pods of sets on existing or upcoming nodes (only
 // registered ones when realOnly) or none of them, and reports which. sets
-// are as for Place.
-func (s *Session) FitAll(ctx context.Context, sets [][]*apiv1.Pod, realOnly bool) bool {
+// are as for Place. When they do not all fit and realOnly, refusal says
+// why the first pod left fits no node, in a few words for a condition
+// message (firstRefusal): "no node offers 8 devices of class
+// gpu.example.com"; it is "" when no node refused it (the cluster may
+// have none).
+func (s *Session) FitAll(ctx context.Context, sets [][]*apiv1.Pod, realOnly bool) (fit bool, refusal string) {
 	snap := s.o.sim.Snapshot()
 	snap.Fork()
 	placed, tell := s.o.placements()
 	rest := s.o.fitGroupsTold(ctx, s.o.groupsOf(sets), realOnly, tell)
-	s.o.recordCheck(ctx, slices.Concat(sets...), rest, placed, realOnly, len(rest) == 0)
+	// Asked before the revert: the refusals see the nodes as the
+	// request's other pods left them.
+	refused := s.o.refusalsOf(ctx, rest, realOnly)
+	s.o.recordCheck(ctx, slices.Concat(sets...), rest, placed, realOnly, len(rest) == 0, refused)
 	if len(rest) > 0 {
 		snap.Revert()
-		return false
+		return false, firstRefusal(refused)
 	}
 	snap.Commit()
-	return true
+	return true, ""
 }
 
 // groupsOf makes an equivalence group of each non-empty set. A group the

@@ -81,7 +81,7 @@ func BenchmarkBook(b *testing.B) {
 		{name: "Place", run: func(s *Session) int { return len(s.Place(ctx, booked, false)) }},
 		{name: "PlaceRealOnly", run: func(s *Session) int { return len(s.Place(ctx, booked, true)) }},
 		{name: "FitAll", run: func(s *Session) int {
-			if s.FitAll(ctx, booked, true) {
+			if fit, _ := s.FitAll(ctx, booked, true); fit {
 				return 0
 			}
 			return -1

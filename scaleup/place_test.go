@@ -184,7 +184,7 @@ func TestBookingHoldsCapacity(t *testing.T) {
 	}
 	other := requestPods(1, "1", "1Gi")
 	other[0].Name, other[0].UID, other[0].OwnerReferences = "other", "other", nil
-	if s.FitAll(ctx, [][]*apiv1.Pod{other}, false) {
+	if fit, _ := s.FitAll(ctx, [][]*apiv1.Pod{other}, false); fit {
 		t.Error("a pod fits nodes full of booked pods")
 	}
 	if res := s.ScaleUp(ctx, other); res.FitExisting != 0 {

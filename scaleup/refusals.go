@@ -158,9 +158,17 @@ func (r *refusals) estimate(podGroups []*estimator.Group, est estimator.Estimate
 // cannot be read, admin access outside a labelled namespace) keeps its own
 // words: no node's devices would change it.
 func (r *refusals) reasons(err error, pod *apiv1.Pod, template *apiv1.Node) []string {
+	return deviceReasons(r.demands, err, pod, template)
+}
+
+// deviceReasons is refusalReasons with a refusal of the DynamicResources
+// plugin on a node worded by the devices pod's claims ask for (demands;
+// nil keeps the plugin's own words): "no node with 8 devices of class
+// gpu.example.com".
+func deviceReasons(demands func(*apiv1.Pod) []framework.DeviceDemand, err error, pod *apiv1.Pod, template *apiv1.Node) []string {
 	var u *framework.Unschedulable
-	if r.demands != nil && errors.As(err, &u) && u.Plugin == draPlugin && u.Node != "" {
-		if d := r.demands(pod); len(d) > 0 {
+	if demands != nil && errors.As(err, &u) && u.Plugin == draPlugin && u.Node != "" {
+		if d := demands(pod); len(d) > 0 {
 			return []string{reasonNoDevices + framework.DemandsString(d)}
 		}
 	}

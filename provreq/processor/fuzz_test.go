@@ -30,9 +30,9 @@ type fitRecorder struct {
 	asked [][][]*apiv1.Pod
 }
 
-func (f *fitRecorder) FitAll(_ context.Context, sets [][]*apiv1.Pod, _ bool) bool {
+func (f *fitRecorder) FitAll(_ context.Context, sets [][]*apiv1.Pod, _ bool) (bool, string) {
 	f.asked = append(f.asked, sets)
-	return true
+	return true, ""
 }
 
 // FuzzProvisioningRequest decodes a ProvisioningRequest and a PodTemplate

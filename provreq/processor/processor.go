@@ -72,9 +72,11 @@ type StatusWriter interface {
 // scales is held in the same snapshot as the ordinary scale-up.
 // Place and FitAll take the request's pods PodSet by PodSet: the pods of
 // one PodSet are equivalent by construction, and are placed as one group.
+// FitAll's refusal, when not all fit, is why the first pod left fits no
+// node, bounded in length, for a condition message ("" when unknown).
 type Capacity interface {
 	Place(ctx context.Context, sets [][]*apiv1.Pod, realOnly bool) []*apiv1.Pod
-	FitAll(ctx context.Context, sets [][]*apiv1.Pod, realOnly bool) bool
+	FitAll(ctx context.Context, sets [][]*apiv1.Pod, realOnly bool) (fit bool, refusal string)
 	ScaleUpAll(ctx context.Context, pods []*apiv1.Pod, record scaleup.RecordFunc) scaleup.AtomicResult
 }
 

@@ -27,6 +27,8 @@ type cluster struct {
 	requests  []*v1.ProvisioningRequest
 	templates map[string]*apiv1.PodTemplate
 	fits      bool
+	// refusal is what FitAll says when the pods do not fit.
+	refusal   string
 	atomic    scaleup.AtomicResult
 	placeRest int // pods Place leaves over
 	groups    map[string]GroupView
@@ -73,7 +75,13 @@ func (c *cluster) Place(_ context.Context, sets [][]*apiv1.Pod, _ bool) []*apiv1
 	return pods[:min(c.placeRest, len(pods))]
 }
 
-func (c *cluster) FitAll(context.Context, [][]*apiv1.Pod, bool) bool { c.fitCalls++; return c.fits }
+func (c *cluster) FitAll(context.Context, [][]*apiv1.Pod, bool) (bool, string) {
+	c.fitCalls++
+	if c.fits {
+		return true, ""
+	}
+	return false, c.refusal
+}
 
 // ScaleUpAll hands the increases of c.atomic to record first, as the
 // session does, and makes none when record fails.

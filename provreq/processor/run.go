@@ -143,30 +143,39 @@ func (l *Loop) book(ctx context.Context, r *request, capacity Capacity, present 
 	return left
 }
 
-// checkCapacity answers "do all the pods fit now" and books them when they do.
+// checkCapacity answers "do all the pods fit now" and books them when they
+// do. When they do not, the message says why the first pod left fits no
+// node, as the session words it ("no node offers 8 devices of class
+// gpu.example.com"); the reason stays upstream's.
 func (l *Loop) checkCapacity(r *request, capacity Capacity) {
-	if capacity.FitAll(context.Background(), r.sets, true) {
+	fit, refusal := capacity.FitAll(context.Background(), r.sets, true)
+	if fit {
 		r.state.backoff = 0
 		r.booked = len(r.pods)
 		l.set(r, provreq.ConditionProvisioned, true, provreq.ReasonCapacityIsFound,
 			fmt.Sprintf("All %d pods fit the cluster's current nodes; the capacity is reserved for %v.", len(r.pods), l.p.opts.BookingTime))
 		return
 	}
+	why := ""
+	if refusal != "" {
+		why = ": " + refusal
+	}
 	if noRetry, _ := provreq.ParseNoRetry(r.pr.Spec.Parameters); noRetry {
 		l.fail(r, provreq.ReasonCapacityIsNotFound, fmt.Sprintf(
-			"The %d pods do not all fit the cluster's current nodes, and noRetry is set.", len(r.pods)))
+			"The %d pods do not all fit the cluster's current nodes%s, and noRetry is set.", len(r.pods), why))
 		return
 	}
 	retry := l.backOff(r)
 	l.set(r, provreq.ConditionProvisioned, false, provreq.ReasonCapacityIsNotFound, fmt.Sprintf(
-		"The %d pods do not all fit the cluster's current nodes; next check at %s.", len(r.pods), retry.UTC().Format(time.RFC3339)))
+		"The %d pods do not all fit the cluster's current nodes%s; next check at %s.", len(r.pods), why,
+		retry.UTC().Format(time.RFC3339)))
 }
 
 // scaleUp gives all the request's pods room, or changes nothing. Capacity
 // is reported provisioned only on registered nodes: pods that fit only
 // thanks to nodes still to come (another scale-up's) hold them and wait.
 func (l *Loop) scaleUp(ctx context.Context, r *request, capacity Capacity) bool {
-	if capacity.FitAll(ctx, r.sets, true) {
+	if fit, _ := capacity.FitAll(ctx, r.sets, true); fit {
 		r.state.backoff = 0
 		r.booked = len(r.pods)
 		l.set(r, provreq.ConditionProvisioned, true, provreq.ReasonCapacityIsFound,

@@ -54,22 +54,13 @@ func notTriggerScaleUp(ctx context.Context, e *framework.Env, prefix string) ([]
 // group offers, is told so, with the device class named.
 func TestDRAScaleUpStopsAtGPUTotal(t *testing.T) {
 	e := framework.New(t)
-	gpu, plain := framework.UniqueName("gpu"), framework.UniqueName("plain")
-	driver := gpu + ".example.com"
-	path := draConfig(e, gpu, plain, driver, 2)
+	gpu, plain, driver, path := draGroups(e, 2)
 	dumpPods(e)
-	createDeviceClass(e, driver, driver)
 	createGPUDeployment(e, "train", driver, 5)
 	createDevicesDeployment(e, "big", driver, 1, 8)
 
 	p := startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--expander=least-waste", "--gpu-total="+driver+":0:4")...)
-	e.Eventually(120*time.Second, "4 pods Running with their claims allocated", func(ctx context.Context) (bool, error) {
-		if ok, err := allRunning(ctx, e, 4); !ok || err != nil {
-			return false, err
-		}
-		n, err := allocatedClaims(ctx, e)
-		return n == 4, err
-	})
+	waitRunningWithClaims(e, 4, 120*time.Second, "4 pods Running with their claims allocated")
 	e.Eventually(60*time.Second, "the autoscaler names --gpu-total for the fifth pod", func(context.Context) (bool, error) {
 		return p.log.Contains("GPU limit (--gpu-total) reached"), nil
 	})

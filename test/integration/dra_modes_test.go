@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -24,11 +23,8 @@ import (
 // to one claim and the pods run. Later loops add nothing.
 func TestDRAAllocationModeAllScalesOneNodePerPod(t *testing.T) {
 	e := framework.New(t)
-	gpu, plain := framework.UniqueName("gpu"), framework.UniqueName("plain")
-	driver := gpu + ".example.com"
-	path := draConfig(e, gpu, plain, driver, 4)
+	gpu, plain, driver, path := draGroups(e, 4)
 	dumpPods(e)
-	createDeviceClass(e, driver, driver)
 	tmpl := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: "all"},
 		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
 			Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{
@@ -39,13 +35,7 @@ func TestDRAAllocationModeAllScalesOneNodePerPod(t *testing.T) {
 	createClaimPods(e, "whole", "all", 3)
 
 	startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--expander=least-waste")...)
-	e.Eventually(120*time.Second, "all 3 pods Running with their claims allocated", func(ctx context.Context) (bool, error) {
-		if ok, err := allRunning(ctx, e, 3); !ok || err != nil {
-			return false, err
-		}
-		n, err := allocatedClaims(ctx, e)
-		return n == 3, err
-	})
+	waitRunningWithClaims(e, 3, 120*time.Second, "all 3 pods Running with their claims allocated")
 	if got := nodesPerPool(e); got[gpu] != 3 || got[plain] != 0 {
 		t.Errorf("nodes per group = %v, want %s:3 and no %s node", got, gpu, plain)
 	}
@@ -75,20 +65,7 @@ func TestDRAFirstLoopCopiesTheNodesSlices(t *testing.T) {
 	e := framework.New(t)
 	group := framework.UniqueName("copied")
 	driver := group + ".example.com"
-	path := writeKwokConfig(e, fmt.Sprintf(`
-nodeGroups:
-- name: %[1]s
-  maxSize: 10
-  template:
-    fromNodes: true
-    labels: {%[2]s: %[3]s, pool: %[1]s}
-    capacity: {cpu: "8", memory: 32Gi, pods: "110"}
-    devices:
-    - driver: %[4]s
-      devices:
-      - name: gpu-0
-      - name: gpu-1
-`, group, framework.TestNamespaceLabel, e.Namespace, driver))
+	path := writeKwokGroups(e, kwokGroup{name: group, driver: driver, models: repeat("", 2), fromNodes: true})
 	dumpPods(e)
 	createDeviceClass(e, driver, driver)
 	gpuGroupNode(e, group, group+"-first", driver, 2)
@@ -114,13 +91,7 @@ nodeGroups:
 	})
 
 	p := startAutoscaler(t, "autoscaler", scaleUpArgs(e, path)...)
-	e.Eventually(120*time.Second, "all 4 pods Running with their claims allocated", func(ctx context.Context) (bool, error) {
-		if ok, err := allRunning(ctx, e, 4); !ok || err != nil {
-			return false, err
-		}
-		n, err := allocatedClaims(ctx, e)
-		return n == 4, err
-	})
+	waitRunningWithClaims(e, 4, 120*time.Second, "all 4 pods Running with their claims allocated")
 	if got := nodesPerPool(e)[group]; got != 2 {
 		t.Errorf("%d nodes in the group, want 2 (the first and one new)", got)
 	}
@@ -142,15 +113,12 @@ nodeGroups:
 // added and both pods run on it.
 func TestDRAAdminAccessSharesTheDevice(t *testing.T) {
 	e := framework.New(t)
-	gpu, plain := framework.UniqueName("gpu"), framework.UniqueName("plain")
-	driver := gpu + ".example.com"
-	path := draConfig(e, gpu, plain, driver, 1)
+	gpu, plain, driver, path := draGroups(e, 1)
 	patch := []byte(`{"metadata":{"labels":{"resource.kubernetes.io/admin-access":"true"}}}`)
 	if _, err := e.Client.CoreV1().Namespaces().Patch(e.Context(), e.Namespace, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	dumpPods(e)
-	createDeviceClass(e, driver, driver)
 	for name, admin := range map[string]bool{"one": false, "admin": true} {
 		req := &resourceapi.ExactDeviceRequest{DeviceClassName: driver, Count: 1,
 			AllocationMode: resourceapi.DeviceAllocationModeExactCount}
@@ -168,13 +136,7 @@ func TestDRAAdminAccessSharesTheDevice(t *testing.T) {
 	createClaimPods(e, "user", "one", 1)
 
 	startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--expander=least-waste")...)
-	e.Eventually(120*time.Second, "both pods Running with their claims allocated", func(ctx context.Context) (bool, error) {
-		if ok, err := allRunning(ctx, e, 2); !ok || err != nil {
-			return false, err
-		}
-		n, err := allocatedClaims(ctx, e)
-		return n == 2, err
-	})
+	waitRunningWithClaims(e, 2, 120*time.Second, "both pods Running with their claims allocated")
 	if got := nodesPerPool(e); got[gpu] != 1 || got[plain] != 0 {
 		t.Errorf("nodes per group = %v, want %s:1 and no %s node", got, gpu, plain)
 	}

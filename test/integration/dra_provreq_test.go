@@ -1,8 +1,9 @@
 package integration
 
 import (
-	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"k8s.io/autoscaler/cluster-autoscaler/provreq"
 	v1 "k8s.io/autoscaler/cluster-autoscaler/provreq/apis/autoscaling.x-k8s.io/v1"
+	"k8s.io/autoscaler/cluster-autoscaler/provreq/processor"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 )
 
@@ -28,14 +30,14 @@ func claimPodSpec(claimTemplate string) apiv1.PodSpec {
 				Claims: []apiv1.ResourceClaim{{Name: "gpu"}}}}}}
 }
 
-// createClaimTemplate creates a ResourceClaimTemplate asking for one
-// device of class.
-func createClaimTemplate(e *framework.Env, name, class string) {
+// createClaimTemplate creates a ResourceClaimTemplate asking for count
+// devices of class.
+func createClaimTemplate(e *framework.Env, name, class string, count int64) {
 	e.T.Helper()
 	tmpl := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: name},
 		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
 			Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{
-				DeviceClassName: class, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1}}}}}}}
+				DeviceClassName: class, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: count}}}}}}}
 	if _, err := e.Client.ResourceV1().ResourceClaimTemplates(e.Namespace).Create(e.Context(), tmpl, metav1.CreateOptions{}); err != nil {
 		e.T.Fatal(err)
 	}
@@ -72,11 +74,8 @@ func TestDRAProvisioningRequestWithClaims(t *testing.T) {
 	e := newProvreqEnv(t)
 	e.dumpRequests()
 	dumpPods(e.Env)
-	gpu, plain := framework.UniqueName("gpu"), framework.UniqueName("plain")
-	driver := gpu + ".example.com"
-	path := draConfig(e.Env, gpu, plain, driver, 2)
-	createDeviceClass(e.Env, driver, driver)
-	createClaimTemplate(e.Env, "one-gpu", driver)
+	gpu, plain, driver, path := draGroups(e.Env, 2)
+	createClaimTemplate(e.Env, "one-gpu", driver, 1)
 
 	e.claimRequest("job", provreq.ClassBestEffortAtomicScaleUp, "one-gpu", 4)
 	startAutoscaler(t, "autoscaler", provreqArgs(e, path, "--expander=least-waste")...)
@@ -102,13 +101,7 @@ func TestDRAProvisioningRequestWithClaims(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e.Eventually(120*time.Second, "the job's 4 pods Running with their claims allocated", func(ctx context.Context) (bool, error) {
-		if ok, err := allRunning(ctx, e.Env, 4); !ok || err != nil {
-			return false, err
-		}
-		n, err := allocatedClaims(ctx, e.Env)
-		return n == 4, err
-	})
+	waitRunningWithClaims(e.Env, 4, 120*time.Second, "the job's 4 pods Running with their claims allocated")
 	pods, err := e.Client.CoreV1().Pods(e.Namespace).List(e.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -125,5 +118,119 @@ func TestDRAProvisioningRequestWithClaims(t *testing.T) {
 	e.condition("job", provreq.ConditionBookingExpired, metav1.ConditionTrue, provreq.ReasonCapacityBookingConsumed, 60*time.Second)
 	if got := nodesPerPool(e.Env); got[gpu] != 2 || got[plain] != 0 {
 		t.Errorf("nodes per group after the job ran = %v, want no more", got)
+	}
+}
+
+// conditionMessage is the message of the request's condition typ.
+func (e *provreqEnv) conditionMessage(pr *v1.ProvisioningRequest, typ string) string {
+	e.T.Helper()
+	c := provreq.FindCondition(pr.Status.Conditions, typ)
+	if c == nil {
+		e.T.Fatalf("request %s has no %s condition", pr.Name, typ)
+	}
+	return c.Message
+}
+
+// TestDRAProvisioningRequestRefusalNamesTheDeviceClass: the pods of two
+// requests each claim 8 devices on one node; the one GPU node publishes 2,
+// and the groups' nodes offer 2 or none. The check-capacity request is
+// Provisioned=False (CapacityIsNotFound, upstream's reason) with a message
+// saying no node offers 8 devices of the class; the atomic one is
+// Failed (CapacityCanNeverFit) saying no node group offers them on one
+// node, as the pods' NotTriggerScaleUp events word it. No node is added.
+func TestDRAProvisioningRequestRefusalNamesTheDeviceClass(t *testing.T) {
+	e := newProvreqEnv(t)
+	e.dumpRequests()
+	gpu, plain, driver, path := draGroups(e.Env, 2)
+	gpuGroupNode(e.Env, gpu, gpu+"-first", driver, 2)
+	createClaimTemplate(e.Env, "eight", driver, 8)
+
+	e.claimRequest("check", provreq.ClassCheckCapacity, "eight", 1)
+	e.claimRequest("atomic", provreq.ClassBestEffortAtomicScaleUp, "eight", 1)
+	startAutoscaler(t, "autoscaler", provreqArgs(e, path, "--expander=least-waste")...)
+
+	check := e.condition("check", provreq.ConditionProvisioned, metav1.ConditionFalse, provreq.ReasonCapacityIsNotFound, 60*time.Second)
+	if msg, want := e.conditionMessage(check, provreq.ConditionProvisioned),
+		"do not all fit the cluster's current nodes: no node offers 8 devices of class "+driver+"; next check at"; !strings.Contains(msg, want) {
+		t.Errorf("check's message %q, want it to contain %q", msg, want)
+	}
+	atomic := e.condition("atomic", provreq.ConditionFailed, metav1.ConditionTrue, processor.ReasonCapacityCanNeverFit, 60*time.Second)
+	if msg, want := e.conditionMessage(atomic, provreq.ConditionFailed),
+		"none of the 1 pods fit: no node group offers 8 devices of class "+driver+" on one node"; !strings.Contains(msg, want) {
+		t.Errorf("atomic's message %q, want it to contain %q", msg, want)
+	}
+	if got := nodesPerPool(e.Env); got[gpu] != 1 || got[plain] != 0 {
+		t.Errorf("nodes per group = %v, want the first %s node only", got, gpu)
+	}
+}
+
+// TestDRAAtomicRequestAcrossDeviceGroups: an atomic request for 8 pods
+// with a one-GPU claim each needs 4 nodes of 2 devices, and each of the
+// three device groups holds at most 2: the request is split over two
+// groups (the atomic scale-up fills groups in the expander's order when
+// none holds all). The preferred pair (a, then b) fails: b's cloud has
+// room for one instance, so b's increase fails and a's new instances are
+// deleted at once. The next try, with b backed off, takes a and c, and
+// the request is Provisioned on them; the consuming pods run there with
+// their claims allocated. No node or instance of the failed attempt is
+// left: a has its 2 nodes, b none, c 2, and the provider holds no
+// instance without a Node.
+func TestDRAAtomicRequestAcrossDeviceGroups(t *testing.T) {
+	e := newProvreqEnv(t)
+	e.dumpRequests()
+	dumpPods(e.Env)
+	a, b, c := framework.UniqueName("dra-a"), framework.UniqueName("dra-b"), framework.UniqueName("dra-c")
+	driver := a + ".example.com"
+	group := func(name, faults string) kwokGroup {
+		g := devicesGroup(name, driver, 2)
+		g.maxSize, g.faults = 2, faults
+		return g
+	}
+	path := writeKwokGroups(e.Env, group(a, "{registrationDelay: 1s}"),
+		group(b, "{registrationDelay: 1s, outOfCapacityAfter: 1}"), group(c, "{registrationDelay: 1s}"))
+	createDeviceClass(e.Env, driver, driver)
+	if _, err := e.Client.CoreV1().ConfigMaps(e.Namespace).Create(e.Context(),
+		priorityConfigMap(e.Env, fmt.Sprintf("30:\n  - ^%s$\n20:\n  - ^%s$\n10:\n  - .*\n", a, b)), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createClaimTemplate(e.Env, "one-gpu", driver, 1)
+	e.claimRequest("job", provreq.ClassBestEffortAtomicScaleUp, "one-gpu", 8)
+	p := startAutoscaler(t, "autoscaler", provreqArgs(e, path)...)
+
+	job := e.condition("job", provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsProvisioned, 180*time.Second)
+	if !p.log.Contains("a later increase of the same request failed") || !p.log.Contains("Deleted instance of a rolled back all-or-nothing scale-up") {
+		t.Error("the log shows no rolled back attempt before the one that was provisioned")
+	}
+	groups := strings.Split(string(job.Status.ProvisioningClassDetails[processor.DetailNodeGroups]), ",")
+	slices.Sort(groups)
+	if want := []string{a, c}; !slices.Equal(groups, want) {
+		t.Errorf("job's nodeGroups detail = %v, want %v", groups, want)
+	}
+
+	// The job's pods arrive, as Kueue would create them.
+	for i := 0; i < 8; i++ {
+		pod := &apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: fmt.Sprintf("job-worker-%d", i),
+			Annotations: map[string]string{provreq.ConsumeAnnotation: "job",
+				provreq.ClassAnnotation: provreq.ClassBestEffortAtomicScaleUp}},
+			Spec: claimPodSpec("one-gpu")}
+		if _, err := e.Client.CoreV1().Pods(e.Namespace).Create(e.Context(), pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitRunningWithClaims(e.Env, 8, 120*time.Second, "the job's 8 pods Running with their claims allocated")
+	e.condition("job", provreq.ConditionBookingExpired, metav1.ConditionTrue, provreq.ReasonCapacityBookingConsumed, 60*time.Second)
+	// Several more loops (scan interval 1s): nothing of the failed
+	// attempt reappears, nothing more is added.
+	time.Sleep(4 * time.Second)
+	if got := nodesPerPool(e.Env); got[a] != 2 || got[b] != 0 || got[c] != 2 {
+		t.Errorf("nodes per group = %v, want %s:2 %s:0 %s:2", got, a, b, c)
+	}
+	if pending := pendingInstances(e.Env, []string{a, b, c}); len(pending) != 0 {
+		t.Errorf("the kwok provider holds instances without a Node: %v, want none (nothing of the failed attempt left)", pending)
+	}
+	for node, n := range podNodes(e.Env) {
+		if !strings.HasPrefix(n, a+"-") && !strings.HasPrefix(n, c+"-") {
+			t.Errorf("pod %s runs on %q, want a node of %s or %s", node, n, a, c)
+		}
 	}
 }

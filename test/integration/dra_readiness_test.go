@@ -63,28 +63,8 @@ func TestDRALateSlicesNoSecondScaleUp(t *testing.T) {
 	e := framework.New(t)
 	gpu, plain := framework.UniqueName("late"), framework.UniqueName("plain")
 	driver := gpu + ".example.com"
-	path := writeKwokConfig(e, fmt.Sprintf(`
-nodeGroups:
-- name: %[1]s
-  minSize: 0
-  maxSize: 10
-  template:
-    labels: {%[3]s: %[4]s, pool: %[1]s}
-    capacity: {cpu: "8", memory: 32Gi, pods: "110"}
-    devices:
-    - driver: %[5]s
-      devices:
-      - name: gpu-0
-      - name: gpu-1
-  faults:
-    resourceSliceDelay: 20s
-- name: %[2]s
-  minSize: 0
-  maxSize: 10
-  template:
-    labels: {%[3]s: %[4]s, pool: %[2]s}
-    capacity: {cpu: "32", memory: 128Gi, pods: "110"}
-`, gpu, plain, framework.TestNamespaceLabel, e.Namespace, driver))
+	path := writeKwokGroups(e, kwokGroup{name: gpu, driver: driver, models: repeat("", 2), faults: "{resourceSliceDelay: 20s}"},
+		kwokGroup{name: plain, cpu: "32", memory: "128Gi"})
 	dumpPods(e)
 	createDeviceClass(e, driver, driver)
 	createGPUDeployment(e, "late", driver, 4)
@@ -107,13 +87,7 @@ nodeGroups:
 			}
 			return false, nil
 		})
-	e.Eventually(180*time.Second, "all 4 pods Running with their claims allocated", func(ctx context.Context) (bool, error) {
-		if ok, err := allRunning(ctx, e, 4); !ok || err != nil {
-			return false, err
-		}
-		n, err := allocatedClaims(ctx, e)
-		return n == 4, err
-	})
+	waitRunningWithClaims(e, 4, 180*time.Second, "all 4 pods Running with their claims allocated")
 	if got := nodesPerPool(e); got[gpu] != 2 || got[plain] != 0 {
 		t.Errorf("nodes per group = %v, want %s:2 (no second scale-up while the slices were late) and no %s node", got, gpu, plain)
 	}
@@ -143,22 +117,8 @@ func TestDRALateSlicesOfAGroupTemplatedFromItsNodes(t *testing.T) {
 	e := framework.New(t)
 	group := framework.UniqueName("copied")
 	driver := group + ".example.com"
-	path := writeKwokConfig(e, fmt.Sprintf(`
-nodeGroups:
-- name: %[1]s
-  maxSize: 10
-  template:
-    fromNodes: true
-    labels: {%[2]s: %[3]s, pool: %[1]s}
-    capacity: {cpu: "8", memory: 32Gi, pods: "110"}
-    devices:
-    - driver: %[4]s
-      devices:
-      - name: gpu-0
-      - name: gpu-1
-  faults:
-    resourceSliceDelay: 20s
-`, group, framework.TestNamespaceLabel, e.Namespace, driver))
+	path := writeKwokGroups(e, kwokGroup{name: group, driver: driver, models: repeat("", 2), fromNodes: true,
+		faults: "{resourceSliceDelay: 20s}"})
 	dumpPods(e)
 	createDeviceClass(e, driver, driver)
 	gpuGroupNode(e, group, group+"-first", driver, 2)
@@ -183,13 +143,7 @@ nodeGroups:
 			}
 			return false, nil
 		})
-	e.Eventually(180*time.Second, "all 4 pods Running with their claims allocated", func(ctx context.Context) (bool, error) {
-		if ok, err := allRunning(ctx, e, 4); !ok || err != nil {
-			return false, err
-		}
-		n, err := allocatedClaims(ctx, e)
-		return n == 4, err
-	})
+	waitRunningWithClaims(e, 4, 180*time.Second, "all 4 pods Running with their claims allocated")
 	time.Sleep(4 * time.Second) // a few more loops: no second scale-up
 	if got := nodesPerPool(e)[group]; got != 2 {
 		t.Errorf("%d nodes in the group, want 2 (the first and one new)", got)

@@ -88,11 +88,8 @@ func unremovableNodes(ctx context.Context, e *framework.Env) (map[string]cluster
 // names the claim.
 func TestDRAScaleDownMovesClaimsWhereTheyFit(t *testing.T) {
 	e := framework.New(t)
-	gpu, plain := framework.UniqueName("gpu"), framework.UniqueName("plain")
-	driver := gpu + ".example.com"
-	path := draConfig(e, gpu, plain, driver, 4)
+	gpu, _, driver, path := draGroups(e, 4)
 	dumpPods(e)
-	createDeviceClass(e, driver, driver)
 	a, b, c := gpu+"-a", gpu+"-b", gpu+"-c"
 
 	// Placed one by one so that each pod has one possible node.

@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,33 +15,6 @@ import (
 
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 )
-
-// deviceGroup is the YAML of one kwok node group of 8-CPU nodes whose
-// driver publishes one device per model listed (attribute model).
-func deviceGroup(e *framework.Env, name, driver string, models ...string) string {
-	var devices strings.Builder
-	for i, m := range models {
-		fmt.Fprintf(&devices, "\n      - name: gpu-%d\n        attributes: {model: {string: %s}}", i, m)
-	}
-	return fmt.Sprintf(`
-- name: %[1]s
-  minSize: 0
-  maxSize: 5
-  template:
-    labels: {%[2]s: %[3]s, pool: %[1]s}
-    capacity: {cpu: "8", memory: 32Gi, pods: "110"}
-    devices:
-    - driver: %[4]s
-      devices:%[5]s`, name, framework.TestNamespaceLabel, e.Namespace, driver, devices.String())
-}
-
-func repeat(s string, n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = s
-	}
-	return out
-}
 
 // createClaimPods creates n one-CPU pods named prefix-<i> whose claim
 // "gpu" is made from the ResourceClaimTemplate template.
@@ -87,10 +59,9 @@ func TestDRAMatchAttributePicksTheGroupWithEnoughMatchingDevices(t *testing.T) {
 	e := framework.New(t)
 	four, mixed, eight := framework.UniqueName("four"), framework.UniqueName("mixed"), framework.UniqueName("eight")
 	driver := eight + ".example.com"
-	path := writeKwokConfig(e, "nodeGroups:"+
-		deviceGroup(e, four, driver, repeat("a100", 4)...)+
-		deviceGroup(e, mixed, driver, append(repeat("a100", 4), repeat("h100", 4)...)...)+
-		deviceGroup(e, eight, driver, repeat("h100", 8)...)+"\n")
+	path := writeKwokGroups(e, kwokGroup{name: four, maxSize: 5, driver: driver, models: repeat("a100", 4)},
+		kwokGroup{name: mixed, maxSize: 5, driver: driver, models: append(repeat("a100", 4), repeat("h100", 4)...)},
+		kwokGroup{name: eight, maxSize: 5, driver: driver, models: repeat("h100", 8)})
 	if _, err := e.Client.CoreV1().ConfigMaps(e.Namespace).Create(e.Context(),
 		priorityConfigMap(e, fmt.Sprintf("30:\n  - ^%s$\n20:\n  - ^%s$\n10:\n  - .*\n", mixed, four)), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -109,13 +80,7 @@ func TestDRAMatchAttributePicksTheGroupWithEnoughMatchingDevices(t *testing.T) {
 	createClaimPods(e, "big", "eight", 1)
 
 	startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--expander=priority")...)
-	e.Eventually(120*time.Second, "the pod Running with its claim allocated", func(ctx context.Context) (bool, error) {
-		if ok, err := allRunning(ctx, e, 1); !ok || err != nil {
-			return false, err
-		}
-		n, err := allocatedClaims(ctx, e)
-		return n == 1, err
-	})
+	waitRunningWithClaims(e, 1, 120*time.Second, "the pod Running with its claim allocated")
 	if got := nodesPerPool(e); got[eight] != 1 || got[four] != 0 || got[mixed] != 0 {
 		t.Errorf("nodes per group = %v, want one %s node only", got, eight)
 	}
@@ -132,11 +97,8 @@ func TestDRAMatchAttributePicksTheGroupWithEnoughMatchingDevices(t *testing.T) {
 // added, not one per pod, and all 3 pods run on it.
 func TestDRASharedClaimPodsLandOnOneNode(t *testing.T) {
 	e := framework.New(t)
-	gpu, plain := framework.UniqueName("gpu"), framework.UniqueName("plain")
-	driver := gpu + ".example.com"
-	path := draConfig(e, gpu, plain, driver, 2)
+	gpu, plain, driver, path := draGroups(e, 2)
 	dumpPods(e)
-	createDeviceClass(e, driver, driver)
 	claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: "shared"},
 		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
 			Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{

@@ -17,34 +17,6 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 )
 
-// draConfig is a kwok provider config with a GPU group whose nodes publish
-// perNode devices of driver and a cheaper-looking plain group with more
-// CPU and no devices.
-func draConfig(e *framework.Env, gpu, plain, driver string, perNode int) string {
-	devices := ""
-	for i := 0; i < perNode; i++ {
-		devices += fmt.Sprintf("\n      - name: gpu-%d\n        attributes: {model: {string: a100}}", i)
-	}
-	return writeKwokConfig(e, fmt.Sprintf(`
-nodeGroups:
-- name: %[1]s
-  minSize: 0
-  maxSize: 10
-  template:
-    labels: {%[3]s: %[4]s, pool: %[1]s}
-    capacity: {cpu: "8", memory: 32Gi, pods: "110"}
-    devices:
-    - driver: %[5]s
-      devices:%[6]s
-- name: %[2]s
-  minSize: 0
-  maxSize: 10
-  template:
-    labels: {%[3]s: %[4]s, pool: %[2]s}
-    capacity: {cpu: "32", memory: 128Gi, pods: "110"}
-`, gpu, plain, framework.TestNamespaceLabel, e.Namespace, driver, devices))
-}
-
 // createDeviceClass creates a DeviceClass selecting driver's devices,
 // deleted when the test ends.
 func createDeviceClass(e *framework.Env, name, driver string) {
@@ -71,13 +43,7 @@ func createGPUDeployment(e *framework.Env, name, class string, replicas int32) {
 // devices each.
 func createDevicesDeployment(e *framework.Env, name, class string, replicas int32, count int64) {
 	e.T.Helper()
-	tmpl := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: name},
-		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
-			Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{
-				DeviceClassName: class, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: count}}}}}}}
-	if _, err := e.Client.ResourceV1().ResourceClaimTemplates(e.Namespace).Create(e.Context(), tmpl, metav1.CreateOptions{}); err != nil {
-		e.T.Fatal(err)
-	}
+	createClaimTemplate(e, name, class, count)
 	labels := map[string]string{"app": name}
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: name},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: labels},
@@ -116,21 +82,12 @@ func allocatedClaims(ctx context.Context, e *framework.Env) (int, error) {
 // pods run. Later loops add nothing.
 func TestDRAScaleUpFromZero(t *testing.T) {
 	e := framework.New(t)
-	gpu, plain := framework.UniqueName("gpu"), framework.UniqueName("plain")
-	driver := gpu + ".example.com"
-	path := draConfig(e, gpu, plain, driver, 2)
+	gpu, plain, driver, path := draGroups(e, 2)
 	dumpPods(e)
-	createDeviceClass(e, driver, driver)
 	createGPUDeployment(e, "train", driver, 5)
 
 	p := startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--expander=least-waste")...)
-	e.Eventually(120*time.Second, "all 5 pods Running with their claims allocated", func(ctx context.Context) (bool, error) {
-		if ok, err := allRunning(ctx, e, 5); !ok || err != nil {
-			return false, err
-		}
-		n, err := allocatedClaims(ctx, e)
-		return n == 5, err
-	})
+	waitRunningWithClaims(e, 5, 120*time.Second, "all 5 pods Running with their claims allocated")
 	got := nodesPerPool(e)
 	if got[gpu] != 3 || got[plain] != 0 {
 		t.Errorf("nodes per group = %v, want %s:3 and no %s node", got, gpu, plain)

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	resourceapi "k8s.io/api/resource/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 )
@@ -25,17 +23,8 @@ import (
 // a node, 3 pods), the plain group refuses for want of devices.
 func TestExplainSnapshotWithClaimsAsLive(t *testing.T) {
 	e := framework.New(t)
-	gpu, plain := framework.UniqueName("gpu"), framework.UniqueName("plain")
-	driver := gpu + ".example.com"
-	path := draConfig(e, gpu, plain, driver, 2)
-	createDeviceClass(e, driver, driver)
-	tmpl := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: "one-gpu"},
-		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
-			Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{
-				DeviceClassName: driver, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1}}}}}}}
-	if _, err := e.Client.ResourceV1().ResourceClaimTemplates(e.Namespace).Create(e.Context(), tmpl, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	gpu, plain, driver, path := draGroups(e, 2)
+	createClaimTemplate(e, "one-gpu", driver, 1)
 	p := startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--debugging-snapshot-enabled")...)
 	var body string
 	e.Eventually(3*time.Minute, "a /snapshotz dump", func(ctx context.Context) (bool, error) {
