@@ -56,11 +56,16 @@ func (m *CheckMemo) Prepare(ctx context.Context, pod *apiv1.Pod) *PodCheck {
 			return c.lentTo(pod)
 		}
 	}
-	c := m.h.Prepare(ctx, pod)
-	if len(m.checks[key]) < maxChecksPerKey && len(pod.Spec.ResourceClaims) == 0 && m.h.PodByPodReason(pod) == "" {
-		m.checks[key] = append(m.checks[key], c)
+	if len(m.checks[key]) >= maxChecksPerKey || len(pod.Spec.ResourceClaims) > 0 || m.h.PodByPodReason(pod) != "" {
+		return m.h.Prepare(ctx, pod)
 	}
-	return c
+	// Prepared for a copy of its own: the caller may bind its pod to the
+	// node found for it (a drain simulation does), the memo's must stay
+	// as it was prepared.
+	own := *pod
+	c := m.h.Prepare(ctx, &own)
+	m.checks[key] = append(m.checks[key], c)
+	return c.lentTo(pod)
 }
 
 // lentTo returns c for pod, interchangeable with c's pod: the same PreFilter
@@ -82,7 +87,8 @@ func (c *PodCheck) lentTo(pod *apiv1.Pod) *PodCheck {
 // arrays, maps and structs, as the informers' cache shares them between the
 // pods of a workload: two equal parts held apart count as different), but
 // for what names one pod (ObjectMeta's name, UID, resource version,
-// generation, creation time, managed fields) and their volumes when all
+// generation, creation time, managed fields; pointers to plain values are
+// compared by value) and their volumes when all
 // are node-local: PodByPodReason's premise is that no plugin looks at those,
 // and their names are the pod's own (a service account token's). Status is
 // not compared: the plugins read a pending pod's spec (its requests
@@ -138,9 +144,9 @@ func sameFields(a, b reflect.Value, skip map[string]bool) bool {
 }
 
 // sameRef reports whether a and b (of one type) are the same value, read
-// as references: plain values equal, pointers, maps and slices pointing to
-// the same memory (or both empty), structs field by field. Any other kind
-// counts as different.
+// as references: plain values equal, maps and slices pointing to the same
+// memory (or both empty), pointers to the same memory or to values that
+// are sameRef, structs field by field. Any other kind counts as different.
 func sameRef(a, b reflect.Value) bool {
 	switch a.Kind() {
 	case reflect.Struct:
@@ -153,7 +159,12 @@ func sameRef(a, b reflect.Value) bool {
 	case reflect.Slice, reflect.Map:
 		return a.Len() == b.Len() && (a.Len() == 0 || a.UnsafePointer() == b.UnsafePointer())
 	case reflect.Pointer:
-		return a.UnsafePointer() == b.UnsafePointer()
+		// The same struct or value, or both nil; or the same values (a
+		// decoded pod holds its own *int64 and *bool fields).
+		if a.UnsafePointer() == b.UnsafePointer() {
+			return true
+		}
+		return !a.IsNil() && !b.IsNil() && sameRef(a.Elem(), b.Elem())
 	case reflect.String:
 		return a.String() == b.String()
 	case reflect.Bool:

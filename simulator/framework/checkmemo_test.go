@@ -18,6 +18,8 @@ func sibling(base *apiv1.Pod, name string) *apiv1.Pod {
 	return &p
 }
 
+func ptrTo[T any](v T) *T { return &v }
+
 func tokenVolume(name string) apiv1.Volume {
 	return apiv1.Volume{Name: name, VolumeSource: apiv1.VolumeSource{Projected: &apiv1.ProjectedVolumeSource{}}}
 }
@@ -28,6 +30,7 @@ func tokenVolume(name string) apiv1.Volume {
 func TestInterchangeable(t *testing.T) {
 	base := makePod("web-0", "1").label("app", "web").tolerate("t").obj()
 	base.Spec.Volumes = []apiv1.Volume{tokenVolume("kube-api-access-aaaaa")}
+	base.Spec.TerminationGracePeriodSeconds = ptrTo(int64(30))
 	cases := []struct {
 		name string
 		edit func(p *apiv1.Pod)
@@ -56,6 +59,9 @@ func TestInterchangeable(t *testing.T) {
 				PersistentVolumeClaim: &apiv1.PersistentVolumeClaimVolumeSource{ClaimName: "data-1"}}}}
 		}, false},
 		{"being deleted", func(p *apiv1.Pod) { p.DeletionGracePeriodSeconds = new(int64) }, false},
+		{"its own grace period, the same", func(p *apiv1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptrTo(int64(30)) }, true},
+		{"another grace period", func(p *apiv1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptrTo(int64(5)) }, false},
+		{"a grace period where the other has none", func(p *apiv1.Pod) { p.Spec.ActiveDeadlineSeconds = ptrTo(int64(5)) }, false},
 	}
 	for _, tc := range cases {
 		p := sibling(base, "web-1")
@@ -71,7 +77,8 @@ func TestInterchangeable(t *testing.T) {
 
 // TestCheckMemoLendsToTheSameWorkloadOnly: a pod of the workload of a pod
 // prepared before gets that pod's PreFilter state, runs Filter as itself
-// and is named in the refusals; a pod of another workload and a pod with
+// and is named in the refusals, even after the first pod was bound to a
+// node (the memo prepared a copy of its own); a pod of another workload and a pod with
 // inter-pod terms are prepared anew.
 func TestCheckMemoLendsToTheSameWorkloadOnly(t *testing.T) {
 	s := NewSnapshot([]*apiv1.Node{makeNode("n1", "2").obj()}, nil)
@@ -80,7 +87,9 @@ func TestCheckMemoLendsToTheSameWorkloadOnly(t *testing.T) {
 	m := h.NewCheckMemo()
 	first := makePod("web-0", "1").label("app", "web").obj()
 	c0 := m.Prepare(ctx, first)
-	c1 := m.Prepare(ctx, sibling(first, "web-1"))
+	second := sibling(first, "web-1")
+	first.Spec.NodeName = "n1" // bound where it fits, as a drain simulation does
+	c1 := m.Prepare(ctx, second)
 	if c1.state != c0.state || c1.pod.Name != "web-1" {
 		t.Errorf("a sibling got state %p (first's %p) and pod %s; want first's state, itself", c1.state, c0.state, c1.pod.Name)
 	}
