@@ -195,8 +195,9 @@ type Session struct {
 	// pod's node (framework.Handle.FitFrom).
 	moveNext int
 	// checkMemo lends the PreFilter result of a moved pod to the pods of
-	// the same workload moved after it (checks).
-	checkMemo *framework.CheckMemo
+	// the same workload moved after it (prepare); freshChecks turns it off.
+	checkMemo   *framework.CheckMemo
+	freshChecks bool
 }
 
 // Added is the number of nodes the session's scale-ups added.

@@ -72,7 +72,7 @@ func (s *Session) TryRemoveWhy(ctx context.Context, node string, move []*apiv1.P
 		// From where the previous pod went: the nodes earlier removals
 		// filled are not asked again for every pod.
 		// Pods of one workload share one PreFilter result (CheckMemo).
-		dest, err := s.checks().Prepare(ctx, moved).FitFrom(ctx, accept, &s.moveNext)
+		dest, err := s.prepare(ctx, moved).FitFrom(ctx, accept, &s.moveNext)
 		if err == nil {
 			moved.Spec.NodeName = dest // bound there: the snapshot need not copy it again
 			err = snap.AddPodLike(moved, p, dest)
@@ -98,13 +98,17 @@ func (s *Session) TryRemoveWhy(ctx context.Context, node string, move []*apiv1.P
 	return nil
 }
 
-// checks is the session's memo of PreFilter results for the pods its
-// removal simulations move.
-func (s *Session) checks() *framework.CheckMemo {
+// prepare runs PreFilter for a pod a removal simulation moves, or lends it
+// the result of a pod of its workload moved earlier in the session
+// (framework.CheckMemo); with freshChecks (tests), it always runs PreFilter.
+func (s *Session) prepare(ctx context.Context, pod *apiv1.Pod) *framework.PodCheck {
+	if s.freshChecks {
+		return s.o.sim.Prepare(ctx, pod)
+	}
 	if s.checkMemo == nil {
 		s.checkMemo = s.o.sim.NewCheckMemo()
 	}
-	return s.checkMemo
+	return s.checkMemo.Prepare(ctx, pod)
 }
 
 // cannotMove says that pod p fits no other node, naming its resource claims

@@ -24,20 +24,27 @@ import (
 type CheckMemo struct {
 	h   *Handle
 	gen uint64
-	// checks holds the remembered checks by the address of their pod's
-	// containers array, which the pods of one workload share in the
-	// informers' cache (informercache); interchangeable decides.
-	checks map[unsafe.Pointer][]*PodCheck
+	// checks holds the remembered checks by the addresses of their pod's
+	// containers array and labels, which the pods of one workload share in
+	// the informers' cache (informercache; the containers alone are shared
+	// by every workload whose pods ask the same); interchangeable decides.
+	checks map[memoKey][]*PodCheck
 }
 
-// maxChecksPerKey bounds the checks remembered under one containers array
-// (pods of one workload that differ in labels, say), so that a lookup stays
-// short.
+type memoKey struct{ containers, labels unsafe.Pointer }
+
+func memoKeyOf(pod *apiv1.Pod) memoKey {
+	return memoKey{containers: unsafe.Pointer(unsafe.SliceData(pod.Spec.Containers)),
+		labels: reflect.ValueOf(pod.Labels).UnsafePointer()}
+}
+
+// maxChecksPerKey bounds the checks remembered under one key (pods that
+// differ in a part the key does not hold), so that a lookup stays short.
 const maxChecksPerKey = 8
 
 // NewCheckMemo returns an empty memo over h's snapshot.
 func (h *Handle) NewCheckMemo() *CheckMemo {
-	return &CheckMemo{h: h, gen: h.snapshot.interPodGen, checks: map[unsafe.Pointer][]*PodCheck{}}
+	return &CheckMemo{h: h, gen: h.snapshot.interPodGen, checks: map[memoKey][]*PodCheck{}}
 }
 
 // Prepare is Handle.Prepare, with the result of an interchangeable pod
@@ -47,8 +54,8 @@ func (m *CheckMemo) Prepare(ctx context.Context, pod *apiv1.Pod) *PodCheck {
 		clear(m.checks)
 		m.gen = gen
 	}
-	key := unsafe.Pointer(unsafe.SliceData(pod.Spec.Containers))
-	if key == nil {
+	key := memoKeyOf(pod)
+	if key.containers == nil {
 		return m.h.Prepare(ctx, pod)
 	}
 	for _, c := range m.checks[key] {

@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -159,4 +160,29 @@ func TestCheckMemoForgetsWhenInterPodTermsChange(t *testing.T) {
 	fit("reverted: guard gone", sibling(web, "web-3"), "a")
 	s.Reset(nodes, []*apiv1.Pod{makePod("guard", "100m").antiAffinity("app", "web").on("a").obj()})
 	fit("reset with the guard on a", sibling(web, "web-4"), "b")
+}
+
+// TestCheckMemoKeepsManyWorkloadsOfOneShape: the informers' cache shares
+// one containers array among all the workloads whose pods ask the same;
+// each of 20 such workloads (labels of their own) still gets its pods'
+// result lent. (Keyed by the containers alone, the memo held the first 8
+// and prepared every pod of the others anew.)
+func TestCheckMemoKeepsManyWorkloadsOfOneShape(t *testing.T) {
+	h := newHandle(t, NewSnapshot([]*apiv1.Node{makeNode("n1", "2").obj()}, nil))
+	ctx := context.Background()
+	m := h.NewCheckMemo()
+	shape := makePod("shape", "100m").obj().Spec.Containers
+	var firsts []*apiv1.Pod
+	var states []any
+	for i := range 20 {
+		p := makePod(fmt.Sprintf("w%d-0", i), "100m").label("app", fmt.Sprintf("w%d", i)).obj()
+		p.Spec.Containers = shape
+		firsts = append(firsts, p)
+		states = append(states, m.Prepare(ctx, p).state)
+	}
+	for i, p := range firsts {
+		if got := m.Prepare(ctx, sibling(p, p.Name+"-b")).state; got != states[i] {
+			t.Errorf("workload %d: its second pod was prepared anew", i)
+		}
+	}
 }
