@@ -194,6 +194,10 @@ type Session struct {
 	// moveNext is where the removal simulation looks for the next moved
 	// pod's node (framework.Handle.FitFrom).
 	moveNext int
+	// checkMemo lends the PreFilter result of a moved pod to the pods of
+	// the same workload moved after it (prepare); freshChecks turns it off.
+	checkMemo   *framework.CheckMemo
+	freshChecks bool
 }
 
 // Added is the number of nodes the session's scale-ups added.

@@ -7,6 +7,8 @@ import (
 
 	apiv1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+
+	"k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
 )
 
 // PodsOn returns the pods the session's snapshot has on node: its real pods
@@ -69,7 +71,8 @@ func (s *Session) TryRemoveWhy(ctx context.Context, node string, move []*apiv1.P
 		moved := &cp
 		// From where the previous pod went: the nodes earlier removals
 		// filled are not asked again for every pod.
-		dest, err := s.o.sim.FitFrom(ctx, moved, accept, &s.moveNext)
+		// Pods of one workload share one PreFilter result (CheckMemo).
+		dest, err := s.prepare(ctx, moved).FitFrom(ctx, accept, &s.moveNext)
 		if err == nil {
 			moved.Spec.NodeName = dest // bound there: the snapshot need not copy it again
 			err = snap.AddPodLike(moved, p, dest)
@@ -93,6 +96,19 @@ func (s *Session) TryRemoveWhy(ctx context.Context, node string, move []*apiv1.P
 		s.moved[dest] = append(s.moved[dest], pods...)
 	}
 	return nil
+}
+
+// prepare runs PreFilter for a pod a removal simulation moves, or lends it
+// the result of a pod of its workload moved earlier in the session
+// (framework.CheckMemo); with freshChecks (tests), it always runs PreFilter.
+func (s *Session) prepare(ctx context.Context, pod *apiv1.Pod) *framework.PodCheck {
+	if s.freshChecks {
+		return s.o.sim.Prepare(ctx, pod)
+	}
+	if s.checkMemo == nil {
+		s.checkMemo = s.o.sim.NewCheckMemo()
+	}
+	return s.checkMemo.Prepare(ctx, pod)
 }
 
 // cannotMove says that pod p fits no other node, naming its resource claims

@@ -307,13 +307,18 @@ func (h *Handle) FitAnywhere(ctx context.Context, pod *apiv1.Pod, accept func(no
 // the pods of the k-th node removed would be refused by all the nodes the
 // k-1 before them filled. *next is a hint: any value is valid.
 func (h *Handle) FitFrom(ctx context.Context, pod *apiv1.Pod, accept func(node string) bool, next *int) (string, error) {
-	c := h.Prepare(ctx, pod)
+	return h.Prepare(ctx, pod).FitFrom(ctx, accept, next)
+}
+
+// FitFrom is Handle.FitFrom for the pod c was prepared for (or lent to: see
+// CheckMemo), on the snapshot as it is now.
+func (c *PodCheck) FitFrom(ctx context.Context, accept func(node string) bool, next *int) (string, error) {
 	if c.err != nil {
 		return "", c.err
 	}
 	// The snapshot's own list, walked in place (Filter plugins do not change
 	// the snapshot); the error is built for the last refusal only.
-	list := h.snapshot.list
+	list := c.h.snapshot.list
 	start := 0
 	if n := len(list); n > 0 {
 		start = ((*next % n) + n) % n
@@ -336,7 +341,7 @@ func (h *Handle) FitFrom(ctx context.Context, pod *apiv1.Pod, accept func(node s
 		lastNode, lastStatus, lastRan = name, status, ran
 	}
 	if lastNode == "" {
-		return "", &Unschedulable{Pod: pod, Reasons: []string{"no node to consider"}}
+		return "", &Unschedulable{Pod: c.pod, Reasons: []string{"no node to consider"}}
 	}
 	return "", c.verdict(lastNode, lastStatus, lastRan)
 }

@@ -42,8 +42,13 @@ type Snapshot struct {
 	// dropListsFor): most changes (a pod without such terms placed on a
 	// node without any) leave them as they are, so that every pod a
 	// simulation places does not rebuild them from all the nodes.
-	cache  *listCache
-	logger klog.Logger
+	cache *listCache
+	// interPodGen counts the changes that may alter those lists (whether
+	// or not they were built): a PreFilter result that read them (the
+	// InterPodAffinity plugin's) holds while it is unchanged (CheckMemo).
+	// It only grows, across Resets too.
+	interPodGen uint64
+	logger      klog.Logger
 
 	csiNodes map[string]*storagev1.CSINode // simulated nodes' own CSINodes (SetCSINode)
 	dra      draObjects                    // ResourceSlices, ResourceClaims, DeviceClasses
@@ -131,9 +136,9 @@ func newSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod, podInfos *PodMemo[*sche
 // framework keeps pointing at the same Snapshot, so a loop resets it instead
 // of building a new one; the PodInfos of the pods it held before are reused.
 func (s *Snapshot) Reset(nodes []*apiv1.Node, pods []*apiv1.Pod) {
-	observer := s.observer
+	observer, gen := s.observer, s.interPodGen
 	*s = *newSnapshot(nodes, pods, s.podInfos, draObjects{source: s.dra.source, bind: s.dra.bind})
-	s.observer = observer
+	s.observer, s.interPodGen = observer, gen+1
 }
 
 // SetDRASource makes the snapshot hold the DRA objects of src from the next
@@ -524,17 +529,16 @@ func (l nodeInfoLister) Get(name string) (fwk.NodeInfo, error) {
 	return ni, nil
 }
 
-// dropListsFor forgets the affinity lists when ni, a NodeInfo about to be
+// dropListsFor forgets the affinity lists (and counts a change in
+// interPodGen) when ni, a NodeInfo about to be
 // changed, replaced, added or removed, is or may become part of them: it
 // runs pods with inter-pod terms, or adding says a pod with such terms may
 // be added to it. The lists hold NodeInfo pointers, so a NodeInfo in them
 // that is replaced (copied on write) drops them too.
 func (s *Snapshot) dropListsFor(ni *schedframework.NodeInfo, adding bool) {
-	if s.cache == nil {
-		return
-	}
 	if adding || ni == nil || len(ni.GetPodsWithAffinity()) > 0 || len(ni.GetPodsWithRequiredAntiAffinity()) > 0 {
 		s.cache = nil
+		s.interPodGen++
 	}
 }
 
