@@ -30,10 +30,7 @@ FUZZ_TARGETS := ./expander/grpc:FuzzBestOptionsReply ./cloudprovider/externalgrp
 FUZZ_TIME ?= 10s
 
 fuzz: ## each fuzz target for FUZZ_TIME (their seed corpora also run in go test)
-	@set -e; for t in $(FUZZ_TARGETS); do \
-	  echo "fuzzing $${t#*:} in $${t%%:*} for $(FUZZ_TIME)"; \
-	  go test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZ_TIME) "$${t%%:*}"; \
-	done
+	FUZZ_TIME=$(FUZZ_TIME) hack/fuzz.sh $(FUZZ_TARGETS)
 
 unit: ## unit tests only: the packages that do not start a control plane
 	go test -race -count=1 $$(go list ./... | grep -v -e /test/ -e /provreq/client)
