@@ -112,7 +112,13 @@ func TestStartupAndStatusTaintsInReadiness(t *testing.T) {
 		if err := yaml.Unmarshal([]byte(cm.Data["status"]), st); err != nil {
 			return false, err
 		}
-		return st.ClusterWide.Health.NodeCounts.Registered.Total >= 3, nil
+		// The first statuses may count the status-tainted node as not
+		// started: the informer's first list, served from the API server's
+		// watch cache, can precede its Ready condition (seen in CI: loops 1
+		// and 2 counted it so, loop 3 ready). Wait until it is counted ready;
+		// the startup-tainted ones must still be not started then.
+		reg := st.ClusterWide.Health.NodeCounts.Registered
+		return reg.Total >= 3 && reg.Ready >= 1, nil
 	})
 	reg := st.ClusterWide.Health.NodeCounts.Registered
 	if reg.NotStarted < 2 || reg.Unready.Total != 0 || reg.Ready < 1 {
