@@ -7,6 +7,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	apiv1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -103,12 +104,19 @@ func TestDRAKueueStyleJobWithClaims(t *testing.T) {
 	if err := e.prs.Delete(e.Context(), request, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Client.CoreV1().PodTemplates(e.Namespace).Delete(e.Context(), pt.Name, metav1.DeleteOptions{}); err != nil {
+	// The request controls its PodTemplate: the garbage collector removes
+	// it, and may already have done so by the time Kueue's own delete comes.
+	if err := e.Client.CoreV1().PodTemplates(e.Namespace).Delete(e.Context(), pt.Name, metav1.DeleteOptions{}); err != nil &&
+		!apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
-	e.Eventually(60*time.Second, "the request gone", func(ctx context.Context) (bool, error) {
+	e.Eventually(60*time.Second, "the request and its PodTemplate gone", func(ctx context.Context) (bool, error) {
 		list, err := e.prs.List(ctx, metav1.ListOptions{})
-		return err == nil && len(list.Items) == 0, err
+		if err != nil || len(list.Items) != 0 {
+			return false, err
+		}
+		_, err = e.Client.CoreV1().PodTemplates(e.Namespace).Get(ctx, pt.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
 	})
 	// Several more loops (scan interval 1s): nothing is added for the
 	// deleted request or the Job's leftover pods.
