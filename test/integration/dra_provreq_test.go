@@ -92,15 +92,7 @@ func TestDRAProvisioningRequestWithClaims(t *testing.T) {
 	e.condition("probe", provreq.ConditionProvisioned, metav1.ConditionFalse, provreq.ReasonCapacityIsNotFound, 60*time.Second)
 
 	// The job's pods arrive, as Kueue would create them.
-	for i := 0; i < 4; i++ {
-		pod := &apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: fmt.Sprintf("job-worker-%d", i),
-			Annotations: map[string]string{provreq.ConsumeAnnotation: "job",
-				provreq.ClassAnnotation: provreq.ClassBestEffortAtomicScaleUp}},
-			Spec: claimPodSpec("one-gpu")}
-		if _, err := e.Client.CoreV1().Pods(e.Namespace).Create(e.Context(), pod, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e.createConsumers("job", "one-gpu", 4)
 	waitRunningWithClaims(e.Env, 4, 120*time.Second, "the job's 4 pods Running with their claims allocated")
 	pods, err := e.Client.CoreV1().Pods(e.Namespace).List(e.Context(), metav1.ListOptions{})
 	if err != nil {
@@ -118,6 +110,22 @@ func TestDRAProvisioningRequestWithClaims(t *testing.T) {
 	e.condition("job", provreq.ConditionBookingExpired, metav1.ConditionTrue, provreq.ReasonCapacityBookingConsumed, 60*time.Second)
 	if got := nodesPerPool(e.Env); got[gpu] != 2 || got[plain] != 0 {
 		t.Errorf("nodes per group after the job ran = %v, want no more", got)
+	}
+}
+
+// createConsumers creates the n pods of an atomic request's job, as Kueue
+// would once the request is Provisioned: job-worker-<i>, with the consume
+// and class annotations and a claim of the template each.
+func (e *provreqEnv) createConsumers(request, claimTemplate string, n int) {
+	e.T.Helper()
+	for i := 0; i < n; i++ {
+		pod := &apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: fmt.Sprintf("%s-worker-%d", request, i),
+			Annotations: map[string]string{provreq.ConsumeAnnotation: request,
+				provreq.ClassAnnotation: provreq.ClassBestEffortAtomicScaleUp}},
+			Spec: claimPodSpec(claimTemplate)}
+		if _, err := e.Client.CoreV1().Pods(e.Namespace).Create(e.Context(), pod, metav1.CreateOptions{}); err != nil {
+			e.T.Fatal(err)
+		}
 	}
 }
 
@@ -208,15 +216,7 @@ func TestDRAAtomicRequestAcrossDeviceGroups(t *testing.T) {
 	}
 
 	// The job's pods arrive, as Kueue would create them.
-	for i := 0; i < 8; i++ {
-		pod := &apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: fmt.Sprintf("job-worker-%d", i),
-			Annotations: map[string]string{provreq.ConsumeAnnotation: "job",
-				provreq.ClassAnnotation: provreq.ClassBestEffortAtomicScaleUp}},
-			Spec: claimPodSpec("one-gpu")}
-		if _, err := e.Client.CoreV1().Pods(e.Namespace).Create(e.Context(), pod, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e.createConsumers("job", "one-gpu", 8)
 	waitRunningWithClaims(e.Env, 8, 120*time.Second, "the job's 8 pods Running with their claims allocated")
 	e.condition("job", provreq.ConditionBookingExpired, metav1.ConditionTrue, provreq.ReasonCapacityBookingConsumed, 60*time.Second)
 	// Several more loops (scan interval 1s): nothing of the failed
