@@ -43,7 +43,7 @@ server_pid=
 if [ "${DEMO_CLOUD_PROVIDER:-kwok}" = externalgrpc ]; then
   server_address=${DEMO_GRPC_ADDRESS:-127.0.0.1:8086}
   echo "== building and starting the example external gRPC server (log: $LOCAL_CLUSTER_DIR/logs/kwokserver.log)"
-  go build -o _output/bin/kwokserver ./cloudprovider/externalgrpc/examples/kwokserver
+  go build -trimpath -o _output/bin/kwokserver ./cloudprovider/externalgrpc/examples/kwokserver
   _output/bin/kwokserver --address="$server_address" --kubeconfig="$KUBECONFIG" --namespace=kube-system \
     >"$LOCAL_CLUSTER_DIR/logs/kwokserver.log" 2>&1 &
   server_pid=$!

@@ -3,4 +3,4 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
-go run ./hack/localcluster down --dir "${LOCAL_CLUSTER_DIR:-_output/local}"
+go run -trimpath ./hack/localcluster down --dir "${LOCAL_CLUSTER_DIR:-_output/local}"

@@ -6,4 +6,4 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 hack/build-tools.sh
-go run ./hack/localcluster up --dir "${LOCAL_CLUSTER_DIR:-_output/local}" "$@"
+go run -trimpath ./hack/localcluster up --dir "${LOCAL_CLUSTER_DIR:-_output/local}" "$@"
