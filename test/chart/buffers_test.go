@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,24 +24,31 @@ import (
 )
 
 // bufferControllerPermissions are what the CapacityBuffer controller asks
-// beyond the default rules: its PodTemplates, ResourceQuotas, the Deployments informer and
-// the scale subresources of the kinds scalableRefs commonly name.
+// beyond the default rules: ResourceQuotas and the scale subresources of the
+// kinds scalableRefs commonly name. Its PodTemplate writes and Deployment reads
+// are granted whether or not it runs, as upstream's chart does
+// (bufferControllerDefaults).
 func bufferControllerPermissions() []permission {
 	var out []permission
-	out = append(out, perms("", "podtemplates", "create update")...)
 	out = append(out, perms("", "resourcequotas", "list watch")...)
-	out = append(out, perms("apps", "deployments", "get list watch")...)
 	for _, r := range []string{"deployments/scale", "replicasets/scale", "statefulsets/scale"} {
 		out = append(out, perms("apps", r, "get")...)
 	}
 	return append(out, perms("", "replicationcontrollers/scale", "get")...)
 }
 
+// bufferControllerDefaults are the CapacityBuffer controller's permissions
+// upstream's chart grants in every case.
+func bufferControllerDefaults() []permission {
+	return slices.Concat(perms("", "podtemplates", "create update"), perms("apps", "deployments", "get list watch"))
+}
+
 var createPods = permission{resource: "pods", verb: "create"}
 
-// TestCapacityBufferRBAC: the controller's rules are granted only with
+// TestCapacityBufferRBAC: the controller's rules of ours are granted only with
 // extraArgs.capacity-buffer-controller-enabled, and pods create only when
-// its dry-run is on (the default).
+// its dry-run is on (the default); those upstream's chart grants in every
+// case are granted in every case.
 func TestCapacityBufferRBAC(t *testing.T) {
 	for _, tc := range []struct {
 		name, values        string
@@ -59,6 +67,11 @@ func TestCapacityBufferRBAC(t *testing.T) {
 			for _, p := range bufferControllerPermissions() {
 				if allows(cluster, p) != tc.controller {
 					t.Errorf("%v granted: %v, want %v", p, allows(cluster, p), tc.controller)
+				}
+			}
+			for _, p := range bufferControllerDefaults() {
+				if !allows(cluster, p) {
+					t.Errorf("%v not granted; upstream's chart grants it in every case", p)
 				}
 			}
 			if allows(cluster, createPods) != tc.dryRuns {

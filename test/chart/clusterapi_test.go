@@ -45,10 +45,10 @@ func capiPermissions(group string) []permission {
 // has no business with Clusters or with the kubeconfig Secrets next to them.
 func capiForbidden(group string) []permission {
 	return slices.Concat(
-		perms(group, "machinedeployments", "create update patch delete"),
-		perms(group, "machinesets", "update patch delete"),
-		perms(group, "machinepools", "update patch delete"),
-		perms(group, "machines", "create update delete"),
+		perms(group, "machinedeployments", "create patch delete"),
+		perms(group, "machinesets", "patch delete"),
+		perms(group, "machinepools", "patch delete"),
+		perms(group, "machines", "create delete"),
 		perms(group, "clusters", "get update"),
 		perms("infrastructure.cluster.x-k8s.io", "dockermachinetemplates", "update delete"),
 		perms("", "secrets", "get list"),

@@ -29,15 +29,14 @@ type upstreamRBAC struct {
 	} `json:"cases"`
 	// KwokNodes is the YAML anchor of the kwok cases' rules.
 	KwokNodes []rbacv1.PolicyRule `json:"kwokNodes"`
-	Omitted   []difference        `json:"omitted"`
 	Extras    []difference        `json:"extras"`
 }
 
-// difference is a rule of one chart that the other lacks, with the reason.
+// difference is a rule of this chart that upstream's lacks, with the
+// feature that needs it.
 type difference struct {
 	rbacv1.PolicyRule `json:",inline"`
 	Scope             string `json:"scope"`
-	Why               string `json:"why"`
 	Feature           string `json:"feature"`
 }
 
@@ -97,9 +96,9 @@ func loadUpstreamRBAC(t *testing.T) upstreamRBAC {
 	if err := yaml.UnmarshalStrict(b, &u); err != nil {
 		t.Fatalf("%s: %v", upstreamRBACFile, err)
 	}
-	for i, d := range slices.Concat(u.Omitted, u.Extras) {
-		if (d.Scope != "cluster" && d.Scope != "namespace") || (d.Why == "") == (d.Feature == "") {
-			t.Fatalf("%s: difference %d (%v) needs scope cluster or namespace, and why (omitted) or feature (extras)",
+	for i, d := range u.Extras {
+		if (d.Scope != "cluster" && d.Scope != "namespace") || d.Feature == "" {
+			t.Fatalf("%s: extra %d (%v) needs scope cluster or namespace, and the feature that needs it",
 				upstreamRBACFile, i, d.Resources)
 		}
 	}
@@ -108,14 +107,13 @@ func loadUpstreamRBAC(t *testing.T) upstreamRBAC {
 
 // TestRBACMatchesUpstream renders this chart with the values of each case of
 // upstreamRBACFile and compares its ClusterRole and Role with upstream's
-// rules for the same values, permission by permission: one of upstream's
-// that this chart does not grant must be listed as omitted (with the
-// reason), one this chart grants beyond upstream's as an extra (with the
-// feature that needs it). A listed difference that no case shows any more is
-// an error too, so the file stays true when either chart changes.
+// rules for the same values, permission by permission: every one of
+// upstream's must be granted (RBAC reviewed for upstream's chart covers this
+// one), and one this chart grants beyond upstream's must be listed as an
+// extra, with the feature that needs it. A listed extra that no case shows
+// any more is an error too, so the file stays true when either chart changes.
 func TestRBACMatchesUpstream(t *testing.T) {
 	u := loadUpstreamRBAC(t)
-	usedOmitted := make([]bool, len(u.Omitted))
 	usedExtras := make([]bool, len(u.Extras))
 	for _, c := range u.Cases {
 		t.Run(c.Name, func(t *testing.T) {
@@ -139,14 +137,9 @@ func TestRBACMatchesUpstream(t *testing.T) {
 			}
 
 			for _, p := range slices.Concat(expand("cluster", upCluster), expand("namespace", upRole)) {
-				if grants(ourCluster, ourRole, p) {
-					continue
+				if !grants(ourCluster, ourRole, p) {
+					t.Errorf("upstream's chart grants %v, this one does not", p)
 				}
-				if i := listed(u.Omitted, p); i >= 0 {
-					usedOmitted[i] = true
-					continue
-				}
-				t.Errorf("upstream's chart grants %v, this one does not, and %s does not say why (omitted)", p, upstreamRBACFile)
 			}
 			for _, p := range slices.Concat(expand("cluster", ourCluster), expand("namespace", ourRole)) {
 				if grants(upCluster, upRole, p) {
@@ -159,11 +152,6 @@ func TestRBACMatchesUpstream(t *testing.T) {
 				t.Errorf("this chart grants %v, upstream's does not, and %s names no feature that needs it (extras)", p, upstreamRBACFile)
 			}
 		})
-	}
-	for i, used := range usedOmitted {
-		if !used {
-			t.Errorf("%s: omitted %s is granted in every case (or upstream does not grant it): remove it", upstreamRBACFile, describe(u.Omitted[i]))
-		}
 	}
 	for i, used := range usedExtras {
 		if !used {

@@ -190,15 +190,16 @@ kube-system
 
 {{/* The ClusterRole rules of the Cluster API provider, in the management cluster. The API group follows
 extraEnv.CAPI_GROUP. Upstream's chart grants get/list/watch/update of machinedeployments, machinesets,
-machinepools and machines, and get/update/patch of machinedeployments/scale and machinepools/scale; this
-provider writes no node group object (sizes go through the scale subresource, read and then updated) and
-only patches Machines, so those writes are left out. */}}
+machinepools and machines, and get/update/patch of machinedeployments/scale and machinepools/scale; all
+of it is granted here too, though this provider writes no node group object (sizes go through the
+scale subresource, read and then updated) and only patches Machines. */}}
 {{- define "cluster-autoscaler.capi.rules" -}}
 {{- $group := (.Values.extraEnv | default dict).CAPI_GROUP | default "cluster.x-k8s.io" -}}
-# Cluster API: the provider's informers over the node groups and their Machines.
+# Cluster API: the provider's informers over the node groups and their Machines (update is
+# upstream's, unused).
 - apiGroups: [{{ $group | quote }}]
   resources: [machinedeployments, machinesets, machinepools, machines]
-  verbs: [get, list, watch]
+  verbs: [get, list, watch, update]
 # Ours: scale-down marks the Machine of the node to delete with the delete-machine annotation
 # (a merge patch; upstream's chart grants update instead).
 - apiGroups: [{{ $group | quote }}]
@@ -209,6 +210,10 @@ only patches Machines, so those writes are left out. */}}
 - apiGroups: [{{ $group | quote }}]
   resources: [machinedeployments/scale, machinesets/scale, machinepools/scale]
   verbs: [get, update]
+# Upstream's, unused: the scale subresource is read, then updated.
+- apiGroups: [{{ $group | quote }}]
+  resources: [machinedeployments/scale, machinepools/scale]
+  verbs: [patch]
 # Ours: infrastructure machine templates, each read by name for scale from zero (upstream's chart
 # leaves them to rbac.additionalRules).
 - apiGroups: [infrastructure.cluster.x-k8s.io]
