@@ -8,6 +8,10 @@
 # about 30 minutes (prometheus and promtool: 267 s, cluster-api: 223 s with an
 # empty build cache).
 #
+# The kube, kwok and etcd modules select the autoscaler's version of every
+# module they share with it, so the packages make build compiled are reused
+# here (TestDemoBuildsShareModuleVersions): bump them together.
+#
 # TOOLS_SET=demo builds only what make demo runs: etcd, the kube binaries and
 # kwok, and prometheus only with DEMO_PROMETHEUS=1 (helm and Cluster API are
 # for the tests). The default, TOOLS_SET=all, builds everything.
