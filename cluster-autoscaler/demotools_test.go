@@ -27,8 +27,8 @@ var demoBuilds = []struct {
 // that a package compiled for one is reused from the build cache by the
 // next (Go's cache key covers the versions of a package's imports: one
 // differing golang.org/x/sys recompiles nearly everything above it). This
-// is what keeps a cold `make demo` to about one compilation of the
-// Kubernetes libraries instead of four. When a go.mod is bumped, bump the
+// is what keeps a cold `make demo` to one compilation of the Kubernetes
+// libraries instead of one per build. When a go.mod is bumped, bump the
 // others to the same versions.
 func TestDemoBuildsShareModuleVersions(t *testing.T) {
 	root, err := filepath.Abs("..")

@@ -114,7 +114,7 @@ func TestDRAProvisioningRequestWithClaims(t *testing.T) {
 }
 
 // createConsumers creates the n pods of an atomic request's job, as Kueue
-// would once the request is Provisioned: job-worker-<i>, with the consume
+// would once the request is Provisioned: <request>-worker-<i>, with the consume
 // and class annotations and a claim of the template each.
 func (e *provreqEnv) createConsumers(request, claimTemplate string, n int) {
 	e.T.Helper()
