@@ -193,6 +193,26 @@ func (p *Provider) HasInstance(_ context.Context, node *apiv1.Node) (bool, error
 	return false, cloudprovider.ErrNotImplemented
 }
 
+// InstanceOfNode implements cloudprovider.InstanceMatcher the way AWS
+// names an instance: by the instance id that ends the Node's provider ID,
+// whichever spelling it has (aws:///<zone>/<id> or aws://<zone>/<id>).
+func (p *Provider) InstanceOfNode(_ context.Context, node *apiv1.Node) (string, bool, error) {
+	id, ok := instanceIDOf(node)
+	if !ok {
+		return "", false, nil
+	}
+	g := p.current().byInstance[id]
+	if g == nil {
+		return "", false, nil
+	}
+	for _, in := range g.instances {
+		if lastSegment(in.Id) == id {
+			return in.Id, true, nil
+		}
+	}
+	return "", false, nil
+}
+
 // Pricing implements cloudprovider.CloudProvider: not provided.
 func (p *Provider) Pricing(context.Context) (cloudprovider.PricingModel, error) {
 	return nil, cloudprovider.ErrNotImplemented

@@ -234,6 +234,14 @@ func (g *NodeGroup) machineOf(n *apiv1.Node) *unstructured.Unstructured {
 			return m
 		}
 	}
+	if n.Spec.ProviderID != "" {
+		norm := cloudprovider.NormalizeProviderID(n.Spec.ProviderID)
+		for _, m := range g.machines {
+			if cloudprovider.NormalizeProviderID(machineInstanceID(m)) == norm && nodeAgrees(n, m, true) {
+				return m
+			}
+		}
+	}
 	for _, m := range g.machines {
 		if nodeRefName(m) != "" && nodeRefName(m) == n.Name && nodeAgrees(n, m, true) {
 			return m

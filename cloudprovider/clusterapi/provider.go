@@ -259,6 +259,28 @@ func (p *Provider) HasInstance(_ context.Context, node *apiv1.Node) (bool, error
 	return false, cloudprovider.ErrNotImplemented
 }
 
+// InstanceOfNode implements cloudprovider.InstanceMatcher the way Cluster
+// API matches: the node's Machine (by provider ID, else by the Machine's
+// status.nodeRef, so a Node whose provider ID is spelt otherwise than its
+// Machine's, or that has none, is still found), else the MachinePool that
+// lists its provider ID. Before the first listing it cannot tell.
+func (p *Provider) InstanceOfNode(_ context.Context, node *apiv1.Node) (string, bool, error) {
+	s := p.current()
+	if !s.listed {
+		return "", false, errors.New("the Cluster API objects have not been listed yet")
+	}
+	if m := s.machineOfNode(node); m != nil {
+		if g := s.groupOfMachine[m]; g != nil {
+			return machineInstanceID(m), true, nil
+		}
+		return "", false, nil
+	}
+	if g := s.groupOfNode(node); g != nil && g.kind == kindMachinePool {
+		return node.Spec.ProviderID, true, nil
+	}
+	return "", false, nil
+}
+
 // Pricing implements cloudprovider.CloudProvider.
 func (p *Provider) Pricing(context.Context) (cloudprovider.PricingModel, error) {
 	return nil, cloudprovider.ErrNotImplemented
@@ -374,6 +396,7 @@ type snapshot struct {
 	// to the Machines that have it, whatever their Cluster.
 	groupsByInstance   map[string][]*NodeGroup
 	machinesByInstance map[string][]*unstructured.Unstructured
+	machinesByNormID   map[string][]*unstructured.Unstructured // by NormalizeProviderID of the provider ID
 	machinesByNode     map[string][]*unstructured.Unstructured
 }
 
@@ -384,6 +407,10 @@ func (s *snapshot) machineOfNode(node *apiv1.Node) *unstructured.Unstructured {
 	may := func(m *unstructured.Unstructured) bool { return s.scope.machineMayBe(node, m) }
 	if node.Spec.ProviderID != "" {
 		if m, ok := only(s.machinesByInstance[node.Spec.ProviderID], may); ok {
+			return m
+		}
+		// The same ID spelt otherwise (aws://zone/id for aws:///zone/id).
+		if m, ok := only(s.machinesByNormID[cloudprovider.NormalizeProviderID(node.Spec.ProviderID)], may); ok {
 			return m
 		}
 	}
@@ -408,13 +435,16 @@ func (p *Provider) buildSnapshot(ctx context.Context, lists map[string][]unstruc
 	logger := klog.FromContext(ctx)
 	s := &snapshot{listed: true, groupOfMachine: map[*unstructured.Unstructured]*NodeGroup{},
 		groupsByInstance: map[string][]*NodeGroup{}, machinesByInstance: map[string][]*unstructured.Unstructured{},
-		machinesByNode: map[string][]*unstructured.Unstructured{}}
+		machinesByNormID: map[string][]*unstructured.Unstructured{},
+		machinesByNode:   map[string][]*unstructured.Unstructured{}}
 	// Machines by owner.
 	machinesOf := map[string][]*unstructured.Unstructured{} // kind/ns/name -> machines
 	for i := range lists[kindMachine] {
 		m := &lists[kindMachine][i]
 		s.machines = append(s.machines, m)
 		s.machinesByInstance[machineInstanceID(m)] = append(s.machinesByInstance[machineInstanceID(m)], m)
+		norm := cloudprovider.NormalizeProviderID(machineInstanceID(m))
+		s.machinesByNormID[norm] = append(s.machinesByNormID[norm], m)
 		if n := nodeRefName(m); n != "" {
 			s.machinesByNode[n] = append(s.machinesByNode[n], m)
 		}

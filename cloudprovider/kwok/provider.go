@@ -408,7 +408,7 @@ func (p *Provider) NodeGroupForNode(_ context.Context, node *apiv1.Node) (cloudp
 
 // instanceOf finds the instance of a Node or placeholder node. Callers hold p.mu.
 func (p *Provider) instanceOf(node *apiv1.Node) *instance {
-	for _, id := range []string{node.Spec.ProviderID, node.Name} {
+	for _, id := range []string{cloudprovider.NormalizeProviderID(node.Spec.ProviderID), node.Name} {
 		if len(id) > len(ProviderIDPrefix) && id[:len(ProviderIDPrefix)] == ProviderIDPrefix {
 			if in, ok := p.instances[id[len(ProviderIDPrefix):]]; ok {
 				return in
@@ -416,6 +416,17 @@ func (p *Provider) instanceOf(node *apiv1.Node) *instance {
 		}
 	}
 	return nil
+}
+
+// InstanceOfNode implements cloudprovider.InstanceMatcher: the instance
+// named by the Node's provider ID (or, for a placeholder, its name).
+func (p *Provider) InstanceOfNode(_ context.Context, node *apiv1.Node) (string, bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if in := p.instanceOf(node); in != nil {
+		return in.id(), true, nil
+	}
+	return "", false, nil
 }
 
 // HasInstance implements cloudprovider.CloudProvider.
