@@ -208,16 +208,20 @@ func (c *Cleaner) breakerTripped(ctx context.Context, group string, long, total 
 }
 
 // lookalike records an unregistered instance that is not deleted because a
-// Node that matches no instance looks like it: deleting the instance would
-// most likely delete that registered Node.
+// Node may be it (cloudprovider.Identify): deleting the instance would then
+// delete that registered Node.
 func (c *Cleaner) lookalike(ctx context.Context, group string, u clusterstate.UnregisteredInstance) {
-	klog.FromContext(ctx).Info("Not deleting an unregistered instance: a Node under another provider ID looks like it",
-		"instance", u.Id, "nodeGroup", group, "node", u.Node, "since", u.Since)
+	klog.FromContext(ctx).Info("Not deleting an unregistered instance: a Node may be it", "instance", u.Id,
+		"nodeGroup", group, "node", u.Node, "why", u.NodeWhy, "since", u.Since)
 	if c.recorder != nil {
+		why := ""
+		if u.NodeWhy != "" {
+			why = " (" + u.NodeWhy + ")"
+		}
 		ref := &apiv1.ObjectReference{Kind: "Node", Name: u.Node}
 		c.recorder.Eventf(ref, apiv1.EventTypeWarning, "ProviderIDMismatch",
-			"Node %s looks like instance %s of node group %s, which has no Node with its provider ID: the instance is not deleted as unregistered; check the Node's spec.providerID",
-			u.Node, u.Id, group)
+			"Node %s may be instance %s of node group %s%s, though its provider ID does not name it for sure: the instance is not deleted as unregistered; check the Node's spec.providerID",
+			u.Node, u.Id, group, why)
 	}
 }
 

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	apiv1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
@@ -73,8 +76,8 @@ func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.In
 	}
 	suOpts := []scaleup.Option{scaleup.WithDaemonSets(factory.Apps().V1().DaemonSets().Lister()),
 		scaleup.WithDeletionCounter(m.RegisterDeletedNodes), scaleup.WithReporter(reporting),
-		scaleup.WithInstancePods(scaleup.InstancePodsFromListers{Nodes: factory.Core().V1().Nodes().Lister(),
-			Pods: factory.Core().V1().Pods().Lister()})}
+		scaleup.WithInstancePods(scaleup.InstancePodsFromListers{Provider: provider, Nodes: factory.Core().V1().Nodes().Lister(),
+			Pods: factory.Core().V1().Pods().Lister(), Live: livePods{client}})}
 	if quotas != nil {
 		suOpts = append(suOpts, scaleup.WithCapacityQuotas(quotas))
 	}
@@ -130,4 +133,22 @@ func snapshotStepTimer(m *metrics.Metrics) simframework.StepObserver {
 	labels := map[simframework.SnapshotStep]string{simframework.StepFork: metrics.AggregatedDRASnapshotFork,
 		simframework.StepCommit: metrics.AggregatedDRASnapshotCommit, simframework.StepRevert: metrics.AggregatedDRASnapshotRevert}
 	return func(step simframework.SnapshotStep, d time.Duration) { m.AddAggregatedDuration(labels[step], d) }
+}
+
+// livePods reads a node's pods from the API server (a quorum read), for a
+// rollback's last look before it deletes an instance: a pod bound since the
+// informer's last update is seen.
+type livePods struct{ client kubernetes.Interface }
+
+func (l livePods) PodsOnNode(ctx context.Context, node string) ([]*apiv1.Pod, error) {
+	list, err := l.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*apiv1.Pod, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
 }

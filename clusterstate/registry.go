@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -92,36 +91,25 @@ type GroupState struct {
 type UnregisteredInstance struct {
 	Id    string
 	Since time.Time
-	// Node names a Node that matches no instance but whose name, or the
-	// last segment of whose provider ID, is the last segment of Id: most
-	// likely this instance, registered under a provider ID that does not
-	// match it (a misconfigured cloud controller). Empty when there is none.
-	Node string
+	// Node names a Node that may be this instance though the provider's
+	// matching does not say so for sure (cloudprovider.Identify: a provider
+	// ID spelt otherwise, the same last segment or name, a Node its provider
+	// could not identify): deleting the instance might delete that Node, so
+	// it is kept. Empty when there is none; NodeWhy says why, when known.
+	Node    string
+	NodeWhy string
 }
 
-// NormalizeProviderID makes the usual spellings of one provider ID equal:
-// the scheme in lower case, repeated slashes after it collapsed, no trailing
-// slash ("aws:///us-east-1a/i-1" and "aws://us-east-1a/i-1/" are the same
-// instance). An ID without a scheme is only trimmed.
-func NormalizeProviderID(id string) string {
-	id = strings.TrimSpace(id)
-	scheme, rest, ok := strings.Cut(id, "://")
-	if !ok {
-		return strings.TrimRight(id, "/")
-	}
-	var b strings.Builder
-	b.WriteString(strings.ToLower(scheme))
-	b.WriteString("://")
-	prevSlash := false
-	for _, r := range strings.TrimLeft(rest, "/") {
-		if r == '/' && prevSlash {
-			continue
-		}
-		prevSlash = r == '/'
-		b.WriteRune(r)
-	}
-	return strings.TrimRight(b.String(), "/")
+// Identities is the last Update's matching of Nodes to instances
+// (cloudprovider.Identify); nil before the first Update.
+func (r *Registry) Identities() *cloudprovider.Identities {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.identities
 }
+
+// NormalizeProviderID is cloudprovider.NormalizeProviderID.
+func NormalizeProviderID(id string) string { return cloudprovider.NormalizeProviderID(id) }
 
 // ScaleUpRequest is a scale-up of a group that is not fulfilled yet.
 type ScaleUpRequest struct {
@@ -165,6 +153,7 @@ type Registry struct {
 	healthy     bool
 	failures    []Failure
 	updated     time.Time
+	identities  *cloudprovider.Identities
 	// scaleDownProbed is when scale-down last planned (ScaleDownProbed).
 	scaleDownProbed time.Time
 	// transitions remember when each reported status last changed.
@@ -216,14 +205,14 @@ func (r *Registry) Update(ctx context.Context, provider cloudprovider.CloudProvi
 	}
 
 	var cluster NodeCounts
-	registered := make(map[string]bool, len(nodes))
-	lookalikes := lookalikeNodes(groups, nodes)
+	listed := make(map[string][]cloudprovider.Instance, len(groups))
+	for id, gs := range groups {
+		listed[id] = gs.Instances
+	}
+	identities := cloudprovider.Identify(ctx, provider, nodes, listed)
 	nodeGroups, members := nodeGroupsOf(ctx, provider, nodes)
 	devices := newDeviceCheck(ctx, provider, r.slices, members)
 	for i, n := range nodes {
-		if n.Spec.ProviderID != "" {
-			registered[NormalizeProviderID(n.Spec.ProviderID)] = true
-		}
 		ng := nodeGroups[i]
 		var gs *GroupState
 		if ng != nil {
@@ -271,7 +260,7 @@ func (r *Registry) Update(ctx context.Context, provider cloudprovider.CloudProvi
 		var failure *cloudprovider.InstanceErrorInfo
 		for _, in := range gs.Instances {
 			switch {
-			case registered[NormalizeProviderID(in.Id)]:
+			case identities.Registered(in.Id):
 			case in.Status != nil && in.Status.ErrorInfo != nil:
 				gs.Counts.Failed++
 				gs.FailedInstances = append(gs.FailedInstances, in)
@@ -288,8 +277,11 @@ func (r *Registry) Update(ctx context.Context, provider cloudprovider.CloudProvi
 				firstSeen[in.Id] = seen
 				if now.Sub(seen) > gs.Options.MaxNodeProvisionTime {
 					gs.Counts.LongUnregistered++
-					gs.LongUnregistered = append(gs.LongUnregistered, UnregisteredInstance{Id: in.Id, Since: seen,
-						Node: lookalikes[lastSegment(NormalizeProviderID(in.Id))]})
+					u := UnregisteredInstance{Id: in.Id, Since: seen}
+					if node, m := identities.NodeOf(in.Id); m == cloudprovider.MaybeMatch {
+						u.Node, u.NodeWhy = node, identities.Why(node)
+					}
+					gs.LongUnregistered = append(gs.LongUnregistered, u)
 				} else {
 					gs.Counts.Unregistered++
 				}
@@ -313,7 +305,7 @@ func (r *Registry) Update(ctx context.Context, provider cloudprovider.CloudProvi
 			delete(r.scaleUps, id) // the group is gone
 		}
 	}
-	r.groups, r.cluster, r.updated = groups, cluster, now
+	r.groups, r.cluster, r.updated, r.identities = groups, cluster, now, identities
 	r.healthy = r.acceptable(cluster.Unready+cluster.LongUnregistered, cluster.Registered()+cluster.LongUnregistered)
 	return nil
 }
@@ -361,40 +353,6 @@ func nodeGroupsOf(ctx context.Context, provider cloudprovider.CloudProvider, nod
 		}
 	}
 	return out, members
-}
-
-// lookalikeNodes maps, for every Node whose provider ID matches no
-// instance of any group, its name and the last segment of its provider ID
-// to its name: an unregistered instance whose id ends in one of them is
-// most likely that Node under a provider ID that does not match.
-func lookalikeNodes(groups map[string]*GroupState, nodes []*apiv1.Node) map[string]string {
-	known := map[string]bool{}
-	for _, gs := range groups {
-		for _, in := range gs.Instances {
-			known[NormalizeProviderID(in.Id)] = true
-		}
-	}
-	out := map[string]string{}
-	for _, n := range nodes {
-		id := NormalizeProviderID(n.Spec.ProviderID)
-		if known[id] {
-			continue
-		}
-		out[n.Name] = n.Name
-		if seg := lastSegment(id); seg != "" {
-			out[seg] = n.Name
-		}
-	}
-	return out
-}
-
-// lastSegment is what follows the last slash of a provider ID (all of an
-// ID without one), such as the instance name of "gce://p/zone/name".
-func lastSegment(id string) string {
-	if _, rest, ok := strings.Cut(id, "://"); ok {
-		id = rest
-	}
-	return id[strings.LastIndex(id, "/")+1:]
 }
 
 // trackScaleUp ends the group's scale-up request once its nodes are all

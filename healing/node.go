@@ -2,6 +2,7 @@ package healing
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apiv1 "k8s.io/api/core/v1"
@@ -46,27 +47,84 @@ func (h *Healer) groupByID(ctx context.Context, id string) (cloudprovider.NodeGr
 	return nil, nil
 }
 
-// instanceGone reports whether the heal's instance is no longer listed by
-// its group: the positive proof that the machine is gone, so nothing of it
-// can still run the node's pods.
-func (h *Healer) instanceGone(ctx context.Context, r *heal) (bool, error) {
+// instanceGone reports whether the heal's instance is gone, as positively
+// as its provider can say so: the group no longer lists the instance the
+// heal deleted (r.Instance, or the Node's provider ID in older records),
+// no group lists an instance that the Node is or may be as the provider
+// matches Nodes to instances (cloudprovider.Identify: the same matching that
+// found the node's group, a Machine's nodeRef included), and the provider
+// does not say the Node still has an instance. Whatever cannot be told (an
+// error, the group gone from the listing) counts as still there: why says
+// what is still seen.
+func (h *Healer) instanceGone(ctx context.Context, r *heal, node *apiv1.Node) (gone bool, why string, err error) {
 	g, err := h.groupByID(ctx, r.Group)
 	if err != nil || g == nil {
 		if err == nil {
-			err = fmt.Errorf("node group %s is gone", r.Group)
+			err = fmt.Errorf("node group %s is no longer listed, so whether its instance is gone cannot be told", r.Group)
 		}
-		return false, err
+		return false, "", err
 	}
 	instances, err := g.Nodes(ctx)
 	if err != nil {
-		return false, fmt.Errorf("listing the instances of %s: %w", r.Group, err)
+		return false, "", fmt.Errorf("listing the instances of %s: %w", r.Group, err)
 	}
-	for _, in := range instances {
-		if in.Id == r.ProviderID {
-			return false, nil
+	for _, recorded := range []string{r.Instance, r.ProviderID} {
+		if recorded == "" {
+			continue
+		}
+		for _, in := range instances {
+			if in.Id == recorded || cloudprovider.NormalizeProviderID(in.Id) == cloudprovider.NormalizeProviderID(recorded) {
+				return false, "its group still lists instance " + in.Id, nil
+			}
 		}
 	}
-	return true, nil
+	if node == nil {
+		return true, "", nil
+	}
+	groups, err := h.provider.NodeGroups(ctx)
+	if err != nil {
+		return false, "", fmt.Errorf("listing the node groups: %w", err)
+	}
+	listed := make(map[string][]cloudprovider.Instance, len(groups))
+	for _, ng := range groups {
+		if listed[ng.Id()], err = ng.Nodes(ctx); err != nil {
+			return false, "", fmt.Errorf("listing the instances of %s: %w", ng.Id(), err)
+		}
+	}
+	ids := cloudprovider.Identify(ctx, h.provider, []*apiv1.Node{node}, listed)
+	switch id, m := ids.MayBeListed(node.Name); m {
+	case cloudprovider.SureMatch:
+		return false, "the node is still instance " + id, nil
+	case cloudprovider.MaybeMatch:
+		return false, fmt.Sprintf("the node may still be an instance (%s%s)", id, whyPrefix(ids.Why(node.Name))), nil
+	}
+	has, err := h.provider.HasInstance(ctx, node)
+	switch {
+	case err == nil && has:
+		return false, "its provider says the node still has an instance", nil
+	case err != nil && !errors.Is(err, cloudprovider.ErrNotImplemented):
+		return false, "", fmt.Errorf("asking the provider whether node %s has an instance: %w", node.Name, err)
+	}
+	return true, "", nil
+}
+
+func whyPrefix(why string) string {
+	if why == "" {
+		return ""
+	}
+	return "; " + why
+}
+
+// instanceOfNode is the id, as group g lists it, of node's instance when
+// its provider names it for sure ("" otherwise).
+func (h *Healer) instanceOfNode(ctx context.Context, g cloudprovider.NodeGroup, node *apiv1.Node) string {
+	instances, err := g.Nodes(ctx)
+	if err != nil {
+		return ""
+	}
+	ids := cloudprovider.Identify(ctx, h.provider, []*apiv1.Node{node}, map[string][]cloudprovider.Instance{g.Id(): instances})
+	id, _ := ids.InstanceOf(node.Name)
+	return id
 }
 
 // snapshotBefore records what cordon will change on n.

@@ -269,6 +269,13 @@ func (s *step) deleting(ctx context.Context) bool {
 				s.end("failed", "NoNodeGroup", "the node no longer belongs to its node group "+r.Group+"; nothing deleted")
 				return true
 			}
+			if r.Instance == "" {
+				// Recorded before the delete, so that the fence waits for
+				// exactly this instance to leave its group's listing.
+				if r.Instance = h.instanceOfNode(ctx, g, s.node); r.Instance != "" && !s.save() {
+					return false
+				}
+			}
 			if err := g.DeleteNodes(ctx, []*apiv1.Node{s.node}); err != nil {
 				if errors.Is(err, cloudprovider.ErrNotImplemented) {
 					// The group cannot delete this instance by name:
@@ -312,17 +319,19 @@ func (s *step) deleting(ctx context.Context) bool {
 	return true
 }
 
-// fencing waits until the instance of a node that kept pods is gone from its
-// group's listing; only then may anything clear the pods (Kubernetes' pod
+// fencing waits until the instance of a node that kept pods is gone, as
+// its provider matches Nodes to instances (instanceGone); only then may
+// anything clear the pods (Kubernetes' pod
 // garbage collector does, once the Node is gone or carries the
 // out-of-service taint). Pods are never deleted by the heal itself.
 func (s *step) fencing(ctx context.Context) bool {
-	gone, err := s.h.instanceGone(ctx, s.r)
+	gone, why, err := s.h.instanceGone(ctx, s.r, s.node)
 	if err != nil {
 		return s.retry(err, "Checking that the instance of a fenced node is gone")
 	}
 	if !gone {
-		s.logger.V(2).Info("Waiting for the instance of a fenced node to be gone", "providerID", s.r.ProviderID)
+		s.logger.V(2).Info("Waiting for the instance of a fenced node to be gone", "providerID", s.r.ProviderID,
+			"instance", s.r.Instance, "seen", why)
 		return false
 	}
 	if s.node != nil && !s.r.OutOfService {

@@ -49,9 +49,14 @@ type ending struct {
 
 // heal is one heal in flight.
 type heal struct {
-	Node       string    `json:"node"`
-	Group      string    `json:"group"`
-	ProviderID string    `json:"providerID"`
+	Node       string `json:"node"`
+	Group      string `json:"group"`
+	ProviderID string `json:"providerID"`
+	// Instance is the id, as the group lists it, of the node's instance
+	// when the heal deleted it (cloudprovider.Identify): the fence waits
+	// until the group no longer lists it. Empty in records of older
+	// versions and when the provider could not name it.
+	Instance   string    `json:"instance,omitempty"`
 	Reason     string    `json:"reason"`
 	Phase      string    `json:"phase"`
 	Started    time.Time `json:"started"`

@@ -17,7 +17,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
-	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
 )
 
 // Taints writes scale-down's taints on nodes.
@@ -231,8 +230,9 @@ func (t *Taints) CleanUp(ctx context.Context, nodes []*apiv1.Node, recorder reco
 // lifting the taint would let pods land on it meanwhile.
 func LeftToBeDeleted(ctx context.Context, provider cloudprovider.CloudProvider, nodes []*apiv1.Node) []*apiv1.Node {
 	logger := klog.FromContext(ctx)
-	deleting := map[string]map[string]bool{} // group -> instances being deleted
-	var out []*apiv1.Node
+	var tainted []*apiv1.Node
+	groupOf := map[string]string{}
+	listed := map[string][]cloudprovider.Instance{}
 	for _, n := range nodes {
 		if !hasTaint(n, ToBeDeletedTaint) {
 			continue
@@ -241,23 +241,32 @@ func LeftToBeDeleted(ctx context.Context, provider cloudprovider.CloudProvider, 
 		if err != nil || ng == nil {
 			continue // not ours to clean
 		}
-		ids, seen := deleting[ng.Id()]
-		if !seen {
-			ids = map[string]bool{}
+		tainted = append(tainted, n)
+		groupOf[n.Name] = ng.Id()
+		if _, seen := listed[ng.Id()]; !seen {
 			instances, err := ng.Nodes(ctx)
 			if err != nil {
 				logger.Error(err, "Listing a node group's instances at start-up; its nodes' deletion taints are lifted", "nodeGroup", ng.Id())
 			}
-			for _, in := range instances {
-				if in.Status != nil && in.Status.State == cloudprovider.InstanceDeleting {
-					ids[clusterstate.NormalizeProviderID(in.Id)] = true
-				}
-			}
-			deleting[ng.Id()] = ids
+			listed[ng.Id()] = instances
 		}
-		if ids[clusterstate.NormalizeProviderID(n.Spec.ProviderID)] {
+	}
+	deleting := map[string]bool{}
+	for _, instances := range listed {
+		for _, in := range instances {
+			if in.Status != nil && in.Status.State == cloudprovider.InstanceDeleting {
+				deleting[in.Id] = true
+			}
+		}
+	}
+	// The node's instance as its provider matches it; a node that only
+	// may be an instance being deleted keeps its taint as well.
+	identities := cloudprovider.Identify(ctx, provider, tainted, listed)
+	var out []*apiv1.Node
+	for _, n := range tainted {
+		if id, m := identities.MayBeListed(n.Name); m != cloudprovider.NoMatch && deleting[id] {
 			logger.Info("Keeping the deletion taint a previous run left on a node its cloud provider is deleting", "node", n.Name,
-				"nodeGroup", ng.Id())
+				"nodeGroup", groupOf[n.Name], "instance", id, "match", m)
 			continue
 		}
 		out = append(out, n)

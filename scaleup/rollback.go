@@ -12,31 +12,35 @@ import (
 	"k8s.io/klog/v2"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
-	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
 	"k8s.io/autoscaler/cluster-autoscaler/provreq"
 	"k8s.io/autoscaler/cluster-autoscaler/simulator/drain"
 )
 
 // InstancePods tells a rollback what runs on the instances it is about to
 // delete, read just before the deletion: a node that runs pods other than
-// the request's is never deleted by a rollback.
+// the request's is never deleted by a rollback, nor is an instance that a
+// Node may be without its provider saying so for sure.
 type InstancePods interface {
-	// PodsOn returns, by instance id, the Node registered for each of ids
-	// that has one and the pods bound to it; an instance without a Node is
-	// left out.
-	PodsOn(ids []string) (map[string]NodePods, error)
+	// PodsOn returns, by instance id, the Node that is (or may be) each of
+	// ids and the pods bound to it; an instance that no Node is, or may
+	// be, is left out.
+	PodsOn(ctx context.Context, ids []string) (map[string]NodePods, error)
 }
 
 // NodePods are the pods bound to one instance's Node.
 type NodePods struct {
 	Node string
 	Pods []*apiv1.Pod
+	// Unsure is set when Node only may be the instance (see
+	// cloudprovider.Identify), and says why: the instance is kept.
+	Unsure string
 }
 
 // WithInstancePods makes rollbacks check, just before deleting an
 // instance, that its Node runs no pod but the request's own, DaemonSet and
-// static pods and pods that finished; an instance whose Node runs others
-// is kept (Undo.Kept says why). Without it no such check is made.
+// static pods and pods that finished; an instance whose Node runs others,
+// or that a Node may be, is kept (Undo.Kept says why). Without it no such
+// check is made.
 func WithInstancePods(p InstancePods) Option { return func(o *Orchestrator) { o.instancePods = p } }
 
 // NodeLister and PodLister are the informer listers InstancePodsFromListers reads.
@@ -49,32 +53,73 @@ type PodLister interface {
 	List(selector labels.Selector) ([]*apiv1.Pod, error)
 }
 
-// InstancePodsFromListers answers InstancePods from the informer caches.
-type InstancePodsFromListers struct {
-	Nodes NodeLister
-	Pods  PodLister
+// LivePods reads the pods bound to a node from the API server, not from a
+// cache: a pod bound after the cache's last update is seen.
+type LivePods interface {
+	PodsOnNode(ctx context.Context, node string) ([]*apiv1.Pod, error)
 }
 
-// PodsOn implements InstancePods: one pass over the Nodes and one over the
-// pods, however many instances are asked about.
-func (l InstancePodsFromListers) PodsOn(ids []string) (map[string]NodePods, error) {
-	want := make(map[string]string, len(ids)) // normalized provider ID -> instance id
-	for _, id := range ids {
-		want[clusterstate.NormalizeProviderID(id)] = id
-	}
+// InstancePodsFromListers answers InstancePods: Nodes are matched to
+// instances the way Provider matches them (cloudprovider.Identify, over
+// every group's listing), and the pods of each matched Node are read live
+// through Live when it is set (else from the Pods lister).
+type InstancePodsFromListers struct {
+	Provider cloudprovider.CloudProvider
+	Nodes    NodeLister
+	Pods     PodLister
+	Live     LivePods
+}
+
+// PodsOn implements InstancePods.
+func (l InstancePodsFromListers) PodsOn(ctx context.Context, ids []string) (map[string]NodePods, error) {
 	nodes, err := l.Nodes.List(labels.Everything())
 	if err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
-	out := map[string]NodePods{}
-	byNode := map[string]string{} // node name -> instance id
-	for _, n := range nodes {
-		if id, ok := want[clusterstate.NormalizeProviderID(n.Spec.ProviderID)]; ok && n.Spec.ProviderID != "" {
-			out[id] = NodePods{Node: n.Name}
-			byNode[n.Name] = id
+	groups, err := l.Provider.NodeGroups(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing node groups: %w", err)
+	}
+	listed := make(map[string][]cloudprovider.Instance, len(groups))
+	for _, g := range groups {
+		if listed[g.Id()], err = g.Nodes(ctx); err != nil {
+			return nil, fmt.Errorf("listing the instances of %q: %w", g.Id(), err)
 		}
 	}
+	identities := cloudprovider.Identify(ctx, l.Provider, nodes, listed)
+	out := map[string]NodePods{}
+	byNode := map[string][]string{} // node name -> instance ids
+	for _, id := range ids {
+		node, m := identities.NodeOf(id)
+		switch m {
+		case cloudprovider.SureMatch:
+			out[id] = NodePods{Node: node}
+		case cloudprovider.MaybeMatch:
+			why := identities.Why(node)
+			if why == "" {
+				why = "its provider ID looks like the instance's"
+			}
+			out[id] = NodePods{Node: node, Unsure: why}
+		default:
+			continue
+		}
+		byNode[node] = append(byNode[node], id)
+	}
 	if len(byNode) == 0 {
+		return out, nil
+	}
+	if l.Live != nil {
+		for node, instances := range byNode {
+			pods, err := l.Live.PodsOnNode(ctx, node)
+			if err != nil {
+				return nil, fmt.Errorf("reading the pods of node %s: %w", node, err)
+			}
+			for _, id := range instances {
+				np := out[id]
+				np.Pods = pods
+				out[id] = np
+			}
+		}
 		return out, nil
 	}
 	pods, err := l.Pods.List(labels.Everything())
@@ -82,7 +127,7 @@ func (l InstancePodsFromListers) PodsOn(ids []string) (map[string]NodePods, erro
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
 	for _, p := range pods {
-		if id, ok := byNode[p.Spec.NodeName]; ok {
+		for _, id := range byNode[p.Spec.NodeName] {
 			np := out[id]
 			np.Pods = append(np.Pods, p)
 			out[id] = np
@@ -197,12 +242,12 @@ func (o *Orchestrator) rollbackGroup(ctx context.Context, ng cloudprovider.NodeG
 			ids = append(ids, instance)
 		}
 	}
-	ids, kept, err := o.withoutBusy(ids, u.Request)
+	ids, kept, err := o.withoutBusy(ctx, ids, u.Request)
 	if err != nil {
 		return u, fmt.Errorf("checking the pods on the instances of %q before deleting them: %w", id, err)
 	}
 	for instance, reason := range kept {
-		logger.Info("Not deleting an instance of a rolled back all-or-nothing scale-up: its node runs other pods",
+		logger.Info("Keeping an instance of a rolled back all-or-nothing scale-up: its node runs other pods, or a node may be it",
 			"instance", instance, "nodeGroup", id, "why", reason, "reason", why)
 	}
 	victims := make([]*apiv1.Node, 0, len(ids))
@@ -260,11 +305,11 @@ func (o *Orchestrator) rollbackGroup(ctx context.Context, ng cloudprovider.NodeG
 
 // withoutBusy splits ids into the instances a rollback may delete and
 // those it keeps because their nodes run pods other than request's.
-func (o *Orchestrator) withoutBusy(ids []string, request string) ([]string, map[string]string, error) {
+func (o *Orchestrator) withoutBusy(ctx context.Context, ids []string, request string) ([]string, map[string]string, error) {
 	if o.instancePods == nil || len(ids) == 0 {
 		return ids, nil, nil
 	}
-	onNodes, err := o.instancePods.PodsOn(ids)
+	onNodes, err := o.instancePods.PodsOn(ctx, ids)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -274,6 +319,13 @@ func (o *Orchestrator) withoutBusy(ids []string, request string) ([]string, map[
 		np, ok := onNodes[instance]
 		if !ok {
 			free = append(free, instance)
+			continue
+		}
+		if np.Unsure != "" {
+			if kept == nil {
+				kept = map[string]string{}
+			}
+			kept[instance] = fmt.Sprintf("node %s may be this instance (%s): it is kept", np.Node, np.Unsure)
 			continue
 		}
 		if pods := foreignPods(np, request); len(pods) > 0 {

@@ -21,7 +21,9 @@ type podsByInstance struct {
 	err  error
 }
 
-func (p podsByInstance) PodsOn([]string) (map[string]NodePods, error) { return p.pods, p.err }
+func (p podsByInstance) PodsOn(context.Context, []string) (map[string]NodePods, error) {
+	return p.pods, p.err
+}
 
 func runningPod(ns, name string, mutate func(*apiv1.Pod)) *apiv1.Pod {
 	p := &apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Status: apiv1.PodStatus{Phase: apiv1.PodRunning}}
@@ -120,21 +122,94 @@ func TestRollbackDeletesNothingWhenThePodsAreUnknown(t *testing.T) {
 	}
 }
 
-// The listers' answer: the Node whose provider ID is the instance's, and
-// the pods bound to it.
+func nodeWithID(name, providerID string) *apiv1.Node {
+	return &apiv1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: apiv1.NodeSpec{ProviderID: providerID}}
+}
+
+// The listers' answer: the Node that is each instance as the provider
+// matches them (another spelling of the same ID included), and the pods
+// bound to it; a Node that only may be the instance (an ID that differs in
+// case) is returned as unsure; an instance no Node may be is left out.
 func TestInstancePodsFromListers(t *testing.T) {
-	nodes := nodeList{{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: apiv1.NodeSpec{ProviderID: "fake:///i1"}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "n2"}, Spec: apiv1.NodeSpec{ProviderID: "fake:///i2"}}}
+	provider := fakeprovider.NewProvider()
+	provider.AddNodeGroup("g", 0, 10, 0, nil)
+	for _, id := range []string{"fake:///zone/i1", "fake:///zone/i2", "fake:///zone/i3", "fake:///RG/zone/I4"} {
+		provider.AddNode("g", nodeWithID("x", id))
+	}
+	nodes := nodeList{nodeWithID("n1", "fake:///zone/i1"), nodeWithID("n2", "fake://zone/i2"),
+		nodeWithID("n4", "fake:///rg/zone/i4")}
 	web := runningPod("ns", "web", func(p *apiv1.Pod) { p.Spec.NodeName = "n1" })
-	other := runningPod("ns", "other", func(p *apiv1.Pod) { p.Spec.NodeName = "n2" })
-	got, err := InstancePodsFromListers{Nodes: nodes, Pods: podList{web, other}}.PodsOn([]string{"fake:///i1", "fake:///i3"})
+	other := runningPod("ns", "other", func(p *apiv1.Pod) { p.Spec.NodeName = "n4" })
+	l := InstancePodsFromListers{Provider: provider, Nodes: nodes, Pods: podList{web, other}}
+	got, err := l.PodsOn(context.Background(), []string{"fake:///zone/i1", "fake:///zone/i2", "fake:///zone/i3", "fake:///RG/zone/I4"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]NodePods{"fake:///i1": {Node: "n1", Pods: []*apiv1.Pod{web}}}
+	want := map[string]NodePods{
+		"fake:///zone/i1":    {Node: "n1", Pods: []*apiv1.Pod{web}},
+		"fake:///zone/i2":    {Node: "n2"},
+		"fake:///RG/zone/I4": {Node: "n4", Pods: []*apiv1.Pod{other}, Unsure: "its provider ID looks like the instance's"},
+	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("pods on instances (-want +got):\n%s", diff)
 	}
+
+	// With a live reader, the pods come from it, not from the cache: a pod
+	// bound after the cache's last update is seen.
+	late := runningPod("ns", "late", func(p *apiv1.Pod) { p.Spec.NodeName = "n2" })
+	l.Live = livePodList{late}
+	got, err = l.PodsOn(context.Background(), []string{"fake:///zone/i2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]NodePods{"fake:///zone/i2": {Node: "n2", Pods: []*apiv1.Pod{late}}}, got); diff != "" {
+		t.Errorf("pods read live (-want +got):\n%s", diff)
+	}
+}
+
+// A rollback keeps an instance whose Node runs another workload's pods
+// also when the Node's provider ID is spelt otherwise than the instance's
+// (the case differs, as Azure's resource groups do), and when the Node only
+// may be the instance; an instance no Node may be goes.
+func TestRollbackKeepsInstancesWhoseNodeIsSpeltOtherwise(t *testing.T) {
+	ctx := context.Background()
+	provider := fakeprovider.NewProvider()
+	provider.AddNodeGroup("g", 0, 10, 0, nil)
+	busy, spare, free := "fake:///RG/zone/I1", "fake:///RG/zone/I2", "fake:///zone/i3"
+	for _, id := range []string{busy, spare, free} {
+		provider.AddNode("g", nodeWithID("x", id))
+	}
+	nodes := nodeList{nodeWithID("n1", "fake:///rg/zone/i1"), nodeWithID("n2", "fake:///rg/zone/i2")}
+	web := runningPod("other", "web", func(p *apiv1.Pod) { p.Spec.NodeName = "n1" })
+	o := newOrchestrator(t, provider, nil)
+	WithInstancePods(InstancePodsFromListers{Provider: provider, Nodes: nodes, Pods: podList{web}})(o)
+	left, err := o.Rollback(ctx, map[string]Undo{"g": {Instances: []string{busy, spare, free}, Request: "ns/job"}}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deleted []string
+	for _, c := range calls(provider, "ForceDeleteNodes") {
+		deleted = append(deleted, c.Nodes...)
+	}
+	if diff := cmp.Diff([]string{"i3"}, deleted); diff != "" {
+		t.Errorf("deleted (-want +got):\n%s", diff)
+	}
+	if rest := left["g"]; len(rest.Kept) != 2 || !strings.Contains(rest.Kept[busy], "node n1 may be this instance") ||
+		!strings.Contains(rest.Kept[spare], "node n2 may be this instance") {
+		t.Errorf("kept %v, want %s and %s kept with the reason", rest.Kept, busy, spare)
+	}
+}
+
+type livePodList []*apiv1.Pod
+
+func (l livePodList) PodsOnNode(_ context.Context, node string) ([]*apiv1.Pod, error) {
+	var out []*apiv1.Pod
+	for _, p := range l {
+		if p.Spec.NodeName == node {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 type nodeList []*apiv1.Node

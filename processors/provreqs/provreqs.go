@@ -81,11 +81,17 @@ func registryInstances(state *clusterstate.Registry) processor.Instances {
 		}
 		nodes := make(map[string]*apiv1.Node, len(gs.Nodes))
 		for _, n := range gs.Nodes {
-			nodes[clusterstate.NormalizeProviderID(n.Spec.ProviderID)] = n
+			nodes[n.Name] = n
 		}
+		identities := state.Identities()
 		view := processor.GroupView{Target: gs.Target, Instances: make([]processor.InstanceState, 0, len(gs.Instances))}
 		for _, in := range gs.Instances {
-			st := processor.InstanceState{Id: in.Id, Node: nodes[clusterstate.NormalizeProviderID(in.Id)]}
+			st := processor.InstanceState{Id: in.Id}
+			if identities != nil {
+				if name, m := identities.NodeOf(in.Id); m == cloudprovider.SureMatch {
+					st.Node = nodes[name]
+				}
+			}
 			if in.Status != nil {
 				if in.Status.ErrorInfo != nil {
 					st.Error = in.Status.ErrorInfo.ErrorCode + ": " + in.Status.ErrorInfo.ErrorMessage
