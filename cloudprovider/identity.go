@@ -69,11 +69,14 @@ type Identities struct {
 // names for the node (NodeGroupForNode) without naming the instance, or a
 // provider error (the Node may then be any instance).
 func Identify(ctx context.Context, provider CloudProvider, nodes []*apiv1.Node, listed map[string][]Instance) *Identities {
-	ids := &Identities{sure: map[string]string{}, nodeID: map[string]string{}, maybe: map[string][]string{},
-		unsureIn: map[string][]string{}, maybeOf: map[string]string{}, groupOf: map[string]string{}, nodeNotes: map[string]string{}}
-	byNorm := map[string][]string{} // normalised id -> listed ids
-	byFold := map[string][]string{} // lower-cased normalised id -> listed ids
-	bySeg := map[string][]string{}  // lower-cased last segment -> listed ids
+	total := 0
+	for _, instances := range listed {
+		total += len(instances)
+	}
+	ids := &Identities{sure: make(map[string]string, len(nodes)), nodeID: make(map[string]string, len(nodes)),
+		maybe: map[string][]string{}, unsureIn: map[string][]string{}, maybeOf: map[string]string{},
+		groupOf: make(map[string]string, total), nodeNotes: map[string]string{}}
+	byNorm := make(map[string][]string, total) // normalised id -> listed ids
 	groups := make([]string, 0, len(listed))
 	for g := range listed {
 		groups = append(groups, g)
@@ -87,10 +90,6 @@ func Identify(ctx context.Context, provider CloudProvider, nodes []*apiv1.Node, 
 			ids.groupOf[in.Id] = g
 			norm := NormalizeProviderID(in.Id)
 			byNorm[norm] = append(byNorm[norm], in.Id)
-			byFold[strings.ToLower(norm)] = append(byFold[strings.ToLower(norm)], in.Id)
-			if seg := strings.ToLower(LastSegment(norm)); seg != "" {
-				bySeg[seg] = append(bySeg[seg], in.Id)
-			}
 		}
 	}
 	matcher, _ := provider.(InstanceMatcher)
@@ -121,6 +120,17 @@ func Identify(ctx context.Context, provider CloudProvider, nodes []*apiv1.Node, 
 			}
 		}
 		rest = append(rest, n)
+	}
+	if len(rest) == 0 {
+		return ids
+	}
+	byFold := map[string][]string{} // lower-cased normalised id -> listed ids
+	bySeg := map[string][]string{}  // lower-cased last segment -> listed ids
+	for norm, listedIDs := range byNorm {
+		byFold[strings.ToLower(norm)] = append(byFold[strings.ToLower(norm)], listedIDs...)
+		if seg := strings.ToLower(LastSegment(norm)); seg != "" {
+			bySeg[seg] = append(bySeg[seg], listedIDs...)
+		}
 	}
 	for _, n := range rest {
 		ids.lookalike(ctx, provider, n, byFold, bySeg)
@@ -228,6 +238,9 @@ func (ids *Identities) Why(node string) string { return ids.nodeNotes[node] }
 // "aws:///zone/i-1" and "aws://zone/i-1" compare equal. Nothing else of
 // the ID changes (IDs that differ in case stay different).
 func NormalizeProviderID(id string) string {
+	if normalized(id) {
+		return id
+	}
 	id = strings.TrimSpace(id)
 	scheme, rest, ok := strings.Cut(id, "://")
 	if !ok {
@@ -245,6 +258,25 @@ func NormalizeProviderID(id string) string {
 		b.WriteRune(r)
 	}
 	return strings.TrimRight(b.String(), "/")
+}
+
+// normalized reports, without allocating, whether NormalizeProviderID
+// would return id unchanged.
+func normalized(id string) bool {
+	if id == "" || id[0] == ' ' || id[len(id)-1] == ' ' || id[len(id)-1] == '/' || strings.ContainsAny(id, "\t\n\r\v\f") {
+		return id == ""
+	}
+	i := strings.Index(id, "://")
+	if i < 0 {
+		return true
+	}
+	for _, c := range id[:i] {
+		if c >= 'A' && c <= 'Z' {
+			return false
+		}
+	}
+	rest := id[i+3:]
+	return !strings.HasPrefix(rest, "/") && !strings.Contains(rest, "//")
 }
 
 // LastSegment is what follows the last slash of a provider ID (all of an
