@@ -85,6 +85,14 @@ type FaultConfig struct {
 	// misconfigured cloud controller would: every instance then looks
 	// unregistered to the autoscaler.
 	ForeignProviderID bool `json:"foreignProviderID,omitempty"`
+	// NodeProviderIDSpelling writes the provider ID of the group's Nodes
+	// another way than their instances' ids, as clouds and their controllers
+	// do: "" (kwok://<name>, as listed), "emptyHost" (kwok:///<name>) or
+	// "upperScheme" (KWOK://<name>). The instance is still the Node's.
+	NodeProviderIDSpelling string `json:"nodeProviderIDSpelling,omitempty"`
+	// DeletionDelay keeps a deleted instance listed, as being deleted, and
+	// its Node in place for this long, as a VM takes time to terminate.
+	DeletionDelay Duration `json:"deletionDelay,omitempty"`
 	// NeverRegisterRate is the share (0..1) of new instances that are created
 	// but whose Node never appears.
 	NeverRegisterRate float64 `json:"neverRegisterRate,omitempty"`
@@ -223,6 +231,14 @@ func (c *Config) Validate() error {
 		}
 		if f.ResourceSliceDelay.Duration < 0 {
 			add("%s: faults.resourceSliceDelay must not be negative", where)
+		}
+		if f.DeletionDelay.Duration < 0 {
+			add("%s: faults.deletionDelay must not be negative", where)
+		}
+		switch f.NodeProviderIDSpelling {
+		case "", "emptyHost", "upperScheme":
+		default:
+			add("%s: faults.nodeProviderIDSpelling must be \"\", \"emptyHost\" or \"upperScheme\", got %q", where, f.NodeProviderIDSpelling)
 		}
 		for _, r := range []struct {
 			name string

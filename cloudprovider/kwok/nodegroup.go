@@ -55,7 +55,19 @@ func (g *NodeGroup) Autoprovisioned() bool { return false }
 func (g *NodeGroup) members() []*instance {
 	var out []*instance
 	for _, in := range g.provider.instances {
-		if in.Group == g.cfg.Name {
+		if in.Group == g.cfg.Name && in.DeleteAt.IsZero() {
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+// going lists the group's instances being deleted (faults.deletionDelay).
+// Callers hold the provider's mu.
+func (g *NodeGroup) going() []*instance {
+	var out []*instance
+	for _, in := range g.provider.instances {
+		if in.Group == g.cfg.Name && !in.DeleteAt.IsZero() {
 			out = append(out, in)
 		}
 	}
@@ -236,6 +248,9 @@ func (g *NodeGroup) delete(ctx context.Context, nodes []*apiv1.Node, respectMin 
 			p.mu.Unlock()
 			return fmt.Errorf("node %s (%s) is not an instance of %s", n.Name, n.Spec.ProviderID, g.cfg.Name)
 		}
+		if !in.DeleteAt.IsZero() {
+			continue // being deleted already
+		}
 		if !seen[in.Name] {
 			seen[in.Name] = true
 			victims = append(victims, in)
@@ -244,6 +259,16 @@ func (g *NodeGroup) delete(ctx context.Context, nodes []*apiv1.Node, respectMin 
 	if size := len(g.members()); respectMin && size-len(victims) < g.cfg.MinSize {
 		p.mu.Unlock()
 		return fmt.Errorf("deleting %d nodes would take %s from %d below its minimum %d", len(victims), g.cfg.Name, size, g.cfg.MinSize)
+	}
+	if delay := g.cfg.Faults.DeletionDelay.Duration; delay > 0 {
+		at := p.clock.Now().Add(delay)
+		for _, in := range victims {
+			in.DeleteAt = at // the scheduler deletes it and its Node then
+		}
+		gen := p.changed()
+		p.mu.Unlock()
+		p.record(ctx, gen, "deletion")
+		return nil
 	}
 	for _, in := range victims {
 		delete(p.instances, in.Name)
@@ -328,7 +353,7 @@ func (g *NodeGroup) Nodes(context.Context) ([]cloudprovider.Instance, error) {
 	}
 	g.provider.mu.Lock()
 	defer g.provider.mu.Unlock()
-	members := g.members()
+	members := append(g.members(), g.going()...)
 	out := make([]cloudprovider.Instance, 0, len(members))
 	delay, now := g.cfg.Faults.ListingDelay.Duration, g.provider.clock.Now()
 	for _, in := range members {
@@ -394,8 +419,13 @@ func (g *NodeGroup) newNode(name string) *apiv1.Node {
 	annotations[NodeGroupAnnotation] = g.cfg.Name
 	annotations[KwokNodeAnnotation] = "fake"
 	providerID := ProviderIDPrefix + name
-	if g.cfg.Faults.ForeignProviderID {
+	switch {
+	case g.cfg.Faults.ForeignProviderID:
 		providerID = "othercloud://" + name
+	case g.cfg.Faults.NodeProviderIDSpelling == "emptyHost":
+		providerID = "kwok:///" + name
+	case g.cfg.Faults.NodeProviderIDSpelling == "upperScheme":
+		providerID = "KWOK://" + name
 	}
 	return &apiv1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations},

@@ -221,7 +221,7 @@ func (p *Provider) Watch(f informers.SharedInformerFactory) error {
 // Callers hold p.mu (or run before the provider is shared).
 func (p *Provider) observeNode(n *apiv1.Node) {
 	group := n.Annotations[NodeGroupAnnotation]
-	if _, ok := p.groups[group]; !ok || n.Spec.ProviderID != ProviderIDPrefix+n.Name {
+	if _, ok := p.groups[group]; !ok || cloudprovider.NormalizeProviderID(n.Spec.ProviderID) != ProviderIDPrefix+n.Name {
 		return
 	}
 	in, ok := p.instances[n.Name]
@@ -260,12 +260,22 @@ func (p *Provider) scheduler(ctx context.Context) {
 		p.mu.Lock()
 		var due []string
 		for name, in := range p.instances {
-			if !in.registered && !in.held && in.Error == nil && !in.RegisterAt.IsZero() && !now.Before(in.RegisterAt) &&
+			if !in.registered && !in.held && in.Error == nil && in.DeleteAt.IsZero() && !in.RegisterAt.IsZero() && !now.Before(in.RegisterAt) &&
 				!p.queued[name] {
 				due = append(due, name)
 			}
 		}
 		sort.Strings(due)
+		var gone []string
+		for name, in := range p.instances {
+			if !in.DeleteAt.IsZero() && !now.Before(in.DeleteAt) {
+				delete(p.instances, name)
+				gone = append(gone, name)
+			}
+		}
+		if len(gone) > 0 {
+			p.changed()
+		}
 		for _, name := range due {
 			select {
 			case p.work <- name:
@@ -275,6 +285,11 @@ func (p *Provider) scheduler(ctx context.Context) {
 		}
 		gen := p.gen
 		p.mu.Unlock()
+		for _, name := range gone {
+			if err := p.client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				klog.FromContext(ctx).Error(err, "Deleting the node of an instance whose deletion delay ran out", "node", name)
+			}
+		}
 		if gen > p.savedGen.Load() {
 			if err := p.flush(ctx, gen); err != nil && ctx.Err() == nil {
 				klog.FromContext(ctx).Error(err, "Saving the kwok provider state; will retry")

@@ -39,6 +39,10 @@ type instance struct {
 	// FailAt is when a failed instance's Error shows; until then it looks
 	// like one being created. Zero: at once.
 	FailAt time.Time `json:"failAt,omitzero"`
+	// DeleteAt is when an instance deleted with faults.deletionDelay goes,
+	// with its Node; until then it is listed as being deleted. Zero: not
+	// being deleted.
+	DeleteAt time.Time `json:"deleteAt,omitzero"`
 	// registered is true once its Node exists; registered instances are not persisted.
 	registered bool
 	// held keeps the instance from its Node until the increase that made it
@@ -51,6 +55,8 @@ func (i *instance) id() string { return ProviderIDPrefix + i.Name }
 
 func (i *instance) status(now time.Time) *cloudprovider.InstanceStatus {
 	switch {
+	case !i.DeleteAt.IsZero():
+		return &cloudprovider.InstanceStatus{State: cloudprovider.InstanceDeleting}
 	case i.registered:
 		return &cloudprovider.InstanceStatus{State: cloudprovider.InstanceRunning}
 	case i.Error != nil && !now.Before(i.FailAt):

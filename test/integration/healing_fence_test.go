@@ -103,6 +103,23 @@ func watchSecondCopy(e *framework.Env, first *apiv1.Pod) *secondCopyWatch {
 // by name first, and the second copy of the pod appears only once that node
 // is gone; it then runs on the replacement with the same claim.
 func TestNodeHealingFencesAPartitionedNode(t *testing.T) {
+	fencePartitionedNode(t, "")
+}
+
+// TestNodeHealingFenceMatchesTheNodeAsItsProviderDoes: the same, on a
+// cloud that writes the Nodes' provider IDs with the empty host
+// (kwok:///<name>, as AWS's aws:///zone/id against aws://zone/id) and takes
+// 10 s to terminate a deleted instance. The fence must see the instance
+// still listed, as the provider matches it to the Node: comparing the
+// Node's provider ID byte for byte with the listed ids (the old fence)
+// found no instance in the loop that deleted it, marked the node out of
+// service, and the pod garbage collector let the second copy start while
+// the first one's machine still ran.
+func TestNodeHealingFenceMatchesTheNodeAsItsProviderDoes(t *testing.T) {
+	fencePartitionedNode(t, "  faults: {nodeProviderIDSpelling: emptyHost, deletionDelay: 10s}\n")
+}
+
+func fencePartitionedNode(t *testing.T, faults string) {
 	e := framework.New(t)
 	dumpPods(e)
 	pool := framework.UniqueName("fence")
@@ -113,7 +130,7 @@ func TestNodeHealingFencesAPartitionedNode(t *testing.T) {
   template:
     labels: {%[2]s: %[3]s, pool: %[1]s, %[4]s: %[5]s}
     capacity: {cpu: "2", memory: 8Gi, pods: "110"}
-`, pool, framework.TestNamespaceLabel, e.Namespace, zoneLabel, zone))
+%[6]s`, pool, framework.TestNamespaceLabel, e.Namespace, zoneLabel, zone, faults))
 	class := zonalStorage(e, zone, 1)
 	statefulSet(e, "db", pool, class, 1, "1500m")
 	startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--node-healing-enabled",
