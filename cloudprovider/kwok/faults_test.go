@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	apiv1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
@@ -159,4 +160,49 @@ func (g *NodeGroup) someInstance(t *testing.T) string {
 	}
 	t.Fatal("the group has no instance")
 	return ""
+}
+
+// TestSpellingAndDeletionDelay: nodeProviderIDSpelling writes the Nodes'
+// provider IDs another way (still their instances'), and deletionDelay
+// keeps a deleted instance listed as being deleted, out of the target
+// size, its Node in place, until the delay runs out.
+func TestSpellingAndDeletionDelay(t *testing.T) {
+	client := fake.NewClientset()
+	p, g := newTestProvider(t, client, faultGroup("nodeProviderIDSpelling: emptyHost, deletionDelay: 1s"))
+	ctx := context.Background()
+	if err := g.IncreaseSize(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	var node *apiv1.Node
+	waitFor(t, "the node", func() bool {
+		nodes, _ := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if len(nodes.Items) == 1 {
+			node = &nodes.Items[0]
+		}
+		return node != nil
+	})
+	if want := "kwok:///" + node.Name; node.Spec.ProviderID != want {
+		t.Fatalf("provider ID %q, want %q", node.Spec.ProviderID, want)
+	}
+	if id, found, _ := p.InstanceOfNode(ctx, node); !found || id != ProviderIDPrefix+node.Name {
+		t.Fatalf("InstanceOfNode = %q, %v; want the listed instance", id, found)
+	}
+	if err := g.DeleteNodes(ctx, []*apiv1.Node{node}); err != nil {
+		t.Fatal(err)
+	}
+	listed, _ := g.Nodes(ctx)
+	if len(listed) != 1 || listed[0].Status == nil || listed[0].Status.State != cloudprovider.InstanceDeleting {
+		t.Fatalf("listed %+v right after the deletion, want the instance as being deleted", listed)
+	}
+	if size, _ := g.TargetSize(ctx); size != 0 {
+		t.Errorf("target %d while the instance is being deleted, want 0", size)
+	}
+	if _, err := client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("the Node went before the delay ran out: %v", err)
+	}
+	waitFor(t, "the instance and its Node gone", func() bool {
+		listed, _ := g.Nodes(ctx)
+		_, err := client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+		return len(listed) == 0 && err != nil
+	})
 }
