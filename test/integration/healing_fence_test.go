@@ -103,23 +103,27 @@ func watchSecondCopy(e *framework.Env, first *apiv1.Pod) *secondCopyWatch {
 // by name first, and the second copy of the pod appears only once that node
 // is gone; it then runs on the replacement with the same claim.
 func TestNodeHealingFencesAPartitionedNode(t *testing.T) {
-	fencePartitionedNode(t, "")
+	fencePartitionedNode(t, "", "20s")
 }
 
 // TestNodeHealingFenceMatchesTheNodeAsItsProviderDoes: the same, on a
 // cloud that writes the Nodes' provider IDs with the empty host
 // (kwok:///<name>, as AWS's aws:///zone/id against aws://zone/id) and takes
-// 10 s to terminate a deleted instance. The fence must see the instance
-// still listed, as the provider matches it to the Node: comparing the
-// Node's provider ID byte for byte with the listed ids (the old fence)
-// found no instance in the loop that deleted it, marked the node out of
-// service, and the pod garbage collector let the second copy start while
-// the first one's machine still ran.
+// 60 s to terminate a deleted instance (longer than the pod garbage
+// collector's 20 s period, so that it acts while the old machine stands).
+// The fence must see the instance still listed, as the provider matches it
+// to the Node: comparing the Node's provider ID byte for byte with the
+// listed ids (the old fence) found no instance in the loop that deleted it,
+// marked the node out of service, and the pod garbage collector let the
+// second copy start while the first one's machine still ran.
 func TestNodeHealingFenceMatchesTheNodeAsItsProviderDoes(t *testing.T) {
-	fencePartitionedNode(t, "  faults: {nodeProviderIDSpelling: emptyHost, deletionDelay: 10s}\n")
+	fencePartitionedNode(t, "  faults: {nodeProviderIDSpelling: emptyHost, deletionDelay: 60s}\n", "90s")
 }
 
-func fencePartitionedNode(t *testing.T, faults string) {
+// fencePartitionedNode runs the partitioned-node heal on a group with the
+// given kwok faults; provision is --max-node-provision-time, which also
+// bounds how long the heal waits for the deleted instance to go.
+func fencePartitionedNode(t *testing.T, faults, provision string) {
 	e := framework.New(t)
 	dumpPods(e)
 	pool := framework.UniqueName("fence")
@@ -135,7 +139,7 @@ func fencePartitionedNode(t *testing.T, faults string) {
 	statefulSet(e, "db", pool, class, 1, "1500m")
 	startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--node-healing-enabled",
 		"--node-healing-policy=Ready=False:3s", "--node-healing-policy=Ready=Unknown:3s",
-		"--max-pod-eviction-time=5s", "--max-node-provision-time=20s")...)
+		"--max-pod-eviction-time=5s", "--max-node-provision-time="+provision)...)
 	var first *apiv1.Pod
 	e.Eventually(120*time.Second, "db-0 Running", func(ctx context.Context) (bool, error) {
 		p, err := e.Client.CoreV1().Pods(e.Namespace).Get(ctx, "db-0", metav1.GetOptions{})
