@@ -99,9 +99,10 @@ func runExplainCommand(args []string, stdout, stderr io.Writer) int {
 }
 
 // explainOptions are the autoscaler's options for one simulated loop: no
-// leader election, no status ConfigMap, no buffer controller, no healing
-// (each would write), and no removal started (the unneeded time is what
-// the flags say, but the actuator's writes are refused anyway).
+// leader election, no status ConfigMap, no buffer controller, no healing,
+// broken instances only told (each would write). The wiring's readOnly
+// keeps the rest from attempting writes: no event sent, no removal
+// started, no taint written.
 func explainOptions(o config.Options) config.Options {
 	o.LeaderElection.Enabled = false
 	o.WriteStatusConfigMap = false
@@ -110,6 +111,8 @@ func explainOptions(o config.Options) config.Options {
 	o.NodeHealingEnabled = false
 	o.ExplainEnabled = true
 	o.DebuggingSnapshotEnabled = false
+	// Broken instances are told, not deleted.
+	o.DryRunDeletions = true
 	return o
 }
 
@@ -163,7 +166,7 @@ func explainOnce(ctx context.Context, opts config.Options, q explainQuery, out, 
 	var provider *readonly.Provider
 	statuses := newStatusRecorder()
 	w := &wiring{opts: src.opts, restConfig: src.restConfig, client: src.client, m: metrics.New(prometheus.NewRegistry()),
-		logger: klog.FromContext(ctx), explain: rec,
+		logger: klog.FromContext(ctx), explain: rec, readOnly: true,
 		wrapProvider: func(p cloudprovider.CloudProvider) cloudprovider.CloudProvider {
 			provider = readonly.NewProvider(p)
 			return provider

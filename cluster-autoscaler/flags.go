@@ -219,7 +219,11 @@ func (c *commandLine) registerScaleUp() {
 	c.fs.BoolVar(&c.opts.DebuggingSnapshotEnabled, "debugging-snapshot-enabled", c.opts.DebuggingSnapshotEnabled,
 		"Serve /snapshotz on --address: a GET waits for the next loop and answers its view of the cluster (nodes with their pods, each group's template node, the pending pods, the node groups' sizes and instances, each node's group) as JSON, which cluster-autoscaler explain --snapshot reads.")
 	c.fs.BoolVar(&c.opts.ExplainEnabled, "explain-enabled", c.opts.ExplainEnabled,
-		"Keep the last loop's reasons (each pending pod group's verdict from each node group, each node's scale-down verdict) and serve them, read-only, on /explainz on --address: ?pod=NS/NAME, ?node=NAME, ?provisioningrequest=NS/NAME; text, or JSON with &format=json.")
+		"Keep the last loop's reasons (each pending pod group's verdict from each node group, each node's scale-down verdict) and serve them, read-only, on /explainz on --explain-address (and, with --explain-on-metrics-port, on --address): ?pod=NS/NAME, ?node=NAME, ?provisioningrequest=NS/NAME; text, or JSON with &format=json.")
+	c.fs.StringVar(&c.opts.ExplainAddress, "explain-address", c.opts.ExplainAddress,
+		"host:port of a listener of its own serving only /explainz; loopback by default, so that it is reached from outside the pod only through kubectl port-forward (the pods/portforward permission); \"\" for no such listener (not upstream).")
+	c.fs.BoolVar(&c.opts.ExplainOnMetricsPort, "explain-on-metrics-port", c.opts.ExplainOnMetricsPort,
+		"Serve /explainz on --address too, without authentication: whoever reaches that port (the chart's Service: every pod of the cluster) reads pending pods', nodes' and PodDisruptionBudgets' names of every namespace (not upstream).")
 }
 
 func (c *commandLine) registerNodeGroupDefaults() {

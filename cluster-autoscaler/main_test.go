@@ -18,6 +18,8 @@ func TestRunExitCodes(t *testing.T) {
 		// Odd but accepted by upstream: a warning (config's tests), not a flag error.
 		{args: []string{"--scale-down-utilization-threshold=2", "--cloud-provider=gce", "--address=127.0.0.1:0"}, code: 1},
 		{args: []string{"--nodes=a:b:c"}, code: 2, errOut: "--nodes:"},
+		{args: []string{"--explain-address=8087"}, code: 2, errOut: "--explain-address: want host:port"},
+		{args: []string{"--explain-address=127.0.0.1:8085"}, code: 2, errOut: "--explain-address: \"127.0.0.1:8085\" has the port of --address"},
 		// No API server: a clear error and exit 1, not a crash.
 		{args: []string{"--cloud-provider=kwok", "--kubeconfig=/nonexistent/kubeconfig", "--address=127.0.0.1:0"}, code: 1},
 		// A provider this build does not ship: exit 1 before touching anything.

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"k8s.io/autoscaler/cluster-autoscaler/capacityquota"
 	"k8s.io/autoscaler/cluster-autoscaler/cleanup"
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
@@ -74,11 +75,17 @@ type wiring struct {
 	// wrapProvReqs, when set, wraps the ProvisioningRequest status
 	// writer and record store (`explain` records what the loop would write).
 	wrapProvReqs provReqWrappers
-	opts         config.Options
-	restConfig   *rest.Config
-	client       kubernetes.Interface
-	m            *metrics.Metrics
-	logger       klog.Logger
+	// readOnly (`explain`) attempts no write: events are logged at --v=4,
+	// not sent; no DeletionCandidate taint is written or removed and no
+	// removal starts; no CapacityQuota status is written; the provider's
+	// Cleanup is the wrapped provider's (readonly: nothing to save). The
+	// read-only client and provider stay as the safety net.
+	readOnly   bool
+	opts       config.Options
+	restConfig *rest.Config
+	client     kubernetes.Interface
+	m          *metrics.Metrics
+	logger     klog.Logger
 	// undo is run in reverse order when runAutoscaler returns.
 	undo []func()
 
@@ -167,7 +174,7 @@ func (w *wiring) buildProvider(ctx context.Context, providers *cloudprovider.Reg
 		// The lead context is over; give the provider a moment of its own.
 		cleanupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		if err := provider.Cleanup(cleanupCtx); err != nil {
+		if err := w.provider.Cleanup(cleanupCtx); err != nil {
 			w.logger.Error(err, "Cloud provider cleanup failed")
 		}
 	})
@@ -187,7 +194,11 @@ func (w *wiring) buildEvents(ctx context.Context) error {
 		eventsClient = c
 	}
 	broadcaster := newEventBroadcaster(ctx, w.opts)
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventsClient.CoreV1().Events("")})
+	if w.readOnly {
+		broadcaster.StartStructuredLogging(4)
+	} else {
+		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventsClient.CoreV1().Events("")})
+	}
 	w.onExit(broadcaster.Shutdown)
 	w.recorder = broadcaster.NewRecorder(clientgoscheme.Scheme, apiv1.EventSource{Component: "cluster-autoscaler"})
 	dra, err := draSource(ctx, w.client, w.factory)
@@ -222,18 +233,9 @@ func (w *wiring) buildScaleUp(ctx context.Context) error {
 			return err
 		}
 		quotas = src
-		// status.used, every period once the node informer has listed.
-		nodeInformer := w.factory.Core().V1().Nodes().Informer()
-		go func() {
-			if !cache.WaitForCacheSync(w.informerCtx.Done(), nodeInformer.HasSynced) {
-				return
-			}
-			wait.UntilWithContext(w.informerCtx, func(ctx context.Context) {
-				if nodes, err := w.listers.Nodes.List(labels.Everything()); err == nil {
-					src.WriteStatus(ctx, nodes)
-				}
-			}, capacityQuotaStatusPeriod)
-		}()
+		if !w.readOnly {
+			w.writeQuotaStatus(src)
+		}
 	}
 	orchestrator, nsFactory, err := buildScaleUp(ctx, w.opts, w.client, w.factory, w.provider, w.listers, w.recorder,
 		w.state, w.m, w.reporting, quotas, w.dra)
@@ -248,6 +250,22 @@ func (w *wiring) buildScaleUp(ctx context.Context) error {
 	w.loopOpts = append(w.loopOpts, core.WithScaleUp(orchestrator), core.WithEventRecorder(w.recorder),
 		core.WithClusterState(w.state))
 	return nil
+}
+
+// writeQuotaStatus writes the CapacityQuotas' status.used, every period
+// once the node informer has listed.
+func (w *wiring) writeQuotaStatus(src *capacityquota.Source) {
+	nodeInformer := w.factory.Core().V1().Nodes().Informer()
+	go func() {
+		if !cache.WaitForCacheSync(w.informerCtx.Done(), nodeInformer.HasSynced) {
+			return
+		}
+		wait.UntilWithContext(w.informerCtx, func(ctx context.Context) {
+			if nodes, err := w.listers.Nodes.List(labels.Everything()); err == nil {
+				src.WriteStatus(ctx, nodes)
+			}
+		}, capacityQuotaStatusPeriod)
+	}()
 }
 
 func (w *wiring) buildCleanup() {
@@ -294,7 +312,7 @@ func (w *wiring) buildStatus(ctx, processCtx context.Context) {
 // whatever ends the loop (lost Lease, shutdown, an error) stops them, and
 // they are waited for before the status ConfigMap is dealt with.
 func (w *wiring) buildScaleDown(ctx context.Context) {
-	w.scaleDown, w.taints = buildScaleDown(w.opts, w.client, w.factory, w.provider, w.recorder, w.m, w.reporting)
+	w.scaleDown, w.taints = buildScaleDown(w.opts, w.client, w.factory, w.provider, w.recorder, w.m, w.reporting, w.readOnly)
 	if w.explain != nil {
 		scaledown.WithExplainer(w.explain)(w.scaleDown)
 	}

@@ -24,7 +24,7 @@ import (
 // listers) and the actuator.
 func buildScaleDown(opts config.Options, client kubernetes.Interface, factory informers.SharedInformerFactory,
 	provider cloudprovider.CloudProvider, recorder record.EventRecorder, m *metrics.Metrics,
-	reporting *core.Reporting) (*scaledown.ScaleDown, *scaledown.Taints) {
+	reporting *core.Reporting, readOnly bool) (*scaledown.ScaleDown, *scaledown.Taints) {
 	rules := drain.NewRules(drain.Options{
 		SkipNodesWithSystemPods:            opts.SkipNodesWithSystemPods,
 		SkipNodesWithLocalStorage:          opts.SkipNodesWithLocalStorage,
@@ -40,15 +40,20 @@ func buildScaleDown(opts config.Options, client kubernetes.Interface, factory in
 		Jobs:                   factory.Batch().V1().Jobs().Lister(),
 		PodDisruptionBudgets:   factory.Policy().V1().PodDisruptionBudgets().Lister(),
 	})
-	taints := scaledown.NewTaints(client, opts.MaxBulkSoftTaintCount, opts.CordonNodeBeforeTerminating,
-		scaledown.WithSoftTaintTime(opts.MaxBulkSoftTaintTime, clock.RealClock{}))
+	taintOpts := []scaledown.TaintsOption{scaledown.WithSoftTaintTime(opts.MaxBulkSoftTaintTime, clock.RealClock{})}
+	var sdOpts []scaledown.Option
+	if readOnly {
+		taintOpts = append(taintOpts, scaledown.WithoutCandidateWrites())
+		sdOpts = append(sdOpts, scaledown.WithoutRemovals())
+	}
+	taints := scaledown.NewTaints(client, opts.MaxBulkSoftTaintCount, opts.CordonNodeBeforeTerminating, taintOpts...)
 	planner := scaledown.NewPlanner(opts, provider, rules, taints)
 	var actOpts []scaledown.ActuatorOption
 	if opts.DynamicNodeDeleteDelayAfterTaint {
 		actOpts = append(actOpts, scaledown.WithDynamicDeleteDelay(factory.Core().V1().Nodes().Lister()))
 	}
 	actuator := scaledown.NewActuator(opts, client, taints, recorder, reporting, clock.RealClock{}, actOpts...)
-	return scaledown.New(opts, planner, actuator, m), taints
+	return scaledown.New(opts, planner, actuator, m, sdOpts...), taints
 }
 
 // maxGraceSec is the longest grace period the actuator gives an evicted

@@ -2,12 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"slices"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
@@ -24,7 +20,6 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider/kwok"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/core"
-	"k8s.io/autoscaler/cluster-autoscaler/explain"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 )
 
@@ -49,33 +44,21 @@ func start(ctx context.Context, opts config.Options) error {
 	m := metrics.New(registry)
 	health := core.NewHealthCheck(clock.RealClock{}, opts.MaxInactivity, opts.MaxFailingTime, opts.MaxStartupTime)
 
-	listener, err := net.Listen("tcp", opts.Address)
-	if err != nil {
-		return fmt.Errorf("--address %q: %w", opts.Address, err)
-	}
 	var snapshots *core.Snapshotter
 	if opts.DebuggingSnapshotEnabled {
 		snapshots = core.NewSnapshotter()
 	}
-	var explainer *explain.Recorder
-	if opts.ExplainEnabled {
-		explainer = explain.NewRecorder()
+	explainer := newExplainer(opts)
+	servers, err := serveHTTP(logger, opts, metricsGatherer(registry), health, snapshots, explainer)
+	if err != nil {
+		return err
 	}
-	server := &http.Server{Handler: newMux(metricsGatherer(registry), health, opts.Profiling, snapshots, explainer),
-		ReadHeaderTimeout: 10 * time.Second}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- server.Serve(listener) }()
-	logger.Info("Serving metrics and health", "address", listener.Addr().String())
-	defer func() {
-		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = server.Shutdown(shutdownCtx)
-	}()
+	defer servers.shutdown()
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
-		if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err, ok := <-servers.failed(); ok {
 			logger.Error(err, "HTTP server failed")
 			cancel()
 		}

@@ -8,6 +8,12 @@ const (
 	DefaultMaxClusterMemoryGiB = 5000 * 64 * 20
 )
 
+// DefaultExplainAddress is --explain-address's default: loopback, so that
+// /explainz is reached from outside the pod only through kubectl
+// port-forward. 8087: 8085 is --address and 8086 the example external gRPC
+// server's (hack/demo.sh runs both on one host).
+const DefaultExplainAddress = "127.0.0.1:8087"
+
 // Defaults returns the options an upstream cluster-autoscaler runs with when
 // no flag is given. Every value matches upstream's documented default.
 func Defaults() Options {
@@ -58,6 +64,7 @@ func Defaults() Options {
 		ExpendablePodsPriorityCutoff:   -10,
 		ScaleUpFromZero:                true,
 		ExplainEnabled:                 true,
+		ExplainAddress:                 DefaultExplainAddress,
 		InitialNodeGroupBackoff:        5 * time.Minute,
 		MaxNodeGroupBackoff:            30 * time.Minute,
 		NodeGroupBackoffResetTimeout:   3 * time.Hour,

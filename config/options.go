@@ -74,6 +74,13 @@ type Options struct {
 	// pod group, each node group's verdict, and each node's scale-down
 	// verdict (last loop only, bounded).
 	ExplainEnabled bool
+	// ExplainAddress is the listener of its own that serves /explainz,
+	// loopback by default so that reaching it from outside the pod takes
+	// `kubectl port-forward` (the pods/portforward permission); "" for none.
+	ExplainAddress string
+	// ExplainOnMetricsPort serves /explainz on Address too, unauthenticated,
+	// to whoever reaches that port (the chart's Service: the whole cluster).
+	ExplainOnMetricsPort bool
 
 	// Scale-up.
 	Expanders        []string

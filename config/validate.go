@@ -58,6 +58,7 @@ func (o *Options) validate() *validator {
 	v.check(slices.Contains([]string{"application/vnd.kubernetes.protobuf", "application/json"}, o.KubeAPIContentType),
 		"--kube-api-content-type", "must be application/vnd.kubernetes.protobuf or application/json, got %q", o.KubeAPIContentType)
 	o.validateLeaderElection(v)
+	o.validateExplain(v)
 
 	v.positive(o.ScanInterval, "--scan-interval")
 	v.nonNegative(o.ScaleUpBatchIdle, "--scale-up-batch-idle-duration")

@@ -69,3 +69,23 @@ func TestNodeDeletionBatcher(t *testing.T) {
 		}
 	}
 }
+
+// WithoutRemovals (the explain command) plans and finds the node
+// removable, and starts no removal: no taint, no DeleteNodes.
+func TestWithoutRemovalsStartsNone(t *testing.T) {
+	f, a := actuatorFixture(t, 0, map[string]string{"a": ""}, nil)
+	sd := New(a.opts, f.planner, a, nopMetrics{}, WithoutRemovals())
+	run := func(now time.Time) int {
+		if err := f.state.Update(context.Background(), f.p, f.nodes, now); err != nil {
+			t.Fatal(err)
+		}
+		return sd.Run(context.Background(), Input{Now: now, Nodes: f.nodes, ScheduledPods: f.pods, State: f.state, Session: f.sess})
+	}
+	run(t0)
+	started := run(t0.Add(11 * time.Minute))
+	waitDone(t, a)
+	if len(sd.last.Removable) != 1 || started != 0 || len(f.deleteCalls()) != 0 || f.hasToBeDeleted(t, "a") {
+		t.Errorf("removable %d, started %d, DeleteNodes %v, ToBeDeleted %v; want a removable and nothing done",
+			len(sd.last.Removable), started, f.deleteCalls(), f.hasToBeDeleted(t, "a"))
+	}
+}

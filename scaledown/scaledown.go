@@ -44,6 +44,8 @@ type ScaleDown struct {
 	keptSince map[string]time.Time
 	// explain, when set, keeps every node's verdict of the last plan.
 	explain *explain.Recorder
+	// planOnly: Run plans and records, and starts no removal.
+	planOnly bool
 }
 
 // Option configures a ScaleDown.
@@ -52,6 +54,11 @@ type Option func(*ScaleDown)
 // WithExplainer records every node's verdict, each loop, for the explainer
 // (/explainz).
 func WithExplainer(r *explain.Recorder) Option { return func(s *ScaleDown) { s.explain = r } }
+
+// WithoutRemovals makes Run plan and record the verdicts without starting
+// a removal (the explain command's simulated loop, which must not attempt
+// a write).
+func WithoutRemovals() Option { return func(s *ScaleDown) { s.planOnly = true } }
 
 // New builds the step.
 func New(opts config.Options, planner *Planner, actuator *Actuator, reporter Reporter, options ...Option) *ScaleDown {
@@ -96,7 +103,7 @@ func (s *ScaleDown) Run(ctx context.Context, in Input) int {
 		logger.V(2).Info("Scale-down in cooldown", "why", why, "unneeded", len(plan.Unneeded))
 		return 0
 	}
-	if len(plan.Removable) == 0 {
+	if len(plan.Removable) == 0 || s.planOnly {
 		return 0
 	}
 	for _, c := range plan.Removable {

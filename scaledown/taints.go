@@ -32,6 +32,9 @@ type Taints struct {
 	// taints per loop (--max-bulk-soft-taint-time), on clock.
 	softTime time.Duration
 	clock    clock.PassiveClock
+	// readOnly: DeletionCandidate taints are read, never written or
+	// removed (WithoutCandidateWrites).
+	readOnly bool
 }
 
 // TaintsOption configures Taints.
@@ -42,6 +45,12 @@ type TaintsOption func(*Taints)
 func WithSoftTaintTime(d time.Duration, clk clock.PassiveClock) TaintsOption {
 	return func(t *Taints) { t.softTime, t.clock = d, clk }
 }
+
+// WithoutCandidateWrites keeps the DeletionCandidate taints as they are:
+// the planner still reads their times, but UpdateCandidates writes and
+// removes none (the explain command's simulated loop, which must not
+// attempt a write).
+func WithoutCandidateWrites() TaintsOption { return func(t *Taints) { t.readOnly = true } }
 
 // NewTaints builds the taint writer.
 func NewTaints(client kubernetes.Interface, maxSoft int, cordon bool, opts ...TaintsOption) *Taints {
@@ -102,6 +111,9 @@ func (t *Taints) SoftEnabled() bool { return t.maxSoft > 0 }
 // later loop. With soft taints off, every taint in unmark is removed.
 func (t *Taints) UpdateCandidates(ctx context.Context, mark []*Candidate, unmark []*apiv1.Node) {
 	logger := klog.FromContext(ctx)
+	if t.readOnly {
+		return
+	}
 	if !t.SoftEnabled() {
 		for _, n := range unmark {
 			t.unmarkCandidate(ctx, n.Name)

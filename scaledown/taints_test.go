@@ -133,3 +133,22 @@ func TestLeftToBeDeletedKeepsNodesBeingDeleted(t *testing.T) {
 		t.Errorf("taints to lift on %v, want only drained's", names)
 	}
 }
+
+// WithoutCandidateWrites (the explain command) neither writes nor removes
+// a DeletionCandidate taint: no request reaches the API server.
+func TestWithoutCandidateWritesSendsNoRequest(t *testing.T) {
+	client := fake.NewClientset()
+	tainted, plain := node("tainted"), node("plain")
+	tainted.Spec.Taints = []apiv1.Taint{{Key: DeletionCandidateTaint, Value: "1", Effect: apiv1.TaintEffectPreferNoSchedule}}
+	for _, n := range []*apiv1.Node{tainted, plain} {
+		if _, err := client.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	client.ClearActions()
+	NewTaints(client, 10, false, WithoutCandidateWrites()).UpdateCandidates(context.Background(),
+		[]*Candidate{{Node: plain, Since: t0}}, []*apiv1.Node{tainted})
+	if got := client.Actions(); len(got) != 0 {
+		t.Errorf("requests %v, want none", got)
+	}
+}

@@ -20,7 +20,7 @@ type Increase struct {
 // Provider wraps a cloud provider so that its node groups never change:
 // increases are recorded (Increases) and answered with success, so that a
 // simulated loop goes on as if they had been made; deletions and target
-// decreases fail with ErrWrite.
+// decreases fail with ErrWrite; Cleanup is not forwarded.
 type Provider struct {
 	cloudprovider.CloudProvider
 	mu        sync.Mutex
@@ -36,6 +36,12 @@ func (p *Provider) Increases() []Increase {
 	defer p.mu.Unlock()
 	return append([]Increase(nil), p.increases...)
 }
+
+// Cleanup implements cloudprovider.CloudProvider without forwarding: a
+// provider's Cleanup saves or hands back its state (the kwok provider
+// writes its ConfigMap, the external gRPC one calls the server's Cleanup),
+// and a read-only run has nothing to save.
+func (p *Provider) Cleanup(context.Context) error { return nil }
 
 // NodeGroups implements cloudprovider.CloudProvider.
 func (p *Provider) NodeGroups(ctx context.Context) ([]cloudprovider.NodeGroup, error) {

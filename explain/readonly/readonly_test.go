@@ -100,3 +100,21 @@ func TestProviderChangesNothing(t *testing.T) {
 		t.Errorf("increases (-want +got):\n%s", diff)
 	}
 }
+
+// cleanupCounter is a provider whose Cleanup would save its state.
+type cleanupCounter struct {
+	*fakeprovider.Provider
+	calls int
+}
+
+func (c *cleanupCounter) Cleanup(context.Context) error { c.calls++; return nil }
+
+// TestProviderCleanupIsNotForwarded: a read-only run's Cleanup does not
+// reach the provider, whose Cleanup writes (the kwok provider's state
+// ConfigMap, the external gRPC server's Cleanup).
+func TestProviderCleanupIsNotForwarded(t *testing.T) {
+	inner := &cleanupCounter{Provider: fakeprovider.NewProvider()}
+	if err := NewProvider(inner).Cleanup(context.Background()); err != nil || inner.calls != 0 {
+		t.Errorf("Cleanup: %v, %d call(s) forwarded; want nil and none", err, inner.calls)
+	}
+}

@@ -3,6 +3,8 @@ package chart_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -27,11 +29,12 @@ import (
 // chart's kwok provider ConfigMap: it takes the Lease, writes the status
 // ConfigMap, scales up for a pending pod (the kwok provider creates a Node and
 // records the pending instance in its state ConfigMap), records events,
-// fails and garbage-collects a ProvisioningRequest, and on SIGTERM deletes the
+// fails and garbage-collects a ProvisioningRequest, serves /explainz on its
+// own listener and not on the Service's port, and on SIGTERM deletes the
 // status ConfigMap and exits 0, without a single request refused for lack of
 // permission.
 func TestAutoscalerRunsWithTheChartsRBAC(t *testing.T) {
-	addr := framework.FreeAddress(t)
+	addr, explainAddr := framework.FreeAddress(t), framework.FreeAddress(t)
 	// The group's nodes carry pool=<unique name>, by which they are deleted
 	// at the end (the namespace, and so the framework's cleanup label, is
 	// not known before install renders the chart).
@@ -40,6 +43,7 @@ func TestAutoscalerRunsWithTheChartsRBAC(t *testing.T) {
 extraArgs:
   v: 2
   address: %q
+  explain-address: %q
   scan-interval: 1s
   max-node-provision-time: 1m
   enable-provisioning-requests: true
@@ -53,7 +57,7 @@ kwokProviderConfig:
       labels: {pool: %s}
       capacity: {cpu: "4", memory: 16Gi, pods: "110"}
     faults: {registrationDelay: 2s}
-`, addr, pool, pool))
+`, addr, explainAddr, pool, pool))
 	env, ns := in.env, in.env.Namespace
 	ctx := env.Context()
 	t.Cleanup(func() { deleteNodes(env, pool) })
@@ -104,6 +108,18 @@ kwokProviderConfig:
 		evs, err := env.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=TriggeredScaleUp"})
 		return err == nil && len(evs.Items) > 0, nil
 	})
+
+	// The explainer answers on its own listener (the pod may be pending
+	// still, or scheduled: 200, or its 404 that says so); the port the
+	// Service exposes does not serve the path.
+	const noSuchPath = "404 page not found\n"
+	if code, body := httpGet(t, explainAddr, "/explainz?pod="+ns+"/needs-a-node"); body == noSuchPath ||
+		(code != http.StatusOK && code != http.StatusNotFound) {
+		t.Errorf("/explainz on --explain-address: %d %q, want the explainer's answer", code, body)
+	}
+	if code, body := httpGet(t, addr, "/explainz?pod="+ns+"/needs-a-node"); code != http.StatusNotFound || body != noSuchPath {
+		t.Errorf("/explainz on the Service's port: %d %q, want 404 %q", code, body, noSuchPath)
+	}
 
 	// A request with an invalid parameter fails at once; a second after, the
 	// retention time, the autoscaler deletes it. Both the condition (server-side
@@ -179,4 +195,16 @@ func deleteNodes(env *framework.Env, pool string) {
 	if err != nil {
 		env.T.Logf("deleting the nodes of %s: %v", pool, err)
 	}
+}
+
+// httpGet is the status and body of GET path on address.
+func httpGet(t *testing.T, address, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + address + path)
+	if err != nil {
+		t.Fatalf("GET %s%s: %v", address, path, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }

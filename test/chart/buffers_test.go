@@ -94,6 +94,7 @@ func TestCapacityBuffersRunWithTheChartsRBAC(t *testing.T) {
 extraArgs:
   v: 2
   address: %q
+  explain-address: ""
   scan-interval: 1s
   capacity-buffer-controller-enabled: true
   capacity-buffer-pod-injection-enabled: true

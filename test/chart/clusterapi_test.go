@@ -373,6 +373,7 @@ cloudProvider: clusterapi
 extraArgs:
   v: 2
   address: %q
+  explain-address: ""
   scan-interval: 1s
 autoDiscovery:
   clusterName: test

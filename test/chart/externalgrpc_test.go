@@ -167,7 +167,8 @@ kwokProviderConfig:
 	_, c := in.manifest.deploymentNamed(t, full)
 	asAutoscaler := *in
 	asAutoscaler.serviceAccount = full
-	args := []string{"--kubeconfig=" + impersonatingKubeconfig(t, &asAutoscaler), "--address=" + framework.FreeAddress(t)}
+	args := []string{"--kubeconfig=" + impersonatingKubeconfig(t, &asAutoscaler), "--address=" + framework.FreeAddress(t),
+		"--explain-address="}
 	for _, a := range c.Args {
 		if !strings.HasPrefix(a, "--cloud-config=") {
 			args = append(args, a)

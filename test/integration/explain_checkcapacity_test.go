@@ -35,7 +35,7 @@ func explainRequest(e *framework.Env, p *autoscalerProcess, request, what string
 		}
 	}()
 	e.Eventually(90*time.Second, what, func(ctx context.Context) (bool, error) {
-		code, body, err := p.get(ctx, "/explainz?format=json&provisioningrequest="+e.Namespace+"/"+request)
+		code, body, err := p.explainz(ctx, "format=json&provisioningrequest="+e.Namespace+"/"+request)
 		if err == nil {
 			last = body
 		}
@@ -61,7 +61,8 @@ func hasOutcome(r explainedRequest, outcome string) (explain.PodGroup, bool) {
 	return explain.PodGroup{}, false
 }
 
-// TestExplainzCheckCapacity: /explainz answers for check-capacity
+// TestExplainzCheckCapacity: /explainz, served on the metrics port with
+// --explain-on-metrics-port, answers for check-capacity
 // requests with the loop's own check: one that fits is told on which nodes
 // its pods are booked, with the Provisioned=True condition set; one whose
 // pod is larger than what the nodes have left is told, per node group,
@@ -79,7 +80,10 @@ func TestExplainzCheckCapacity(t *testing.T) {
 	sel := map[string]string{"pool": pool}
 	e.request("fits", provreq.ClassCheckCapacity, nil, false, podSet{name: "main", count: 2, cpu: "3", selector: sel})
 	e.request("toobig", provreq.ClassCheckCapacity, nil, false, podSet{name: "main", count: 1, cpu: "6", selector: sel})
-	p := startAutoscaler(t, "autoscaler", provreqArgs(e, path)...)
+	// Served on the metrics port, as an operator exposes it, and there
+	// only (--explain-address=""): every /explainz below goes to --address.
+	p := startAutoscaler(t, "autoscaler", provreqArgs(e, path, "--explain-on-metrics-port", "--explain-address=")...)
+	p.explainAddress = p.address
 	e.condition("fits", provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsFound, 60*time.Second)
 	e.condition("toobig", provreq.ConditionProvisioned, metav1.ConditionFalse, provreq.ReasonCapacityIsNotFound, 60*time.Second)
 
@@ -114,7 +118,7 @@ func TestExplainzCheckCapacity(t *testing.T) {
 		t.Errorf("conditions %+v lack Provisioned=False CapacityIsNotFound", refused.Conditions)
 	}
 	// The text a person reads.
-	_, text, err := p.get(e.Context(), "/explainz?provisioningrequest="+e.Namespace+"/toobig")
+	_, text, err := p.explainz(e.Context(), "provisioningrequest="+e.Namespace+"/toobig")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -254,7 +254,7 @@ func TestExplainSnapshotNamesThePDBAsLive(t *testing.T) {
 		"--namespace=" + e.Namespace, "--v=2"}
 	p := startAutoscaler(t, "autoscaler", scaleDownArgs(e, path, "--unremovable-node-recheck-timeout=0s", "--debugging-snapshot-enabled")...)
 	e.Eventually(60*time.Second, "the node explained as blocked by the PDB", func(ctx context.Context) (bool, error) {
-		code, body, err := p.get(ctx, "/explainz?format=json&node="+node)
+		code, body, err := p.explainz(ctx, "format=json&node="+node)
 		return err == nil && code == http.StatusOK && strings.Contains(body, `"BlockedByPod"`), nil
 	})
 	ctx, cancel := context.WithTimeout(e.Context(), 2*time.Minute)

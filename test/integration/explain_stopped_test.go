@@ -34,7 +34,7 @@ func TestExplainzPodOfAnUnhealthyCluster(t *testing.T) {
 		!strings.Contains(got.Message, "--ok-total-unready-count=0, --max-total-unready-percentage=0)") {
 		t.Errorf("message %q, want %q with the unready count and the thresholds", got.Message, prefix)
 	}
-	_, text, err := p.get(e.Context(), "/explainz?pod="+e.Namespace+"/web-0")
+	_, text, err := p.explainz(e.Context(), "pod="+e.Namespace+"/web-0")
 	if err != nil || !strings.Contains(text, "Outcome: no scale-up this loop: cluster unhealthy (") {
 		t.Errorf("/explainz text (%v):\n%s", err, text)
 	}

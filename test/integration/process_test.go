@@ -19,13 +19,16 @@ type autoscalerProcess struct {
 	name    string
 	cmd     *exec.Cmd
 	address string
-	log     *framework.SyncBuffer
-	done    chan struct{}
-	exitErr error
+	// explainAddress is --explain-address: /explainz's own listener.
+	explainAddress string
+	log            *framework.SyncBuffer
+	done           chan struct{}
+	exitErr        error
 }
 
-// startAutoscaler runs the binary with a free loopback --address plus args,
-// and kills it when the test ends if it is still running.
+// startAutoscaler runs the binary with a free loopback --address and
+// --explain-address plus args, and kills it when the test ends if it is
+// still running.
 func startAutoscaler(t testing.TB, name string, args ...string) *autoscalerProcess {
 	t.Helper()
 	return startAutoscalerBinary(t, autoscalerBinary, name, args...)
@@ -47,9 +50,11 @@ func startAutoscalerEnv(t testing.TB, env []string, name string, args ...string)
 
 func startAutoscalerProcess(t testing.TB, binary string, env []string, name string, args ...string) *autoscalerProcess {
 	t.Helper()
-	addr := framework.FreeAddress(t)
-	p := &autoscalerProcess{t: t, name: name, address: addr, log: &framework.SyncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(binary, append([]string{"--address=" + addr}, args...)...)
+	addr, explainAddr := framework.FreeAddress(t), framework.FreeAddress(t)
+	p := &autoscalerProcess{t: t, name: name, address: addr, explainAddress: explainAddr, log: &framework.SyncBuffer{},
+		done: make(chan struct{})}
+	// Parallel autoscalers cannot share --explain-address's default port.
+	p.cmd = exec.Command(binary, append([]string{"--address=" + addr, "--explain-address=" + explainAddr}, args...)...)
 	if env != nil {
 		p.cmd.Env = append(os.Environ(), env...)
 	}
@@ -95,9 +100,19 @@ func (p *autoscalerProcess) waitExit(timeout time.Duration) int {
 	return p.cmd.ProcessState.ExitCode()
 }
 
-// get fetches path from the autoscaler's HTTP server.
+// get fetches path from the autoscaler's HTTP server on --address.
 func (p *autoscalerProcess) get(ctx context.Context, path string) (int, string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.address+path, nil)
+	return getURL(ctx, "http://"+p.address+path)
+}
+
+// explainz fetches /explainz?query from --explain-address, where the
+// autoscaler serves it by default.
+func (p *autoscalerProcess) explainz(ctx context.Context, query string) (int, string, error) {
+	return getURL(ctx, "http://"+p.explainAddress+"/explainz?"+query)
+}
+
+func getURL(ctx context.Context, url string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, "", err
 	}
