@@ -199,7 +199,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (Result, error)
 	}
 	if a.opts.EnforceNodeGroupMinSize {
 		if session == nil {
-			session = a.scaleUp.Begin(ctx, scaleup.Input{Now: obs.Now, Nodes: obs.Nodes, ScheduledPods: obs.ScheduledPods})
+			session = a.scaleUp.Begin(ctx, a.sessionInput(obs))
 		}
 		if incs := session.EnforceMinSizes(ctx); len(incs) > 0 {
 			res.Productive = true
@@ -212,7 +212,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (Result, error)
 		a.scaleDn.ScaledUp(obs.Now)
 	}
 	if session == nil {
-		session = a.scaleUp.Begin(ctx, scaleup.Input{Now: obs.Now, Nodes: obs.Nodes, ScheduledPods: obs.ScheduledPods})
+		session = a.scaleUp.Begin(ctx, a.sessionInput(obs))
 	}
 	start := a.clock.Now()
 	a.metrics.UpdateLastActivity(metrics.ActivityScaleDown, obs.Now)
@@ -343,8 +343,9 @@ func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, 
 	start := a.clock.Now()
 	defer func() { observeDuration(a.metrics, metrics.FunctionScaleUp, a.clock.Since(start)) }()
 	a.metrics.UpdateLastActivity(metrics.ActivityScaleUp, obs.Now)
-	session := a.scaleUp.Begin(ctx, scaleup.Input{Now: obs.Now, Nodes: obs.Nodes, ScheduledPods: obs.ScheduledPods,
-		Excluded: a.procs.ExcludedNodeGroups(ctx, obs)})
+	in := a.sessionInput(obs)
+	in.Excluded = a.procs.ExcludedNodeGroups(ctx, obs)
+	session := a.scaleUp.Begin(ctx, in)
 	productive := a.procs.ProcessCapacity(ctx, obs, session)
 	if len(pending) == 0 {
 		status.Added = session.Added()
@@ -366,8 +367,16 @@ func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, 
 		logger.V(2).Info("Pods left pending", "count", len(res.Remaining))
 	}
 	logger.V(2).Info("Scale-up decision", "unschedulable", len(pending), "fitExisting", res.FitExisting,
-		"increases", len(res.Increases), "nodesAdded", added)
+		"nominated", res.Nominated, "increases", len(res.Increases), "nodesAdded", added)
 	return Result{Productive: added > 0 || productive}, session, nil
+}
+
+// sessionInput is what every scale-up session of the loop begins with. All
+// the pending pods go in, not only those the pod-list processors pass on:
+// the session puts those the scheduler nominated to a node on that node
+// (scaleup.Input.Pending), so that the scale-down, too, sees them there.
+func (a *Autoscaler) sessionInput(obs *Observation) scaleup.Input {
+	return scaleup.Input{Now: obs.Now, Nodes: obs.Nodes, ScheduledPods: obs.ScheduledPods, Pending: obs.PendingPods}
 }
 
 // loopStopped tells the explainer why the loop's pending pods got no

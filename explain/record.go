@@ -356,6 +356,10 @@ const (
 	// unhealthy cluster, no ready node, a cleanup or repair that changed
 	// the cluster).
 	OutcomeLoopStopped = "no scale-up this loop"
+	// OutcomeNominated: the scheduler nominated the pods to a node
+	// (status.nominatedNodeName, preemption) and they fit there once its
+	// lower-priority pods are gone: the loop counted them on that node.
+	OutcomeNominated = "nominated by the scheduler"
 )
 
 // SetAside records pending pods the loop left out of its scale-up (the
@@ -384,6 +388,16 @@ func (r *Recorder) Expendable(pods []*apiv1.Pod, cutoff int) {
 		}
 		return fmt.Sprintf("priority %d below the cutoff %d (--expendable-pods-priority-cutoff); "+
 			"such pods never trigger a scale-up", prio, cutoff)
+	})
+}
+
+// Nominated records pending pods the loop counted on the node the
+// scheduler nominated them to (status.nominatedNodeName) instead of
+// scaling up for them, one record per owner and node.
+func (r *Recorder) Nominated(pods []*apiv1.Pod) {
+	r.addByOwner(pods, OutcomeNominated, func(p *apiv1.Pod, _ string) string {
+		return fmt.Sprintf("nominated to node %s by the scheduler: counted there, where it fits once the "+
+			"lower-priority pods the scheduler preempts are gone; no scale-up for it", p.Status.NominatedNodeName)
 	})
 }
 

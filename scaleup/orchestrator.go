@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -33,7 +34,11 @@ type Input struct {
 	Now           time.Time
 	Nodes         []*apiv1.Node
 	ScheduledPods []*apiv1.Pod
-	// Pending are the pods the scheduler could not place.
+	// Pending are the pods the scheduler could not place. Begin puts those
+	// the scheduler nominated to a node (status.nominatedNodeName) on that
+	// node when they fit there after its preemption (see nominated.go); a
+	// loop passes all its pending pods, so that every session it begins,
+	// the scale-down's too, counts them there.
 	Pending []*apiv1.Pod
 	// Excluded are node groups this loop must not grow (the loop's
 	// node-group-list processors), by id, with the reason why.
@@ -56,6 +61,9 @@ type Result struct {
 	Increases []Increase
 	// FitExisting counts pending pods that fit existing or upcoming nodes.
 	FitExisting int
+	// Nominated counts pending pods counted on the node the scheduler
+	// nominated them to (Begin placed them there).
+	Nominated int
 	// Remaining are pods no node group could help, with a reason each.
 	Remaining map[*apiv1.Pod]string
 	// Errors are failed increases; the loop goes on with other groups.
@@ -198,6 +206,9 @@ type Session struct {
 	// the same workload moved after it (prepare); freshChecks turns it off.
 	checkMemo   *framework.CheckMemo
 	freshChecks bool
+	// nominated are the pending pods Begin placed on the node the
+	// scheduler nominated them to, by UID, with that node.
+	nominated map[types.UID]string
 }
 
 // Added is the number of nodes the session's scale-ups added.
@@ -207,7 +218,8 @@ func (s *Session) Added() int { return s.added }
 func (o *Orchestrator) Begin(ctx context.Context, in Input) *Session {
 	groups, excluded := o.observeGroups(ctx, in)
 	o.buildSnapshot(ctx, in, groups, excluded)
-	return &Session{o: o, in: in, groups: groups, excluded: excluded, totals: o.clusterTotals(ctx, in, groups, excluded)}
+	return &Session{o: o, in: in, groups: groups, excluded: excluded, totals: o.clusterTotals(ctx, in, groups, excluded),
+		nominated: o.placeNominated(ctx, in.Pending)}
 }
 
 // ScaleUp places the pending pods that fit existing or upcoming nodes and
@@ -216,6 +228,9 @@ func (s *Session) ScaleUp(ctx context.Context, pendingPods []*apiv1.Pod) Result 
 	o, groups, totals := s.o, s.groups, s.totals
 	logger := klog.FromContext(ctx)
 	res := Result{Remaining: map[*apiv1.Pod]string{}}
+	pendingPods, nominated := s.withoutNominated(pendingPods)
+	res.Nominated = len(nominated)
+	o.explain.Nominated(nominated)
 	pending := o.dropExpendable(pendingPods)
 	var remaining []*apiv1.Pod
 	o.timed(metrics.FunctionFilterOutSchedulable, func() { remaining = o.fitExisting(ctx, pending, false) })
