@@ -22,6 +22,15 @@ type HookRequest struct {
 	Reason       string    `json:"reason"`
 	ControlPlane bool      `json:"controlPlane"`
 	Started      time.Time `json:"started"`
+	// Outcome, at heal_end only, is how the heal ended: healed (replaced),
+	// restored (failed before removing the node, which got its own state
+	// back), cancelled (the node recovered and got its state back) or failed
+	// (the node was removed, or could not be given its state back). Added
+	// after the other fields: absent at heal_start.
+	Outcome string `json:"outcome,omitempty"`
+	// OutcomeReason, at heal_end only, is the reason of the heal's end
+	// event (Replaced, Recovered, GroupAtMinimum, EvictionTimeout, ...).
+	OutcomeReason string `json:"outcomeReason,omitempty"`
 }
 
 // callHooks POSTs req to every hook of its phase (control-plane nodes: only

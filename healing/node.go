@@ -146,15 +146,18 @@ func (h *Healer) cordon(ctx context.Context, name string) error {
 		if n.Annotations == nil {
 			n.Annotations = map[string]string{}
 		}
-		n.Annotations[scaleDownDisabled] = "true"
+		n.Annotations[scaleDownDisabled] = healScaleDownDisabled
 	})
 }
 
 // restore gives a node whose heal ended without removing it back its own
-// state: the healing taint goes, unschedulable and the scale-down-disabled
-// annotation are put back as recorded before the heal (a node the heal never
-// cordoned only loses the taint, should it carry one). A node already gone
-// needs nothing.
+// state: the healing taint goes; unschedulable and the scale-down-disabled
+// annotation are put back as recorded before the heal, but only where the
+// node still holds what the heal wrote (unschedulable true, the annotation
+// healScaleDownDisabled): an operator who uncordoned the node, or changed or
+// removed the annotation, while the heal ran keeps that. A node the heal
+// never cordoned only loses the taint, should it carry one. A node already
+// gone needs nothing.
 func (h *Healer) restore(ctx context.Context, r *heal) error {
 	err := h.updateNode(ctx, r.Node, func(n *apiv1.Node) {
 		n.Spec.Taints = withoutTaint(n.Spec.Taints, Taint)
@@ -162,11 +165,13 @@ func (h *Healer) restore(ctx context.Context, r *heal) error {
 		if b == nil {
 			return
 		}
-		n.Spec.Unschedulable = b.Unschedulable
+		if n.Spec.Unschedulable {
+			n.Spec.Unschedulable = b.Unschedulable
+		}
+		if v, ok := n.Annotations[scaleDownDisabled]; !ok || v != healScaleDownDisabled {
+			return
+		}
 		if b.ScaleDownDisabled != nil {
-			if n.Annotations == nil {
-				n.Annotations = map[string]string{}
-			}
 			n.Annotations[scaleDownDisabled] = *b.ScaleDownDisabled
 		} else {
 			delete(n.Annotations, scaleDownDisabled)

@@ -33,11 +33,16 @@ func (h *Healer) advance(ctx context.Context, st *state, r *heal, nodes map[stri
 		logger: klog.FromContext(ctx).WithValues("node", r.Node, "nodeGroup", r.Group)}
 	ctx = klog.NewContext(ctx, s.logger)
 	for {
-		if r.End == nil {
-			if limit := h.phaseLimit(r.Phase); limit > 0 && loop.Now.Sub(r.PhaseSince) > limit {
+		if limit := h.phaseLimit(r.Phase); limit > 0 && loop.Now.Sub(r.PhaseSince) > limit {
+			switch {
+			case r.Phase == PhaseFinishing:
+				s.finishingTimedOut(limit)
+				return s.changed
+			case r.End == nil:
 				s.end("failed", r.Phase+"Timeout", fmt.Sprintf("phase %s did not finish within %v (last error: %s)",
 					r.Phase, limit, orNone(r.LastError)))
 			}
+			// Restoring tries once more, then ends the heal itself.
 		}
 		var next bool
 		switch r.Phase {
@@ -54,23 +59,9 @@ func (h *Healer) advance(ctx context.Context, st *state, r *heal, nodes map[stri
 		case PhaseReplacing:
 			next = s.replacing(ctx)
 		case PhaseFinishing:
-			done, err := h.hooks.result(ctx, h.opts.Hooks, h.hookRequest(r, PhaseEnd), h.ignoredHook(r), h.opts.HookWait)
-			if !done {
-				return s.changed
-			}
-			if err != nil {
-				h.finish(st, r, loop.Now, "failed", "HookFailed", "heal_end: "+err.Error()+"; the node was replaced")
-			} else {
-				h.finish(st, r, loop.Now, "succeeded", "Replaced", "the node was replaced and its replacement is Ready")
-			}
-			return s.changed
+			next = s.finishing(ctx)
 		case PhaseRestoring:
-			if err := h.restore(ctx, r); err != nil {
-				s.logger.Error(err, "Giving a node back its state after its heal ended; retrying in the next loop")
-				return s.changed
-			}
-			h.finish(st, r, loop.Now, r.End.Result, r.End.Reason, r.End.Message)
-			return s.changed
+			next = s.restoring(ctx)
 		default:
 			s.end("failed", "UnknownPhase", "unknown phase "+r.Phase)
 			next = true
@@ -92,6 +83,10 @@ func (h *Healer) phaseLimit(phase string) time.Duration {
 		return h.opts.MaxNodeProvisionTime
 	case PhaseFinishing:
 		return h.opts.MaxNodeProvisionTime + hookBudget(h.opts.Hooks, PhaseEnd)
+	case PhaseRestoring:
+		// A Node that cannot be updated (a webhook refusing it, RBAC) must
+		// not hold a slot of --max-concurrent-heals for ever.
+		return h.opts.MaxNodeProvisionTime
 	}
 	return 0
 }
@@ -134,6 +129,11 @@ func (s *step) cancelled() {
 
 func (s *step) starting(ctx context.Context) bool {
 	h, r := s.h, s.r
+	if r.StartCalled && !r.StartHooked {
+		// heal_start is out (or was, before a restart: it is called again);
+		// its answer comes before anything else, so heal_end never overtakes it.
+		return s.startHooks(ctx)
+	}
 	if s.node == nil {
 		s.end("failed", "NodeGone", "the node disappeared before the heal touched it")
 		return true
@@ -141,17 +141,6 @@ func (s *step) starting(ctx context.Context) bool {
 	if !s.stillNeeded() {
 		s.cancelled()
 		return true
-	}
-	if !r.StartHooked {
-		done, err := h.hooks.result(ctx, h.opts.Hooks, h.hookRequest(r, PhaseStart), h.ignoredHook(r), h.opts.HookWait)
-		if !done {
-			return false
-		}
-		if err != nil {
-			s.end("failed", "HookFailed", "heal_start: "+err.Error()+"; the node was not touched")
-			return true
-		}
-		r.StartHooked = true
 	}
 	g, err := h.group(ctx, s.node)
 	if err != nil {
@@ -172,6 +161,16 @@ func (s *step) starting(ctx context.Context) bool {
 			"removing the node would break the minimum and no replacement can be asked for first; the node was not touched",
 			g.Id(), g.MinSize(), g.MaxSize()))
 		return true
+	}
+	if !r.endOwed() {
+		// The heal will go on: heal_start now, recorded before it is called
+		// so that heal_end follows it, exactly once, even after a restart.
+		r.StartCalled = true
+		if !s.save() {
+			r.StartCalled = false
+			return false
+		}
+		return s.startHooks(ctx)
 	}
 	if r.Before == nil {
 		r.Before = snapshotBefore(s.node)
@@ -200,6 +199,89 @@ func (s *step) starting(ctx context.Context) bool {
 	}
 	s.setPhase(PhaseDraining)
 	return true
+}
+
+// startHooks waits for the heal_start hooks; once they answered, starting
+// runs again (its checks with them).
+func (s *step) startHooks(ctx context.Context) bool {
+	h, r := s.h, s.r
+	done, err := h.hooks.result(ctx, h.opts.Hooks, h.hookRequest(r, PhaseStart), h.ignoredHook(r), h.opts.HookWait)
+	if !done {
+		return false
+	}
+	if err != nil {
+		s.end("failed", "HookFailed", "heal_start: "+err.Error()+"; the node was not touched")
+		return true
+	}
+	r.StartHooked = true
+	return true
+}
+
+// restoring gives the node of a heal that ended without replacing it back
+// its own state, retried until the phase's limit; past it the heal ends
+// all the same, saying the node could not be given back. It reports whether
+// heal_end is to be called now.
+func (s *step) restoring(ctx context.Context) bool {
+	h, r, e := s.h, s.r, s.r.End
+	if err := h.restore(ctx, r); err != nil {
+		limit := h.phaseLimit(PhaseRestoring)
+		if s.loop.Now.Sub(r.PhaseSince) <= limit {
+			return s.retry(err, "Giving a node back its state after its heal ended")
+		}
+		s.logger.Error(err, "The node could not be given back its state after its heal ended; the heal ends without it",
+			"limit", limit, "end", e.Reason)
+		e.Message = fmt.Sprintf("%s: %s; the node could not be given back its own state within %v (last error: %v): "+
+			"check its unschedulable, its %s taint and its %s annotation", e.Reason, e.Message, limit, err, Taint, scaleDownDisabled)
+		e.Result, e.Reason, e.Outcome = "failed", "RestoringTimeout", OutcomeFailed
+	} else {
+		switch {
+		case e.Result == "cancelled":
+			e.Outcome = OutcomeCancelled
+		case r.DeleteIssued:
+			e.Outcome = OutcomeFailed
+		default:
+			e.Outcome = OutcomeRestored
+		}
+	}
+	h.finish(s.st, r, s.loop.Now, e.Result, e.Reason, e.Message)
+	return s.st.Heals[r.Node] == r && r.Phase == PhaseFinishing
+}
+
+// finishing calls the heal_end hooks, once, with the heal's outcome, and
+// ends the heal. A heal_end that fails on a heal that had ended already
+// (failed, cancelled) is reported and not called again; the outcome stays.
+func (s *step) finishing(ctx context.Context) bool {
+	h, r, now := s.h, s.r, s.loop.Now
+	done, err := h.hooks.result(ctx, h.opts.Hooks, h.hookRequest(r, PhaseEnd), h.ignoredHook(r), h.opts.HookWait)
+	if !done {
+		return false
+	}
+	switch {
+	case r.End == nil && err != nil:
+		h.finish(s.st, r, now, "failed", "HookFailed", "heal_end: "+err.Error()+"; the node was replaced")
+	case r.End == nil:
+		h.finish(s.st, r, now, "succeeded", "Replaced", "the node was replaced and its replacement is Ready")
+	default:
+		msg := r.End.Message
+		if err != nil {
+			h.event(r, apiv1.EventTypeWarning, "HealHookFailed", "heal_end failed for a heal that had ended (%s, %s); not called again: %v",
+				r.End.Outcome, r.End.Reason, err)
+			msg += "; heal_end: " + err.Error()
+		}
+		h.finish(s.st, r, now, r.End.Result, r.End.Reason, msg)
+	}
+	return false
+}
+
+// finishingTimedOut ends a heal whose heal_end hooks did not answer within
+// the phase's limit; they are not called again.
+func (s *step) finishingTimedOut(limit time.Duration) {
+	msg := fmt.Sprintf("heal_end did not answer within %v; not called again", limit)
+	if e := s.r.End; e != nil {
+		s.h.finish(s.st, s.r, s.loop.Now, e.Result, e.Reason, e.Message+"; "+msg)
+		return
+	}
+	s.h.finish(s.st, s.r, s.loop.Now, "failed", "FinishingTimeout", "the node was replaced; "+msg)
 }
 
 func (s *step) surging(ctx context.Context) bool {
@@ -376,8 +458,23 @@ func (h *Healer) increaseOnce(ctx context.Context, g cloudprovider.NodeGroup, r 
 	return true, nil
 }
 
-// finish ends a heal: event, metrics, cooldown, record removed.
+// finish ends a heal: a heal that owes heal_end goes to Finishing first,
+// its end kept for it (End); then event, metrics, cooldown, record removed.
 func (h *Healer) finish(st *state, r *heal, now time.Time, result, reason, msg string) {
+	if r.endOwed() && r.Phase != PhaseFinishing {
+		outcome := OutcomeFailed
+		switch {
+		case r.End != nil && r.End.Outcome != "":
+			outcome = r.End.Outcome
+		case result == "succeeded":
+			outcome = OutcomeHealed
+		case result == "cancelled":
+			outcome = OutcomeCancelled
+		}
+		r.End = &ending{Result: result, Reason: reason, Message: msg, Outcome: outcome}
+		r.Phase, r.PhaseSince, r.LastError = PhaseFinishing, now, ""
+		return
+	}
 	typ, event := apiv1.EventTypeNormal, "HealSucceeded"
 	switch result {
 	case "failed":
@@ -394,8 +491,15 @@ func (h *Healer) finish(st *state, r *heal, now time.Time, result, reason, msg s
 }
 
 func (h *Healer) hookRequest(r *heal, phase string) HookRequest {
-	return HookRequest{Phase: phase, Node: r.Node, NodeGroup: r.Group, ProviderID: r.ProviderID, Reason: r.Reason,
+	req := HookRequest{Phase: phase, Node: r.Node, NodeGroup: r.Group, ProviderID: r.ProviderID, Reason: r.Reason,
 		ControlPlane: r.ControlPlane, Started: r.Started}
+	if phase == PhaseEnd {
+		req.Outcome, req.OutcomeReason = OutcomeHealed, "Replaced"
+		if r.End != nil {
+			req.Outcome, req.OutcomeReason = r.End.Outcome, r.End.Reason
+		}
+	}
+	return req
 }
 
 func (h *Healer) ignoredHook(r *heal) func(string, error) {

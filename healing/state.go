@@ -18,21 +18,38 @@ const StateConfigMap = "cluster-autoscaler-healing"
 
 // Phases of a heal, in order.
 const (
-	PhaseStarting  = "Starting"  // heal_start hook
+	PhaseStarting  = "Starting"  // group and size checks, then the heal_start hooks
 	PhaseSurging   = "Surging"   // cordoned; the replacement asked for first, waited for
 	PhaseDraining  = "Draining"  // cordoned and tainted, pods evicted
 	PhaseDeleting  = "Deleting"  // the instance deleted by name
 	PhaseFencing   = "Fencing"   // pods were left on a node that is not Ready: waiting until its instance is gone
 	PhaseReplacing = "Replacing" // waiting for the replacement to be Ready
-	PhaseFinishing = "Finishing" // heal_end hook
+	// PhaseFinishing: the heal_end hooks, called once for every heal that
+	// called heal_start, whatever its outcome; then the record goes.
+	PhaseFinishing = "Finishing"
 	// PhaseRestoring: the heal has ended without replacing the node (failed
-	// or cancelled); the node's own state is given back, then the record goes.
+	// or cancelled); the node's own state is given back, then heal_end (if
+	// owed) and the record goes.
 	PhaseRestoring = "Restoring"
 )
 
+// Outcomes of a heal, as heal_end hooks are told (HookRequest.Outcome).
+const (
+	OutcomeHealed    = "healed"    // the node was replaced and its replacement is Ready
+	OutcomeRestored  = "restored"  // the heal failed before removing the node, which got its own state back
+	OutcomeCancelled = "cancelled" // the node recovered before its drain and got its own state back
+	OutcomeFailed    = "failed"    // the heal failed; the node was removed, or could not be given its state back
+)
+
+// healScaleDownDisabled is the value a heal writes to the scale-down-disabled
+// annotation; restore reverts the annotation only while it still holds it.
+const healScaleDownDisabled = "true"
+
 // nodeBefore is what a heal changes on its node, as it was before the heal
 // touched it: a heal that ends without removing the node puts back exactly
-// this, never clearing what the operator had set.
+// this, never clearing what the operator had set, and only where the node
+// still holds what the heal wrote (unschedulable, the annotation set to
+// healScaleDownDisabled): an operator's change made while the heal ran stays.
 type nodeBefore struct {
 	Unschedulable bool `json:"unschedulable"`
 	// ScaleDownDisabled is the scale-down-disabled annotation's value; nil
@@ -45,6 +62,9 @@ type ending struct {
 	Result  string `json:"result"` // failed or cancelled
 	Reason  string `json:"reason"`
 	Message string `json:"message"`
+	// Outcome is what heal_end is told (Outcome*); set once the end is
+	// final (empty while the node is being given back).
+	Outcome string `json:"outcome,omitempty"`
 }
 
 // heal is one heal in flight.
@@ -80,6 +100,10 @@ type heal struct {
 	// Before is the node's state before the heal cordoned it (nil: not
 	// touched yet); it is recorded before the cordon.
 	Before *nodeBefore `json:"before,omitempty"`
+	// StartCalled: the heal passed its checks and its heal_start hooks were
+	// called (it is recorded before the call): heal_end is owed, whatever
+	// the outcome, and is called exactly once (Finishing).
+	StartCalled bool `json:"startCalled,omitempty"`
 	// StartHooked: the heal_start hooks answered (they are not called again).
 	StartHooked bool `json:"startHooked,omitempty"`
 	// Fence: pods were left on a node that is not Ready; the node may still
@@ -92,9 +116,16 @@ type heal struct {
 	// LastError is the last transient error met in the current phase, for
 	// the message of a phase that runs out of time.
 	LastError string `json:"lastError,omitempty"`
-	// End is set when the heal ended without replacing the node.
+	// End is set when the heal ended without replacing the node (or, for
+	// heal_end in Finishing, failed after removing it); nil in Finishing
+	// means the node was replaced.
 	End *ending `json:"end,omitempty"`
 }
+
+// endOwed reports whether the heal called heal_start and so must call
+// heal_end (records written before StartCalled existed: once heal_start
+// answered).
+func (r *heal) endOwed() bool { return r.StartCalled || r.StartHooked }
 
 // kind is what triggered the heal (records written before Kind existed
 // carry it at the start of Reason).

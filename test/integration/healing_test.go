@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"k8s.io/autoscaler/cluster-autoscaler/healing"
+	"k8s.io/autoscaler/cluster-autoscaler/scaledown"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 )
 
@@ -431,4 +432,74 @@ func TestNodeHealingResumesAfterAKill(t *testing.T) {
 		_, has := cm.Data[healing.StatusKey]
 		return !has, nil
 	})
+}
+
+// TestNodeHealingKeepsTheOperatorsChanges: a heal held in its drain by a PDB
+// fails past --max-pod-eviction-time and gives the node back; the
+// scale-down-disabled annotation the operator changed while the heal ran
+// stays as the operator left it, and heal_end follows heal_start once, with
+// outcome restored.
+func TestNodeHealingKeepsTheOperatorsChanges(t *testing.T) {
+	e := framework.New(t)
+	dumpPods(e)
+	pool, path := healingGroup(e, "keep")
+	hooks := newHookServer(t)
+	hooksFile := filepath.Join(t.TempDir(), "hooks.yaml")
+	if err := os.WriteFile(hooksFile, fmt.Appendf(nil, "hooks:\n- {name: cmdb, url: %q, phases: [heal_start, heal_end]}\n",
+		hooks.URL+"/heal"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	deployment(e, "web", 2, map[string]string{"pool": pool})
+	two := intstr.FromInt32(2)
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: e.Namespace},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &two, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+	if _, err := e.Client.PolicyV1().PodDisruptionBudgets(e.Namespace).Create(e.Context(), pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--node-healing-enabled", "--node-healing-hooks-config="+hooksFile,
+		"--node-healing-cooldown=1h", "--max-pod-eviction-time=10s")...)
+	sick := twoRunningNodes(e, pool)[0].Name
+	annotateHeal(e, sick, "ecc-errors")
+	e.Eventually(60*time.Second, "node "+sick+" cordoned by the heal", func(ctx context.Context) (bool, error) {
+		n, err := e.Client.CoreV1().Nodes().Get(ctx, sick, metav1.GetOptions{})
+		return err == nil && n.Spec.Unschedulable && n.Annotations[scaledown.ScaleDownDisabledAnnotation] == "true", err
+	})
+	// The operator: keep scale-down off this node, its own way.
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"false"}}}`, scaledown.ScaleDownDisabledAnnotation)
+	if _, err := e.Client.CoreV1().Nodes().Patch(e.Context(), sick, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(60*time.Second, "HealFailed on "+sick, func(ctx context.Context) (bool, error) {
+		ev, err := nodeEvents(ctx, e, sick)
+		return err == nil && strings.Contains(ev["HealFailed"], "EvictionTimeout"), err
+	})
+	e.Eventually(30*time.Second, "heal_end for "+sick, func(context.Context) (bool, error) {
+		return len(hooks.callsFor(sick)) >= 2, nil
+	})
+	n, err := e.Client.CoreV1().Nodes().Get(e.Context(), sick, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := n.Annotations[scaledown.ScaleDownDisabledAnnotation]; !ok || got != "false" {
+		t.Errorf("scale-down-disabled %q (present %v) after the heal, want the operator's \"false\"", got, ok)
+	}
+	if n.Spec.Unschedulable {
+		t.Error("the node stays cordoned after its heal failed")
+	}
+	for _, taint := range n.Spec.Taints {
+		if taint.Key == healing.Taint {
+			t.Errorf("the node keeps the healing taint: %+v", taint)
+		}
+	}
+	hooks.mu.Lock()
+	var got []string
+	for _, c := range hooks.calls {
+		if c.Node == sick {
+			got = append(got, c.Phase+":"+c.Outcome)
+		}
+	}
+	hooks.mu.Unlock()
+	if want := healing.PhaseStart + ":," + healing.PhaseEnd + ":" + healing.OutcomeRestored; strings.Join(got, ",") != want {
+		t.Errorf("hook calls for %s = %v, want %s", sick, got, want)
+	}
 }
