@@ -262,6 +262,8 @@ func TestInvalidFlagsNameTheFlag(t *testing.T) {
 		{[]string{"--balancing-label=a", "--balancing-ignore-label=b"}, "--balancing-label"},
 		{[]string{"--kube-client-qps=0"}, "--kube-client-qps"},
 		{[]string{"--logging-format=xml"}, "--logging-format"},
+		{[]string{"--kwok-provider-enabled"}, "--kwok-provider-enabled"}, // the default provider is gce
+		{[]string{"--cloud-provider=aws", "--kwok-provider-enabled"}, "--kwok-provider-enabled"},
 		{[]string{"--no-such-flag"}, "no-such-flag"},
 		{[]string{"stray-argument"}, "unexpected arguments"},
 	} {
@@ -282,4 +284,16 @@ func TestEveryFlagHasUsage(t *testing.T) {
 			t.Errorf("--%s has no help text", f.Name)
 		}
 	})
+}
+
+// TestKwokProviderEnabledWithKwok: the opt-in parses with the kwok provider
+// (and is refused with any other, TestInvalidFlagsNameTheFlag).
+func TestKwokProviderEnabledWithKwok(t *testing.T) {
+	c := newCommandLine()
+	if err := c.parse([]string{"--cloud-provider=kwok", "--kwok-provider-enabled"}); err != nil {
+		t.Fatal(err)
+	}
+	if !c.opts.KwokProviderEnabled {
+		t.Error("--kwok-provider-enabled did not set KwokProviderEnabled")
+	}
 }

@@ -48,6 +48,9 @@ type Options struct {
 	// falls back from an empty CloudConfig to the kubeconfig of the
 	// autoscaled cluster; the management cluster is then the in-cluster one.
 	ClusterAPICloudConfigAuthoritative bool
+	// KwokProviderEnabled opts the kwok provider into the cluster it runs
+	// against without the ConfigMap kwok-provider-config (not upstream).
+	KwokProviderEnabled bool
 
 	// Node healing (package healing); not upstream.
 	NodeHealingEnabled             bool

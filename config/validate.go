@@ -72,6 +72,10 @@ func (o *Options) validate() *validator {
 		"must be zero (off) or positive and finite, got %v", o.HeapHeadroomRatio)
 
 	v.check(o.CloudProvider != "", "--cloud-provider", "must not be empty")
+	// Only the kwok provider reads it; with another provider it is a values
+	// file of a kwok cluster applied to another (or the reverse).
+	v.check(!o.KwokProviderEnabled || o.CloudProvider == "kwok", "--kwok-provider-enabled",
+		"enables the kwok provider, which creates simulated Nodes; it is not for --cloud-provider=%s", o.CloudProvider)
 	for _, s := range o.NodeGroups {
 		if _, err := ParseNodeGroupSpec(s); err != nil {
 			v.add("--nodes", "%v", err)

@@ -27,6 +27,8 @@ esac
 # with DEMO_PROMETHEUS=1); hack/local-up.sh builds what is missing.
 export TOOLS_SET=${TOOLS_SET:-demo}
 hack/local-up.sh
+# The ConfigMap is also the kwok provider's opt-in: without it (or
+# --kwok-provider-enabled) the provider refuses to create Nodes in a cluster.
 echo "== configuring the kwok provider's node groups (hack/demo/kwok-provider-config.yaml)"
 $kubectl apply -f hack/demo/kwok-provider-config.yaml
 echo "== applying the sample workload (hack/demo/workload.yaml)"

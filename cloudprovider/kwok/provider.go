@@ -83,28 +83,28 @@ func loadConfig(ctx context.Context, opts cloudprovider.BuildOptions) (*Config, 
 	var data []byte
 	cmNamespace, cmName := upstreamLocation(opts.Options.Namespace)
 	source := fmt.Sprintf("ConfigMap %s/%s", cmNamespace, cmName)
-	if path := opts.Options.CloudConfig; path != "" {
+	path := opts.Options.CloudConfig
+	cm, err := checkOptIn(ctx, opts.KubeClient, cmNamespace, cmName, opts.Options.KwokProviderEnabled, path != "")
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case path != "":
 		source = "--cloud-config " + path
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("--cloud-config: %w", err)
 		}
 		data = b
-	} else {
-		cm, err := opts.KubeClient.CoreV1().ConfigMaps(cmNamespace).Get(ctx, cmName, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err) && len(opts.Options.NodeGroups) > 0:
-			data = []byte("nodeGroups: []")
-			source = "--nodes"
-		case err != nil:
-			return nil, fmt.Errorf("reading ConfigMap %s/%s (or pass --cloud-config or --nodes): %w",
-				cmNamespace, cmName, err)
-		default:
-			data = []byte(cm.Data["config"])
-		}
+	case cm == nil && len(opts.Options.NodeGroups) > 0:
+		data = []byte("nodeGroups: []")
+		source = "--nodes"
+	case cm == nil:
+		return nil, fmt.Errorf("ConfigMap %s/%s not found: create it, or pass --cloud-config or --nodes", cmNamespace, cmName)
+	default:
+		data = []byte(cm.Data["config"])
 	}
 	var cfg *Config
-	var err error
 	if isUpstreamFormat(data) {
 		cfg, err = translateUpstream(ctx, opts.KubeClient, cmNamespace, data)
 		if err == nil {

@@ -40,6 +40,7 @@ func TestAutoscalerRunsWithTheChartsRBAC(t *testing.T) {
 	// not known before install renders the chart).
 	pool := framework.UniqueName("pool")
 	in := install(t, fmt.Sprintf(`
+cloudProvider: kwok
 extraArgs:
   v: 2
   address: %q

@@ -88,9 +88,9 @@ rbac:
 	}
 
 	for name, tc := range map[string]struct{ values, want string }{
-		"key without secret":  {"cloudProvider: aws\nawsAccessKeyID: AKIA\n", "awsAccessKeyID and awsSecretAccessKey go together"},
-		"clusterapi keys":     {"cloudProvider: aws\nautoDiscovery: {namespace: x}\n", "autoDiscovery.namespace and autoDiscovery.labels are used only"},
-		"secret name for gce": {"secretKeyRefNameOverride: mine\n", "of those cloud providers this build has only aws"},
+		"key without secret":   {"cloudProvider: aws\nawsAccessKeyID: AKIA\n", "awsAccessKeyID and awsSecretAccessKey go together"},
+		"clusterapi keys":      {"cloudProvider: aws\nautoDiscovery: {namespace: x}\n", "autoDiscovery.namespace and autoDiscovery.labels are used only"},
+		"secret name for kwok": {"cloudProvider: kwok\nsecretKeyRefNameOverride: mine\n", "of those cloud providers this build has only aws"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := helmTemplate(t, release, namespace, tc.values)

@@ -61,7 +61,7 @@ func TestCapacityBufferRBAC(t *testing.T) {
 			controller: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := render(t, release, namespace, tc.values)
+			m := render(t, release, namespace, "cloudProvider: kwok\n"+tc.values)
 			cluster, ns := m.rbac(t)
 			checkRules(t, cluster, ns, "cluster-autoscaler-status", "cluster-autoscaler")
 			for _, p := range bufferControllerPermissions() {
@@ -91,6 +91,7 @@ func TestCapacityBuffersRunWithTheChartsRBAC(t *testing.T) {
 	addr := framework.FreeAddress(t)
 	pool := framework.UniqueName("pool")
 	in := install(t, fmt.Sprintf(`
+cloudProvider: kwok
 extraArgs:
   v: 2
   address: %q

@@ -212,7 +212,7 @@ func TestPrometheusAlertsValues(t *testing.T) {
 	}
 
 	alone := groupsOf("prometheusAlerts: {enabled: true}\n")
-	if len(alone.Groups) != 1 || alone.Groups[0].Name != release+"-kwok-cluster-autoscaler-alerts" {
+	if len(alone.Groups) != 1 || alone.Groups[0].Name != release+"-aws-cluster-autoscaler-alerts" {
 		t.Fatalf("groups with only the shipped alerts: %+v", alone.Groups)
 	}
 	if diff := cmp.Diff(shipped, alertNames(t, alone)); diff != "" {
@@ -275,7 +275,7 @@ grafanaDashboard:
 `)
 	cm := &apiv1.ConfigMap{}
 	m.one(t, "ConfigMap", cm)
-	if cm.Name != release+"-kwok-cluster-autoscaler-dashboard" || cm.Namespace != "grafana" ||
+	if cm.Name != release+"-aws-cluster-autoscaler-dashboard" || cm.Namespace != "grafana" ||
 		cm.Labels["grafana_dashboard"] != "1" || cm.Annotations["grafana_folder"] != "Kubernetes" {
 		t.Errorf("ConfigMap %s/%s labels %v annotations %v", cm.Namespace, cm.Name, cm.Labels, cm.Annotations)
 	}

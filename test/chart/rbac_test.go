@@ -163,7 +163,7 @@ func (in *installed) impersonated() *rest.Config {
 // autoscaler uses (cluster-wide, and in its namespace) and a few it must not
 // have.
 func TestRenderedRBACAuthorizesTheAutoscaler(t *testing.T) {
-	in := install(t, "")
+	in := install(t, "cloudProvider: kwok\n")
 	ns := in.env.Namespace
 	// The authorizer learns about new bindings through its informers.
 	first := clusterPermissions()[0]
@@ -198,7 +198,7 @@ func TestRenderedRBACAuthorizesTheAutoscaler(t *testing.T) {
 // status ConfigMap, take the Lease, record an event; and is refused a write to
 // a ConfigMap it does not own.
 func TestServiceAccountCanDoTheAutoscalersWrites(t *testing.T) {
-	in := install(t, "")
+	in := install(t, "cloudProvider: kwok\n")
 	env, ns := in.env, in.env.Namespace
 	ctx := env.Context()
 	sa, err := kubernetes.NewForConfig(in.impersonated())

@@ -22,7 +22,10 @@ const (
 	fullname  = "rel-kwok-cluster-autoscaler"
 )
 
+// TestDefaultValues: the default values render upstream's default provider,
+// aws (nothing that could create Nodes), named after it; the arguments parse.
 func TestDefaultValues(t *testing.T) {
+	const fullname = "rel-aws-cluster-autoscaler"
 	m := render(t, release, namespace, "")
 
 	wantKinds := []string{"ClusterRole", "ClusterRoleBinding", "Deployment", "PodDisruptionBudget", "Role",
@@ -41,7 +44,7 @@ func TestDefaultValues(t *testing.T) {
 	}
 
 	d, c := m.deployment(t)
-	wantArgs := []string{"--cloud-provider=kwok", "--namespace=kube-system", "--logtostderr=true",
+	wantArgs := []string{"--cloud-provider=aws", "--namespace=kube-system", "--logtostderr=true",
 		"--stderrthreshold=info", "--v=4"}
 	if diff := cmp.Diff(wantArgs, c.Args); diff != "" {
 		t.Errorf("args (-want +got):\n%s", diff)
@@ -85,8 +88,25 @@ func TestDefaultValues(t *testing.T) {
 		t.Errorf("pdb spec %+v", pdb.Spec)
 	}
 
+	if cms := m.all("ConfigMap"); len(cms) != 0 {
+		t.Errorf("rendered %d ConfigMaps, want none (no kwok-provider-config)", len(cms))
+	}
 	cluster, ns := m.rbac(t)
-	checkRules(t, cluster, ns, "cluster-autoscaler-status", "cluster-autoscaler")
+	for _, p := range workloadPermissions() {
+		if !allows(cluster, p) {
+			t.Errorf("ClusterRole does not grant %v", p)
+		}
+	}
+	for _, p := range workloadNamespacePermissions() {
+		if !allows(ns, p) {
+			t.Errorf("Role does not grant %v", p)
+		}
+	}
+	for _, p := range append(forbiddenPermissions(), permission{resource: "nodes", verb: "create"}) {
+		if allows(cluster, p) || allows(ns, p) {
+			t.Errorf("%v is granted; the aws provider does not need it", p)
+		}
+	}
 	for _, kind := range []string{"ClusterRoleBinding", "RoleBinding"} {
 		b := &rbacv1.RoleBinding{} // the two share a shape
 		m.one(t, kind, b)
@@ -130,6 +150,7 @@ func checkArgsParse(t *testing.T, args []string) {
 
 func TestExtraArgsAndNodeGroups(t *testing.T) {
 	m := render(t, release, namespace, `
+cloudProvider: kwok
 autoscalingGroups:
 - {name: general, minSize: 0, maxSize: 20}
 - {name: large, minSize: 1, maxSize: 1000000}
@@ -277,6 +298,7 @@ rbac:
 
 func TestKwokProviderConfigMap(t *testing.T) {
 	values := `
+cloudProvider: kwok
 kwokProviderConfig:
   nodeGroups:
   - name: general
@@ -311,7 +333,7 @@ kwokProviderConfig:
 	}
 
 	// A string is taken verbatim.
-	m = render(t, release, namespace, "kwokProviderConfig: |\n  nodeGroups: []\n")
+	m = render(t, release, namespace, "cloudProvider: kwok\nkwokProviderConfig: |\n  nodeGroups: []\n")
 	m.one(t, "ConfigMap", cm)
 	if cm.Data["config"] != "nodeGroups: []\n" {
 		t.Errorf("config %q", cm.Data["config"])
@@ -347,7 +369,7 @@ expanderPriorities:
 
 func TestUnsupportedValuesFail(t *testing.T) {
 	for name, tc := range map[string]struct{ values, want string }{
-		"auto-discovery": {"autoDiscovery: {clusterName: prod}\n", "autoDiscovery.clusterName and autoDiscovery.namespace are used only with cloudProvider clusterapi"},
+		"auto-discovery": {"cloudProvider: kwok\nautoDiscovery: {clusterName: prod}\n", "autoDiscovery.clusterName and autoDiscovery.namespace are used only with cloudProvider clusterapi"},
 		"auto-discovery with externalgrpc": {"cloudProvider: externalgrpc\nexternalGRPC: {address: \"127.0.0.1:8086\"}\nautoDiscovery: {labels: [{a: b}]}\n",
 			"autoDiscovery is used only with cloudProvider clusterapi, kwok and aws"},
 		"both pdb bounds":  {"podDisruptionBudget: {minAvailable: 1, maxUnavailable: 1}\n", "either minAvailable or maxUnavailable"},
@@ -372,6 +394,7 @@ func TestHelmLint(t *testing.T) {
 
 func TestExtraObjects(t *testing.T) {
 	m := render(t, release, namespace, `
+cloudProvider: kwok
 extraObjects:
 - apiVersion: v1
   kind: ConfigMap
@@ -397,7 +420,7 @@ extraObjects:
 // --node-group-auto-discovery spec that the provider parses and applies:
 // every listed label must be on a group's template.
 func TestKwokAutoDiscovery(t *testing.T) {
-	m := render(t, release, namespace, "autoDiscovery:\n  labels:\n  - team: a\n  - tier: 1\n")
+	m := render(t, release, namespace, "cloudProvider: kwok\nautoDiscovery:\n  labels:\n  - team: a\n  - tier: 1\n")
 	_, c := m.deployment(t)
 	var specs []string
 	for _, a := range c.Args {
@@ -420,7 +443,7 @@ func TestKwokAutoDiscovery(t *testing.T) {
 		t.Errorf("groups kept: %+v, want only the one with both labels", cfg.NodeGroups)
 	}
 	// Upstream's default (tags and roles only) renders nothing.
-	_, c = render(t, release, namespace, "autoDiscovery: {tags: [a], roles: [worker]}\n").deployment(t)
+	_, c = render(t, release, namespace, "cloudProvider: kwok\nautoDiscovery: {tags: [a], roles: [worker]}\n").deployment(t)
 	for _, a := range c.Args {
 		if strings.HasPrefix(a, "--node-group-auto-discovery") {
 			t.Errorf("tags and roles rendered %s", a)

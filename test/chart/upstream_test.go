@@ -106,7 +106,7 @@ func TestUpstreamStyleReleaseUpgrades(t *testing.T) {
 		"podLabels": {
 			values: "podLabels: {team: autoscaling, tier: control}\nadditionalLabels: {cost-center: platform}\n",
 			upstreamSel: func(rel string) map[string]string {
-				return map[string]string{"app.kubernetes.io/instance": rel, "app.kubernetes.io/name": "kwok-cluster-autoscaler",
+				return map[string]string{"app.kubernetes.io/instance": rel, "app.kubernetes.io/name": "aws-cluster-autoscaler",
 					"team": "autoscaling", "tier": "control"}
 			},
 			upstreamPods: map[string]string{"cost-center": "platform"},
@@ -187,9 +187,9 @@ func TestUpstreamStyleReleaseUpgrades(t *testing.T) {
 						return err
 					}
 					cur.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{
-						"app.kubernetes.io/instance": rel, "app.kubernetes.io/name": "kwok-cluster-autoscaler"}}
+						"app.kubernetes.io/instance": rel, "app.kubernetes.io/name": "aws-cluster-autoscaler"}}
 					maps := cur.Spec.Template.Labels
-					maps["app.kubernetes.io/instance"], maps["app.kubernetes.io/name"] = rel, "kwok-cluster-autoscaler"
+					maps["app.kubernetes.io/instance"], maps["app.kubernetes.io/name"] = rel, "aws-cluster-autoscaler"
 					_, err = env.Client.AppsV1().Deployments(env.Namespace).Update(ctx, cur, metav1.UpdateOptions{})
 					return err
 				})
@@ -213,7 +213,7 @@ func TestUpstreamValuesFail(t *testing.T) {
 		"magnumCABundlePath":            {"magnumCABundlePath: /etc/ca.crt\n", "magnumCABundlePath: the cloud provider"},
 		"civoApiKey":                    {"civoApiKey: k\n", "civoApiKey: the cloud provider"},
 		"gce name prefix":               {"autoscalingGroupsnamePrefix: [{name: ig, minSize: 0, maxSize: 3}]\n", "autoscalingGroupsnamePrefix: GCE's"},
-		"secretKeyRef":                  {"secretKeyRefNameOverride: creds\n", "secretKeyRefNameOverride: names the Secret of the aws, azure"},
+		"secretKeyRef":                  {"cloudProvider: kwok\nsecretKeyRefNameOverride: creds\n", "secretKeyRefNameOverride: names the Secret of the aws, azure"},
 		"kwokConfigMapName":             {"cloudProvider: clusterapi\nkwokConfigMapName: mine\n", `kwokConfigMapName "mine": only the kwok cloud provider reads another name`},
 		"pspEnabled":                    {"rbac: {pspEnabled: true}\n", "rbac.pspEnabled: PodSecurityPolicy was removed"},
 		"volume without path":           {"extraVolumeSecrets: {creds: {name: s}}\n", "extraVolumeSecrets/creds"},
@@ -272,9 +272,9 @@ service:
   annotations: {a: b}
 `)
 	d, c := m.deployment(t)
-	fullname := rel + "-kwok-cluster-autoscaler"
-	if c.Name != "kwok-cluster-autoscaler" {
-		t.Errorf("container %q, want upstream's kwok-cluster-autoscaler", c.Name)
+	fullname := rel + "-aws-cluster-autoscaler"
+	if c.Name != "aws-cluster-autoscaler" {
+		t.Errorf("container %q, want upstream's aws-cluster-autoscaler", c.Name)
 	}
 	mounts := map[string]apiv1.VolumeMount{}
 	for _, vm := range c.VolumeMounts {
@@ -323,7 +323,7 @@ service:
 		pdb.Annotations["note"] != "keep-one" {
 		t.Errorf("PodDisruptionBudget %+v %v", pdb.Spec, pdb.Annotations)
 	}
-	if diff := cmp.Diff(map[string]string{"app.kubernetes.io/instance": rel, "app.kubernetes.io/name": "kwok-cluster-autoscaler"},
+	if diff := cmp.Diff(map[string]string{"app.kubernetes.io/instance": rel, "app.kubernetes.io/name": "aws-cluster-autoscaler"},
 		pdb.Spec.Selector.MatchLabels); diff != "" {
 		t.Errorf("PDB selector (-want +got):\n%s", diff)
 	}

@@ -21,7 +21,7 @@ func baseArgs(e *framework.Env) []string {
 	return []string{
 		"--kubeconfig=" + e.Kubeconfig,
 		"--namespace=" + e.Namespace,
-		"--cloud-provider=kwok",
+		"--cloud-provider=kwok", "--kwok-provider-enabled",
 		"--nodes=0:3:ng",
 		"--scan-interval=1s",
 		"--v=2",
@@ -259,7 +259,9 @@ func TestLostLeaseStopsTheLoop(t *testing.T) {
 // stops the process at start-up with a message naming the ones it has.
 func TestUnknownCloudProviderFailsAtStart(t *testing.T) {
 	e := framework.New(t)
-	args := append(baseArgs(e), "--cloud-provider=gce")
+	// --kwok-provider-enabled is for the kwok provider only.
+	args := append(slices.DeleteFunc(baseArgs(e), func(a string) bool { return a == "--kwok-provider-enabled" }),
+		"--cloud-provider=gce")
 	p := startAutoscaler(t, "autoscaler", args...)
 	if code := p.waitExit(20 * time.Second); code != 1 {
 		t.Fatalf("exit code = %d, want 1", code)

@@ -73,7 +73,7 @@ nodeGroups:
     capacity: {cpu: "16", memory: 64Gi, pods: "110"}
 `, small, large, framework.TestNamespaceLabel, e.Namespace, smallMax, largeMax, initSmall, initLarge))
 		p := startAutoscaler(b, "autoscaler", append([]string{"--kubeconfig=" + e.Kubeconfig, "--namespace=" + e.Namespace,
-			"--cloud-provider=kwok", "--cloud-config=" + path, "--expander=least-waste", "--v=2",
+			"--cloud-provider=kwok", "--kwok-provider-enabled", "--cloud-config=" + path, "--expander=least-waste", "--v=2",
 			"--kube-client-qps=200", "--kube-client-burst=400", "--scale-down-enabled=false"}, extraArgs...)...)
 		e.Eventually(30*time.Second, "the autoscaler looping", func(context.Context) (bool, error) {
 			return p.log.Contains("Informer caches synced"), nil

@@ -104,7 +104,7 @@ func TestReplicaSetAboveInjectionLimitInPieces(t *testing.T) {
 	group, path := burstGroup(e, "pieces", 60, "90s")
 	gate := newReplicaGate(e, "pieces")
 	p := startLooping(t, e, "--kubeconfig="+e.Kubeconfig, "--namespace="+e.Namespace,
-		"--cloud-provider=kwok", "--cloud-config="+path, "--v=2", "--pod-injection-limit=40", "--scan-interval=2s")
+		"--cloud-provider=kwok", "--kwok-provider-enabled", "--cloud-config="+path, "--v=2", "--pod-injection-limit=40", "--scan-interval=2s")
 	settled := func(want int) { t.Helper(); settledAt(e, p, group, want) }
 	existing := func(n int) {
 		t.Helper()

@@ -77,7 +77,7 @@ spec:
 		t.Fatal(err)
 	}
 	liveArgs := []string{"-f", file, "-o", "json", "--kubeconfig=" + e.Kubeconfig, "--namespace=" + e.Namespace,
-		"--cloud-provider=kwok", "--cloud-config=" + path, "--v=2"}
+		"--cloud-provider=kwok", "--kwok-provider-enabled", "--cloud-config=" + path, "--v=2"}
 	offlineArgs := []string{"--snapshot", dump, "-f", file, "-o", "json", "--namespace=" + e.Namespace, "--v=2"}
 	var fromLive, fromDump whatIfAnswer
 	explainJSON(t, &fromLive, liveArgs...)

@@ -98,7 +98,7 @@ func TestExplainSnapshotAnswersAsTheLiveCluster(t *testing.T) {
 	if err := os.WriteFile(dump, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	liveArgs := []string{"--kubeconfig=" + e.Kubeconfig, "--namespace=" + e.Namespace, "--cloud-provider=kwok",
+	liveArgs := []string{"--kubeconfig=" + e.Kubeconfig, "--namespace=" + e.Namespace, "--cloud-provider=kwok", "--kwok-provider-enabled",
 		"--cloud-config=" + path, "--v=2"}
 	offline := func(query ...string) []string {
 		return append(append([]string{"--snapshot", dump}, query...), "--namespace="+e.Namespace, "--v=2")
@@ -268,7 +268,7 @@ func TestExplainSnapshotNamesThePDBAsLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	var live, offline explainedNode
-	explainJSON(t, &live, append([]string{"node", node, "-o", "json", "--kubeconfig=" + e.Kubeconfig, "--cloud-provider=kwok",
+	explainJSON(t, &live, append([]string{"node", node, "-o", "json", "--kubeconfig=" + e.Kubeconfig, "--cloud-provider=kwok", "--kwok-provider-enabled",
 		"--cloud-config=" + path}, loopFlags...)...)
 	explainJSON(t, &offline, append([]string{"--snapshot", dump, "node", node, "-o", "json"}, loopFlags...)...)
 	type verdict struct {
@@ -342,7 +342,7 @@ spec:
 	}
 	flags := []string{"--namespace=" + e.Namespace, "--expander=priority", "--v=2"}
 	var live, offline whatIfAnswer
-	explainJSON(t, &live, append([]string{"-f", file, "-o", "json", "--kubeconfig=" + e.Kubeconfig, "--cloud-provider=kwok",
+	explainJSON(t, &live, append([]string{"-f", file, "-o", "json", "--kubeconfig=" + e.Kubeconfig, "--cloud-provider=kwok", "--kwok-provider-enabled",
 		"--cloud-config=" + path}, flags...)...)
 	explainJSON(t, &offline, append([]string{"--snapshot", dump, "-f", file, "-o", "json"}, flags...)...)
 	if diff := cmp.Diff(live.Increases, offline.Increases); diff != "" || len(offline.Increases) != 1 ||

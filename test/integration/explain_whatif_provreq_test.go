@@ -58,7 +58,7 @@ spec:
 	if err := os.WriteFile(file, []byte(manifest), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"--kubeconfig=" + e.Kubeconfig, "--namespace=" + e.Namespace, "--cloud-provider=kwok",
+	args := []string{"--kubeconfig=" + e.Kubeconfig, "--namespace=" + e.Namespace, "--cloud-provider=kwok", "--kwok-provider-enabled",
 		"--cloud-config=" + path, "--enable-provisioning-requests", "--v=2"}
 	out, logs, code := runExplain(t, append([]string{"-f", file, "-o", "json", "--expander=price"}, args...)...)
 	var got struct {

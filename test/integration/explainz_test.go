@@ -310,7 +310,7 @@ func TestExplainCommandPredictsWithoutWriting(t *testing.T) {
 		}
 		return false, nil
 	})
-	args := []string{"--kubeconfig=" + e.Kubeconfig, "--namespace=" + e.Namespace, "--cloud-provider=kwok",
+	args := []string{"--kubeconfig=" + e.Kubeconfig, "--namespace=" + e.Namespace, "--cloud-provider=kwok", "--kwok-provider-enabled",
 		"--cloud-config=" + path, "--v=2"}
 	out, logs, code := runExplain(t, append([]string{"pod", e.Namespace + "/fit-0"}, args...)...)
 	if code != 0 || !strings.Contains(out, "*  "+small+"  fits     1") || !strings.Contains(out, large+"  fits") {
@@ -386,7 +386,7 @@ spec:
 	if err := os.WriteFile(file, []byte(manifest), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"--kubeconfig=" + e.Kubeconfig, "--namespace=" + e.Namespace, "--cloud-provider=kwok",
+	args := []string{"--kubeconfig=" + e.Kubeconfig, "--namespace=" + e.Namespace, "--cloud-provider=kwok", "--kwok-provider-enabled",
 		"--cloud-config=" + path, "--v=2"}
 	out, logs, code := runExplain(t, append([]string{"-f", file, "-o", "json"}, args...)...)
 	var got struct {

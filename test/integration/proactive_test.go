@@ -79,7 +79,7 @@ func TestProactiveScaleUpOff(t *testing.T) {
 	group, path := burstGroup(e, "reactive", 60, "90s")
 	gate := newReplicaGate(e, "reactive")
 	p := startLooping(t, e, "--kubeconfig="+e.Kubeconfig, "--namespace="+e.Namespace,
-		"--cloud-provider=kwok", "--cloud-config="+path, "--v=2", "--scan-interval=2s", "--enable-proactive-scaleup=false")
+		"--cloud-provider=kwok", "--kwok-provider-enabled", "--cloud-config="+path, "--v=2", "--scan-interval=2s", "--enable-proactive-scaleup=false")
 	createReplicaSet(e, "reactive", 100, oneCPUPodSpec(group))
 	gate.release(10)
 	e.Eventually(60*time.Second, "10 pods of the ReplicaSet", func(ctx context.Context) (bool, error) {
@@ -119,7 +119,7 @@ func TestRefusedReplicaSetBurstIsBounded(t *testing.T) {
 		return err == nil && q.Status.Hard.Pods().Value() == 10, err
 	})
 	p := startLooping(t, e, "--kubeconfig="+e.Kubeconfig, "--namespace="+e.Namespace,
-		"--cloud-provider=kwok", "--cloud-config="+path, "--v=2", "--pod-injection-limit=40")
+		"--cloud-provider=kwok", "--kwok-provider-enabled", "--cloud-config="+path, "--v=2", "--pod-injection-limit=40")
 
 	rs := createReplicaSet(e, "huge", 1000000, oneCPUPodSpec(group))
 	e.Eventually(60*time.Second, "the ReplicaSet's further pods refused (ReplicaFailure)", func(ctx context.Context) (bool, error) {

@@ -115,7 +115,7 @@ nodeGroups:
     labels: {pool: %[2]s}
     capacity: {cpu: "8", memory: 32Gi, pods: "110"}
 `, base, burst, nodes))
-	args := []string{"--kubeconfig=" + e.Kubeconfig, "--namespace=" + e.Namespace, "--cloud-provider=kwok",
+	args := []string{"--kubeconfig=" + e.Kubeconfig, "--namespace=" + e.Namespace, "--cloud-provider=kwok", "--kwok-provider-enabled",
 		"--cloud-config=" + path, "--kube-client-qps=200", "--kube-client-burst=400"}
 
 	// Steady state: the kwok provider creates the nodes (initialSize) in a

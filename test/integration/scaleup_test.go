@@ -65,7 +65,7 @@ func clusterCapacity(e *framework.Env) (nodes int, cores int64) {
 
 // scaleUpArgs are the autoscaler's arguments for a config-only kwok provider.
 func scaleUpArgs(e *framework.Env, configPath string, extra ...string) []string {
-	args := []string{"--kubeconfig=" + e.Kubeconfig, "--namespace=" + e.Namespace, "--cloud-provider=kwok",
+	args := []string{"--kubeconfig=" + e.Kubeconfig, "--namespace=" + e.Namespace, "--cloud-provider=kwok", "--kwok-provider-enabled",
 		"--cloud-config=" + configPath, "--scan-interval=1s", "--v=4"}
 	return append(args, extra...)
 }

@@ -121,7 +121,7 @@ nodeGroups:
     labels: {pool: base}
     capacity: {cpu: "%[2]s", memory: %[3]s, pods: "110"}
 `, nodes, shrinkNodeCPU.String(), shrinkNodeMem.String()))
-	args := []string{"--kubeconfig=" + e.Kubeconfig, "--namespace=" + e.Namespace, "--cloud-provider=kwok",
+	args := []string{"--kubeconfig=" + e.Kubeconfig, "--namespace=" + e.Namespace, "--cloud-provider=kwok", "--kwok-provider-enabled",
 		"--cloud-config=" + path, "--kube-client-qps=200", "--kube-client-burst=400"}
 
 	setupStart := time.Now()

@@ -78,7 +78,7 @@ nodeGroups:
     capacity: {cpu: "4", memory: 16Gi, pods: "110"}
 `, group, framework.TestNamespaceLabel, e.Namespace))
 	p := startAutoscaler(b, "autoscaler", "--kubeconfig="+e.Kubeconfig, "--namespace="+e.Namespace,
-		"--cloud-provider=kwok", "--cloud-config="+path, "--v=2",
+		"--cloud-provider=kwok", "--kwok-provider-enabled", "--cloud-config="+path, "--v=2",
 		"--scale-down-unneeded-time=30s", "--scale-down-delay-after-add=30s")
 	defer func() {
 		if path := os.Getenv("SOAK_LOG"); path != "" {

@@ -72,7 +72,10 @@ func run(ctx context.Context, f flags) error {
 		return err
 	}
 	factory := informers.NewSharedInformerFactory(client, 0)
-	opts := config.Options{CloudConfig: f.kwokConfig, Namespace: f.namespace}
+	// Running this server is the explicit request for the kwok provider
+	// (the chart deploys it only with externalGRPC.exampleServer.enabled):
+	// it opts in, as --kwok-provider-enabled does for the autoscaler.
+	opts := config.Options{CloudConfig: f.kwokConfig, Namespace: f.namespace, KwokProviderEnabled: true}
 	provider, err := kwok.Build(ctx, cloudprovider.BuildOptions{Options: opts, KubeClient: client, InformerFactory: factory})
 	if err != nil {
 		return fmt.Errorf("building the kwok provider: %w", err)
