@@ -36,7 +36,7 @@ func TestExplainCommandAttemptsNoWrite(t *testing.T) {
 		}
 		return false, nil
 	})
-	args := []string{"--kubeconfig=" + e.Kubeconfig, "--namespace=" + e.Namespace, "--cloud-provider=kwok",
+	args := []string{"--kubeconfig=" + e.Kubeconfig, "--namespace=" + e.Namespace, "--cloud-provider=kwok", "--kwok-provider-enabled",
 		"--cloud-config=" + path, "--scale-down-unneeded-time=0s", "--scale-down-delay-after-add=0s", "--v=2"}
 	for _, output := range []string{"text", "json"} {
 		out, logs, code := runExplain(t, append([]string{"node", node, "-o", output}, args...)...)
