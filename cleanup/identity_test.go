@@ -14,38 +14,6 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
-// nodeRefProvider matches Nodes to instances by its own rule (as Cluster
-// API does by a Machine's nodeRef): refs names each Node's instance.
-type nodeRefProvider struct {
-	*fakeprovider.Provider
-	refs map[string]string
-}
-
-func (p nodeRefProvider) InstanceOfNode(_ context.Context, n *apiv1.Node) (string, bool, error) {
-	if id, ok := p.refs[n.Name]; ok {
-		return id, true, nil
-	}
-	return n.Spec.ProviderID, n.Spec.ProviderID != "", nil // by provider ID for the rest
-}
-
-// NodeGroupForNode finds the group by the same matching.
-func (p nodeRefProvider) NodeGroupForNode(ctx context.Context, n *apiv1.Node) (cloudprovider.NodeGroup, error) {
-	if g, err := p.Provider.NodeGroupForNode(ctx, n); g != nil || err != nil {
-		return g, err
-	}
-	id := p.refs[n.Name]
-	groups, _ := p.NodeGroups(ctx)
-	for _, g := range groups {
-		instances, _ := g.Nodes(ctx)
-		for _, in := range instances {
-			if in.Id == id {
-				return g, nil
-			}
-		}
-	}
-	return nil, nil
-}
-
 func readyNodeWithID(name, providerID string) *apiv1.Node {
 	return &apiv1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(t0.Add(-time.Hour))},
 		Spec:   apiv1.NodeSpec{ProviderID: providerID},
@@ -75,7 +43,7 @@ func TestInstanceMatchedByItsProviderIsNotUnregistered(t *testing.T) {
 	instances, _ := w.p.NodeGroups(context.Background())
 	listed, _ := instances[0].Nodes(context.Background())
 	w.nodes = append(w.nodes, readyNodeWithID("worker-x", "othercloud:///zone/vm-77"))
-	p := nodeRefProvider{Provider: w.p, refs: map[string]string{"worker-x": listed[3].Id}}
+	p := fakeprovider.Matching{Provider: w.p, Refs: map[string]string{"worker-x": listed[3].Id}}
 	res := w.runWith(t, p)
 	if got := w.deletions(); len(got) != 0 || res.Deleted != 0 {
 		t.Fatalf("deletions %v, want none: the instance has a Node by its provider's matching", got)

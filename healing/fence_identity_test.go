@@ -8,42 +8,8 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	cpfake "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
 )
-
-// nodeRefProvider matches Nodes to instances as Cluster API does through a
-// Machine's nodeRef: refs names, by Node, the instance id its group lists,
-// whatever the Node's own provider ID says.
-type nodeRefProvider struct {
-	*cpfake.Provider
-	refs map[string]string
-}
-
-func (p nodeRefProvider) InstanceOfNode(_ context.Context, n *apiv1.Node) (string, bool, error) {
-	if id, ok := p.refs[n.Name]; ok {
-		return id, true, nil
-	}
-	return n.Spec.ProviderID, n.Spec.ProviderID != "", nil // by provider ID for the rest
-}
-
-// NodeGroupForNode finds the group by the same matching.
-func (p nodeRefProvider) NodeGroupForNode(ctx context.Context, n *apiv1.Node) (cloudprovider.NodeGroup, error) {
-	if g, err := p.Provider.NodeGroupForNode(ctx, n); g != nil || err != nil {
-		return g, err
-	}
-	id := p.refs[n.Name]
-	groups, _ := p.NodeGroups(ctx)
-	for _, g := range groups {
-		instances, _ := g.Nodes(ctx)
-		for _, in := range instances {
-			if in.Id == id {
-				return g, nil
-			}
-		}
-	}
-	return nil, nil
-}
 
 // fenceUntilDeleted runs a heal of a NotReady node with a pod until its
 // instance was deleted by name and the heal fences; standing is the
@@ -71,7 +37,7 @@ func TestFenceWaitsForAnInstanceMatchedByNodeRef(t *testing.T) {
 	f := newFixture(t, Options{Policies: readyPolicy, MaxConcurrent: 1}, readyNode("sick", nil, notReady(5*time.Minute)),
 		readyNode("b", nil), readyNode("c", nil))
 	machine := "fake:///RG/zone/Machine-Of-Sick"
-	p := nodeRefProvider{Provider: f.provider, refs: map[string]string{"sick": machine}}
+	p := cpfake.Matching{Provider: f.provider, Refs: map[string]string{"sick": machine}}
 	// The Machine is being deleted but still stands, listed under its own ID.
 	fenceUntilDeleted(t, New(f.healer.opts, f.client, p, f.events, nil), f, machine)
 	f.loop(3*time.Minute + time.Second)
@@ -86,7 +52,7 @@ func TestFenceWaitsForAnInstanceMatchedByNodeRef(t *testing.T) {
 	if err := g[0].ForceDeleteNodes(context.Background(), []*apiv1.Node{{Spec: apiv1.NodeSpec{ProviderID: machine}}}); err != nil {
 		t.Fatal(err)
 	}
-	delete(p.refs, "sick")
+	delete(p.Refs, "sick")
 	f.loop(3*time.Minute + 2*time.Second)
 	if !hasTaintKey(f.node(t, "sick"), OutOfServiceTaint) {
 		t.Error("node not marked out of service once its instance is gone")
