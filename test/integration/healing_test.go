@@ -286,11 +286,7 @@ func TestNodeHealingReplacesANotReadyNode(t *testing.T) {
 	dumpPods(e)
 	pool, path := healingGroup(e, "notready")
 	hooks := newHookServer(t)
-	hooksFile := filepath.Join(t.TempDir(), "hooks.yaml")
-	if err := os.WriteFile(hooksFile, fmt.Appendf(nil, "hooks:\n- {name: cmdb, url: %q, phases: [heal_start, heal_end]}\n",
-		hooks.URL+"/heal"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	hooksFile := cmdbHooksFile(t, hooks.URL)
 	deployment(e, "web", 2, map[string]string{"pool": pool})
 	p := startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--node-healing-enabled", "--node-healing-hooks-config="+hooksFile,
 		"--node-healing-policy=Ready=False:3s", "--max-pod-eviction-time=5s", "--max-node-provision-time=20s")...)
@@ -444,11 +440,7 @@ func TestNodeHealingKeepsTheOperatorsChanges(t *testing.T) {
 	dumpPods(e)
 	pool, path := healingGroup(e, "keep")
 	hooks := newHookServer(t)
-	hooksFile := filepath.Join(t.TempDir(), "hooks.yaml")
-	if err := os.WriteFile(hooksFile, fmt.Appendf(nil, "hooks:\n- {name: cmdb, url: %q, phases: [heal_start, heal_end]}\n",
-		hooks.URL+"/heal"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	hooksFile := cmdbHooksFile(t, hooks.URL)
 	deployment(e, "web", 2, map[string]string{"pool": pool})
 	two := intstr.FromInt32(2)
 	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: e.Namespace},
@@ -502,4 +494,16 @@ func TestNodeHealingKeepsTheOperatorsChanges(t *testing.T) {
 	if want := healing.PhaseStart + ":," + healing.PhaseEnd + ":" + healing.OutcomeRestored; strings.Join(got, ",") != want {
 		t.Errorf("hook calls for %s = %v, want %s", sick, got, want)
 	}
+}
+
+// cmdbHooksFile writes a hooks config with one hook, cmdb, for heal_start
+// and heal_end at url/heal, and returns its path.
+func cmdbHooksFile(t *testing.T, url string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "hooks.yaml")
+	if err := os.WriteFile(path, fmt.Appendf(nil, "hooks:\n- {name: cmdb, url: %q, phases: [heal_start, heal_end]}\n",
+		url+"/heal"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
