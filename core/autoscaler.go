@@ -367,7 +367,7 @@ func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, 
 		logger.V(2).Info("Pods left pending", "count", len(res.Remaining))
 	}
 	logger.V(2).Info("Scale-up decision", "unschedulable", len(pending), "fitExisting", res.FitExisting,
-		"nominated", res.Nominated, "increases", len(res.Increases), "nodesAdded", added)
+		"increases", len(res.Increases), "nodesAdded", added, "nominated", res.Nominated)
 	return Result{Productive: added > 0 || productive}, session, nil
 }
 

@@ -49,7 +49,7 @@ func startKwokServer(e *framework.Env, bin, name, address, kwokConfig string, ex
 	if address != "" {
 		args = append(args, "--address="+address)
 	}
-	p := startAutoscalerBinary(e.T, bin, name, args...)
+	p := startServerBinary(e.T, bin, name, args...)
 	if address != "" {
 		p.address = address
 	}

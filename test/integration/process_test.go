@@ -48,13 +48,30 @@ func startAutoscalerEnv(t testing.TB, env []string, name string, args ...string)
 	return startAutoscalerProcess(t, autoscalerBinary, env, name, args...)
 }
 
+// startServerBinary runs another program of the project (the example gRPC
+// server) the same way: a free loopback --address plus args, no
+// --explain-address (only the autoscaler has it).
+func startServerBinary(t testing.TB, binary, name string, args ...string) *autoscalerProcess {
+	t.Helper()
+	return startProcess(t, binary, nil, name, false, args...)
+}
+
 func startAutoscalerProcess(t testing.TB, binary string, env []string, name string, args ...string) *autoscalerProcess {
 	t.Helper()
-	addr, explainAddr := framework.FreeAddress(t), framework.FreeAddress(t)
-	p := &autoscalerProcess{t: t, name: name, address: addr, explainAddress: explainAddr, log: &framework.SyncBuffer{},
-		done: make(chan struct{})}
-	// Parallel autoscalers cannot share --explain-address's default port.
-	p.cmd = exec.Command(binary, append([]string{"--address=" + addr, "--explain-address=" + explainAddr}, args...)...)
+	return startProcess(t, binary, env, name, true, args...)
+}
+
+func startProcess(t testing.TB, binary string, env []string, name string, explain bool, args ...string) *autoscalerProcess {
+	t.Helper()
+	addr := framework.FreeAddress(t)
+	p := &autoscalerProcess{t: t, name: name, address: addr, log: &framework.SyncBuffer{}, done: make(chan struct{})}
+	flags := []string{"--address=" + addr}
+	if explain {
+		// Parallel autoscalers cannot share --explain-address's default port.
+		p.explainAddress = framework.FreeAddress(t)
+		flags = append(flags, "--explain-address="+p.explainAddress)
+	}
+	p.cmd = exec.Command(binary, append(flags, args...)...)
 	if env != nil {
 		p.cmd.Env = append(os.Environ(), env...)
 	}
