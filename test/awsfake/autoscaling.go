@@ -156,19 +156,20 @@ func (s *Server) groupARN(name string) string {
 // xmlGroup renders a group.
 func (s *Server) xmlGroup(g *groupState) xmlGroup {
 	out := xmlGroup{
-		AutoScalingGroupName:    g.Name,
-		AutoScalingGroupARN:     s.groupARN(g.Name),
-		LaunchConfigurationName: g.LaunchConfigurationName,
-		MinSize:                 g.Min,
-		MaxSize:                 g.Max,
-		DesiredCapacity:         g.Desired,
-		DefaultCooldown:         300,
-		HealthCheckType:         "EC2",
-		HealthCheckGracePeriod:  300,
-		CreatedTime:             g.created.UTC().Format(asgTimeFormat),
-		VPCZoneIdentifier:       strings.Join(g.Subnets, ","),
-		TerminationPolicies:     []string{"Default"},
-		ServiceLinkedRoleARN:    "arn:aws:iam::" + accountID + ":role/aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling",
+		AutoScalingGroupName:             g.Name,
+		AutoScalingGroupARN:              s.groupARN(g.Name),
+		LaunchConfigurationName:          g.LaunchConfigurationName,
+		MinSize:                          g.Min,
+		MaxSize:                          g.Max,
+		DesiredCapacity:                  g.Desired,
+		DefaultCooldown:                  300,
+		HealthCheckType:                  "EC2",
+		HealthCheckGracePeriod:           300,
+		CreatedTime:                      g.created.UTC().Format(asgTimeFormat),
+		VPCZoneIdentifier:                strings.Join(g.Subnets, ","),
+		TerminationPolicies:              terminationPolicies(g.TerminationPolicies),
+		NewInstancesProtectedFromScaleIn: g.NewInstancesProtectedFromScaleIn,
+		ServiceLinkedRoleARN:             "arn:aws:iam::" + accountID + ":role/aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling",
 	}
 	if g.LaunchTemplate != nil {
 		out.LaunchTemplate = s.xmlLTSpec(*g.LaunchTemplate)
@@ -225,11 +226,12 @@ func (s *Server) xmlLTSpec(spec LaunchTemplateSpec) *xmlLTSpec {
 // xmlGroupInstance renders an instance as a member of its group.
 func (s *Server) xmlGroupInstance(in *Instance, g *groupState) xmlGroupInstance {
 	out := xmlGroupInstance{
-		InstanceID:       in.ID,
-		InstanceType:     in.InstanceType,
-		AvailabilityZone: in.Zone,
-		LifecycleState:   in.Lifecycle,
-		HealthStatus:     "Healthy",
+		InstanceID:           in.ID,
+		InstanceType:         in.InstanceType,
+		AvailabilityZone:     in.Zone,
+		LifecycleState:       in.Lifecycle,
+		HealthStatus:         "Healthy",
+		ProtectedFromScaleIn: in.ProtectedFromScaleIn,
 	}
 	switch {
 	case g.MixedInstances != nil:

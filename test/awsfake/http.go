@@ -57,6 +57,7 @@ var actions = map[string]map[string]handler{
 		"DescribeScalingActivities":           (*Server).describeScalingActivities,
 		"DescribeLaunchConfigurations":        (*Server).describeLaunchConfigurations,
 		"DescribeAutoScalingInstances":        (*Server).describeAutoScalingInstances,
+		"SetInstanceProtection":               (*Server).setInstanceProtection,
 	},
 	svcEC2: {
 		"DescribeInstanceTypes":          (*Server).describeInstanceTypes,
@@ -109,6 +110,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, svc, reqID, aerr)
 		return
 	}
+	if aerr := s.denied(svc, action); aerr != nil {
+		writeError(w, svc, reqID, aerr)
+		return
+	}
+	s.runBeforeCall(action)
 	body, aerr := h(s, r.PostForm)
 	if aerr != nil {
 		writeError(w, svc, reqID, aerr)

@@ -64,6 +64,15 @@ type Group struct {
 	MixedInstances          *MixedInstancesPolicy
 	Subnets                 []string // VPCZoneIdentifier
 	Tags                    map[string]string
+	// TerminationPolicies order the victims of a scale-in: "Default" (also
+	// when empty: the most populated zone's newest instance first, as the
+	// fake always did), "NewestInstance" or "OldestInstance" (the zones are
+	// balanced first either way). Instances protected from scale-in are
+	// never victims.
+	TerminationPolicies []string
+	// NewInstancesProtectedFromScaleIn protects the group's new instances
+	// from scale-in as they launch.
+	NewInstancesProtectedFromScaleIn bool
 }
 
 // Instance is an instance of a group.
@@ -74,6 +83,10 @@ type Instance struct {
 	InstanceType string
 	Lifecycle    string // Pending, InService, Terminating or Terminated
 	Launched     time.Time
+	// ProtectedFromScaleIn keeps the group from choosing the instance when
+	// its desired capacity goes below its active instances
+	// (SetInstanceProtection); terminating it by ID still works.
+	ProtectedFromScaleIn bool
 }
 
 // Lifecycle states of an instance.

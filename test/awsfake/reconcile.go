@@ -80,35 +80,12 @@ func (s *Server) reconcileGroup(g *groupState, now time.Time) {
 			s.launch(g, instanceType, now, len(act))
 		}
 	case len(act) > g.Desired:
-		for _, in := range s.scaleInVictims(act, len(act)-g.Desired) {
+		for _, in := range scaleInVictims(act, len(act)-g.Desired, g.TerminationPolicies) {
 			s.startTermination(in, g, now, fmt.Sprintf(
 				"At %s an instance was taken out of service in response to a difference between desired and actual capacity, shrinking the capacity from %d to %d.",
 				awsTime(now), len(act), g.Desired))
 		}
 	}
-}
-
-// scaleInVictims picks n instances to terminate on scale-in: from the zone
-// with the most instances, the newest first (Pending before InService).
-func (s *Server) scaleInVictims(act []*Instance, n int) []*Instance {
-	left := append([]*Instance(nil), act...)
-	var out []*Instance
-	for range n {
-		perZone := map[string]int{}
-		for _, in := range left {
-			perZone[in.Zone]++
-		}
-		best := -1
-		for i, in := range left {
-			if best < 0 || perZone[in.Zone] > perZone[left[best].Zone] ||
-				(perZone[in.Zone] == perZone[left[best].Zone] && !in.Launched.Before(left[best].Launched)) {
-				best = i
-			}
-		}
-		out = append(out, left[best])
-		left = append(left[:best], left[best+1:]...)
-	}
-	return out
 }
 
 // launch starts one instance of the group.
@@ -121,6 +98,8 @@ func (s *Server) launch(g *groupState, instanceType string, now time.Time, from 
 		InstanceType: instanceType,
 		Lifecycle:    LifecyclePending,
 		Launched:     now,
+
+		ProtectedFromScaleIn: g.NewInstancesProtectedFromScaleIn,
 	}
 	s.instances = append(s.instances, in)
 	s.byID[in.ID] = in

@@ -50,6 +50,8 @@ type Server struct {
 	throttleAcc   int
 	throttled     int
 	startDelay    time.Duration
+	beforeCall    map[string][]func() // action -> hooks (BeforeCall)
+	deny          map[string]bool     // actions answered with AccessDenied (Deny)
 
 	listener net.Listener
 	httpSrv  *http.Server
