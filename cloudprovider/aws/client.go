@@ -26,6 +26,7 @@ type AutoScalingAPI interface {
 	DescribeLaunchConfigurations(ctx context.Context, in *autoscaling.DescribeLaunchConfigurationsInput, opts ...func(*autoscaling.Options)) (*autoscaling.DescribeLaunchConfigurationsOutput, error)
 	SetDesiredCapacity(ctx context.Context, in *autoscaling.SetDesiredCapacityInput, opts ...func(*autoscaling.Options)) (*autoscaling.SetDesiredCapacityOutput, error)
 	TerminateInstanceInAutoScalingGroup(ctx context.Context, in *autoscaling.TerminateInstanceInAutoScalingGroupInput, opts ...func(*autoscaling.Options)) (*autoscaling.TerminateInstanceInAutoScalingGroupOutput, error)
+	SetInstanceProtection(ctx context.Context, in *autoscaling.SetInstanceProtectionInput, opts ...func(*autoscaling.Options)) (*autoscaling.SetInstanceProtectionOutput, error)
 }
 
 // EC2API is what the provider calls of the EC2 client.

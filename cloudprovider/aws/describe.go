@@ -42,6 +42,9 @@ type groupDesc struct {
 // instanceDesc is one instance of a group.
 type instanceDesc struct {
 	ID, Zone, Lifecycle, Type string
+	// Protected is the instance's scale-in protection: the group does not
+	// pick it when its desired capacity goes below its instances.
+	Protected bool
 }
 
 // launchTemplateRef names a launch template version: by ID or Name, and
@@ -139,7 +142,7 @@ func describeGroup(a astypes.AutoScalingGroup) (groupDesc, error) {
 		}
 		seen[id] = true
 		g.Instances = append(g.Instances, instanceDesc{ID: id, Zone: deref(in.AvailabilityZone),
-			Lifecycle: string(in.LifecycleState), Type: deref(in.InstanceType)})
+			Lifecycle: string(in.LifecycleState), Type: deref(in.InstanceType), Protected: deref(in.ProtectedFromScaleIn)})
 	}
 	sort.Slice(g.Instances, func(i, j int) bool { return g.Instances[i].ID < g.Instances[j].ID })
 	for _, t := range a.Tags {

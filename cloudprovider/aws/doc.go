@@ -13,7 +13,8 @@
 // and configurations, mixed-instances policies, node-template tags) and
 // per-group options from tags. It deletes instances only by their id, with
 // TerminateInstanceInAutoScalingGroup, and lowers a desired capacity only
-// where no instance stands behind it.
+// where no instance stands behind it, with the instances protected from
+// scale-in for the length of the call (cancel.go).
 //
 // It must not import the autoscaler's core packages (scaleup, clusterstate,
 // processors...): only cloudprovider and config.

@@ -135,10 +135,9 @@ func (g *NodeGroup) DeleteNodes(ctx context.Context, nodes []*apiv1.Node) error 
 			logger.Info("Placeholders to delete have instances now; nothing cancelled", "nodeGroup", g.Id(), "placeholders", plan.cancel)
 			return nil
 		}
-		if err := g.setDesired(ctx, d.Desired-cancel); err != nil {
+		if err := g.cancelCapacity(ctx, d, d.Desired-cancel); err != nil {
 			return err
 		}
-		logger.Info("Cancelled capacity not launched yet", "nodeGroup", g.Id(), "from", d.Desired, "to", d.Desired-cancel)
 	}
 	return nil
 }
@@ -197,7 +196,8 @@ func (g *NodeGroup) ForceDeleteNodes(context.Context, []*apiv1.Node) error {
 
 // DecreaseTargetSize implements cloudprovider.NodeGroup: it lowers the
 // desired capacity only by capacity with no instance behind it (by a fresh
-// description), so AWS has no instance to pick and terminate.
+// description), with the instances protected from scale-in meanwhile
+// (cancelCapacity), so AWS has no instance to pick and terminate.
 func (g *NodeGroup) DecreaseTargetSize(ctx context.Context, delta int) error {
 	if delta >= 0 {
 		return fmt.Errorf("size decrease of Auto Scaling group %q must be negative, got %d", g.Id(), delta)
@@ -214,11 +214,7 @@ func (g *NodeGroup) DecreaseTargetSize(ctx context.Context, delta int) error {
 	if want < d.Min {
 		return fmt.Errorf("decreasing Auto Scaling group %q by %d would take it below its min %d", g.Id(), -delta, d.Min)
 	}
-	if err := g.setDesired(ctx, want); err != nil {
-		return err
-	}
-	klog.FromContext(ctx).Info("Decreased the desired capacity of an Auto Scaling group", "nodeGroup", g.Id(), "from", d.Desired, "to", want)
-	return nil
+	return g.cancelCapacity(ctx, d, want)
 }
 
 // TemplateNodeInfo implements cloudprovider.NodeGroup: a node of the

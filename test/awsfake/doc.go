@@ -16,7 +16,9 @@
 // ValidationError below min or for an unknown instance,
 // ScalingActivityInProgress for one already terminating),
 // DescribeScalingActivities (newest first; group, activity IDs, MaxRecords,
-// NextToken), DescribeLaunchConfigurations, DescribeAutoScalingInstances.
+// NextToken), DescribeLaunchConfigurations, DescribeAutoScalingInstances,
+// SetInstanceProtection (at most 50 instances, each an active member of the
+// group, else ValidationError and nothing changes).
 // EC2 (2016-11-15): DescribeInstanceTypes (InstanceType.N, MaxResults 5-100,
 // NextToken), DescribeLaunchTemplateVersions (LaunchTemplateId or
 // LaunchTemplateName, LaunchTemplateVersion.N with $Default, $Latest or a
@@ -33,8 +35,10 @@
 // after the start delay; zones go round-robin over the group's subnets; the
 // instance type is the first mixed-instances override, else the launch
 // template version's, else the launch configuration's. A desired capacity
-// below the active instances terminates some (the most populated zone's
-// newest first). Every launch and termination is a scaling activity
+// below the active instances terminates some that are not protected from
+// scale-in (from the most populated zone; the newest first, or the oldest
+// first for a group whose TerminationPolicies start with OldestInstance); with
+// too few unprotected, the rest waits until protection is lifted. Every launch and termination is a scaling activity
 // (InProgress, then Successful). A launch that cannot happen - FailLaunches,
 // or a launch template, version or configuration that does not exist - is a
 // Failed activity whose StatusMessage carries the error code, repeated at
@@ -47,7 +51,10 @@
 // Throttling (Auto Scaling) or 503 RequestLimitExceeded (EC2), codes the
 // SDK's retryer treats as throttling; FailLaunches fails a group's launches
 // with a given code; SetStartDelay keeps instances Pending (and Terminating)
-// for a while. Calls, Throttled and Terminated report what was asked.
+// for a while; Deny answers actions with 403 AccessDenied, as for a policy
+// that lacks them; BeforeCall runs a test's function before an action is
+// handled (to change the world between a client's read and its write).
+// Calls, Throttled and Terminated report what was asked.
 //
 // Requests must carry an AWS Signature Version 4 Authorization header whose
 // credential scope names the server's region and the service: without one
