@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
@@ -87,10 +88,10 @@ func (in *Infra) Sync(ctx context.Context) error {
 }
 
 func (in *Infra) syncMachine(ctx context.Context, tm *unstructured.Unstructured) error {
-	if tm.GetDeletionTimestamp() != nil {
-		return nil
-	}
 	res := in.dyn.Resource(TestGVR(InfraGroup, "TestMachine")).Namespace(in.namespace)
+	if ts := tm.GetDeletionTimestamp(); ts != nil {
+		return in.finishDeletion(ctx, tm, ts.Time)
+	}
 	if reason, _, _ := unstructured.NestedString(tm.Object, "spec", "failReason"); reason != "" {
 		if got, _, _ := unstructured.NestedString(tm.Object, "status", "failureReason"); got != "" {
 			return nil
@@ -113,11 +114,20 @@ func (in *Infra) syncMachine(ctx context.Context, tm *unstructured.Unstructured)
 		return err
 	}
 	providerID := ProviderIDPrefix + in.namespace + "/" + machine.GetName()
-	if err := in.ensureNode(ctx, machine, tm, providerID); err != nil {
+	nodeProviderID := providerID
+	if s, _, _ := unstructured.NestedString(tm.Object, "spec", "nodeProviderIDSpelling"); s == "emptyHost" {
+		nodeProviderID = ProviderIDPrefix + "/" + in.namespace + "/" + machine.GetName()
+	}
+	if err := in.ensureNode(ctx, machine, tm, nodeProviderID); err != nil {
 		return err
 	}
-	if id, _, _ := unstructured.NestedString(tm.Object, "spec", "providerID"); id == "" {
+	id, _, _ := unstructured.NestedString(tm.Object, "spec", "providerID")
+	delay, _, _ := unstructured.NestedString(tm.Object, "spec", "deletionDelay")
+	if hold := delay != "" && !slices.Contains(tm.GetFinalizers(), deletionDelayFinalizer); id == "" || hold {
 		_ = unstructured.SetNestedField(tm.Object, providerID, "spec", "providerID")
+		if hold {
+			tm.SetFinalizers(append(tm.GetFinalizers(), deletionDelayFinalizer))
+		}
 		if tm, err = res.Update(ctx, tm, metav1.UpdateOptions{}); err != nil {
 			return err
 		}
@@ -125,6 +135,29 @@ func (in *Infra) syncMachine(ctx context.Context, tm *unstructured.Unstructured)
 	tm.Object["status"] = map[string]any{"initialization": map[string]any{"provisioned": true}, "ready": true,
 		"addresses": []any{map[string]any{"type": "InternalIP", "address": "127.0.0.1"}}}
 	_, err = res.UpdateStatus(ctx, tm, metav1.UpdateOptions{})
+	return err
+}
+
+// deletionDelayFinalizer holds a deleted infrastructure machine for its
+// spec.deletionDelay.
+const deletionDelayFinalizer = "test.infrastructure.cluster.x-k8s.io/deletion-delay"
+
+// finishDeletion lets a deleted infrastructure machine go once its
+// deletion delay has passed since it was deleted.
+func (in *Infra) finishDeletion(ctx context.Context, tm *unstructured.Unstructured, since time.Time) error {
+	if !slices.Contains(tm.GetFinalizers(), deletionDelayFinalizer) {
+		return nil
+	}
+	raw, _, _ := unstructured.NestedString(tm.Object, "spec", "deletionDelay")
+	delay, err := time.ParseDuration(raw)
+	if err != nil {
+		return fmt.Errorf("TestMachine %s: deletionDelay: %w", tm.GetName(), err)
+	}
+	if time.Since(since) < delay {
+		return nil
+	}
+	tm.SetFinalizers(slices.DeleteFunc(tm.GetFinalizers(), func(f string) bool { return f == deletionDelayFinalizer }))
+	_, err = in.dyn.Resource(TestGVR(InfraGroup, "TestMachine")).Namespace(in.namespace).Update(ctx, tm, metav1.UpdateOptions{})
 	return err
 }
 

@@ -3,6 +3,7 @@ package capi
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apiv1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -96,6 +97,17 @@ type Machine struct {
 	CPU, Memory string
 	Labels      map[string]string
 	FailReason  string
+	// NodeProviderIDSpelling "emptyHost" writes the Nodes' provider IDs
+	// with an empty host (capitest:///<namespace>/<name>) while the
+	// infrastructure machine says capitest://<namespace>/<name>, as clouds
+	// whose Nodes spell their IDs otherwise than their machines do.
+	// Cluster API matches a Node to its Machine by the exact provider ID,
+	// so such a Machine never gets a status.nodeRef.
+	NodeProviderIDSpelling string
+	// DeletionDelay keeps a deleted infrastructure machine (and so its
+	// Machine, which waits for it) for that long, as a cloud that takes
+	// time to terminate a VM.
+	DeletionDelay time.Duration
 }
 
 // CreateMachineTemplate creates a TestMachineTemplate; a non-nil
@@ -112,6 +124,12 @@ func CreateMachineTemplate(ctx context.Context, dyn dynamic.Interface, namespace
 	}
 	if m.FailReason != "" {
 		spec["failReason"] = m.FailReason
+	}
+	if m.NodeProviderIDSpelling != "" {
+		spec["nodeProviderIDSpelling"] = m.NodeProviderIDSpelling
+	}
+	if m.DeletionDelay > 0 {
+		spec["deletionDelay"] = m.DeletionDelay.String()
 	}
 	res := dyn.Resource(TestGVR(InfraGroup, "TestMachineTemplate")).Namespace(namespace)
 	created, err := res.Create(ctx, &unstructured.Unstructured{Object: map[string]any{

@@ -55,9 +55,10 @@ func partitionNode(e *framework.Env, name string) {
 }
 
 // secondCopyWatch watches the namespace's pods for a new pod named name (a
-// UID other than first's) and checks, the moment it appears, that the node
-// the first copy ran on is gone: a second copy while that node may still run
-// the first would be two copies of one StatefulSet pod at once.
+// UID other than first's) and checks, the moment it appears, that the
+// machine the first copy ran on is gone (stands says whether it is; by
+// default, whether its Node exists): a second copy while that machine may
+// still run the first would be two copies of one StatefulSet pod at once.
 type secondCopyWatch struct {
 	mu        sync.Mutex
 	second    *apiv1.Pod
@@ -65,6 +66,18 @@ type secondCopyWatch struct {
 }
 
 func watchSecondCopy(e *framework.Env, first *apiv1.Pod) *secondCopyWatch {
+	return watchSecondCopyWhile(e, first, func(ctx context.Context) string {
+		_, err := e.Client.CoreV1().Nodes().Get(ctx, first.Spec.NodeName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return ""
+		}
+		return fmt.Sprintf("node %s, which may still run the first, exists (get: %v)", first.Spec.NodeName, err)
+	})
+}
+
+// watchSecondCopyWhile is watchSecondCopy with stands telling whether the
+// first copy's machine may still stand ("" when it is gone for sure).
+func watchSecondCopyWhile(e *framework.Env, first *apiv1.Pod, stands func(ctx context.Context) string) *secondCopyWatch {
 	w := &secondCopyWatch{}
 	ctx, cancel := context.WithCancel(context.Background())
 	e.T.Cleanup(cancel)
@@ -80,13 +93,12 @@ func watchSecondCopy(e *framework.Env, first *apiv1.Pod) *secondCopyWatch {
 			if !ok || ev.Type == watch.Deleted || p.UID == first.UID {
 				continue
 			}
-			_, err := e.Client.CoreV1().Nodes().Get(ctx, first.Spec.NodeName, metav1.GetOptions{})
+			standing := stands(ctx)
 			w.mu.Lock()
 			if w.second == nil {
 				w.second = p.DeepCopy()
-				if !apierrors.IsNotFound(err) {
-					w.violation = fmt.Sprintf("a second %s (%s) was created while node %s, which may still run the first, exists (get: %v)",
-						p.Name, p.UID, first.Spec.NodeName, err)
+				if standing != "" {
+					w.violation = fmt.Sprintf("a second %s (%s) was created while %s", p.Name, p.UID, standing)
 				}
 			}
 			w.mu.Unlock()

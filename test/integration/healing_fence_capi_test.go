@@ -1,0 +1,105 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"k8s.io/autoscaler/cluster-autoscaler/test/capi"
+	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+)
+
+// TestNodeHealingFenceOnClusterAPIWithNodesSpeltOtherwise: the partitioned
+// StatefulSet-with-volume heal on real Cluster API controllers, where the
+// Nodes spell their provider IDs with an empty host (capitest:///ns/name)
+// while the Machines say capitest://ns/name, and a deleted machine's VM takes
+// 60 s to go. Cluster API matches Nodes by the exact provider ID, so these
+// Machines never get a nodeRef and Cluster API never deletes their Nodes:
+// only the autoscaler's provider, which matches the normalised ID, ties the
+// Node to its Machine. The fence must wait for that Machine to be gone
+// before the node is marked out of service; the second copy of the pod may
+// appear only once the first one's Machine no longer exists.
+func TestNodeHealingFenceOnClusterAPIWithNodesSpeltOtherwise(t *testing.T) {
+	e := framework.New(t)
+	dumpPods(e)
+	dyn := startCAPI(e)
+	md := framework.UniqueName("fence")
+	zone := "zone-" + e.Namespace
+	createMD(e, dyn, md, capi.Machine{CPU: "2", Memory: "8Gi", Labels: map[string]string{zoneLabel: zone},
+		NodeProviderIDSpelling: "emptyHost", DeletionDelay: 60 * time.Second}, 1, capiSizes(1, 4), nil)
+	class := zonalStorage(e, zone, 1)
+	statefulSet(e, "db", md, class, 1, "1500m")
+	startAutoscaler(t, "autoscaler", capiArgs(e, "--node-healing-enabled",
+		"--node-healing-policy=Ready=False:3s", "--node-healing-policy=Ready=Unknown:3s",
+		"--max-pod-eviction-time=5s", "--max-node-provision-time=90s")...)
+	var first *apiv1.Pod
+	e.Eventually(120*time.Second, "db-0 Running", func(ctx context.Context) (bool, error) {
+		p, err := e.Client.CoreV1().Pods(e.Namespace).Get(ctx, "db-0", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		first = p
+		return p.Status.Phase == apiv1.PodRunning && p.Spec.NodeName != "", nil
+	})
+	old := first.Spec.NodeName
+	node, err := e.Client.CoreV1().Nodes().Get(e.Context(), old, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	machines, err := machinesOf(e.Context(), e, dyn, md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := machines[old]
+	if m == nil {
+		t.Fatalf("node %s has no Machine of the same name", old)
+	}
+	// What makes the case: the IDs differ, and Cluster API did not tie them.
+	machineID := machineProviderID(m.Object)
+	if machineID == "" || machineID == node.Spec.ProviderID {
+		t.Fatalf("Machine provider ID %q, Node's %q: want both set and spelt differently", machineID, node.Spec.ProviderID)
+	}
+	if ref, ok := m.Object["status"].(map[string]any)["nodeRef"]; ok && ref != nil {
+		t.Fatalf("Machine %s has nodeRef %v: the test needs a Machine Cluster API could not tie to its Node", old, ref)
+	}
+
+	copies := watchSecondCopyWhile(e, first, func(ctx context.Context) string {
+		_, err := dyn.Resource(capi.GVR("machines")).Namespace(e.Namespace).Get(ctx, old, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return ""
+		}
+		return fmt.Sprintf("Machine %s, whose VM may still run the first, exists (get: %v)", old, err)
+	})
+	partitionNode(e, old)
+	e.Eventually(240*time.Second, "db-0 Running again on another node", func(ctx context.Context) (bool, error) {
+		p, err := e.Client.CoreV1().Pods(e.Namespace).Get(ctx, "db-0", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		return p.UID != first.UID && p.Status.Phase == apiv1.PodRunning && p.Spec.NodeName != old, nil
+	})
+	copies.mu.Lock()
+	violation, second := copies.violation, copies.second
+	copies.mu.Unlock()
+	if violation != "" {
+		t.Fatal(violation)
+	}
+	if second == nil {
+		t.Fatal("the watch never saw the second db-0")
+	}
+	e.Eventually(60*time.Second, "HealSucceeded on "+old, func(ctx context.Context) (bool, error) {
+		ev, err := nodeEvents(ctx, e, old)
+		return err == nil && ev["HealSucceeded"] != "", err
+	})
+}
+
+func machineProviderID(obj map[string]any) string {
+	spec, _ := obj["spec"].(map[string]any)
+	id, _ := spec["providerID"].(string)
+	return id
+}
