@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	apiv1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -37,15 +36,7 @@ func TestNodeHealingFenceOnClusterAPIWithNodesSpeltOtherwise(t *testing.T) {
 	startAutoscaler(t, "autoscaler", capiArgs(e, "--node-healing-enabled",
 		"--node-healing-policy=Ready=False:3s", "--node-healing-policy=Ready=Unknown:3s",
 		"--max-pod-eviction-time=5s", "--max-node-provision-time=90s")...)
-	var first *apiv1.Pod
-	e.Eventually(120*time.Second, "db-0 Running", func(ctx context.Context) (bool, error) {
-		p, err := e.Client.CoreV1().Pods(e.Namespace).Get(ctx, "db-0", metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		first = p
-		return p.Status.Phase == apiv1.PodRunning && p.Spec.NodeName != "", nil
-	})
+	first := runningPod(e, "db-0")
 	old := first.Spec.NodeName
 	node, err := e.Client.CoreV1().Nodes().Get(e.Context(), old, metav1.GetOptions{})
 	if err != nil {
@@ -76,26 +67,7 @@ func TestNodeHealingFenceOnClusterAPIWithNodesSpeltOtherwise(t *testing.T) {
 		return fmt.Sprintf("Machine %s, whose VM may still run the first, exists (get: %v)", old, err)
 	})
 	partitionNode(e, old)
-	e.Eventually(240*time.Second, "db-0 Running again on another node", func(ctx context.Context) (bool, error) {
-		p, err := e.Client.CoreV1().Pods(e.Namespace).Get(ctx, "db-0", metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		return p.UID != first.UID && p.Status.Phase == apiv1.PodRunning && p.Spec.NodeName != old, nil
-	})
-	copies.mu.Lock()
-	violation, second := copies.violation, copies.second
-	copies.mu.Unlock()
-	if violation != "" {
-		t.Fatal(violation)
-	}
-	if second == nil {
-		t.Fatal("the watch never saw the second db-0")
-	}
-	e.Eventually(60*time.Second, "HealSucceeded on "+old, func(ctx context.Context) (bool, error) {
-		ev, err := nodeEvents(ctx, e, old)
-		return err == nil && ev["HealSucceeded"] != "", err
-	})
+	healedOnce(e, first, copies)
 }
 
 func machineProviderID(obj map[string]any) string {

@@ -152,37 +152,52 @@ func fencePartitionedNode(t *testing.T, faults, provision string) {
 	startAutoscaler(t, "autoscaler", scaleUpArgs(e, path, "--node-healing-enabled",
 		"--node-healing-policy=Ready=False:3s", "--node-healing-policy=Ready=Unknown:3s",
 		"--max-pod-eviction-time=5s", "--max-node-provision-time="+provision)...)
+	first := runningPod(e, "db-0")
+	old := first.Spec.NodeName
+	copies := watchSecondCopy(e, first)
+	partitionNode(e, old)
+	healedOnce(e, first, copies)
+	if _, err := e.Client.CoreV1().Nodes().Get(e.Context(), old, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("node %s still exists after its heal (get: %v)", old, err)
+	}
+}
+
+// runningPod waits for the namespace's pod name to run on a node.
+func runningPod(e *framework.Env, name string) *apiv1.Pod {
+	e.T.Helper()
 	var first *apiv1.Pod
-	e.Eventually(120*time.Second, "db-0 Running", func(ctx context.Context) (bool, error) {
-		p, err := e.Client.CoreV1().Pods(e.Namespace).Get(ctx, "db-0", metav1.GetOptions{})
+	e.Eventually(120*time.Second, name+" Running", func(ctx context.Context) (bool, error) {
+		p, err := e.Client.CoreV1().Pods(e.Namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
 		first = p
 		return p.Status.Phase == apiv1.PodRunning && p.Spec.NodeName != "", nil
 	})
-	old := first.Spec.NodeName
-	copies := watchSecondCopy(e, first)
-	partitionNode(e, old)
+	return first
+}
 
-	e.Eventually(240*time.Second, "db-0 Running again on another node", func(ctx context.Context) (bool, error) {
-		p, err := e.Client.CoreV1().Pods(e.Namespace).Get(ctx, "db-0", metav1.GetOptions{})
+// healedOnce waits for the second copy of first to run on another node,
+// fails on a second copy the watch saw too early, and waits for the heal
+// of first's node to end with HealSucceeded.
+func healedOnce(e *framework.Env, first *apiv1.Pod, copies *secondCopyWatch) {
+	e.T.Helper()
+	old := first.Spec.NodeName
+	e.Eventually(240*time.Second, first.Name+" Running again on another node", func(ctx context.Context) (bool, error) {
+		p, err := e.Client.CoreV1().Pods(e.Namespace).Get(ctx, first.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
-		return p.UID != first.UID && p.Status.Phase == apiv1.PodRunning, nil
+		return p.UID != first.UID && p.Status.Phase == apiv1.PodRunning && p.Spec.NodeName != old, nil
 	})
 	copies.mu.Lock()
 	violation, second := copies.violation, copies.second
 	copies.mu.Unlock()
 	if violation != "" {
-		t.Fatal(violation)
+		e.T.Fatal(violation)
 	}
 	if second == nil {
-		t.Fatal("the watch never saw the second db-0")
-	}
-	if _, err := e.Client.CoreV1().Nodes().Get(e.Context(), old, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("node %s still exists after its heal (get: %v)", old, err)
+		e.T.Fatalf("the watch never saw the second %s", first.Name)
 	}
 	e.Eventually(60*time.Second, "HealSucceeded on "+old, func(ctx context.Context) (bool, error) {
 		ev, err := nodeEvents(ctx, e, old)
