@@ -50,16 +50,37 @@ func (o *Options) Warnings() []string { return o.validate().warns }
 
 func (o *Options) validate() *validator {
 	v := &validator{}
+	o.validateClient(v)
+	o.validateLeaderElection(v)
+	o.validateExplain(v)
+	o.validateLoop(v)
+	o.validateProvider(v)
+	o.validateClusterLimits(v)
+	o.validateExpanders(v)
+	o.validateScaleUp(v)
+	o.validateNodeGroupDefaults(v)
+	o.validateScaleDown(v)
+	v.check(dnsSubdomain.MatchString(o.StatusConfigMapName) && len(o.StatusConfigMapName) <= 253,
+		"--status-config-map-name", "%q is not a valid ConfigMap name", o.StatusConfigMapName)
+	o.validateProvReq(v)
+	o.validateCleanup(v)
+	o.validateProvReqLifetimes(v)
+	v.check(o.EnableDynamicResourceAllocation, "--enable-dynamic-resource-allocation", "is locked to true")
+	return v
+}
 
+// validateClient checks the API server client.
+func (o *Options) validateClient(v *validator) {
 	v.check(o.Address != "", "--address", "must not be empty")
 	v.odd(dnsLabel.MatchString(o.Namespace), "--namespace", "%q is not a valid namespace name: the status ConfigMap, the Lease and the events there will fail", o.Namespace)
 	v.check(o.KubeClientQPS > 0 && !math.IsInf(o.KubeClientQPS, 1), "--kube-client-qps", "must be positive and finite, got %v", o.KubeClientQPS)
 	v.check(o.KubeClientBurst > 0, "--kube-client-burst", "must be positive, got %d", o.KubeClientBurst)
 	v.check(slices.Contains([]string{"application/vnd.kubernetes.protobuf", "application/json"}, o.KubeAPIContentType),
 		"--kube-api-content-type", "must be application/vnd.kubernetes.protobuf or application/json, got %q", o.KubeAPIContentType)
-	o.validateLeaderElection(v)
-	o.validateExplain(v)
+}
 
+// validateLoop checks the loop's timing, liveness and heap.
+func (o *Options) validateLoop(v *validator) {
 	v.positive(o.ScanInterval, "--scan-interval")
 	v.nonNegative(o.ScaleUpBatchIdle, "--scale-up-batch-idle-duration")
 	v.nonNegative(o.ScaleUpBatchMax, "--scale-up-batch-max-duration")
@@ -70,7 +91,10 @@ func (o *Options) validate() *validator {
 	v.positive(o.MaxStartupTime, "--max-startup-time")
 	v.check(o.HeapHeadroomRatio >= 0 && !math.IsInf(o.HeapHeadroomRatio, 1), "--heap-headroom-ratio",
 		"must be zero (off) or positive and finite, got %v", o.HeapHeadroomRatio)
+}
 
+// validateProvider checks the cloud provider and its node groups.
+func (o *Options) validateProvider(v *validator) {
 	v.check(o.CloudProvider != "", "--cloud-provider", "must not be empty")
 	// Only the kwok provider reads it; with another provider it is a values
 	// file of a kwok cluster applied to another (or the reverse).
@@ -81,6 +105,10 @@ func (o *Options) validate() *validator {
 			v.add("--nodes", "%v", err)
 		}
 	}
+}
+
+// validateClusterLimits checks the cluster-wide limits: nodes, cores, memory and GPUs.
+func (o *Options) validateClusterLimits(v *validator) {
 	v.check(o.MaxNodesTotal >= 0, "--max-nodes-total", "must not be negative, got %d", o.MaxNodesTotal)
 	v.check(o.Cores.Min >= 0 && o.Cores.Max >= o.Cores.Min, "--cores-total", "want 0 <= min <= max, got %s", o.Cores)
 	// The limits are used in millicores and bytes: larger values would
@@ -97,7 +125,10 @@ func (o *Options) validate() *validator {
 		v.check(g.Type != "" && g.Min >= 0 && g.Max >= g.Min, "--gpu-total", "want <gpu_type>:<min>:<max> with 0 <= min <= max, got %+v", g)
 		gpuTypes[g.Type] = true
 	}
-	o.validateExpanders(v)
+}
+
+// validateScaleUp checks the scale-up: its size and time budgets, balancing, back-off, cluster health and schedulers.
+func (o *Options) validateScaleUp(v *validator) {
 	v.check(o.MaxNodesPerScaleUp > 0, "--max-nodes-per-scaleup", "must be positive, got %d", o.MaxNodesPerScaleUp)
 	v.positive(o.MaxNodeGroupBinpackingDuration, "--max-nodegroup-binpacking-duration")
 	v.positive(o.MaxBinpackingTime, "--max-binpacking-time")
@@ -125,7 +156,10 @@ func (o *Options) validate() *validator {
 				"%q is not in --allowed-scheduler-names", n)
 		}
 	}
+}
 
+// validateNodeGroupDefaults checks the per-node-group defaults.
+func (o *Options) validateNodeGroupDefaults(v *validator) {
 	d := o.NodeGroupDefaults
 	v.ratio(d.ScaleDownUtilizationThreshold, "--scale-down-utilization-threshold")
 	v.ratio(d.ScaleDownGPUUtilizationThreshold, "--scale-down-gpu-utilization-threshold")
@@ -133,7 +167,10 @@ func (o *Options) validate() *validator {
 	v.nonNegative(d.ScaleDownUnreadyTime, "--scale-down-unready-time")
 	v.positive(d.MaxNodeProvisionTime, "--max-node-provision-time")
 	v.positive(d.MaxNodeStartupTime, "--max-node-startup-time")
+}
 
+// validateScaleDown checks the scale-down: delays, parallelism, drain and deletion.
+func (o *Options) validateScaleDown(v *validator) {
 	v.nonNegative(o.ScaleDownDelayAfterAdd, "--scale-down-delay-after-add")
 	v.nonNegative(o.ScaleDownDelayAfterDelete, "--scale-down-delay-after-delete")
 	v.nonNegative(o.ScaleDownDelayAfterFailure, "--scale-down-delay-after-failure")
@@ -159,10 +196,10 @@ func (o *Options) validate() *validator {
 			v.add("--drain-priority-config", "%v", err)
 		}
 	}
+}
 
-	v.check(dnsSubdomain.MatchString(o.StatusConfigMapName) && len(o.StatusConfigMapName) <= 253,
-		"--status-config-map-name", "%q is not a valid ConfigMap name", o.StatusConfigMapName)
-
+// validateProvReq checks the ProvisioningRequests' back-off, check-capacity batches and booking.
+func (o *Options) validateProvReq(v *validator) {
 	v.positive(o.ProvReqInitialBackoff, "--provisioning-request-initial-backoff-time")
 	v.odd(o.ProvReqMaxBackoff >= o.ProvReqInitialBackoff, "--provisioning-request-max-backoff-time",
 		"%v is below --provisioning-request-initial-backoff-time (%v): the first retry waits the initial time, every later one the maximum", o.ProvReqMaxBackoff, o.ProvReqInitialBackoff)
@@ -170,20 +207,25 @@ func (o *Options) validate() *validator {
 	v.positive(o.CheckCapacityBatchTimebox, "--check-capacity-provisioning-request-batch-timebox")
 	v.check(o.CheckCapacityMaxBatchSize >= 1, "--check-capacity-provisioning-request-max-batch-size", "must be at least 1")
 	v.positive(o.ProvReqBookingTime, "--provisioning-request-booking-time")
+}
+
+// validateCleanup checks the cleanup of broken instances.
+func (o *Options) validateCleanup(v *validator) {
 	v.check(o.UnregisteredBreakerRatio > 0 && o.UnregisteredBreakerRatio <= 1, "--unregistered-nodes-breaker-ratio",
 		"must be in (0, 1], got %v", o.UnregisteredBreakerRatio)
 	v.check(o.UnregisteredBreakerMinimum >= 0, "--unregistered-nodes-breaker-minimum", "must not be negative, got %d",
 		o.UnregisteredBreakerMinimum)
 	v.check(o.MaxBrokenNodeDeletionsPerLoop >= 1, "--max-broken-node-deletions-per-loop", "must be at least 1, got %d",
 		o.MaxBrokenNodeDeletionsPerLoop)
+}
+
+// validateProvReqLifetimes checks the ProvisioningRequests' pod templates, expiry, retention and size.
+func (o *Options) validateProvReqLifetimes(v *validator) {
 	v.check(o.ProvReqTemplateGracePeriod >= 0, "--provisioning-request-pod-template-grace-period", "must not be negative")
 	v.positive(o.ProvReqExpiryTime, "--provisioning-request-expiry-time")
 	v.positive(o.ProvReqRetentionTime, "--provisioning-request-retention-time")
 	v.check(o.ProvReqMaxPods >= 1, "--max-pods-per-provisioning-request", "must be at least 1, got %d", o.ProvReqMaxPods)
-	v.check(o.EnableDynamicResourceAllocation, "--enable-dynamic-resource-allocation", "is locked to true")
-	return v
 }
-
 func (o *Options) validateLeaderElection(v *validator) {
 	le := o.LeaderElection
 	v.check(le.ResourceLock == "leases", "--leader-elect-resource-lock", "only \"leases\" is supported, got %q", le.ResourceLock)

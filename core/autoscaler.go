@@ -139,18 +139,16 @@ func NewAutoscaler(opts config.Options, listers Listers, provider cloudprovider.
 // and is what the processors see of the loop.
 type Observation = processors.Loop
 
-// RunOnce runs the loop's steps in order. Scale-up, scale-down and cleanup
-// are added to this list by the packages that own them.
+// RunOnce runs one loop as a list of steps: observe the cluster, update the
+// cluster state, stop before scaling when the cluster must not be scaled or
+// cleanup or a repair changed it, then scale up, enforce the node groups'
+// minimum sizes and scale down, in one scale-up session. Once the cluster
+// state is updated, the metrics and the status ConfigMap are written
+// whatever the outcome.
 func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (Result, error) {
-	if err := a.refreshCloud(ctx); err != nil {
-		return Result{}, err
-	}
-	obs, err := a.observe(ctx, now)
+	obs, err := a.observeCluster(ctx, now)
 	if err != nil {
 		return Result{}, err
-	}
-	if a.snapshots.wanted() {
-		a.snapshots.deliver(a.snapshot(ctx, obs, now))
 	}
 	if a.explain != nil {
 		a.explain.BeginLoop(obs.Now)
@@ -161,71 +159,18 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (Result, error)
 	}
 	defer a.writeStatus(ctx, obs.Now)
 	defer a.report(ctx, obs)
-	if a.noReadyNodes(ctx, obs.Now) {
-		a.loopStopped(obs, "the cluster has no ready node and --scale-up-from-zero=false")
-		return Result{}, nil
-	}
-	// Cleanup of clearly broken instances goes on even in an unhealthy
-	// cluster, within its caps; when it changed something, the next loop
-	// decides on a fresh observation.
-	if a.cleaner != nil {
-		if res := a.cleaner.Run(ctx, a.state, obs.Now); res.Changed() {
-			klog.FromContext(ctx).V(2).Info("Cleanup changed the cluster; deciding in the next loop", "deleted", res.Deleted,
-				"resized", res.Resized)
-			a.loopStopped(obs, fmt.Sprintf("cleanup deleted %d broken instance(s) and fixed %d group size(s); the next loop decides",
-				res.Deleted, res.Resized))
-			return Result{Productive: true}, nil
-		}
-	}
-	if !a.state.ClusterHealthy() {
-		c := a.state.ClusterCounts()
-		klog.FromContext(ctx).Info("Cluster is unhealthy: too many unready nodes; not scaling", "unready", c.Unready,
-			"longUnregistered", c.LongUnregistered, "registered", c.Registered(),
-			"okTotalUnreadyCount", a.opts.OkTotalUnreadyCount, "maxTotalUnreadyPercentage", a.opts.MaxTotalUnreadyPercentage)
-		a.clusterEvent(apiv1.EventTypeWarning, "ClusterUnhealthy", "Cluster is unhealthy")
-		a.loopStopped(obs, fmt.Sprintf("cluster unhealthy (%d unready and %d long unregistered of %d registered nodes; "+
-			"--ok-total-unready-count=%d, --max-total-unready-percentage=%g)", c.Unready, c.LongUnregistered, c.Registered(),
-			a.opts.OkTotalUnreadyCount, a.opts.MaxTotalUnreadyPercentage))
-		return Result{}, nil
-	}
-	if a.procs.Repair(ctx, obs) {
-		klog.FromContext(ctx).V(2).Info("A repair changed the cluster; deciding in the next loop")
-		a.loopStopped(obs, "a repair changed the cluster; the next loop decides")
-		return Result{Productive: true}, nil
+	if res, stop := a.stopBeforeScaling(ctx, obs); stop {
+		return res, nil
 	}
 	res, session, err := a.runScaleUp(ctx, obs)
 	if err != nil || a.scaleUp == nil {
 		return res, err
 	}
-	if a.opts.EnforceNodeGroupMinSize {
-		if session == nil {
-			session = a.scaleUp.Begin(ctx, a.sessionInput(obs))
-		}
-		if incs := session.EnforceMinSizes(ctx); len(incs) > 0 {
-			res.Productive = true
-		}
-	}
-	if a.scaleDn == nil {
-		return res, nil
-	}
-	if res.Productive {
-		a.scaleDn.ScaledUp(obs.Now)
-	}
-	if session == nil {
-		session = a.scaleUp.Begin(ctx, a.sessionInput(obs))
-	}
-	start := a.clock.Now()
-	a.metrics.UpdateLastActivity(metrics.ActivityScaleDown, obs.Now)
-	n := a.scaleDn.Run(ctx, scaledown.Input{Now: obs.Now, Nodes: obs.Nodes, ScheduledPods: obs.ScheduledPods,
-		State: a.state, Session: session})
-	if a.opts.ScaleDownEnabled {
-		a.state.ScaleDownProbed(obs.Now) // the planner ran (the status' scaleDown.lastProbeTime)
-	}
-	if n > 0 {
+	session, grown := a.enforceMinSizes(ctx, obs, session)
+	res.Productive = res.Productive || grown
+	if a.scaleDn != nil && a.runScaleDown(ctx, obs, session, res.Productive) {
 		res.Productive = true
 	}
-	observeDuration(a.metrics, metrics.FunctionScaleDown, a.clock.Since(start))
-	a.procs.ScaleDownDone(ctx, obs, processors.ScaleDownStatus{RemovalsStarted: n})
 	return res, nil
 }
 
@@ -332,7 +277,6 @@ func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, 
 	if a.scaleUp == nil {
 		return Result{}, nil, nil
 	}
-	logger := klog.FromContext(ctx)
 	pending := a.procs.Pods(ctx, obs)
 	a.recordSetAside(obs.PendingPods, pending)
 	status := processors.ScaleUpStatus{Pods: pending}
@@ -355,10 +299,18 @@ func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, 
 	res := session.ScaleUp(ctx, pending)
 	added := session.Added() - before
 	status.Result, status.Added = res, session.Added()
-	// Failed increases are counted (failed_scale_ups_total) and recorded
-	// (FailedToScaleUpGroup) by the Reporting the orchestrator was given.
+	logScaleUp(ctx, len(pending), res, added)
+	return Result{Productive: added > 0 || productive}, session, nil
+}
+
+// logScaleUp logs the scale-up's failures, the pods it left pending and
+// its decision. Failed increases are counted (failed_scale_ups_total) and
+// recorded (FailedToScaleUpGroup) by the Reporting the orchestrator was
+// given, not here.
+func logScaleUp(ctx context.Context, pending int, res scaleup.Result, added int) {
+	logger := klog.FromContext(ctx)
 	for _, e := range res.Errors {
-		klog.FromContext(ctx).Error(e, "Scale-up failed", "transient", isTransientIncrease(e))
+		logger.Error(e, "Scale-up failed", "transient", isTransientIncrease(e))
 	}
 	if len(res.Remaining) > 0 {
 		for p, reason := range res.Remaining {
@@ -366,9 +318,8 @@ func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, 
 		}
 		logger.V(2).Info("Pods left pending", "count", len(res.Remaining))
 	}
-	logger.V(2).Info("Scale-up decision", "unschedulable", len(pending), "fitExisting", res.FitExisting,
+	logger.V(2).Info("Scale-up decision", "unschedulable", pending, "fitExisting", res.FitExisting,
 		"increases", len(res.Increases), "nodesAdded", added, "nominated", res.Nominated)
-	return Result{Productive: added > 0 || productive}, session, nil
 }
 
 // sessionInput is what every scale-up session of the loop begins with. All
