@@ -5,17 +5,13 @@ import (
 	"fmt"
 	"time"
 
-	apiv1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
@@ -67,8 +63,8 @@ func buildBuffers(ctx context.Context, opts config.Options, restConfig *rest.Con
 	lister := cbclient.NewLister(b.informer.GetIndexer())
 	templateLister := factory.Core().V1().PodTemplates().Lister()
 	if opts.CapacityBufferPodInjectionEnabled {
-		b.injector = capacitybuffers.New(lister, podTemplates{templateLister},
-			bufferStatus{c: c, manager: injectionFieldManager},
+		b.injector = capacitybuffers.New(lister, cbclient.NewPodTemplates(templateLister),
+			cbclient.NewStatusWriter(c, injectionFieldManager),
 			capacitybuffers.WithEventRecorder(recorder), capacitybuffers.WithInjectionLimit(opts.PodInjectionLimit))
 	}
 	if !opts.CapacityBufferControllerEnabled {
@@ -92,14 +88,14 @@ func buildBuffers(ctx context.Context, opts config.Options, restConfig *rest.Con
 	}
 	quotas := factory.Core().V1().ResourceQuotas()
 	copts := []controller.Option{controller.WithEventRecorder(recorder),
-		controller.WithQuotas(resourceQuotas{quotas.Lister()})}
+		controller.WithQuotas(controller.NewResourceQuotas(quotas.Lister()))}
 	if opts.CapacityBufferPodDryRunEnabled {
 		copts = append(copts, controller.WithDryRun(controller.NewDryRunPods(own)))
 	}
 	b.controller = controller.New(lister,
-		bufferTemplates{podTemplates: podTemplates{templateLister}, api: own.CoreV1()},
+		controller.NewAPITemplates(cbclient.NewPodTemplates(templateLister), own.CoreV1()),
 		controller.NewScaleClient(dyn, mapper, factory.Core().V1().Pods().Lister()),
-		bufferStatus{c: c, manager: controller.FieldManager}, copts...)
+		cbclient.NewStatusWriter(c, controller.FieldManager), copts...)
 	if err := m.Registerer().Register(b.controller.Collector()); err != nil {
 		return nil, fmt.Errorf("registering the CapacityBuffer metric: %w", err)
 	}
@@ -179,40 +175,4 @@ func ptrValue[T any](p *T) T {
 		return zero
 	}
 	return *p
-}
-
-// bufferStatus applies a buffer's status as one field manager.
-type bufferStatus struct {
-	c       *cbclient.Client
-	manager string
-}
-
-func (s bufferStatus) ApplyStatus(ctx context.Context, namespace, name string, status v1.CapacityBufferStatus) error {
-	_, err := s.c.CapacityBuffers(namespace).ApplyStatus(ctx, name, status,
-		metav1.ApplyOptions{FieldManager: s.manager, Force: true})
-	return err
-}
-
-// bufferTemplates reads PodTemplates from the cache and writes the ones the
-// controller keeps through the API.
-type bufferTemplates struct {
-	podTemplates
-	api typedcorev1.CoreV1Interface
-}
-
-func (t bufferTemplates) Create(ctx context.Context, pt *apiv1.PodTemplate) (*apiv1.PodTemplate, error) {
-	return t.api.PodTemplates(pt.Namespace).Create(ctx, pt, metav1.CreateOptions{FieldManager: controller.FieldManager})
-}
-
-func (t bufferTemplates) Update(ctx context.Context, pt *apiv1.PodTemplate) (*apiv1.PodTemplate, error) {
-	return t.api.PodTemplates(pt.Namespace).Update(ctx, pt, metav1.UpdateOptions{FieldManager: controller.FieldManager})
-}
-
-// resourceQuotas lists a namespace's ResourceQuotas from the informer cache.
-type resourceQuotas struct {
-	lister corelisters.ResourceQuotaLister
-}
-
-func (q resourceQuotas) List(namespace string) ([]*apiv1.ResourceQuota, error) {
-	return q.lister.ResourceQuotas(namespace).List(labels.Everything())
 }

@@ -5,20 +5,16 @@ import (
 	"fmt"
 	"time"
 
-	apiv1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
-	provreqv1 "k8s.io/autoscaler/cluster-autoscaler/provreq/apis/autoscaling.x-k8s.io/v1"
 	provreqclient "k8s.io/autoscaler/cluster-autoscaler/provreq/client"
 	"k8s.io/autoscaler/cluster-autoscaler/provreq/processor"
 	"k8s.io/autoscaler/cluster-autoscaler/scaleup"
@@ -46,7 +42,7 @@ func buildProvReqProcessor(ctx context.Context, opts config.Options, restConfig 
 		return nil, nil, fmt.Errorf("--enable-provisioning-requests: listing ProvisioningRequests: %w", err)
 	}
 	informer := provreqclient.NewInformer(c, "", time.Hour)
-	var status processor.StatusWriter = provreqStatus{c}
+	var status processor.StatusWriter = provreqclient.NewStatusWriter(c)
 	if wrap.status != nil {
 		status = wrap.status(status)
 	}
@@ -68,7 +64,7 @@ func buildProvReqProcessor(ctx context.Context, opts config.Options, restConfig 
 		MaxNodeProvisionTime:    opts.NodeGroupDefaults.MaxNodeProvisionTime,
 		MaxNodeStartupTime:      opts.NodeGroupDefaults.MaxNodeStartupTime,
 		MaxPodsPerRequest:       opts.ProvReqMaxPods,
-	}, provreqclient.NewLister(informer.GetIndexer()), podTemplates{factory.Core().V1().PodTemplates().Lister()},
+	}, provreqclient.NewLister(informer.GetIndexer()), provreqclient.NewPodTemplates(factory.Core().V1().PodTemplates().Lister()),
 		status, orchestrator.Rollback, processor.WithEventRecorder(recorder), processor.WithMetrics(m),
 		processor.WithRecordStore(records))
 	return p, informer, nil
@@ -90,25 +86,4 @@ func checkCapacityCap(opts config.Options) int {
 		return 0
 	}
 	return opts.CheckCapacityMaxBatchSize
-}
-
-// podTemplates reads PodTemplates from the informer cache.
-type podTemplates struct{ lister corelisters.PodTemplateLister }
-
-// provreqStatus writes request statuses by server-side apply as the
-// autoscaler's field manager, and deletes requests by UID.
-type provreqStatus struct{ c *provreqclient.Client }
-
-func (t podTemplates) Get(namespace, name string) (*apiv1.PodTemplate, error) {
-	return t.lister.PodTemplates(namespace).Get(name)
-}
-
-func (s provreqStatus) ApplyStatus(ctx context.Context, namespace, name string, status provreqv1.ProvisioningRequestStatus) error {
-	_, err := s.c.ProvisioningRequests(namespace).ApplyStatus(ctx, name, status,
-		metav1.ApplyOptions{FieldManager: "cluster-autoscaler", Force: true})
-	return err
-}
-
-func (s provreqStatus) Delete(ctx context.Context, namespace, name string, uid types.UID) error {
-	return s.c.ProvisioningRequests(namespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 }
