@@ -40,7 +40,9 @@ func (t APITemplates) Update(ctx context.Context, pt *apiv1.PodTemplate) (*apiv1
 
 // ResourceQuotas lists a namespace's ResourceQuotas from an informer cache
 // (the controller's Quotas).
-type ResourceQuotas struct{ lister corelisters.ResourceQuotaLister }
+type ResourceQuotas struct {
+	lister corelisters.ResourceQuotaLister
+}
 
 // NewResourceQuotas lists from lister.
 func NewResourceQuotas(lister corelisters.ResourceQuotaLister) ResourceQuotas {

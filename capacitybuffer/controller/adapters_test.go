@@ -55,4 +55,6 @@ func TestAdaptersReadTheCacheAndWriteAsTheController(t *testing.T) {
 
 type getterFunc func(namespace, name string) (*apiv1.PodTemplate, error)
 
-func (f getterFunc) Get(namespace, name string) (*apiv1.PodTemplate, error) { return f(namespace, name) }
+func (f getterFunc) Get(namespace, name string) (*apiv1.PodTemplate, error) {
+	return f(namespace, name)
+}
