@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"k8s.io/autoscaler/cluster-autoscaler/capacityquota"
 	"k8s.io/autoscaler/cluster-autoscaler/cleanup"
@@ -396,7 +397,7 @@ func (w *wiring) watch(ctx context.Context, runner *core.Runner) error {
 	}
 	opts := w.opts
 	replicaSets := w.factory.Apps().V1().ReplicaSets().Lister()
-	if _, err := w.factory.Core().V1().Pods().Informer().AddEventHandler(unschedulablePodTrigger(runner,
+	if _, err := w.factory.Core().V1().Pods().Informer().AddEventHandler(core.UnschedulablePodTrigger(runner, clock.RealClock{},
 		opts.AllowedSchedulerNames, opts.BypassedSchedulerNames, func(pod *apiv1.Pod) bool {
 			// The default processors count a ReplicaSet larger than the
 			// limit in pieces (processors.ReplicaPlans), unless
@@ -408,7 +409,7 @@ func (w *wiring) watch(ctx context.Context, runner *core.Runner) error {
 	}
 	if w.requests != nil {
 		if _, err := w.factory.Core().V1().Nodes().Informer().AddEventHandler(
-			nodeJoinTrigger(runner, w.requests.WaitingForNodes)); err != nil {
+			core.NodeJoinTrigger(runner, w.requests.WaitingForNodes)); err != nil {
 			return fmt.Errorf("watching nodes: %w", err)
 		}
 	}
