@@ -20,6 +20,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider/kwok"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/core"
+	"k8s.io/autoscaler/cluster-autoscaler/leaderlease"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 )
 
@@ -78,7 +79,17 @@ func start(ctx context.Context, opts config.Options) error {
 	if err != nil {
 		return fmt.Errorf("building the leader-election client: %w", err)
 	}
-	return runWithLeaderElection(runCtx, opts, leaseClient, act)
+	le := opts.LeaderElection
+	if le.ResourceNamespace != "" && le.ResourceNamespace != opts.Namespace {
+		// Upstream ignores this flag too; honouring it would put an
+		// upstream replica and this one on different Leases during a
+		// rolling swap, and both would act.
+		logger.Info("Warning: --leader-elect-resource-namespace is ignored, as upstream: the Lease lives in --namespace",
+			"leaderElectResourceNamespace", le.ResourceNamespace, "namespace", opts.Namespace)
+	}
+	return leaderlease.Run(runCtx, leaderlease.Config{Namespace: opts.Namespace, Name: le.ResourceName,
+		LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod},
+		leaseClient, newEventBroadcaster(runCtx, opts), act)
 }
 
 func buildRESTConfig(opts config.Options) (*rest.Config, error) {
