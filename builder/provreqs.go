@@ -1,4 +1,4 @@
-package main
+package builder
 
 import (
 	"context"
@@ -20,13 +20,13 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/scaleup"
 )
 
-// buildProvReqProcessor wires the ProvisioningRequest processor: its typed
+// NewProvReqProcessor wires the ProvisioningRequest processor: its typed
 // client, informer (started by the caller), PodTemplate lister, status
 // writer, the orchestrator's rollback and the ConfigMap that records the
 // all-or-nothing attempts in flight for the next leader.
-func buildProvReqProcessor(ctx context.Context, opts config.Options, restConfig *rest.Config, client kubernetes.Interface,
+func NewProvReqProcessor(ctx context.Context, opts config.Options, restConfig *rest.Config, client kubernetes.Interface,
 	factory informers.SharedInformerFactory, recorder record.EventRecorder, orchestrator *scaleup.Orchestrator,
-	m *metrics.Metrics, wrap provReqWrappers) (*processor.Processor, cache.SharedIndexInformer, error) {
+	m *metrics.Metrics, wrap ProvReqWrappers) (*processor.Processor, cache.SharedIndexInformer, error) {
 	c, err := provreqclient.NewForConfig(restConfig)
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the ProvisioningRequest client: %w", err)
@@ -43,12 +43,12 @@ func buildProvReqProcessor(ctx context.Context, opts config.Options, restConfig 
 	}
 	informer := provreqclient.NewInformer(c, "", time.Hour)
 	var status processor.StatusWriter = provreqclient.NewStatusWriter(c)
-	if wrap.status != nil {
-		status = wrap.status(status)
+	if wrap.Status != nil {
+		status = wrap.Status(status)
 	}
 	var records processor.RecordStore = provreqclient.NewConfigMapRecords(client, opts.Namespace, processor.RecordsConfigMap)
-	if wrap.records != nil {
-		records = wrap.records(records)
+	if wrap.Records != nil {
+		records = wrap.Records(records)
 	}
 	p := processor.New(processor.Options{
 		BookingTime:             opts.ProvReqBookingTime,
@@ -70,11 +70,11 @@ func buildProvReqProcessor(ctx context.Context, opts config.Options, restConfig 
 	return p, informer, nil
 }
 
-// provReqWrappers wrap what the ProvisioningRequest processor writes
+// ProvReqWrappers wrap what the ProvisioningRequest processor writes
 // through (`explain` records it instead); nil members wrap nothing.
-type provReqWrappers struct {
-	status  func(processor.StatusWriter) processor.StatusWriter
-	records func(processor.RecordStore) processor.RecordStore
+type ProvReqWrappers struct {
+	Status  func(processor.StatusWriter) processor.StatusWriter
+	Records func(processor.RecordStore) processor.RecordStore
 }
 
 // checkCapacityCap is how many check-capacity requests one loop answers:

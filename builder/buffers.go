@@ -1,4 +1,4 @@
-package main
+package builder
 
 import (
 	"context"
@@ -31,19 +31,19 @@ import (
 // loop's other status writes (ProvisioningRequests) do.
 const injectionFieldManager = "cluster-autoscaler"
 
-// buffers is the CapacityBuffer wiring: one informer, the loop's injector
+// Buffers is the CapacityBuffer wiring: one informer, the loop's injector
 // (--capacity-buffer-pod-injection-enabled) and the controller
 // (--capacity-buffer-controller-enabled), each nil when its flag is off.
-type buffers struct {
+type Buffers struct {
 	informer   cache.SharedIndexInformer
-	injector   *capacitybuffers.Injector
+	Injector   *capacitybuffers.Injector
 	controller *controller.Controller
 }
 
-// buildBuffers wires what the CapacityBuffer flags ask for; nil when none.
+// NewBuffers wires what the CapacityBuffer flags ask for; nil when none.
 // It fails when the CRD is not served, as --enable-provisioning-requests does.
-func buildBuffers(ctx context.Context, opts config.Options, restConfig *rest.Config,
-	factory informers.SharedInformerFactory, recorder record.EventRecorder, m *metrics.Metrics) (*buffers, error) {
+func NewBuffers(ctx context.Context, opts config.Options, restConfig *rest.Config,
+	factory informers.SharedInformerFactory, recorder record.EventRecorder, m *metrics.Metrics) (*Buffers, error) {
 	if !opts.CapacityBufferControllerEnabled && !opts.CapacityBufferPodInjectionEnabled {
 		return nil, nil
 	}
@@ -59,11 +59,11 @@ func buildBuffers(ctx context.Context, opts config.Options, restConfig *rest.Con
 		}
 		return nil, fmt.Errorf("--capacity-buffer-*: listing CapacityBuffers: %w", err)
 	}
-	b := &buffers{informer: cbclient.NewInformer(c, 0)}
+	b := &Buffers{informer: cbclient.NewInformer(c, 0)}
 	lister := cbclient.NewLister(b.informer.GetIndexer())
 	templateLister := factory.Core().V1().PodTemplates().Lister()
 	if opts.CapacityBufferPodInjectionEnabled {
-		b.injector = capacitybuffers.New(lister, cbclient.NewPodTemplates(templateLister),
+		b.Injector = capacitybuffers.New(lister, cbclient.NewPodTemplates(templateLister),
 			cbclient.NewStatusWriter(c, injectionFieldManager),
 			capacitybuffers.WithEventRecorder(recorder), capacitybuffers.WithInjectionLimit(opts.PodInjectionLimit))
 	}
@@ -119,11 +119,11 @@ func buildBuffers(ctx context.Context, opts config.Options, restConfig *rest.Con
 	return b, nil
 }
 
-// startInformer runs the buffer informer on informerCtx and waits for its
+// StartInformer runs the buffer informer on informerCtx and waits for its
 // cache; with the injector, a buffer whose translation changes asks for a
 // loop at once.
-func (b *buffers) startInformer(ctx, informerCtx context.Context, runner *core.Runner) error {
-	if b.injector != nil {
+func (b *Buffers) StartInformer(ctx, informerCtx context.Context, runner core.LoopTrigger) error {
+	if b.Injector != nil {
 		if _, err := b.informer.AddEventHandler(translationTrigger(runner)); err != nil {
 			return fmt.Errorf("watching CapacityBuffers: %w", err)
 		}
@@ -135,9 +135,9 @@ func (b *buffers) startInformer(ctx, informerCtx context.Context, runner *core.R
 	return nil
 }
 
-// runController runs the controller until ctx ends; the returned function
+// RunController runs the controller until ctx ends; the returned function
 // waits for it to stop.
-func (b *buffers) runController(ctx context.Context) (wait func()) {
+func (b *Buffers) RunController(ctx context.Context) (wait func()) {
 	if b.controller == nil {
 		return func() {}
 	}
@@ -152,7 +152,7 @@ func (b *buffers) runController(ctx context.Context) (wait func()) {
 // translationTrigger asks for a loop when a buffer's translation (template,
 // replicas, readiness) changes, so that its room is provisioned within a
 // loop, not a scan interval later.
-func translationTrigger(r *core.Runner) cache.ResourceEventHandler {
+func translationTrigger(r core.LoopTrigger) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(oldObj, newObj any) {
 			old, ok1 := oldObj.(*v1.CapacityBuffer)
