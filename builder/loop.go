@@ -96,20 +96,7 @@ func NewLoop(ctx, informerCtx context.Context, in Inputs, stack *Stack) (*Loop, 
 	l.State = NewClusterState(opts, dra)
 	statusRef := StatusRef(opts)
 	reporting := core.NewReporting(in.Metrics, in.Provider, in.Recorder, clusterEventsRef(opts))
-	var quotas scaleup.QuotaSource
-	if opts.CapacityQuotasEnabled {
-		src, err := StartCapacityQuotas(ctx, informerCtx, in.RESTConfig, in.Recorder)
-		if err != nil {
-			return nil, nil, err
-		}
-		quotas = src
-		if !in.ReadOnly {
-			WriteQuotaStatus(informerCtx, src, in.Informers)
-		}
-	}
-	l.ScaleUp, l.NamespaceFactory, err = NewScaleUp(ctx, ScaleUpInputs{Opts: opts, Client: in.Client,
-		Informers: in.Informers, Provider: in.Provider, Recorder: in.Recorder, State: l.State, Metrics: in.Metrics,
-		Reporting: reporting, Quotas: quotas, DRA: dra})
+	l.ScaleUp, l.NamespaceFactory, err = newScaleUpWithQuotas(ctx, informerCtx, in, l.State, reporting, dra)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -135,15 +122,9 @@ func NewLoop(ctx, informerCtx context.Context, in Inputs, stack *Stack) (*Loop, 
 	l.Stop = stopLoop
 	stack.Defer(func() { stopLoop(); l.ScaleDown.Wait() })
 	if opts.EnableProvisioningRequests {
-		p, informer, err := NewProvReqProcessor(ctx, opts, in.RESTConfig, in.Client, in.Informers.Factory, in.Recorder,
-			l.ScaleUp, in.Metrics, in.ProvReqs)
-		if err != nil {
+		if l.ProvReqInformer, l.Requests, err = newRequests(ctx, in, l.ScaleUp, l.State); err != nil {
 			return nil, nil, err
 		}
-		if in.Explainer != nil {
-			processor.WithExplainer(in.Explainer)(p)
-		}
-		l.ProvReqInformer, l.Requests = informer, provreqs.New(p, l.State)
 	}
 	if l.Buffers, err = NewBuffers(ctx, opts, in.RESTConfig, in.Informers.Factory, in.Recorder, in.Metrics); err != nil {
 		return nil, nil, err
@@ -160,6 +141,41 @@ func NewLoop(ctx, informerCtx context.Context, in Inputs, stack *Stack) (*Loop, 
 	}
 	l.Options = append(l.Options, core.WithProcessors(procs))
 	return l, loopCtx, nil
+}
+
+// newScaleUpWithQuotas starts the capacity quotas (when enabled; their
+// status is written unless read-only) and wires the orchestrator.
+func newScaleUpWithQuotas(ctx, informerCtx context.Context, in Inputs, state *clusterstate.Registry,
+	reporting *core.Reporting, dra simframework.DRASource) (*scaleup.Orchestrator, informers.SharedInformerFactory, error) {
+	var quotas scaleup.QuotaSource
+	if in.Opts.CapacityQuotasEnabled {
+		src, err := StartCapacityQuotas(ctx, informerCtx, in.RESTConfig, in.Recorder)
+		if err != nil {
+			return nil, nil, err
+		}
+		quotas = src
+		if !in.ReadOnly {
+			WriteQuotaStatus(informerCtx, src, in.Informers)
+		}
+	}
+	return NewScaleUp(ctx, ScaleUpInputs{Opts: in.Opts, Client: in.Client, Informers: in.Informers,
+		Provider: in.Provider, Recorder: in.Recorder, State: state, Metrics: in.Metrics, Reporting: reporting,
+		Quotas: quotas, DRA: dra})
+}
+
+// newRequests wires the ProvisioningRequest processor and the loop's view
+// of the requests; the informer is started by Watch or SyncRequests.
+func newRequests(ctx context.Context, in Inputs, orchestrator *scaleup.Orchestrator,
+	state *clusterstate.Registry) (cache.SharedIndexInformer, *provreqs.Requests, error) {
+	p, informer, err := NewProvReqProcessor(ctx, in.Opts, in.RESTConfig, in.Client, in.Informers.Factory, in.Recorder,
+		orchestrator, in.Metrics, in.ProvReqs)
+	if err != nil {
+		return nil, nil, err
+	}
+	if in.Explainer != nil {
+		processor.WithExplainer(in.Explainer)(p)
+	}
+	return informer, provreqs.New(p, state), nil
 }
 
 // NewClusterState is the cluster state registry; with DRA, a node counts
