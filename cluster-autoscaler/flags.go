@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 	logsapi "k8s.io/component-base/logs/api/v1"
 
+	"k8s.io/autoscaler/cluster-autoscaler/builder"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
@@ -403,7 +404,7 @@ func (c *commandLine) parse(args []string) error {
 	if err := c.validateLogging(); err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := healingOptions(c.opts); err != nil {
+	if _, err := builder.HealingOptions(c.opts); err != nil {
 		errs = append(errs, err)
 	}
 	if err := c.opts.Validate(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/autoscaler/cluster-autoscaler/builder"
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider/clusterapi"
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider/kwok"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
@@ -61,7 +62,7 @@ func FuzzCommandLine(f *testing.F) {
 			}
 			types[g.Type] = true
 		}
-		if _, err := healingOptions(o); err != nil {
+		if _, err := builder.HealingOptions(o); err != nil {
 			t.Fatalf("%q parsed, but its healing options are invalid: %v", args, err)
 		}
 		// The providers read --node-group-auto-discovery and --nodes

@@ -1,13 +1,5 @@
 package main
 
-import (
-	"errors"
-	"fmt"
-
-	"k8s.io/autoscaler/cluster-autoscaler/config"
-	"k8s.io/autoscaler/cluster-autoscaler/healing"
-)
-
 // registerHealing adds the node healing flags (not upstream's).
 func (c *commandLine) registerHealing() {
 	o, fs := &c.opts, c.fs
@@ -26,31 +18,4 @@ func (c *commandLine) registerHealing() {
 		"Report the nodes that would be healed (HealSkipped events, reason DryRun) without touching them. Not upstream.")
 	fs.BoolVar(&o.NodeHealingReplaceFirst, "node-healing-replace-first", o.NodeHealingReplaceFirst,
 		"Ask for the replacement before removing the node when its group is below its max size, so capacity never dips. Not upstream.")
-}
-
-// healingOptions turns the flags into the Healer's options, reading and
-// checking the hooks file; every problem is reported.
-func healingOptions(o config.Options) (healing.Options, error) {
-	h := healing.Options{MaxConcurrent: o.MaxConcurrentHeals, Cooldown: o.NodeHealingCooldown,
-		MaxUnhealthyPercent: o.NodeHealingMaxUnhealthyPercent, DryRun: o.NodeHealingDryRun,
-		ReplaceFirst: o.NodeHealingReplaceFirst, MaxPodEvictionTime: o.MaxPodEvictionTime,
-		MaxNodeProvisionTime: o.NodeGroupDefaults.MaxNodeProvisionTime, Namespace: o.Namespace}
-	var errs []error
-	for _, s := range o.NodeHealingPolicies {
-		p, err := healing.ParsePolicy(s)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--node-healing-policy: %w", err))
-			continue
-		}
-		h.Policies = append(h.Policies, p)
-	}
-	hooks, err := healing.LoadHooks(o.NodeHealingHooksConfig)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	h.Hooks = hooks
-	if err := h.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	return h, errors.Join(errs...)
 }

@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
-	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
+	"k8s.io/autoscaler/cluster-autoscaler/builder"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/core"
 	"k8s.io/autoscaler/cluster-autoscaler/heapgovernor"
@@ -110,8 +110,8 @@ func BenchmarkLoop(b *testing.B) {
 	b.Run("ScaleDown2000", func(b *testing.B) {
 		h := newLoopHarness(b, cluster(b, synthSpec{Nodes: nodes, PodsPerNode: 30, LowNodes: lowNodes}),
 			[]string{"--scale-down-non-empty-candidates-count=0"})
-		h.steadyLoops(b, func(b *testing.B, a *core.Autoscaler, w *wiring) {
-			b.ReportMetric(float64(w.scaleDown.Candidates("")), "unneeded")
+		h.steadyLoops(b, func(b *testing.B, a *core.Autoscaler, l *builder.Loop) {
+			b.ReportMetric(float64(l.ScaleDown.Candidates("")), "unneeded")
 		})
 	})
 }
@@ -170,40 +170,32 @@ func mustAdd(tb testing.TB, store cache.Store, trim *informercache.Trimmer, obj 
 	}
 }
 
-// loop wires a fresh loop on the harness's caches, as runAutoscaler does
-// (but the provider, the events sink and ProvisioningRequests), with extra
-// options after the wiring's. release undoes the wiring; the test's cleanup
-// does it too.
-func (h *loopHarness) loop(tb testing.TB, ctx context.Context, extra ...core.AutoscalerOption) (a *core.Autoscaler, w *wiring, release func()) {
+// loop wires a fresh loop on the harness's caches with the builder, as the
+// binary does (but the provider, the events sink and the API server: the
+// client is the fake, ProvisioningRequests and buffers are off), with extra
+// options after the builder's. release undoes the wiring; the test's
+// cleanup does it too.
+func (h *loopHarness) loop(tb testing.TB, ctx context.Context, extra ...core.AutoscalerOption) (a *core.Autoscaler, l *builder.Loop, release func()) {
 	tb.Helper()
-	w = &wiring{opts: h.opts, client: fake.NewClientset(), m: casmetrics.New(prometheus.NewRegistry()),
-		logger: klog.FromContext(ctx), factory: h.factory, provider: h.provider}
-	w.informerCtx, w.stopInformers = context.WithCancel(ctx)
-	w.onExit(w.stopInformers)
-	w.listers = core.Listers{Nodes: h.factory.Core().V1().Nodes().Lister(), Pods: h.factory.Core().V1().Pods().Lister()}
-	w.recorder = &record.FakeRecorder{}
-	w.state = clusterstate.NewRegistry(w.opts)
-	w.statusRef = &apiv1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: w.opts.Namespace,
-		Name: w.opts.StatusConfigMapName}
-	w.reporting = core.NewReporting(w.m, w.provider, w.recorder, w.statusRef)
-	if err := w.buildScaleUp(ctx); err != nil {
+	stack := &builder.Stack{}
+	m := casmetrics.New(prometheus.NewRegistry())
+	inf := &builder.Informers{Factory: h.factory,
+		Listers: core.Listers{Nodes: h.factory.Core().V1().Nodes().Lister(), Pods: h.factory.Core().V1().Pods().Lister()}}
+	l, _, err := builder.NewLoop(ctx, ctx, builder.Inputs{Opts: h.opts, Client: fake.NewClientset(), Metrics: m,
+		Informers: inf, Provider: h.provider, Recorder: &record.FakeRecorder{}}, stack)
+	if err != nil {
+		stack.Unwind()
 		tb.Fatal(err)
 	}
-	w.buildCleanup()
-	w.buildStatus(ctx, ctx)
-	w.buildScaleDown(ctx)
-	if err := w.buildProcessors(); err != nil {
-		tb.Fatal(err)
-	}
-	held := w // released, so that a loop the benchmark is done with is garbage
+	held := stack // released, so that a loop the benchmark is done with is garbage
 	release = func() {
 		if held != nil {
-			held.unwind()
+			held.Unwind()
 			held = nil
 		}
 	}
 	tb.Cleanup(release)
-	return core.NewAutoscaler(w.opts, w.listers, w.provider, w.m, append(w.loopOpts, extra...)...), w, release
+	return core.NewAutoscaler(h.opts, inf.Listers, h.provider, m, append(l.Options, extra...)...), l, release
 }
 
 // benchNow is the loops' clock: an hour after the fixture's objects were
@@ -211,10 +203,10 @@ func (h *loopHarness) loop(tb testing.TB, ctx context.Context, extra ...core.Aut
 var benchStart = time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)
 
 // steadyLoops times b.N loops of one autoscaler after an untimed first loop.
-func (h *loopHarness) steadyLoops(b *testing.B, after func(*testing.B, *core.Autoscaler, *wiring)) {
+func (h *loopHarness) steadyLoops(b *testing.B, after func(*testing.B, *core.Autoscaler, *builder.Loop)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a, w, release := h.loop(b, ctx)
+	a, l, release := h.loop(b, ctx)
 	defer release()
 	runLoop(b, ctx, a, benchStart)
 	var times []time.Duration
@@ -229,7 +221,7 @@ func (h *loopHarness) steadyLoops(b *testing.B, after func(*testing.B, *core.Aut
 	b.StopTimer()
 	reportLoops(b, times, cpu, heap.stop())
 	if after != nil {
-		after(b, a, w)
+		after(b, a, l)
 	}
 	runtime.KeepAlive(h)
 }

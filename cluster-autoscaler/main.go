@@ -16,6 +16,7 @@ import (
 	_ "golang.org/x/crypto/x509roots/fallback"
 	"k8s.io/klog/v2"
 
+	"k8s.io/autoscaler/cluster-autoscaler/builder"
 	"k8s.io/autoscaler/cluster-autoscaler/heapgovernor"
 )
 
@@ -73,7 +74,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGQUIT)
 	defer stop()
-	if err := start(klog.NewContext(ctx, logger), cl.opts); err != nil {
+	if err := builder.Start(klog.NewContext(ctx, logger), cl.opts); err != nil {
 		logger.Error(err, "Autoscaler stopped")
 		return 1
 	}

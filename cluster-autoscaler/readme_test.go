@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"k8s.io/autoscaler/cluster-autoscaler/builder"
 )
 
 // The README's layout table names every top-level folder of the repository
@@ -45,7 +47,7 @@ func TestREADMELayoutTableNamesEveryFolder(t *testing.T) {
 // providers the binary registers (issue 30: both said kwok was the only one
 // long after others shipped).
 func TestStatusPagesNameTheRegisteredProviders(t *testing.T) {
-	want := newProviderRegistry().Names()
+	want := builder.NewProviderRegistry().Names()
 	for _, page := range []struct{ file, section string }{
 		{"../README.md", "**Status.**"},
 		{"../FAQ.md", "## What does this version do today?"},

@@ -10,40 +10,17 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
-	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/klog/v2"
+
+	"k8s.io/autoscaler/cluster-autoscaler/snapshotdump"
 )
 
-// DebuggingSnapshot is what /snapshotz serves: the cluster as the next loop
-// observed it. The field names are upstream's, so tools that read its
-// snapshots read these.
-type DebuggingSnapshot struct {
-	StartTimestamp time.Time `json:"StartTimestamp"`
-	EndTimestamp   time.Time `json:"EndTimestamp"`
-	// NodeList is every node with the pods bound to it.
-	NodeList []*SnapshotNode `json:"NodeList"`
-	// TemplateNodes are the nodes each node group would add, by group id.
-	TemplateNodes map[string]*SnapshotNode `json:"TemplateNodes"`
-	// PendingPods are the pods not bound to a node (not upstream's: its
-	// snapshot lists only those the simulation could place).
-	PendingPods []*apiv1.Pod `json:"PendingPods"`
-	Error       string       `json:"Error,omitempty"`
-	// The fields below are not upstream's; they let `cluster-autoscaler
-	// explain --snapshot` run the loop on the dump without the cluster or
-	// the cloud. Dumps without them still load (they are optional).
-	SnapshotCloud
-	// Objects are the cluster's objects the loop reads besides nodes and
-	// pods (set when the Snapshotter has an object source).
-	Objects *SnapshotObjects `json:"Objects,omitempty"`
-}
-
-// SnapshotNode is a node and its pods; a template node also has its
-// ResourceSlices (the devices a new node of the group would publish).
-type SnapshotNode struct {
-	Node           *apiv1.Node                  `json:"Node"`
-	Pods           []*apiv1.Pod                 `json:"Pods"`
-	ResourceSlices []*resourceapi.ResourceSlice `json:"ResourceSlices,omitempty"`
-}
+// The dump's types are package snapshotdump's (data only, so that what
+// reads a dump, explain/offline, needs nothing of the loop).
+type (
+	DebuggingSnapshot = snapshotdump.DebuggingSnapshot
+	SnapshotNode      = snapshotdump.SnapshotNode
+)
 
 // Snapshotter hands the next loop's observation to the /snapshotz requests
 // waiting for it (--debugging-snapshot-enabled). A loop with no request

@@ -11,7 +11,9 @@
 //
 // explain is a leaf: it imports only the Kubernetes API types and the
 // standard library, so that the loop's packages (scaleup, scaledown, core)
-// can feed it; it must not import any package of this module. Package main
-// wires it. Its subpackage readonly holds the read-only clients of the
-// `cluster-autoscaler explain` command.
+// can feed it; it must not import any package of this module. Package
+// builder wires it. Its subpackages: readonly holds the read-only clients of
+// the `cluster-autoscaler explain` command, whatif its manifests, offline a
+// /snapshotz dump's provider and objects, and command the command itself
+// (which imports the builder; nothing imports it but package main).
 package explain

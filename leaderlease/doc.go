@@ -13,5 +13,9 @@
 // Release reads the Lease again and clears the holder as long as it is still
 // this replica, whatever happened in between.
 //
+// Run runs the autoscaler while this replica holds the Lease (client-go's
+// elector on InstanceLock), releases it with Release when the autoscaler
+// stops, and tells a lost Lease (ErrLost) from a shutdown.
+//
 // It imports client-go only; nothing of the autoscaler.
 package leaderlease

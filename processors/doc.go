@@ -3,7 +3,7 @@
 // order of its list, and the default processors that implement them.
 //
 // A fork adds behaviour by writing a processor (one file) and adding it to
-// the list that cluster-autoscaler/processors.go composes (one line); the
+// the list that builder/processors.go composes (one line); the
 // loop itself is not edited. See FAQ.md, "How do I extend it in my own
 // build?".
 //

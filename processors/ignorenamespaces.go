@@ -11,7 +11,7 @@ import (
 // some namespaces from triggering a scale-up (a sandbox whose pods may wait,
 // a namespace another autoscaler serves). It is not in the default set: it
 // is the FAQ's example of a fork's processor ("How do I extend it in my own
-// build?"), added with one line in cluster-autoscaler/processors.go. The
+// build?"), added with one line in builder/processors.go. The
 // pods stay pending; scale-down still treats the ones that are scheduled
 // like any other.
 type IgnoreNamespaces struct {

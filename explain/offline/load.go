@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"k8s.io/autoscaler/cluster-autoscaler/core"
+	"k8s.io/autoscaler/cluster-autoscaler/snapshotdump"
 )
 
 // ErrIncomplete: the dump lacks what an offline loop needs.
@@ -18,8 +18,8 @@ var ErrIncomplete = errors.New("the dump cannot be explained offline")
 // autoscaler from before they were recorded) is refused with
 // ErrIncomplete and what it lacks; notes says what a loadable dump lacks
 // that makes the answer less faithful.
-func Load(r io.Reader) (snap *core.DebuggingSnapshot, notes []string, err error) {
-	snap = &core.DebuggingSnapshot{}
+func Load(r io.Reader) (snap *snapshotdump.DebuggingSnapshot, notes []string, err error) {
+	snap = &snapshotdump.DebuggingSnapshot{}
 	dec := json.NewDecoder(r)
 	if err := dec.Decode(snap); err != nil {
 		return nil, nil, fmt.Errorf("decoding the dump: %w", err)
@@ -58,7 +58,7 @@ func Load(r io.Reader) (snap *core.DebuggingSnapshot, notes []string, err error)
 }
 
 // claimsPending tells whether a pending pod of the dump has resource claims.
-func claimsPending(snap *core.DebuggingSnapshot) bool {
+func claimsPending(snap *snapshotdump.DebuggingSnapshot) bool {
 	for _, p := range snap.PendingPods {
 		if p != nil && len(p.Spec.ResourceClaims) > 0 {
 			return true
@@ -69,7 +69,7 @@ func claimsPending(snap *core.DebuggingSnapshot) bool {
 
 // Objects are the dump's Kubernetes objects, for an in-memory client:
 // nodes, their pods, the pending pods and the dump's other objects.
-func Objects(snap *core.DebuggingSnapshot) []runtime.Object {
+func Objects(snap *snapshotdump.DebuggingSnapshot) []runtime.Object {
 	var out []runtime.Object
 	for _, sn := range snap.NodeList {
 		out = append(out, sn.Node.DeepCopy())

@@ -10,7 +10,7 @@ import (
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
-	"k8s.io/autoscaler/cluster-autoscaler/core"
+	"k8s.io/autoscaler/cluster-autoscaler/snapshotdump"
 )
 
 // ErrOffline is what every change asked of the dump's provider fails with.
@@ -19,14 +19,14 @@ var ErrOffline = errors.New("refused: the provider is a /snapshotz dump")
 // Provider is the cloud provider of a dump: its node groups, their sizes,
 // instances and templates, as the loop that took the dump saw them.
 type Provider struct {
-	snap     *core.DebuggingSnapshot
+	snap     *snapshotdump.DebuggingSnapshot
 	groups   []*nodeGroup
 	byID     map[string]*nodeGroup
 	byInstID map[string]*nodeGroup
 }
 
 // NewProvider returns the provider of snap (as Load returned it).
-func NewProvider(snap *core.DebuggingSnapshot) *Provider {
+func NewProvider(snap *snapshotdump.DebuggingSnapshot) *Provider {
 	p := &Provider{snap: snap, byID: map[string]*nodeGroup{}, byInstID: map[string]*nodeGroup{}}
 	for _, sg := range snap.NodeGroups {
 		if sg == nil {
@@ -132,7 +132,7 @@ func (p *Provider) Cleanup(context.Context) error { return nil }
 
 // nodeGroup is one node group of the dump.
 type nodeGroup struct {
-	sg *core.SnapshotNodeGroup
+	sg *snapshotdump.SnapshotNodeGroup
 	p  *Provider
 }
 

@@ -16,13 +16,15 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 )
 
-// forkAnchor is the line of cluster-autoscaler/processors.go after which
-// the FAQ's fork adds its processor.
+// forkAnchor is the line of builder/processors.go after which the FAQ's
+// fork adds its processor.
 const forkAnchor = "processors.ScaleUpDelay{Delay: opts.NewPodScaleUpDelay},"
 
-// buildFork builds a fork of package main that differs from it by one line
-// in the composition root: line is added to the pod-list processors, after
-// forkAnchor (FAQ: "How do I extend it in my own build?").
+// buildFork builds a fork of the binary that differs from it by one line in
+// the composition root (package builder): line is added to the pod-list
+// processors, after forkAnchor (FAQ: "How do I extend it in my own build?").
+// The fork is package main and package builder copied into one folder, main
+// importing the copied builder.
 func buildFork(t *testing.T, line string) string {
 	t.Helper()
 	root, err := framework.RepoRoot()
@@ -36,7 +38,41 @@ func buildFork(t *testing.T, line string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	src := filepath.Join(root, "cluster-autoscaler")
+	const builderPkg = `"k8s.io/autoscaler/cluster-autoscaler/builder"`
+	forkBuilder := `"k8s.io/autoscaler/cluster-autoscaler/_output/` + filepath.Base(dir) + `/builder"`
+	copyPackage(t, filepath.Join(root, "builder"), filepath.Join(dir, "builder"), func(name string, data []byte) []byte {
+		if name != "processors.go" {
+			return data
+		}
+		before := strings.Count(string(data), "\n")
+		if strings.Count(string(data), forkAnchor) != 1 {
+			t.Fatalf("builder/processors.go has no single %q line for the fork to follow", forkAnchor)
+		}
+		data = []byte(strings.Replace(string(data), forkAnchor, forkAnchor+"\n\t\t\t"+line, 1))
+		if after := strings.Count(string(data), "\n"); after != before+1 {
+			t.Fatalf("the fork changed %d lines, want 1", after-before)
+		}
+		return data
+	})
+	copyPackage(t, filepath.Join(root, "cluster-autoscaler"), dir, func(_ string, data []byte) []byte {
+		return []byte(strings.ReplaceAll(string(data), builderPkg, forkBuilder))
+	})
+	bin := filepath.Join(t.TempDir(), "cluster-autoscaler-fork")
+	build := exec.Command("go", "build", "-o", bin, "./"+filepath.Base(dir))
+	build.Dir = filepath.Dir(dir)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the fork: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// copyPackage copies the non-test Go files of the folder src into dst
+// through edit.
+func copyPackage(t *testing.T, src, dst string, edit func(name string, data []byte) []byte) {
+	t.Helper()
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	entries, err := os.ReadDir(src)
 	if err != nil {
 		t.Fatal(err)
@@ -49,27 +85,10 @@ func buildFork(t *testing.T, line string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ent.Name() == "processors.go" {
-			before := strings.Count(string(data), "\n")
-			if strings.Count(string(data), forkAnchor) != 1 {
-				t.Fatalf("cluster-autoscaler/processors.go has no single %q line for the fork to follow", forkAnchor)
-			}
-			data = []byte(strings.Replace(string(data), forkAnchor, forkAnchor+"\n\t\t\t"+line, 1))
-			if after := strings.Count(string(data), "\n"); after != before+1 {
-				t.Fatalf("the fork changed %d lines, want 1", after-before)
-			}
-		}
-		if err := os.WriteFile(filepath.Join(dir, ent.Name()), data, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dst, ent.Name()), edit(ent.Name(), data), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	bin := filepath.Join(t.TempDir(), "cluster-autoscaler-fork")
-	build := exec.Command("go", "build", "-o", bin, "./"+filepath.Base(dir))
-	build.Dir = filepath.Dir(dir)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the fork: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // TestForkAddsAPodListProcessor: the FAQ's example fork (the

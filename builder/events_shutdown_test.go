@@ -1,4 +1,4 @@
-package main
+package builder
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // broadcaster already stopped" on every clean exit (issue 30).
 func TestEventBroadcasterOutlivesTheSignal(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	b := newEventBroadcaster(ctx, config.Defaults())
+	b := NewEventBroadcaster(ctx, config.Defaults())
 	defer b.Shutdown()
 	got := make(chan *apiv1.Event, 1)
 	w := b.StartEventWatcher(func(e *apiv1.Event) {

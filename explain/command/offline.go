@@ -1,8 +1,7 @@
-package main
+package command
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,31 +19,6 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/explain/readonly"
 	simframework "k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
 )
-
-// snapshotArg takes `--snapshot FILE` (or `--snapshot=FILE`) out of args,
-// wherever it is.
-func snapshotArg(args []string) (string, []string, error) {
-	var path string
-	rest := make([]string, 0, len(args))
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--snapshot":
-			if i+1 >= len(args) || args[i+1] == "" {
-				return "", nil, errors.New("--snapshot needs a file")
-			}
-			path = args[i+1]
-			i++
-		case strings.HasPrefix(a, "--snapshot="):
-			if path = strings.TrimPrefix(a, "--snapshot="); path == "" {
-				return "", nil, errors.New("--snapshot needs a file")
-			}
-		default:
-			rest = append(rest, a)
-		}
-	}
-	return path, rest, nil
-}
 
 // offlineSource reads the /snapshotz dump at path: the loop runs on an
 // in-memory client holding the dump's objects (every write refused) and a

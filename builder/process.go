@@ -1,4 +1,4 @@
-package main
+package builder
 
 import (
 	"context"
@@ -20,18 +20,21 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider/kwok"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/core"
+	"k8s.io/autoscaler/cluster-autoscaler/leaderlease"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 )
 
-// start wires the autoscaler from opts and runs it until ctx ends.
-func start(ctx context.Context, opts config.Options) error {
+// Start wires the autoscaler from opts and runs it until ctx ends: the
+// clients, metrics, health check and HTTP servers once, then Run, under
+// leader election when it is on.
+func Start(ctx context.Context, opts config.Options) error {
 	logger := klog.FromContext(ctx)
-	providers := newProviderRegistry()
+	providers := NewProviderRegistry()
 	if !slices.Contains(providers.Names(), opts.CloudProvider) {
 		return fmt.Errorf("--cloud-provider %q: %w; this build has %v", opts.CloudProvider,
 			cloudprovider.ErrUnknownProvider, providers.Names())
 	}
-	restConfig, err := buildRESTConfig(opts)
+	restConfig, err := RESTConfig(opts)
 	if err != nil {
 		return err
 	}
@@ -65,7 +68,8 @@ func start(ctx context.Context, opts config.Options) error {
 	}()
 
 	act := func(leadCtx context.Context) error {
-		return runAutoscaler(leadCtx, runCtx, opts, restConfig, client, providers, m, health, snapshots, explainer)
+		return Run(leadCtx, runCtx, Process{Opts: opts, RESTConfig: restConfig, Client: client, Providers: providers,
+			Metrics: m, Health: health, Snapshots: snapshots, Explainer: explainer})
 	}
 	if !opts.LeaderElection.Enabled {
 		return act(runCtx)
@@ -78,10 +82,22 @@ func start(ctx context.Context, opts config.Options) error {
 	if err != nil {
 		return fmt.Errorf("building the leader-election client: %w", err)
 	}
-	return runWithLeaderElection(runCtx, opts, leaseClient, act)
+	le := opts.LeaderElection
+	if le.ResourceNamespace != "" && le.ResourceNamespace != opts.Namespace {
+		// Upstream ignores this flag too; honouring it would put an
+		// upstream replica and this one on different Leases during a
+		// rolling swap, and both would act.
+		logger.Info("Warning: --leader-elect-resource-namespace is ignored, as upstream: the Lease lives in --namespace",
+			"leaderElectResourceNamespace", le.ResourceNamespace, "namespace", opts.Namespace)
+	}
+	return leaderlease.Run(runCtx, leaderlease.Config{Namespace: opts.Namespace, Name: le.ResourceName,
+		LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod},
+		leaseClient, NewEventBroadcaster(runCtx, opts), act)
 }
 
-func buildRESTConfig(opts config.Options) (*rest.Config, error) {
+// RESTConfig is the API server client configuration of opts: --kubeconfig
+// or --kubernetes, else the in-cluster one.
+func RESTConfig(opts config.Options) (*rest.Config, error) {
 	var cfg *rest.Config
 	var err error
 	if opts.Kubeconfig != "" || opts.KubernetesURL != "" {
@@ -99,8 +115,8 @@ func buildRESTConfig(opts config.Options) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// newProviderRegistry lists the cloud providers this build ships.
-func newProviderRegistry() *cloudprovider.Registry {
+// NewProviderRegistry lists the cloud providers this build ships.
+func NewProviderRegistry() *cloudprovider.Registry {
 	r := cloudprovider.NewRegistry()
 	r.Register(clusterapi.Name, clusterapi.Build)
 	r.Register(kwok.Name, kwok.Build)

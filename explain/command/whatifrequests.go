@@ -1,4 +1,4 @@
-package main
+package command
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"k8s.io/autoscaler/cluster-autoscaler/builder"
 	"k8s.io/autoscaler/cluster-autoscaler/explain/readonly"
 	"k8s.io/autoscaler/cluster-autoscaler/explain/whatif"
 	provreqv1 "k8s.io/autoscaler/cluster-autoscaler/provreq/apis/autoscaling.x-k8s.io/v1"
@@ -56,19 +57,19 @@ func (unsavedRecords) Save(context.Context, map[string]string) error { return ni
 // addWhatIfRequests puts the manifests' ProvisioningRequests and
 // PodTemplates into the informer caches the loop reads them from, as if
 // they had been created (nothing is written to the API server).
-func addWhatIfRequests(w *wiring, objects []whatif.Object) error {
+func addWhatIfRequests(inf *builder.Informers, loop *builder.Loop, objects []whatif.Object) error {
 	for _, o := range objects {
 		switch {
 		case o.Request != nil:
-			if w.provreqInformer == nil {
+			if loop.ProvReqInformer == nil {
 				return fmt.Errorf("-f: ProvisioningRequest %s/%s: the simulated loop has no ProvisioningRequests "+
 					"(--enable-provisioning-requests is off, or the answer is from a --snapshot dump)", o.Namespace, o.Name)
 			}
-			if err := w.provreqInformer.GetIndexer().Add(o.Request); err != nil {
+			if err := loop.ProvReqInformer.GetIndexer().Add(o.Request); err != nil {
 				return fmt.Errorf("-f: ProvisioningRequest %s/%s: %w", o.Namespace, o.Name, err)
 			}
 		case o.Template != nil:
-			if err := w.factory.Core().V1().PodTemplates().Informer().GetIndexer().Add(o.Template); err != nil {
+			if err := inf.Factory.Core().V1().PodTemplates().Informer().GetIndexer().Add(o.Template); err != nil {
 				return fmt.Errorf("-f: PodTemplate %s/%s: %w", o.Namespace, o.Name, err)
 			}
 		}

@@ -1,4 +1,4 @@
-package main
+package builder
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -33,13 +34,28 @@ import (
 	simframework "k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
 )
 
-// buildScaleUp wires the simulator, estimator, expander chain and
+// ScaleUpInputs are what the scale-up orchestrator is wired from.
+type ScaleUpInputs struct {
+	Opts      config.Options
+	Client    kubernetes.Interface
+	Informers *Informers
+	Provider  cloudprovider.CloudProvider
+	Recorder  record.EventRecorder
+	State     *clusterstate.Registry
+	Metrics   *metrics.Metrics
+	Reporting *core.Reporting
+	// Quotas is nil unless --capacity-quotas-enabled.
+	Quotas scaleup.QuotaSource
+	// DRA is nil when the cluster does not serve resource.k8s.io/v1.
+	DRA simframework.DRASource
+}
+
+// NewScaleUp wires the simulator, estimator, expander chain and
 // orchestrator. The returned namespaced factory feeds the priority expander's
 // ConfigMap lister and must be started with the cluster-wide one.
-func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.Interface, factory informers.SharedInformerFactory,
-	provider cloudprovider.CloudProvider, listers core.Listers, recorder record.EventRecorder,
-	state *clusterstate.Registry, m *metrics.Metrics, reporting *core.Reporting, quotas scaleup.QuotaSource,
-	dra simframework.DRASource) (*scaleup.Orchestrator, informers.SharedInformerFactory, error) {
+func NewScaleUp(ctx context.Context, in ScaleUpInputs) (*scaleup.Orchestrator, informers.SharedInformerFactory, error) {
+	opts, client, factory, provider, listers := in.Opts, in.Client, in.Informers.Factory, in.Provider, in.Informers.Listers
+	recorder, state, m, reporting, quotas, dra := in.Recorder, in.State, in.Metrics, in.Reporting, in.Quotas, in.DRA
 	simOpts := []simframework.Option{simframework.WithParallelism(opts.PredicateParallelism), simframework.WithClient(client),
 		simframework.WithVerbosity(opts.SchedulerVerbosity)}
 	if opts.SchedulerConfigFile != "" {
@@ -84,11 +100,11 @@ func buildScaleUp(ctx context.Context, opts config.Options, client kubernetes.In
 	return scaleup.New(provider, sim, estimator.New(sim), chain, opts, state, suOpts...), nsFactory, nil
 }
 
-// draSource reads the cluster's DRA objects (for the simulator and the
+// NewDRASource reads the cluster's DRA objects (for the simulator and the
 // device readiness of nodes) when the API server serves resource.k8s.io/v1;
 // without it, one log line, a nil source, and pods with resource claims
 // simply fit no node in simulation.
-func draSource(ctx context.Context, client kubernetes.Interface, factory informers.SharedInformerFactory) (simframework.DRASource, error) {
+func NewDRASource(ctx context.Context, client kubernetes.Interface, factory informers.SharedInformerFactory) (simframework.DRASource, error) {
 	served, err := simframework.DRAServed(client.Discovery())
 	if err != nil {
 		return nil, err
@@ -105,10 +121,10 @@ func draSource(ctx context.Context, client kubernetes.Interface, factory informe
 // brought up to date.
 const capacityQuotaStatusPeriod = 10 * time.Second
 
-// startCapacityQuotas checks that CapacityQuotas are served (a clear
+// StartCapacityQuotas checks that CapacityQuotas are served (a clear
 // start-up error otherwise), starts their informer on informerCtx and waits
 // for its first list, so that no scale-up runs before the quotas are known.
-func startCapacityQuotas(ctx, informerCtx context.Context, restConfig *rest.Config, recorder record.EventRecorder) (*capacityquota.Source, error) {
+func StartCapacityQuotas(ctx, informerCtx context.Context, restConfig *rest.Config, recorder record.EventRecorder) (*capacityquota.Source, error) {
 	dyn, err := dynamic.NewForConfig(restConfig)
 	if err != nil {
 		return nil, fmt.Errorf("--capacity-quotas-enabled: building the dynamic client: %w", err)
@@ -125,6 +141,22 @@ func startCapacityQuotas(ctx, informerCtx context.Context, restConfig *rest.Conf
 	}
 	klog.FromContext(ctx).Info("CapacityQuotas limit scale-up", "quotas", len(src.Quotas(ctx)))
 	return src, nil
+}
+
+// WriteQuotaStatus writes the CapacityQuotas' status.used, every period
+// once the node informer has listed, until informerCtx ends.
+func WriteQuotaStatus(informerCtx context.Context, src *capacityquota.Source, inf *Informers) {
+	nodeInformer := inf.Factory.Core().V1().Nodes().Informer()
+	go func() {
+		if !cache.WaitForCacheSync(informerCtx.Done(), nodeInformer.HasSynced) {
+			return
+		}
+		wait.UntilWithContext(informerCtx, func(ctx context.Context) {
+			if nodes, err := inf.Listers.Nodes.List(labels.Everything()); err == nil {
+				src.WriteStatus(ctx, nodes)
+			}
+		}, capacityQuotaStatusPeriod)
+	}()
 }
 
 // snapshotStepTimer adds the snapshot's Fork, Commit and Revert times to

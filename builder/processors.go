@@ -1,4 +1,4 @@
-package main
+package builder
 
 import (
 	"k8s.io/client-go/informers"
@@ -10,13 +10,13 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/processors/provreqs"
 )
 
-// loopProcessors composes the loop's extension points (package processors),
+// NewProcessors composes the loop's extension points (package processors),
 // each list in the order it runs. requests is nil unless
 // --enable-provisioning-requests is set, buffers unless
 // --capacity-buffer-pod-injection-enabled is. A fork adds its own processor with
 // one line in the list it belongs to (FAQ: "How do I extend it in my own
 // build?").
-func loopProcessors(opts config.Options, factory informers.SharedInformerFactory, recorder record.EventRecorder,
+func NewProcessors(opts config.Options, factory informers.SharedInformerFactory, recorder record.EventRecorder,
 	requests *provreqs.Requests, buffers *capacitybuffers.Injector) processors.Set {
 	// The pods the scheduler marked, with the rest of their burst.
 	unschedulable := processors.UnschedulablePods{InjectionLimit: opts.PodInjectionLimit,

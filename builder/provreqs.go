@@ -1,36 +1,32 @@
-package main
+package builder
 
 import (
 	"context"
 	"fmt"
 	"time"
 
-	apiv1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
-	provreqv1 "k8s.io/autoscaler/cluster-autoscaler/provreq/apis/autoscaling.x-k8s.io/v1"
 	provreqclient "k8s.io/autoscaler/cluster-autoscaler/provreq/client"
 	"k8s.io/autoscaler/cluster-autoscaler/provreq/processor"
 	"k8s.io/autoscaler/cluster-autoscaler/scaleup"
 )
 
-// buildProvReqProcessor wires the ProvisioningRequest processor: its typed
+// NewProvReqProcessor wires the ProvisioningRequest processor: its typed
 // client, informer (started by the caller), PodTemplate lister, status
 // writer, the orchestrator's rollback and the ConfigMap that records the
 // all-or-nothing attempts in flight for the next leader.
-func buildProvReqProcessor(ctx context.Context, opts config.Options, restConfig *rest.Config, client kubernetes.Interface,
+func NewProvReqProcessor(ctx context.Context, opts config.Options, restConfig *rest.Config, client kubernetes.Interface,
 	factory informers.SharedInformerFactory, recorder record.EventRecorder, orchestrator *scaleup.Orchestrator,
-	m *metrics.Metrics, wrap provReqWrappers) (*processor.Processor, cache.SharedIndexInformer, error) {
+	m *metrics.Metrics, wrap ProvReqWrappers) (*processor.Processor, cache.SharedIndexInformer, error) {
 	c, err := provreqclient.NewForConfig(restConfig)
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the ProvisioningRequest client: %w", err)
@@ -46,13 +42,13 @@ func buildProvReqProcessor(ctx context.Context, opts config.Options, restConfig 
 		return nil, nil, fmt.Errorf("--enable-provisioning-requests: listing ProvisioningRequests: %w", err)
 	}
 	informer := provreqclient.NewInformer(c, "", time.Hour)
-	var status processor.StatusWriter = provreqStatus{c}
-	if wrap.status != nil {
-		status = wrap.status(status)
+	var status processor.StatusWriter = provreqclient.NewStatusWriter(c)
+	if wrap.Status != nil {
+		status = wrap.Status(status)
 	}
 	var records processor.RecordStore = provreqclient.NewConfigMapRecords(client, opts.Namespace, processor.RecordsConfigMap)
-	if wrap.records != nil {
-		records = wrap.records(records)
+	if wrap.Records != nil {
+		records = wrap.Records(records)
 	}
 	p := processor.New(processor.Options{
 		BookingTime:             opts.ProvReqBookingTime,
@@ -68,17 +64,17 @@ func buildProvReqProcessor(ctx context.Context, opts config.Options, restConfig 
 		MaxNodeProvisionTime:    opts.NodeGroupDefaults.MaxNodeProvisionTime,
 		MaxNodeStartupTime:      opts.NodeGroupDefaults.MaxNodeStartupTime,
 		MaxPodsPerRequest:       opts.ProvReqMaxPods,
-	}, provreqclient.NewLister(informer.GetIndexer()), podTemplates{factory.Core().V1().PodTemplates().Lister()},
+	}, provreqclient.NewLister(informer.GetIndexer()), provreqclient.NewPodTemplates(factory.Core().V1().PodTemplates().Lister()),
 		status, orchestrator.Rollback, processor.WithEventRecorder(recorder), processor.WithMetrics(m),
 		processor.WithRecordStore(records))
 	return p, informer, nil
 }
 
-// provReqWrappers wrap what the ProvisioningRequest processor writes
+// ProvReqWrappers wrap what the ProvisioningRequest processor writes
 // through (`explain` records it instead); nil members wrap nothing.
-type provReqWrappers struct {
-	status  func(processor.StatusWriter) processor.StatusWriter
-	records func(processor.RecordStore) processor.RecordStore
+type ProvReqWrappers struct {
+	Status  func(processor.StatusWriter) processor.StatusWriter
+	Records func(processor.RecordStore) processor.RecordStore
 }
 
 // checkCapacityCap is how many check-capacity requests one loop answers:
@@ -90,25 +86,4 @@ func checkCapacityCap(opts config.Options) int {
 		return 0
 	}
 	return opts.CheckCapacityMaxBatchSize
-}
-
-// podTemplates reads PodTemplates from the informer cache.
-type podTemplates struct{ lister corelisters.PodTemplateLister }
-
-// provreqStatus writes request statuses by server-side apply as the
-// autoscaler's field manager, and deletes requests by UID.
-type provreqStatus struct{ c *provreqclient.Client }
-
-func (t podTemplates) Get(namespace, name string) (*apiv1.PodTemplate, error) {
-	return t.lister.PodTemplates(namespace).Get(name)
-}
-
-func (s provreqStatus) ApplyStatus(ctx context.Context, namespace, name string, status provreqv1.ProvisioningRequestStatus) error {
-	_, err := s.c.ProvisioningRequests(namespace).ApplyStatus(ctx, name, status,
-		metav1.ApplyOptions{FieldManager: "cluster-autoscaler", Force: true})
-	return err
-}
-
-func (s provreqStatus) Delete(ctx context.Context, namespace, name string, uid types.UID) error {
-	return s.c.ProvisioningRequests(namespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 }

@@ -1,17 +1,22 @@
-package main
+package builder
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/provreq/processor"
 )
 
-// newEventBroadcaster builds the events' broadcaster as upstream does.
+// NewEventBroadcaster builds the events' broadcaster as upstream does.
 // Unless --record-duplicated-events, client-go's spam filter lets through
 // one event per reason and object (any type, any message) and refills once
 // per five minutes, remembering 8192 keys; events on the status ConfigMap
@@ -25,7 +30,7 @@ import (
 // SIGTERM cancels ctx, and the events of the shutdown that follows (the
 // leader election's "stopped leading") would otherwise fail with "broadcaster
 // already stopped" error lines.
-func newEventBroadcaster(ctx context.Context, opts config.Options) record.EventBroadcaster {
+func NewEventBroadcaster(ctx context.Context, opts config.Options) record.EventBroadcaster {
 	ctx = context.WithoutCancel(ctx)
 	if opts.RecordDuplicatedEvents {
 		return record.NewBroadcaster(record.WithContext(ctx))
@@ -35,7 +40,7 @@ func newEventBroadcaster(ctx context.Context, opts config.Options) record.EventB
 		SpamKeyFunc: spamKey(opts.Namespace, opts.StatusConfigMapName)}))
 }
 
-// spamKey is the spam filter's key of an event: see newEventBroadcaster.
+// spamKey is the spam filter's key of an event: see NewEventBroadcaster.
 func spamKey(statusNamespace, statusName string) record.EventSpamKeyFunc {
 	return func(ev *apiv1.Event) string {
 		o := ev.InvolvedObject
@@ -48,4 +53,29 @@ func spamKey(statusNamespace, statusName string) record.EventSpamKeyFunc {
 		return strings.Join([]string{ev.Reason, ev.Source.Component, ev.Source.Host, o.Kind, o.Namespace, o.Name,
 			string(o.UID), o.APIVersion}, "")
 	}
+}
+
+// NewEventRecorder starts the loop's events: sent to the API server through a
+// client of their own (restConfig's; client's offline), so that a burst of
+// them does not hold up status writes and cloud actions behind one rate
+// limiter; readOnly (`explain`), logged at --v=4 and not sent. The returned
+// shutdown flushes and stops them.
+func NewEventRecorder(ctx context.Context, opts config.Options, restConfig *rest.Config, client kubernetes.Interface,
+	readOnly bool) (recorder record.EventRecorder, shutdown func(), err error) {
+	eventsClient := client
+	if restConfig != nil {
+		c, err := kubernetes.NewForConfig(rest.CopyConfig(restConfig))
+		if err != nil {
+			return nil, nil, fmt.Errorf("building the events client: %w", err)
+		}
+		eventsClient = c
+	}
+	broadcaster := NewEventBroadcaster(ctx, opts)
+	if readOnly {
+		broadcaster.StartStructuredLogging(4)
+	} else {
+		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventsClient.CoreV1().Events("")})
+	}
+	return broadcaster.NewRecorder(clientgoscheme.Scheme, apiv1.EventSource{Component: "cluster-autoscaler"}),
+		broadcaster.Shutdown, nil
 }

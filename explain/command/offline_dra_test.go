@@ -1,4 +1,4 @@
-package main
+package command
 
 import (
 	"context"
@@ -16,7 +16,9 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"k8s.io/autoscaler/cluster-autoscaler/builder"
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/core"
 	simframework "k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
 )
@@ -45,7 +47,7 @@ func TestOfflineDumpCarriesDRA(t *testing.T) {
 		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: claim.Spec}}
 	live := fake.NewClientset(slice, claim, class, tmpl)
 	factory := informers.NewSharedInformerFactory(live, 0)
-	list := snapshotObjects(factory, nil, "kube-system", true)
+	list := builder.SnapshotObjects(factory, nil, "kube-system", true)
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
 	objects, err := list()
@@ -68,12 +70,12 @@ func TestOfflineDumpCarriesDRA(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	src, err := offlineSource(newCommandLine().opts, path, io.Discard)
+	src, err := offlineSource(config.Defaults(), path, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	offlineFactory := informers.NewSharedInformerFactory(src.client, 0)
-	dra, err := draSource(ctx, src.client, offlineFactory)
+	dra, err := builder.NewDRASource(ctx, src.client, offlineFactory)
 	if err != nil || dra == nil {
 		t.Fatalf("the offline client does not serve DRA: %v, %v", dra, err)
 	}
@@ -126,7 +128,7 @@ func TestOfflineDumpCarriesDRA(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	src, err = offlineSource(newCommandLine().opts, path, io.Discard)
+	src, err = offlineSource(config.Defaults(), path, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package builder
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 
+	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/processors"
 )
 
@@ -32,23 +33,22 @@ func TestProactiveScaleUpFlag(t *testing.T) {
 		Status: apiv1.PodStatus{Phase: apiv1.PodPending, Conditions: []apiv1.PodCondition{{Type: apiv1.PodScheduled,
 			Status: apiv1.ConditionFalse, Reason: apiv1.PodReasonUnschedulable}}}}
 	for _, tc := range []struct {
-		args      []string
+		args      string
+		proactive bool
 		wantPods  int
 		wantPlans bool
 	}{
-		{nil, 10, true},
-		{[]string{"--enable-proactive-scaleup=true"}, 10, true},
-		{[]string{"--enable-proactive-scaleup=false"}, 1, false},
+		{"defaults", config.Defaults().ProactiveScaleupEnabled, 10, true},
+		{"--enable-proactive-scaleup=true", true, 10, true},
+		{"--enable-proactive-scaleup=false", false, 1, false},
 	} {
-		c := newCommandLine()
-		if err := c.parse(tc.args); err != nil {
-			t.Fatalf("%v: %v", tc.args, err)
-		}
+		opts := config.Defaults()
+		opts.ProactiveScaleupEnabled = tc.proactive
 		factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
 		if err := factory.Apps().V1().ReplicaSets().Informer().GetStore().Add(rs); err != nil {
 			t.Fatal(err)
 		}
-		set := loopProcessors(c.opts, factory, record.NewFakeRecorder(10), nil, nil)
+		set := NewProcessors(opts, factory, record.NewFakeRecorder(10), nil, nil)
 		got := set.Pods(context.Background(), &processors.Loop{PendingPods: []*apiv1.Pod{pod}})
 		if len(got) != tc.wantPods {
 			t.Errorf("%v: %d pods counted, want %d", tc.args, len(got), tc.wantPods)

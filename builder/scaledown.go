@@ -1,4 +1,4 @@
-package main
+package builder
 
 import (
 	"context"
@@ -20,9 +20,9 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/simulator/drain"
 )
 
-// buildScaleDown wires the planner (with the drain rules on informer
+// NewScaleDown wires the planner (with the drain rules on informer
 // listers) and the actuator.
-func buildScaleDown(opts config.Options, client kubernetes.Interface, factory informers.SharedInformerFactory,
+func NewScaleDown(opts config.Options, client kubernetes.Interface, factory informers.SharedInformerFactory,
 	provider cloudprovider.CloudProvider, recorder record.EventRecorder, m *metrics.Metrics,
 	reporting *core.Reporting, readOnly bool) (*scaledown.ScaleDown, *scaledown.Taints) {
 	rules := drain.NewRules(drain.Options{
@@ -71,10 +71,10 @@ func maxGraceSec(opts config.Options) int {
 	return int(min(longest, int64(math.MaxInt32)))
 }
 
-// cleanStaleTaints removes, once at start-up, the deletion taints a
+// CleanStaleTaints removes, once at start-up, the deletion taints a
 // previous run left on nodes of the managed groups (but on those the cloud
 // provider is deleting), with a ClusterAutoscalerCleanup event on each node.
-func cleanStaleTaints(ctx context.Context, nodes corelisters.NodeLister, provider cloudprovider.CloudProvider,
+func CleanStaleTaints(ctx context.Context, nodes corelisters.NodeLister, provider cloudprovider.CloudProvider,
 	taints *scaledown.Taints, recorder record.EventRecorder) {
 	all, err := nodes.List(labels.Everything())
 	if err != nil {

@@ -1,4 +1,4 @@
-package main
+package builder
 
 import (
 	"errors"
@@ -12,13 +12,13 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/expander"
 )
 
-// snapshotObjects lists, from the informer caches, the objects a
+// SnapshotObjects lists, from the informer caches, the objects a
 // /snapshotz dump carries besides nodes and pods; nsFactory is the
 // autoscaler namespace's (the priority expander's ConfigMap); dra, when
 // the cluster serves resource.k8s.io/v1 (the DRA informers are then on f).
 // The listers are made now, so that their informers start with the
 // factories.
-func snapshotObjects(f, nsFactory informers.SharedInformerFactory, namespace string, dra bool) func() (*core.SnapshotObjects, error) {
+func SnapshotObjects(f, nsFactory informers.SharedInformerFactory, namespace string, dra bool) func() (*core.SnapshotObjects, error) {
 	ds, rs, ss := f.Apps().V1().DaemonSets().Lister(), f.Apps().V1().ReplicaSets().Lister(), f.Apps().V1().StatefulSets().Lister()
 	jobs, rcs := f.Batch().V1().Jobs().Lister(), f.Core().V1().ReplicationControllers().Lister()
 	pdbs := f.Policy().V1().PodDisruptionBudgets().Lister()

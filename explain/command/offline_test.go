@@ -1,4 +1,4 @@
-package main
+package command
 
 import (
 	"context"
@@ -10,40 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/explain/readonly"
 )
-
-func TestSnapshotArg(t *testing.T) {
-	for _, tc := range []struct {
-		args     []string
-		wantPath string
-		wantRest []string
-		wantErr  bool
-	}{
-		{args: []string{"pod", "a/b"}, wantRest: []string{"pod", "a/b"}},
-		{args: []string{"--snapshot", "d.json", "pod", "a/b", "-o", "json"}, wantPath: "d.json", wantRest: []string{"pod", "a/b", "-o", "json"}},
-		{args: []string{"node", "n", "--snapshot=d.json"}, wantPath: "d.json", wantRest: []string{"node", "n"}},
-		{args: []string{"pod", "a/b", "--snapshot"}, wantErr: true},
-		{args: []string{"--snapshot=", "pod", "a/b"}, wantErr: true},
-	} {
-		path, rest, err := snapshotArg(tc.args)
-		if (err != nil) != tc.wantErr {
-			t.Errorf("snapshotArg(%q) error %v, want error %v", tc.args, err, tc.wantErr)
-			continue
-		}
-		if tc.wantErr {
-			continue
-		}
-		if path != tc.wantPath || cmp.Diff(tc.wantRest, rest) != "" {
-			t.Errorf("snapshotArg(%q) = %q, %q; want %q, %q", tc.args, path, rest, tc.wantPath, tc.wantRest)
-		}
-	}
-}
 
 // TestOfflineSourceRejectsBadDumps: a dump that cannot be loaded (not
 // JSON, the old format, the same pod twice) is an error that says why,
@@ -60,7 +33,7 @@ func TestOfflineSourceRejectsBadDumps(t *testing.T) {
 		if err := os.WriteFile(path, []byte(tc.dump), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, err := offlineSource(newCommandLine().opts, path, io.Discard)
+		_, err := offlineSource(config.Defaults(), path, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one containing %q", name, err, tc.want)
 		}
@@ -69,7 +42,7 @@ func TestOfflineSourceRejectsBadDumps(t *testing.T) {
 	if err := os.WriteFile(path, []byte(head+`"NodeList":[{"Node":{"metadata":{"name":"n"}},"Pods":[]}],"PendingPods":[]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	src, err := offlineSource(newCommandLine().opts, path, io.Discard)
+	src, err := offlineSource(config.Defaults(), path, io.Discard)
 	if err != nil || src.opts.CloudProvider != "snapshot" || src.restConfig != nil || !src.now.Equal(mustTime(t, "2026-11-27T10:00:00Z")) {
 		t.Fatalf("offlineSource of a minimal dump: %+v, %v", src, err)
 	}

@@ -1,21 +1,17 @@
-package main
+package builder
 
 import (
 	"context"
 	"fmt"
 	"time"
 
-	apiv1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
@@ -35,19 +31,19 @@ import (
 // loop's other status writes (ProvisioningRequests) do.
 const injectionFieldManager = "cluster-autoscaler"
 
-// buffers is the CapacityBuffer wiring: one informer, the loop's injector
+// Buffers is the CapacityBuffer wiring: one informer, the loop's injector
 // (--capacity-buffer-pod-injection-enabled) and the controller
 // (--capacity-buffer-controller-enabled), each nil when its flag is off.
-type buffers struct {
+type Buffers struct {
 	informer   cache.SharedIndexInformer
-	injector   *capacitybuffers.Injector
+	Injector   *capacitybuffers.Injector
 	controller *controller.Controller
 }
 
-// buildBuffers wires what the CapacityBuffer flags ask for; nil when none.
+// NewBuffers wires what the CapacityBuffer flags ask for; nil when none.
 // It fails when the CRD is not served, as --enable-provisioning-requests does.
-func buildBuffers(ctx context.Context, opts config.Options, restConfig *rest.Config,
-	factory informers.SharedInformerFactory, recorder record.EventRecorder, m *metrics.Metrics) (*buffers, error) {
+func NewBuffers(ctx context.Context, opts config.Options, restConfig *rest.Config,
+	factory informers.SharedInformerFactory, recorder record.EventRecorder, m *metrics.Metrics) (*Buffers, error) {
 	if !opts.CapacityBufferControllerEnabled && !opts.CapacityBufferPodInjectionEnabled {
 		return nil, nil
 	}
@@ -63,12 +59,12 @@ func buildBuffers(ctx context.Context, opts config.Options, restConfig *rest.Con
 		}
 		return nil, fmt.Errorf("--capacity-buffer-*: listing CapacityBuffers: %w", err)
 	}
-	b := &buffers{informer: cbclient.NewInformer(c, 0)}
+	b := &Buffers{informer: cbclient.NewInformer(c, 0)}
 	lister := cbclient.NewLister(b.informer.GetIndexer())
 	templateLister := factory.Core().V1().PodTemplates().Lister()
 	if opts.CapacityBufferPodInjectionEnabled {
-		b.injector = capacitybuffers.New(lister, podTemplates{templateLister},
-			bufferStatus{c: c, manager: injectionFieldManager},
+		b.Injector = capacitybuffers.New(lister, cbclient.NewPodTemplates(templateLister),
+			cbclient.NewStatusWriter(c, injectionFieldManager),
 			capacitybuffers.WithEventRecorder(recorder), capacitybuffers.WithInjectionLimit(opts.PodInjectionLimit))
 	}
 	if !opts.CapacityBufferControllerEnabled {
@@ -92,14 +88,14 @@ func buildBuffers(ctx context.Context, opts config.Options, restConfig *rest.Con
 	}
 	quotas := factory.Core().V1().ResourceQuotas()
 	copts := []controller.Option{controller.WithEventRecorder(recorder),
-		controller.WithQuotas(resourceQuotas{quotas.Lister()})}
+		controller.WithQuotas(controller.NewResourceQuotas(quotas.Lister()))}
 	if opts.CapacityBufferPodDryRunEnabled {
 		copts = append(copts, controller.WithDryRun(controller.NewDryRunPods(own)))
 	}
 	b.controller = controller.New(lister,
-		bufferTemplates{podTemplates: podTemplates{templateLister}, api: own.CoreV1()},
+		controller.NewAPITemplates(cbclient.NewPodTemplates(templateLister), own.CoreV1()),
 		controller.NewScaleClient(dyn, mapper, factory.Core().V1().Pods().Lister()),
-		bufferStatus{c: c, manager: controller.FieldManager}, copts...)
+		cbclient.NewStatusWriter(c, controller.FieldManager), copts...)
 	if err := m.Registerer().Register(b.controller.Collector()); err != nil {
 		return nil, fmt.Errorf("registering the CapacityBuffer metric: %w", err)
 	}
@@ -123,11 +119,11 @@ func buildBuffers(ctx context.Context, opts config.Options, restConfig *rest.Con
 	return b, nil
 }
 
-// startInformer runs the buffer informer on informerCtx and waits for its
+// StartInformer runs the buffer informer on informerCtx and waits for its
 // cache; with the injector, a buffer whose translation changes asks for a
 // loop at once.
-func (b *buffers) startInformer(ctx, informerCtx context.Context, runner *core.Runner) error {
-	if b.injector != nil {
+func (b *Buffers) StartInformer(ctx, informerCtx context.Context, runner core.LoopTrigger) error {
+	if b.Injector != nil {
 		if _, err := b.informer.AddEventHandler(translationTrigger(runner)); err != nil {
 			return fmt.Errorf("watching CapacityBuffers: %w", err)
 		}
@@ -139,9 +135,9 @@ func (b *buffers) startInformer(ctx, informerCtx context.Context, runner *core.R
 	return nil
 }
 
-// runController runs the controller until ctx ends; the returned function
+// RunController runs the controller until ctx ends; the returned function
 // waits for it to stop.
-func (b *buffers) runController(ctx context.Context) (wait func()) {
+func (b *Buffers) RunController(ctx context.Context) (wait func()) {
 	if b.controller == nil {
 		return func() {}
 	}
@@ -156,7 +152,7 @@ func (b *buffers) runController(ctx context.Context) (wait func()) {
 // translationTrigger asks for a loop when a buffer's translation (template,
 // replicas, readiness) changes, so that its room is provisioned within a
 // loop, not a scan interval later.
-func translationTrigger(r *core.Runner) cache.ResourceEventHandler {
+func translationTrigger(r core.LoopTrigger) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(oldObj, newObj any) {
 			old, ok1 := oldObj.(*v1.CapacityBuffer)
@@ -179,40 +175,4 @@ func ptrValue[T any](p *T) T {
 		return zero
 	}
 	return *p
-}
-
-// bufferStatus applies a buffer's status as one field manager.
-type bufferStatus struct {
-	c       *cbclient.Client
-	manager string
-}
-
-func (s bufferStatus) ApplyStatus(ctx context.Context, namespace, name string, status v1.CapacityBufferStatus) error {
-	_, err := s.c.CapacityBuffers(namespace).ApplyStatus(ctx, name, status,
-		metav1.ApplyOptions{FieldManager: s.manager, Force: true})
-	return err
-}
-
-// bufferTemplates reads PodTemplates from the cache and writes the ones the
-// controller keeps through the API.
-type bufferTemplates struct {
-	podTemplates
-	api typedcorev1.CoreV1Interface
-}
-
-func (t bufferTemplates) Create(ctx context.Context, pt *apiv1.PodTemplate) (*apiv1.PodTemplate, error) {
-	return t.api.PodTemplates(pt.Namespace).Create(ctx, pt, metav1.CreateOptions{FieldManager: controller.FieldManager})
-}
-
-func (t bufferTemplates) Update(ctx context.Context, pt *apiv1.PodTemplate) (*apiv1.PodTemplate, error) {
-	return t.api.PodTemplates(pt.Namespace).Update(ctx, pt, metav1.UpdateOptions{FieldManager: controller.FieldManager})
-}
-
-// resourceQuotas lists a namespace's ResourceQuotas from the informer cache.
-type resourceQuotas struct {
-	lister corelisters.ResourceQuotaLister
-}
-
-func (q resourceQuotas) List(namespace string) ([]*apiv1.ResourceQuota, error) {
-	return q.lister.ResourceQuotas(namespace).List(labels.Everything())
 }

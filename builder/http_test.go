@@ -1,4 +1,4 @@
-package main
+package builder
 
 import (
 	"io"
@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/core"
 )
 
@@ -21,37 +22,37 @@ import (
 func TestExplainzIsPrivateByDefault(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		args []string
+		set  func(*config.Options)
 		// Status of GET /explainz on --address and on --explain-address
 		// (0: no such listener); 503: served, before the first loop.
 		metrics, own int
 	}{
 		{name: "defaults", metrics: http.StatusNotFound, own: http.StatusServiceUnavailable},
-		{name: "on the metrics port too", args: []string{"--explain-on-metrics-port"},
+		{name: "on the metrics port too", set: func(o *config.Options) { o.ExplainOnMetricsPort = true },
 			metrics: http.StatusServiceUnavailable, own: http.StatusServiceUnavailable},
-		{name: "no listener of its own", args: []string{"--explain-address="}, metrics: http.StatusNotFound},
-		{name: "only on the metrics port", args: []string{"--explain-address=", "--explain-on-metrics-port"},
+		{name: "no listener of its own", set: func(o *config.Options) { o.ExplainAddress = "" }, metrics: http.StatusNotFound},
+		{name: "only on the metrics port", set: func(o *config.Options) { o.ExplainAddress, o.ExplainOnMetricsPort = "", true },
 			metrics: http.StatusServiceUnavailable},
-		{name: "explainer off", args: []string{"--explain-enabled=false", "--explain-on-metrics-port"},
+		{name: "explainer off", set: func(o *config.Options) { o.ExplainEnabled, o.ExplainOnMetricsPort = false, true },
 			metrics: http.StatusNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newCommandLine()
-			args := []string{"--address=127.0.0.1:0"}
-			if c.opts.ExplainAddress != "" {
+			opts := config.Defaults()
+			opts.Address = "127.0.0.1:0"
+			if opts.ExplainAddress != "" {
 				// The default's host with a free port: parallel tests
 				// cannot share 8087.
-				host, _, err := net.SplitHostPort(c.opts.ExplainAddress)
+				host, _, err := net.SplitHostPort(opts.ExplainAddress)
 				if err != nil || !net.ParseIP(host).IsLoopback() {
-					t.Fatalf("default --explain-address %q is not loopback (%v)", c.opts.ExplainAddress, err)
+					t.Fatalf("default --explain-address %q is not loopback (%v)", opts.ExplainAddress, err)
 				}
-				args = append(args, "--explain-address="+net.JoinHostPort(host, "0"))
+				opts.ExplainAddress = net.JoinHostPort(host, "0")
 			}
-			if err := c.parse(append(args, tc.args...)); err != nil {
-				t.Fatal(err)
+			if tc.set != nil {
+				tc.set(&opts)
 			}
-			health := core.NewHealthCheck(clock.RealClock{}, c.opts.MaxInactivity, c.opts.MaxFailingTime, c.opts.MaxStartupTime)
-			s, err := serveHTTP(klog.Background(), c.opts, prometheus.NewRegistry(), health, nil, newExplainer(c.opts))
+			health := core.NewHealthCheck(clock.RealClock{}, opts.MaxInactivity, opts.MaxFailingTime, opts.MaxStartupTime)
+			s, err := serveHTTP(klog.Background(), opts, prometheus.NewRegistry(), health, nil, newExplainer(opts))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,11 +101,9 @@ func TestExplainAddressInUse(t *testing.T) {
 	}
 	metrics := free.Addr().String()
 	_ = free.Close()
-	c := newCommandLine()
-	if err := c.parse([]string{"--address=" + metrics, "--explain-address=" + taken.Addr().String()}); err != nil {
-		t.Fatal(err)
-	}
-	_, err = serveHTTP(klog.Background(), c.opts, prometheus.NewRegistry(), http.NotFoundHandler(), nil, newExplainer(c.opts))
+	opts := config.Defaults()
+	opts.Address, opts.ExplainAddress = metrics, taken.Addr().String()
+	_, err = serveHTTP(klog.Background(), opts, prometheus.NewRegistry(), http.NotFoundHandler(), nil, newExplainer(opts))
 	if err == nil || !strings.HasPrefix(err.Error(), "--explain-address ") {
 		t.Errorf("error %v, want one starting with --explain-address", err)
 	}

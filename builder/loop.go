@@ -1,0 +1,242 @@
+package builder
+
+import (
+	"context"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"k8s.io/autoscaler/cluster-autoscaler/cleanup"
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
+	"k8s.io/autoscaler/cluster-autoscaler/config"
+	"k8s.io/autoscaler/cluster-autoscaler/core"
+	"k8s.io/autoscaler/cluster-autoscaler/explain"
+	"k8s.io/autoscaler/cluster-autoscaler/metrics"
+	"k8s.io/autoscaler/cluster-autoscaler/processors/capacitybuffers"
+	"k8s.io/autoscaler/cluster-autoscaler/processors/provreqs"
+	"k8s.io/autoscaler/cluster-autoscaler/provreq/processor"
+	"k8s.io/autoscaler/cluster-autoscaler/scaledown"
+	"k8s.io/autoscaler/cluster-autoscaler/scaleup"
+	simframework "k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
+)
+
+// Inputs are what NewLoop wires the loop from; each is built before (by
+// Run, the explain command or a benchmark).
+type Inputs struct {
+	Opts config.Options
+	// RESTConfig is nil offline (explain --snapshot, benchmarks): what
+	// needs a client of its own (ProvisioningRequests, CapacityQuotas,
+	// CapacityBuffers) must then be off.
+	RESTConfig *rest.Config
+	Client     kubernetes.Interface
+	Metrics    *metrics.Metrics
+	Informers  *Informers
+	Provider   cloudprovider.CloudProvider
+	Recorder   record.EventRecorder
+	// Explainer, when set, keeps each loop's reasons for /explainz.
+	Explainer *explain.Recorder
+	// ReadOnly (`explain`) attempts no write: no DeletionCandidate taint
+	// is written or removed and no removal starts; no CapacityQuota status
+	// is written. (Events are the recorder's: see NewEventRecorder.)
+	ReadOnly bool
+	// ProvReqs wrap what the ProvisioningRequest processor writes through.
+	ProvReqs ProvReqWrappers
+	// LeaseLost, when set, reports whether the lead ended while the process
+	// goes on: the status ConfigMap is then left to the new leader.
+	LeaseLost func() bool
+}
+
+// Loop is what NewLoop built: the loop's options and the parts its caller
+// starts, watches or reads.
+type Loop struct {
+	// Options make core.NewAutoscaler the loop the binary runs.
+	Options []core.AutoscalerOption
+	// NamespaceFactory feeds the priority expander's ConfigMap lister; it
+	// is started with the cluster-wide factory.
+	NamespaceFactory informers.SharedInformerFactory
+	// DRA reads the cluster's DRA objects; nil when resource.k8s.io/v1 is
+	// not served.
+	DRA       simframework.DRASource
+	State     *clusterstate.Registry
+	ScaleUp   *scaleup.Orchestrator
+	ScaleDown *scaledown.ScaleDown
+	Taints    *scaledown.Taints
+	// ProvReqInformer and Requests are nil unless
+	// --enable-provisioning-requests.
+	ProvReqInformer cache.SharedIndexInformer
+	Requests        *provreqs.Requests
+	// Buffers is nil unless a CapacityBuffer flag is on.
+	Buffers *Buffers
+	// Stop ends the loop's context: removals in flight stop.
+	Stop context.CancelFunc
+}
+
+// NewLoop wires the loop's subsystems, each step from the ones before:
+// cluster state and reporting, capacity quotas and scale-up, cleanup, the
+// status ConfigMap, scale-down, ProvisioningRequests, CapacityBuffers and the
+// processors. It returns the loop's context: scale-down's removals run on
+// it, so that whatever ends the loop stops them, and they are waited for
+// (pushed on stack) before the status ConfigMap is dealt with. informerCtx
+// is what the informers NewLoop starts run on.
+func NewLoop(ctx, informerCtx context.Context, in Inputs, stack *Stack) (*Loop, context.Context, error) {
+	opts := in.Opts
+	l := &Loop{}
+	dra, err := NewDRASource(ctx, in.Client, in.Informers.Factory)
+	if err != nil {
+		return nil, nil, err
+	}
+	l.DRA = dra
+	l.State = NewClusterState(opts, dra)
+	statusRef := StatusRef(opts)
+	reporting := core.NewReporting(in.Metrics, in.Provider, in.Recorder, clusterEventsRef(opts))
+	l.ScaleUp, l.NamespaceFactory, err = newScaleUpWithQuotas(ctx, informerCtx, in, l.State, reporting, dra)
+	if err != nil {
+		return nil, nil, err
+	}
+	if in.Explainer != nil {
+		scaleup.WithExplainer(in.Explainer)(l.ScaleUp)
+		l.Options = append(l.Options, core.WithExplainer(in.Explainer))
+	}
+	l.Options = append(l.Options, core.WithScaleUp(l.ScaleUp), core.WithEventRecorder(in.Recorder),
+		core.WithClusterState(l.State),
+		core.WithCleanup(NewCleanup(opts, in.Provider, in.Metrics, in.Recorder, statusRef)))
+	var status *clusterstate.StatusWriter
+	if opts.WriteStatusConfigMap {
+		status = NewStatusWriter(ctx, opts, in.Client, stack, in.LeaseLost)
+		l.Options = append(l.Options, core.WithStatusWriter(status))
+	}
+	l.ScaleDown, l.Taints = NewScaleDown(opts, in.Client, in.Informers.Factory, in.Provider, in.Recorder, in.Metrics,
+		reporting, in.ReadOnly)
+	if in.Explainer != nil {
+		scaledown.WithExplainer(in.Explainer)(l.ScaleDown)
+	}
+	l.Options = append(l.Options, core.WithScaleDown(l.ScaleDown))
+	loopCtx, stopLoop := context.WithCancel(ctx)
+	l.Stop = stopLoop
+	stack.Defer(func() { stopLoop(); l.ScaleDown.Wait() })
+	if opts.EnableProvisioningRequests {
+		if l.ProvReqInformer, l.Requests, err = newRequests(ctx, in, l.ScaleUp, l.State); err != nil {
+			return nil, nil, err
+		}
+	}
+	if l.Buffers, err = NewBuffers(ctx, opts, in.RESTConfig, in.Informers.Factory, in.Recorder, in.Metrics); err != nil {
+		return nil, nil, err
+	}
+	var injector *capacitybuffers.Injector
+	if l.Buffers != nil {
+		injector = l.Buffers.Injector
+	}
+	procs := NewProcessors(opts, in.Informers.Factory, in.Recorder, l.Requests, injector)
+	if opts.NodeHealingEnabled {
+		if err := addHealer(ctx, opts, in, &procs, status); err != nil {
+			return nil, nil, err
+		}
+	}
+	l.Options = append(l.Options, core.WithProcessors(procs))
+	return l, loopCtx, nil
+}
+
+// newScaleUpWithQuotas starts the capacity quotas (when enabled; their
+// status is written unless read-only) and wires the orchestrator.
+func newScaleUpWithQuotas(ctx, informerCtx context.Context, in Inputs, state *clusterstate.Registry,
+	reporting *core.Reporting, dra simframework.DRASource) (*scaleup.Orchestrator, informers.SharedInformerFactory, error) {
+	var quotas scaleup.QuotaSource
+	if in.Opts.CapacityQuotasEnabled {
+		src, err := StartCapacityQuotas(ctx, informerCtx, in.RESTConfig, in.Recorder)
+		if err != nil {
+			return nil, nil, err
+		}
+		quotas = src
+		if !in.ReadOnly {
+			WriteQuotaStatus(informerCtx, src, in.Informers)
+		}
+	}
+	return NewScaleUp(ctx, ScaleUpInputs{Opts: in.Opts, Client: in.Client, Informers: in.Informers,
+		Provider: in.Provider, Recorder: in.Recorder, State: state, Metrics: in.Metrics, Reporting: reporting,
+		Quotas: quotas, DRA: dra})
+}
+
+// newRequests wires the ProvisioningRequest processor and the loop's view
+// of the requests; the informer is started by Watch or SyncRequests.
+func newRequests(ctx context.Context, in Inputs, orchestrator *scaleup.Orchestrator,
+	state *clusterstate.Registry) (cache.SharedIndexInformer, *provreqs.Requests, error) {
+	p, informer, err := NewProvReqProcessor(ctx, in.Opts, in.RESTConfig, in.Client, in.Informers.Factory, in.Recorder,
+		orchestrator, in.Metrics, in.ProvReqs)
+	if err != nil {
+		return nil, nil, err
+	}
+	if in.Explainer != nil {
+		processor.WithExplainer(in.Explainer)(p)
+	}
+	return informer, provreqs.New(p, state), nil
+}
+
+// NewClusterState is the cluster state registry; with DRA, a node counts
+// as ready once it publishes its template's devices.
+func NewClusterState(opts config.Options, dra simframework.DRASource) *clusterstate.Registry {
+	var stateOpts []clusterstate.RegistryOption
+	if dra != nil {
+		stateOpts = append(stateOpts, clusterstate.WithResourceSlices(dra))
+	}
+	return clusterstate.NewRegistry(opts, stateOpts...)
+}
+
+// StatusRef is the status ConfigMap's reference, which cluster-level
+// events name.
+func StatusRef(opts config.Options) *apiv1.ObjectReference {
+	return &apiv1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: opts.Namespace, Name: opts.StatusConfigMapName}
+}
+
+// clusterEventsRef is where cluster-level events go: the status ConfigMap
+// when it is written, as upstream; nil otherwise.
+func clusterEventsRef(opts config.Options) *apiv1.ObjectReference {
+	if !opts.WriteStatusConfigMap {
+		return nil
+	}
+	return StatusRef(opts)
+}
+
+// NewCleanup is the deletion of broken instances.
+func NewCleanup(o config.Options, provider cloudprovider.CloudProvider, m *metrics.Metrics, recorder record.EventRecorder,
+	statusRef *apiv1.ObjectReference) *cleanup.Cleaner {
+	return cleanup.New(cleanup.Options{
+		ForceDeleteUnregistered: o.ForceDeleteUnregisteredNodes,
+		ForceDeleteFailed:       o.ForceDeleteFailedNodes,
+		MaxDeletionsPerLoop:     o.MaxBrokenNodeDeletionsPerLoop,
+		BreakerRatio:            o.UnregisteredBreakerRatio,
+		BreakerMinimum:          o.UnregisteredBreakerMinimum,
+		DryRun:                  o.DryRunDeletions,
+	}, provider, m, cleanup.WithEvents(recorder, statusRef))
+}
+
+// NewStatusWriter writes the initial status ConfigMap and pushes on stack
+// its removal at a clean exit: like upstream, a stale status would claim an
+// autoscaler that no longer runs. A replica whose lease was lost (leaseLost,
+// when set) leaves it alone: the new leader writes it.
+func NewStatusWriter(ctx context.Context, opts config.Options, client kubernetes.Interface, stack *Stack,
+	leaseLost func() bool) *clusterstate.StatusWriter {
+	logger := klog.FromContext(ctx)
+	status := &clusterstate.StatusWriter{Client: client, Namespace: opts.Namespace, Name: opts.StatusConfigMapName}
+	if err := status.WriteInitializing(ctx, time.Now()); err != nil {
+		logger.Error(err, "Writing the initial status ConfigMap")
+	}
+	stack.Defer(func() {
+		if leaseLost != nil && leaseLost() {
+			logger.Info("Lost the lease: leaving the status ConfigMap to the new leader")
+			return
+		}
+		delCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := status.Delete(delCtx); err != nil {
+			logger.Error(err, "Deleting the status ConfigMap")
+		}
+	})
+	return status
+}
