@@ -185,7 +185,7 @@ func NewClusterState(opts config.Options, dra simframework.DRASource) *clusterst
 	if dra != nil {
 		stateOpts = append(stateOpts, clusterstate.WithResourceSlices(dra))
 	}
-	return clusterstate.NewRegistry(opts, stateOpts...)
+	return clusterstate.NewRegistry(ClusterStateOptions(opts), stateOpts...)
 }
 
 // StatusRef is the status ConfigMap's reference, which cluster-level

@@ -66,7 +66,7 @@ func newWorld() *world {
 // observe lets the registry see the world at t0 and again at 16m.
 func (w *world) observe(t *testing.T) {
 	t.Helper()
-	w.state = clusterstate.NewRegistry(config.Defaults())
+	w.state = clusterstate.NewRegistry(stateOptions(config.Defaults()))
 	for _, at := range []time.Time{t0, t0.Add(16 * time.Minute)} {
 		if err := w.state.Update(context.Background(), w.p, w.nodes, at); err != nil {
 			t.Fatal(err)

@@ -24,7 +24,7 @@ func readyNodeWithID(name, providerID string) *apiv1.Node {
 // cleanup with it.
 func (w *world) runWith(t *testing.T, provider cloudprovider.CloudProvider) Result {
 	t.Helper()
-	w.state = clusterstate.NewRegistry(config.Defaults())
+	w.state = clusterstate.NewRegistry(stateOptions(config.Defaults()))
 	for _, at := range []time.Time{t0, t0.Add(16 * time.Minute)} {
 		if err := w.state.Update(context.Background(), provider, w.nodes, at); err != nil {
 			t.Fatal(err)

@@ -14,7 +14,6 @@ import (
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	fakeprovider "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
 func slice(nodeName, driver string, gen int64, devices int) *resourceapi.ResourceSlice {
@@ -138,7 +137,7 @@ func TestRegistryCountsNodesWithoutDevicesAsNotReady(t *testing.T) {
 	lister := &sliceList{list: []*resourceapi.ResourceSlice{slice("dra-old", "gpu.example.com", 1, 2),
 		slice("dra-old", "gpu.example.com", 2, 0)}}
 	nodes := []*apiv1.Node{young, old, gpu}
-	r := NewRegistry(config.Defaults(), WithResourceSlices(lister))
+	r := NewRegistry(testOptions(), WithResourceSlices(lister))
 	update(t, r, p, nodes, t0)
 
 	type view struct {
@@ -196,7 +195,7 @@ func TestRegistryExpectsTheDevicesOfPeersWithoutTemplate(t *testing.T) {
 	p.AddNode("copied", young)
 	p.AddNode("plain", other)
 	lister := &sliceList{list: []*resourceapi.ResourceSlice{slice("copied-old", "gpu.example.com", 1, 2)}}
-	r := NewRegistry(config.Defaults(), WithResourceSlices(lister))
+	r := NewRegistry(testOptions(), WithResourceSlices(lister))
 	update(t, r, p, []*apiv1.Node{old, young, other}, t0)
 	if diff := cmp.Diff([]string{"copied-young"}, r.Group("copied").NotStartedNodes); diff != "" {
 		t.Errorf("not started nodes of copied (-want +got):\n%s", diff)

@@ -6,7 +6,6 @@ import (
 
 	apiv1 "k8s.io/api/core/v1"
 
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/simulator/template"
 )
 
@@ -44,10 +43,10 @@ type Taints struct {
 }
 
 // DefaultTaints are the built-in startup and status taints, without flags.
-func DefaultTaints() Taints { return NewTaints(config.Options{}) }
+func DefaultTaints() Taints { return NewTaints(TaintOptions{}) }
 
 // NewTaints reads the taint flags of opts.
-func NewTaints(opts config.Options) Taints {
+func NewTaints(opts TaintOptions) Taints {
 	t := Taints{startup: map[string]bool{}, status: map[string]bool{},
 		startupPrefixes: []string{template.StartupTaintPrefix, template.IgnoreTaintPrefix}}
 	for _, k := range conditionStartupTaints {

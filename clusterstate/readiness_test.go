@@ -6,8 +6,6 @@ import (
 
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
 func TestNodeReadiness(t *testing.T) {
@@ -53,7 +51,7 @@ func TestNodeReadinessWithTaintFlags(t *testing.T) {
 		}
 		return n
 	}
-	flags := NewTaints(config.Options{
+	flags := NewTaints(TaintOptions{
 		StartupTaints:        []string{"example.com/agent-not-ready"},
 		IgnoreTaints:         []string{"example.com/legacy-ignore"},
 		StartupTaintPrefixes: []string{"boot.example.com/"},

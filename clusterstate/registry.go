@@ -132,7 +132,7 @@ type Failure struct {
 // loop; the other methods read what it found and may be called from other
 // goroutines (the status writer, metrics).
 type Registry struct {
-	opts    config.Options
+	opts    Options
 	backoff *Backoff
 	taints  Taints
 	// slices, when set, are the ResourceSlices nodes' DRA devices are
@@ -166,8 +166,8 @@ type transition struct {
 
 // NewRegistry builds an empty registry. Until the first Update the cluster
 // counts as healthy.
-func NewRegistry(opts config.Options, options ...RegistryOption) *Registry {
-	r := &Registry{opts: opts, taints: NewTaints(opts),
+func NewRegistry(opts Options, options ...RegistryOption) *Registry {
+	r := &Registry{opts: opts, taints: NewTaints(opts.Taints),
 		backoff:   NewBackoff(opts.InitialNodeGroupBackoff, opts.MaxNodeGroupBackoff, opts.NodeGroupBackoffResetTimeout),
 		firstSeen: map[string]time.Time{}, seenErrors: map[string]bool{}, scaleUps: map[string]*ScaleUpRequest{},
 		lastScaleUp: map[string]time.Time{},

@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fakeprovider "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
 func gpuNode(name string, ready bool, created time.Time, allocatable string) *apiv1.Node {
@@ -41,7 +40,7 @@ func TestResourceUnreadyCountedAsUpstream(t *testing.T) {
 	for _, n := range nodes {
 		p.AddNode("gpu", n)
 	}
-	r := NewRegistry(config.Defaults())
+	r := NewRegistry(testOptions())
 	update(t, r, p, nodes, t0)
 	want := NodeCountsStat{Registered: RegisteredStat{Total: 5, Ready: 1, NotStarted: 1,
 		Unready: UnreadyStat{Total: 3, ResourceUnready: 2}}}
@@ -64,7 +63,7 @@ func TestScaleDownProbeTimeAsUpstream(t *testing.T) {
 	p := fakeprovider.NewProvider()
 	p.AddNodeGroup("a", 0, 10, 1, nil)
 	nodes := addNodes(p, "a", 1, true, t0.Add(-time.Hour))
-	r := NewRegistry(config.Defaults())
+	r := NewRegistry(testOptions())
 	update(t, r, p, nodes, t0)
 	st := r.Status(t0, nil)
 	if !st.ClusterWide.ScaleDown.LastProbeTime.IsZero() || !st.NodeGroups[0].ScaleDown.LastProbeTime.IsZero() {
@@ -95,7 +94,7 @@ func TestResourceUnreadyCountsNodesOfNoGroup(t *testing.T) {
 	p := fakeprovider.NewProvider()
 	p.AddNodeGroup("gpu", 0, 10, 0, nil)
 	nodes := []*apiv1.Node{gpuNode("stray", true, t0.Add(-time.Hour), "")}
-	r := NewRegistry(config.Defaults())
+	r := NewRegistry(testOptions())
 	update(t, r, p, nodes, t0)
 	want := NodeCountsStat{Registered: RegisteredStat{Total: 1, Unready: UnreadyStat{Total: 1, ResourceUnready: 1}}}
 	if diff := cmp.Diff(want, r.Status(t0, nil).ClusterWide.Health.NodeCounts); diff != "" {

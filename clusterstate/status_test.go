@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	fakeprovider "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
 // The golden files are upstream's YAML for the same state, written by hand
@@ -22,7 +21,7 @@ func TestStatusIsUpstreamYAML(t *testing.T) {
 	p.AddNodeGroup("pool-a", 1, 12, 3, nil)
 	p.AddNodeGroup("pool-b", 0, 5, 0, nil)
 	nodes := append(addNodes(p, "pool-a", 2, true, t0.Add(-time.Hour)), addNodes(p, "pool-a", 1, false, t0.Add(-time.Hour))...)
-	r := NewRegistry(config.Defaults())
+	r := NewRegistry(testOptions())
 	update(t, r, p, nodes, t0)
 	r.ScaleDownProbed(t0)
 	st := r.Status(t0, func(g string) int {

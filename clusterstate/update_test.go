@@ -5,7 +5,6 @@ import (
 	"time"
 
 	fakeprovider "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
 // TestUpdateForgetsScaleUpsOfGoneGroups: the in-flight scale-up of a group
@@ -15,7 +14,7 @@ func TestUpdateForgetsScaleUpsOfGoneGroups(t *testing.T) {
 	before := fakeprovider.NewProvider()
 	before.AddNodeGroup("a", 0, 10, 1, nil)
 	before.AddNodeGroup("b", 0, 10, 1, nil)
-	r := NewRegistry(config.Defaults())
+	r := NewRegistry(testOptions())
 	update(t, r, before, nil, t0)
 	r.RegisterScaleUp("a", 1, t0)
 	r.RegisterScaleUp("b", 1, t0)

@@ -130,7 +130,12 @@ func NewAutoscaler(opts config.Options, listers Listers, provider cloudprovider.
 		o(a)
 	}
 	if a.state == nil {
-		a.state = clusterstate.NewRegistry(opts)
+		a.state = clusterstate.NewRegistry(clusterstate.Options{
+			Taints: clusterstate.TaintOptions{StartupTaints: opts.StartupTaints, StartupTaintPrefixes: opts.StartupTaintPrefixes,
+				StatusTaints: opts.StatusTaints, IgnoreTaints: opts.IgnoreTaints},
+			InitialNodeGroupBackoff: opts.InitialNodeGroupBackoff, MaxNodeGroupBackoff: opts.MaxNodeGroupBackoff,
+			NodeGroupBackoffResetTimeout: opts.NodeGroupBackoffResetTimeout, OkTotalUnreadyCount: opts.OkTotalUnreadyCount,
+			MaxTotalUnreadyPercentage: opts.MaxTotalUnreadyPercentage, NodeGroupDefaults: opts.NodeGroupDefaults})
 	}
 	return a
 }

@@ -146,7 +146,8 @@ func WithPlannerClock(c clock.PassiveClock) PlannerOption { return func(p *Plann
 // NewPlanner builds a planner.
 func NewPlanner(opts config.Options, provider cloudprovider.CloudProvider, rules *drain.Rules, taints *Taints,
 	options ...PlannerOption) *Planner {
-	p := &Planner{opts: opts, provider: provider, rules: rules, taints: taints, readiness: clusterstate.NewTaints(opts),
+	p := &Planner{opts: opts, provider: provider, rules: rules, taints: taints, readiness: clusterstate.NewTaints(clusterstate.TaintOptions{StartupTaints: opts.StartupTaints, StartupTaintPrefixes: opts.StartupTaintPrefixes,
+		StatusTaints: opts.StatusTaints, IgnoreTaints: opts.IgnoreTaints}),
 		since: map[string]time.Time{}, recheck: map[string]recheckEntry{}, clock: clock.RealClock{},
 		blockers: map[string]string{}}
 	if opts.MaxNodeSkipEvalTimeTrackerEnabled {

@@ -105,7 +105,7 @@ func newFixture(t *testing.T, min int, nodes map[string]string, opts func(*confi
 	}
 	rules := drain.NewRules(drain.Options{SkipNodesWithCustomControllerPods: false}, drain.Listers{})
 	f.planner = NewPlanner(o, f.p, rules, NewTaints(f.client, o.MaxBulkSoftTaintCount, false))
-	f.state = clusterstate.NewRegistry(o)
+	f.state = clusterstate.NewRegistry(stateOptions(o))
 	return f
 }
 

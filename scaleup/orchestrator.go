@@ -153,7 +153,8 @@ func New(provider cloudprovider.CloudProvider, sim *framework.Handle, est *estim
 		sanitizer: template.Sanitizer{DropTaints: append(append(append([]string(nil), opts.StartupTaints...),
 			opts.StatusTaints...), opts.IgnoreTaints...), DropTaintPrefixes: opts.StartupTaintPrefixes,
 			ForceDaemonSets: opts.ForceDaemonSets, ScaleFromUnschedulable: opts.ScaleFromUnschedulable},
-		taints: clusterstate.NewTaints(opts), fromNodes: map[string]*cloudprovider.NodeInfo{},
+		taints: clusterstate.NewTaints(clusterstate.TaintOptions{StartupTaints: opts.StartupTaints, StartupTaintPrefixes: opts.StartupTaintPrefixes,
+			StatusTaints: opts.StatusTaints, IgnoreTaints: opts.IgnoreTaints}), fromNodes: map[string]*cloudprovider.NodeInfo{},
 		fromNodesAt: map[string]time.Time{}, clock: clock.RealClock{},
 		report: nopReporter{}}
 	for _, opt := range options {

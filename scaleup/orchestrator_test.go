@@ -63,7 +63,7 @@ func newOrchestrator(t testing.TB, provider *fakeprovider.Provider, mutate func(
 	if err != nil {
 		t.Fatal(err)
 	}
-	return New(provider, sim, estimator.New(sim), chain, opts, clusterstate.NewRegistry(opts))
+	return New(provider, sim, estimator.New(sim), chain, opts, clusterstate.NewRegistry(stateOptions(opts)))
 }
 
 // runLoop updates the cluster state as the loop does, then decides.

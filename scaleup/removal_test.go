@@ -43,7 +43,7 @@ func newDRAOrchestrator(t testing.TB, provider *fakeprovider.Provider, objs ...r
 	if err != nil {
 		t.Fatal(err)
 	}
-	return New(provider, sim, estimator.New(sim), chain, opts, clusterstate.NewRegistry(opts))
+	return New(provider, sim, estimator.New(sim), chain, opts, clusterstate.NewRegistry(stateOptions(opts)))
 }
 
 func oneDeviceSlice(node string) *resourceapi.ResourceSlice {

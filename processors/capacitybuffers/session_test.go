@@ -52,7 +52,7 @@ func session(t *testing.T) (*scaleup.Session, *fakeprovider.Provider) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	state := clusterstate.NewRegistry(opts)
+	state := clusterstate.NewRegistry(stateOptions(opts))
 	nodes := []*apiv1.Node{node}
 	if err := state.Update(ctx, provider, nodes, now); err != nil {
 		t.Fatal(err)
