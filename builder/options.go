@@ -3,6 +3,8 @@ package builder
 import (
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
+	"k8s.io/autoscaler/cluster-autoscaler/scaledown"
+	"k8s.io/autoscaler/cluster-autoscaler/simulator/drain"
 )
 
 // The mappings below are the one place where the flags (config.Options)
@@ -29,5 +31,54 @@ func TaintOptions(o config.Options) clusterstate.TaintOptions {
 		StartupTaintPrefixes: o.StartupTaintPrefixes,
 		StatusTaints:         o.StatusTaints,
 		IgnoreTaints:         o.IgnoreTaints,
+	}
+}
+
+// ScaleDownOptions are the planner's, the actuator's and ScaleDown's
+// flags. (The soft-taint limits, cordoning and the dynamic delete delay
+// are the builder's: they choose what NewScaleDown wires.)
+func ScaleDownOptions(o config.Options) scaledown.Options {
+	return scaledown.Options{
+		ScaleDownEnabled:                  o.ScaleDownEnabled,
+		ScaleDownDelayTypeLocal:           o.ScaleDownDelayTypeLocal,
+		ScaleDownDelayAfterAdd:            o.ScaleDownDelayAfterAdd,
+		ScaleDownDelayAfterDelete:         o.ScaleDownDelayAfterDelete,
+		ScaleDownDelayAfterFailure:        o.ScaleDownDelayAfterFailure,
+		ScaleDownUnreadyEnabled:           o.ScaleDownUnreadyEnabled,
+		IgnoreMirrorPodsUtilization:       o.IgnoreMirrorPodsUtilization,
+		ScaleDownNonEmptyCandidatesCount:  o.ScaleDownNonEmptyCandidatesCount,
+		ScaleDownCandidatesPoolRatio:      o.ScaleDownCandidatesPoolRatio,
+		ScaleDownCandidatesPoolMinCount:   o.ScaleDownCandidatesPoolMinCount,
+		ScaleDownSimulationTimeout:        o.ScaleDownSimulationTimeout,
+		UnremovableNodeRecheckTimeout:     o.UnremovableNodeRecheckTimeout,
+		NodeDeletionCandidateTTL:          o.NodeDeletionCandidateTTL,
+		MaxNodeSkipEvalTimeTrackerEnabled: o.MaxNodeSkipEvalTimeTrackerEnabled,
+		Cores:                             o.Cores,
+		MemoryGiB:                         o.MemoryGiB,
+		GPUTotal:                          o.GPUTotal,
+		Taints:                            TaintOptions(o),
+		MaxScaleDownParallelism:           o.MaxScaleDownParallelism,
+		MaxDrainParallelism:               o.MaxDrainParallelism,
+		MaxGracefulTerminationSec:         o.MaxGracefulTerminationSec,
+		MaxPodEvictionTime:                o.MaxPodEvictionTime,
+		NodeDeleteDelayAfterTaint:         o.NodeDeleteDelayAfterTaint,
+		NodeDeletionDelayTimeout:          o.NodeDeletionDelayTimeout,
+		NodeDeletionBatcherInterval:       o.NodeDeletionBatcherInterval,
+		DaemonSetEvictionForEmptyNodes:    o.DaemonSetEvictionForEmptyNodes,
+		DaemonSetEvictionForOccupiedNodes: o.DaemonSetEvictionForOccupiedNodes,
+		DrainPriorityConfig:               o.DrainPriorityConfig,
+	}
+}
+
+// DrainOptions are the drainability rules' flags; the grace cap is the
+// longest grace period the actuator gives (see maxGraceSec).
+func DrainOptions(o config.Options) drain.Options {
+	return drain.Options{
+		SkipNodesWithSystemPods:            o.SkipNodesWithSystemPods,
+		SkipNodesWithLocalStorage:          o.SkipNodesWithLocalStorage,
+		SkipNodesWithCustomControllerPods:  o.SkipNodesWithCustomControllerPods,
+		MinReplicaCount:                    o.MinReplicaCount,
+		BlockingSystemPodDisruptionTimeout: o.BlockingSystemPodDisruptionTimeout,
+		MaxGracefulTerminationSec:          maxGraceSec(o),
 	}
 }

@@ -25,14 +25,7 @@ import (
 func NewScaleDown(opts config.Options, client kubernetes.Interface, factory informers.SharedInformerFactory,
 	provider cloudprovider.CloudProvider, recorder record.EventRecorder, m *metrics.Metrics,
 	reporting *core.Reporting, readOnly bool) (*scaledown.ScaleDown, *scaledown.Taints) {
-	rules := drain.NewRules(drain.Options{
-		SkipNodesWithSystemPods:            opts.SkipNodesWithSystemPods,
-		SkipNodesWithLocalStorage:          opts.SkipNodesWithLocalStorage,
-		SkipNodesWithCustomControllerPods:  opts.SkipNodesWithCustomControllerPods,
-		MinReplicaCount:                    opts.MinReplicaCount,
-		BlockingSystemPodDisruptionTimeout: opts.BlockingSystemPodDisruptionTimeout,
-		MaxGracefulTerminationSec:          maxGraceSec(opts),
-	}, drain.Listers{
+	rules := drain.NewRules(DrainOptions(opts), drain.Listers{
 		ReplicationControllers: factory.Core().V1().ReplicationControllers().Lister(),
 		ReplicaSets:            factory.Apps().V1().ReplicaSets().Lister(),
 		StatefulSets:           factory.Apps().V1().StatefulSets().Lister(),
@@ -47,13 +40,14 @@ func NewScaleDown(opts config.Options, client kubernetes.Interface, factory info
 		sdOpts = append(sdOpts, scaledown.WithoutRemovals())
 	}
 	taints := scaledown.NewTaints(client, opts.MaxBulkSoftTaintCount, opts.CordonNodeBeforeTerminating, taintOpts...)
-	planner := scaledown.NewPlanner(opts, provider, rules, taints)
+	sd := ScaleDownOptions(opts)
+	planner := scaledown.NewPlanner(sd, provider, rules, taints)
 	var actOpts []scaledown.ActuatorOption
 	if opts.DynamicNodeDeleteDelayAfterTaint {
 		actOpts = append(actOpts, scaledown.WithDynamicDeleteDelay(factory.Core().V1().Nodes().Lister()))
 	}
-	actuator := scaledown.NewActuator(opts, client, taints, recorder, reporting, clock.RealClock{}, actOpts...)
-	return scaledown.New(opts, planner, actuator, m, sdOpts...), taints
+	actuator := scaledown.NewActuator(sd, client, taints, recorder, reporting, clock.RealClock{}, actOpts...)
+	return scaledown.New(sd, planner, actuator, m, sdOpts...), taints
 }
 
 // maxGraceSec is the longest grace period the actuator gives an evicted

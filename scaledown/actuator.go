@@ -60,7 +60,7 @@ type Metrics interface {
 // context given to Remove ends (lease lost, shutdown), leaving their taints
 // to the next run's start-up clean-up.
 type Actuator struct {
-	opts     config.Options
+	opts     Options
 	client   kubernetes.Interface
 	taints   *Taints
 	recorder record.EventRecorder
@@ -93,7 +93,7 @@ type Actuator struct {
 }
 
 // NewActuator builds an actuator.
-func NewActuator(opts config.Options, client kubernetes.Interface, taints *Taints, recorder record.EventRecorder,
+func NewActuator(opts Options, client kubernetes.Interface, taints *Taints, recorder record.EventRecorder,
 	m Metrics, clk clock.Clock, options ...ActuatorOption) *Actuator {
 	a := &Actuator{opts: opts, client: client, taints: taints, recorder: recorder, metrics: m, clock: clk,
 		annotationPoll: delayDeletionPollPeriod, podGonePoll: podGonePollPeriod, evictionRetry: evictionRetryPeriod,

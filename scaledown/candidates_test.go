@@ -9,8 +9,6 @@ import (
 
 	apiv1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
-
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
 // --unremovable-node-recheck-timeout: a node the simulation found
@@ -23,7 +21,7 @@ func TestUnremovableNodeRecheck(t *testing.T) {
 		{5 * time.Minute, ReasonRecentlyUnremovable},
 		{0, ReasonNotUnneededLongEnough},
 	} {
-		f := newFixture(t, 0, map[string]string{"blocked": "1"}, func(o *config.Options) { o.UnremovableNodeRecheckTimeout = tc.timeout })
+		f := newFixture(t, 0, map[string]string{"blocked": "1"}, func(o *fixtureOptions) { o.UnremovableNodeRecheckTimeout = tc.timeout })
 		f.sess.full["blocked"] = true
 		if r := f.plan(t, t0).Unremovable["blocked"]; r != ReasonNoPlaceToMovePods {
 			t.Fatalf("timeout %v: first loop %q", tc.timeout, r)
@@ -82,7 +80,7 @@ func TestCandidateLimits(t *testing.T) {
 		{"pool of 4 (ratio 0.1 of 24 rounds up to 3, min 4)", 30, 4, 0.1, 4, 8},
 		{"count 0 lifts the limits", 0, 1, 0, 20, 20},
 	} {
-		f := newFixture(t, 0, manyNodes(4, 20), func(o *config.Options) {
+		f := newFixture(t, 0, manyNodes(4, 20), func(o *fixtureOptions) {
 			o.ScaleDownNonEmptyCandidatesCount, o.ScaleDownCandidatesPoolMinCount, o.ScaleDownCandidatesPoolRatio =
 				tc.count, tc.poolMin, tc.ratio
 		})
@@ -127,7 +125,7 @@ func (s slowSession) TryRemove(ctx context.Context, node string, move []*apiv1.P
 // --max-node-skip-eval-time-tracker-enabled tracks how long they waited.
 func TestSimulationTimeoutAndSkipTracker(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(t0)
-	f := newFixture(t, 0, manyNodes(0, 6), func(o *config.Options) {
+	f := newFixture(t, 0, manyNodes(0, 6), func(o *fixtureOptions) {
 		o.ScaleDownSimulationTimeout = 25 * time.Second
 		o.MaxNodeSkipEvalTimeTrackerEnabled = true
 	})

@@ -6,15 +6,13 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
 // --scale-down-delay-type-local: a scale-up of group g holds only g's
 // nodes for --scale-down-delay-after-add; without it every group waits.
 func TestScaleDownDelayTypeLocal(t *testing.T) {
 	for _, local := range []bool{true, false} {
-		f, a := actuatorFixture(t, 0, map[string]string{"a": ""}, func(o *config.Options) { o.ScaleDownDelayTypeLocal = local })
+		f, a := actuatorFixture(t, 0, map[string]string{"a": ""}, func(o *Options) { o.ScaleDownDelayTypeLocal = local })
 		f.p.AddNodeGroup("h", 0, 10, 1, nil)
 		b := node("b")
 		f.p.AddNode("h", b)
@@ -49,7 +47,7 @@ func TestScaleDownDelayTypeLocal(t *testing.T) {
 // the interval go in one DeleteNodes call; without it, each goes alone.
 func TestNodeDeletionBatcher(t *testing.T) {
 	for _, interval := range []time.Duration{0, time.Second} {
-		f, a := actuatorFixture(t, 0, map[string]string{"a": "", "b": ""}, func(o *config.Options) {
+		f, a := actuatorFixture(t, 0, map[string]string{"a": "", "b": ""}, func(o *Options) {
 			o.NodeDeletionBatcherInterval = interval
 		})
 		cs := f.candidates(t)

@@ -10,8 +10,6 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
 // deviceSession adds DRA devices and explanations to the fake session:
@@ -38,7 +36,7 @@ func (s *deviceSession) TryRemoveWhy(ctx context.Context, node string, move []*a
 func TestPlannerDeviceUtilizationAndClaimBlockers(t *testing.T) {
 	// Every node runs one pod of the given cpu (of 4).
 	f := newFixture(t, 0, map[string]string{"idle-gpu": "3", "busy-gpu": "1", "half-gpu": "1", "plain": "1",
-		"ext-gpu": "1"}, func(o *config.Options) { o.NodeGroupDefaults.ScaleDownGPUUtilizationThreshold = 0.3 })
+		"ext-gpu": "1"}, func(o *fixtureOptions) { o.NodeGroupDefaults.ScaleDownGPUUtilizationThreshold = 0.3 })
 	const why = "pod default/p-half-gpu with resource claim(s) default/p-half-gpu-gpu-x fits no other node"
 	sess := &deviceSession{session: f.sess,
 		devices: map[string][2]int{"idle-gpu": {0, 2}, "busy-gpu": {2, 2}, "half-gpu": {1, 4}},

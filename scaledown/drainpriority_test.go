@@ -60,7 +60,7 @@ func TestEvictionRounds(t *testing.T) {
 // their group's grace period, or their own when shorter) and gone before
 // the higher ones are evicted.
 func TestDrainPriorityOrder(t *testing.T) {
-	f, a := actuatorFixture(t, 0, map[string]string{"a": ""}, func(o *config.Options) {
+	f, a := actuatorFixture(t, 0, map[string]string{"a": ""}, func(o *Options) {
 		o.DrainPriorityConfig = "1000:7,0:3"
 	})
 	pods := []*apiv1.Pod{prioPod("high", 2000, 30), prioPod("low", 0, 30), prioPod("low-short", 10, 1)}

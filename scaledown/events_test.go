@@ -16,8 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
-
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
 // eventLog is an EventRecorder that keeps "Kind/name Type Reason message".
@@ -57,7 +55,7 @@ func (l *eventLog) all() []string {
 
 // removeWithEvents removes the named node of a fresh fixture and returns the
 // events recorded; refuse, when set, answers every eviction.
-func removeWithEvents(t *testing.T, nodes map[string]string, name string, refuse error, opts func(*config.Options)) []string {
+func removeWithEvents(t *testing.T, nodes map[string]string, name string, refuse error, opts func(*Options)) []string {
 	t.Helper()
 	f, a := actuatorFixture(t, 0, nodes, opts)
 	rec := &eventLog{}
@@ -94,7 +92,7 @@ func TestScaleDownEvents(t *testing.T) {
 		nodes  map[string]string
 		remove string
 		refuse error
-		opts   func(*config.Options)
+		opts   func(*Options)
 		want   []string
 	}{{
 		name: "empty node removed", nodes: map[string]string{"a": ""}, remove: "a",
@@ -119,7 +117,7 @@ func TestScaleDownEvents(t *testing.T) {
 	}, {
 		name: "eviction still refused by a PDB at --max-pod-eviction-time", nodes: map[string]string{"a": "1", "b": ""}, remove: "a",
 		refuse: apierrors.NewTooManyRequests("a PDB refuses", 1),
-		opts:   func(o *config.Options) { o.MaxPodEvictionTime = 200 * time.Millisecond },
+		opts:   func(o *Options) { o.MaxPodEvictionTime = 200 * time.Millisecond },
 		want: []string{
 			"Node/a Normal ScaleDown marked the node as toBeDeleted/unschedulable",
 			"Pod/default/p-a Warning ScaleDownFailed failed to delete pod for ScaleDown",

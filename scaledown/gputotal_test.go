@@ -27,7 +27,7 @@ func (s *sliceSession) ResourceSlices(node string) []*resourceapi.ResourceSlice 
 // the devices count under the driver's name), --gpu-total minimum 3 for
 // that driver: one may go (4 GPUs stay), the others are kept.
 func TestPlannerKeepsTheMinimumDRAGPUs(t *testing.T) {
-	f := newFixture(t, 0, map[string]string{"a": "", "b": "", "c": ""}, func(o *config.Options) {
+	f := newFixture(t, 0, map[string]string{"a": "", "b": "", "c": ""}, func(o *fixtureOptions) {
 		o.GPUTotal = []config.GPULimit{{Type: "gpu.example.com", Min: 3, Max: 100}}
 	})
 	sess := &sliceSession{session: f.sess, slices: map[string][]*resourceapi.ResourceSlice{}}

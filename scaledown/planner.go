@@ -99,7 +99,7 @@ type Plan struct {
 // Planner finds unneeded nodes and keeps their timers, in memory and on the
 // nodes.
 type Planner struct {
-	opts     config.Options
+	opts     Options
 	provider cloudprovider.CloudProvider
 	rules    *drain.Rules
 	taints   *Taints
@@ -144,10 +144,9 @@ type PlannerOption func(*Planner)
 func WithPlannerClock(c clock.PassiveClock) PlannerOption { return func(p *Planner) { p.clock = c } }
 
 // NewPlanner builds a planner.
-func NewPlanner(opts config.Options, provider cloudprovider.CloudProvider, rules *drain.Rules, taints *Taints,
+func NewPlanner(opts Options, provider cloudprovider.CloudProvider, rules *drain.Rules, taints *Taints,
 	options ...PlannerOption) *Planner {
-	p := &Planner{opts: opts, provider: provider, rules: rules, taints: taints, readiness: clusterstate.NewTaints(clusterstate.TaintOptions{StartupTaints: opts.StartupTaints, StartupTaintPrefixes: opts.StartupTaintPrefixes,
-		StatusTaints: opts.StatusTaints, IgnoreTaints: opts.IgnoreTaints}),
+	p := &Planner{opts: opts, provider: provider, rules: rules, taints: taints, readiness: clusterstate.NewTaints(opts.Taints),
 		since: map[string]time.Time{}, recheck: map[string]recheckEntry{}, clock: clock.RealClock{},
 		blockers: map[string]string{}}
 	if opts.MaxNodeSkipEvalTimeTrackerEnabled {

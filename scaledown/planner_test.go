@@ -78,12 +78,22 @@ type fixture struct {
 
 // newFixture: group g (min 1) with nodes; each node name maps to the cpu
 // its one pod requests ("" for none).
-func newFixture(t *testing.T, min int, nodes map[string]string, opts func(*config.Options)) *fixture {
+// fixtureOptions are the planner's options and what else the fixture wires
+// from the flags: the soft-taint limit and the registry's per-group
+// defaults.
+type fixtureOptions struct {
+	Options
+	MaxBulkSoftTaintCount int
+	NodeGroupDefaults     config.NodeGroupAutoscalingOptions
+}
+
+func newFixture(t *testing.T, min int, nodes map[string]string, opts func(*fixtureOptions)) *fixture {
 	t.Helper()
 	f := &fixture{p: fakeprovider.NewProvider(), sess: &session{full: map[string]bool{}, extra: map[string]int{},
 		real: map[string][]*apiv1.Pod{}}}
 	f.g = f.p.AddNodeGroup("g", min, 10, len(nodes), nil)
-	o := config.Defaults()
+	d := config.Defaults()
+	o := fixtureOptions{Options: testOptions(), MaxBulkSoftTaintCount: d.MaxBulkSoftTaintCount, NodeGroupDefaults: d.NodeGroupDefaults}
 	if opts != nil {
 		opts(&o)
 	}
@@ -104,8 +114,10 @@ func newFixture(t *testing.T, min int, nodes map[string]string, opts func(*confi
 		}
 	}
 	rules := drain.NewRules(drain.Options{SkipNodesWithCustomControllerPods: false}, drain.Listers{})
-	f.planner = NewPlanner(o, f.p, rules, NewTaints(f.client, o.MaxBulkSoftTaintCount, false))
-	f.state = clusterstate.NewRegistry(stateOptions(o))
+	f.planner = NewPlanner(o.Options, f.p, rules, NewTaints(f.client, o.MaxBulkSoftTaintCount, false))
+	so := stateOptions(d)
+	so.NodeGroupDefaults = o.NodeGroupDefaults
+	f.state = clusterstate.NewRegistry(so)
 	return f
 }
 
@@ -227,7 +239,7 @@ func TestPlannerMinSizeAndDisabledAnnotation(t *testing.T) {
 }
 
 func TestCooldowns(t *testing.T) {
-	o := config.Defaults()
+	o := testOptions()
 	a := NewActuator(o, fake.NewClientset(), nil, nil, nil, nil)
 	s := New(o, nil, a, nil)
 	s.ScaledUp(t0)
@@ -257,7 +269,7 @@ func (s *skipCounter) RegisterSkippedScaleEvent(direction, reason string) {
 // minimum 6: one may go (8 cores stay), the others are kept for the limit
 // and counted as skipped scale-downs.
 func TestPlannerKeepsTheMinimumCores(t *testing.T) {
-	f := newFixture(t, 0, map[string]string{"a": "", "b": "", "c": ""}, func(o *config.Options) { o.Cores.Min = 6 })
+	f := newFixture(t, 0, map[string]string{"a": "", "b": "", "c": ""}, func(o *fixtureOptions) { o.Cores.Min = 6 })
 	counter := &skipCounter{skipped: map[string]int{}}
 	f.planner.report = counter
 	f.plan(t, t0)
@@ -282,7 +294,7 @@ func TestPlannerKeepsTheMinimumCores(t *testing.T) {
 // TestPlannerKeepsTheMinimumGPUs: three empty nodes with 2 t4 GPUs each,
 // --gpu-total t4 minimum 3: one may go (4 GPUs stay), the others are kept.
 func TestPlannerKeepsTheMinimumGPUs(t *testing.T) {
-	f := newFixture(t, 0, map[string]string{"a": "", "b": "", "c": ""}, func(o *config.Options) {
+	f := newFixture(t, 0, map[string]string{"a": "", "b": "", "c": ""}, func(o *fixtureOptions) {
 		o.GPUTotal = []config.GPULimit{{Type: "t4", Min: 3, Max: 100}}
 	})
 	for _, n := range f.nodes {

@@ -34,10 +34,10 @@ func (nopMetrics) UpdateScaleDownInCooldown(bool)                               
 
 // actuatorFixture: the planner fixture's nodes, an actuator on a real clock
 // with short delays and poll periods.
-func actuatorFixture(t *testing.T, min int, nodes map[string]string, opts func(*config.Options)) (*fixture, *Actuator) {
+func actuatorFixture(t *testing.T, min int, nodes map[string]string, opts func(*Options)) (*fixture, *Actuator) {
 	t.Helper()
 	f := newFixture(t, min, nodes, nil)
-	o := config.Defaults()
+	o := testOptions()
 	o.NodeDeleteDelayAfterTaint = 100 * time.Millisecond
 	o.NodeDeletionDelayTimeout = time.Minute
 	o.MaxGracefulTerminationSec = 1
@@ -104,7 +104,7 @@ func waitDone(t *testing.T, a *Actuator) {
 // the plan did not) cancels its deletion and removes the taint; the other
 // empty node of the group goes.
 func TestPodBoundAfterTaintCancelsDeletion(t *testing.T) {
-	f, a := actuatorFixture(t, 0, map[string]string{"a": "", "b": ""}, func(o *config.Options) {
+	f, a := actuatorFixture(t, 0, map[string]string{"a": "", "b": ""}, func(o *Options) {
 		o.NodeDeleteDelayAfterTaint = time.Second
 	})
 	cs := f.candidates(t)
@@ -159,7 +159,7 @@ func TestDelayDeletionAnnotationHoldsDeletion(t *testing.T) {
 // An annotation that stays holds the deletion only for
 // --node-deletion-delay-timeout.
 func TestDelayDeletionTimesOut(t *testing.T) {
-	f, a := actuatorFixture(t, 0, map[string]string{"a": ""}, func(o *config.Options) {
+	f, a := actuatorFixture(t, 0, map[string]string{"a": ""}, func(o *Options) {
 		o.NodeDeletionDelayTimeout = 300 * time.Millisecond
 	})
 	n, _ := f.client.CoreV1().Nodes().Get(context.Background(), "a", metav1.GetOptions{})
@@ -180,7 +180,7 @@ func TestDelayDeletionTimesOut(t *testing.T) {
 
 // The delay after tainting is waited before the node is deleted.
 func TestDeleteDelayAfterTaint(t *testing.T) {
-	f, a := actuatorFixture(t, 0, map[string]string{"a": ""}, func(o *config.Options) {
+	f, a := actuatorFixture(t, 0, map[string]string{"a": ""}, func(o *Options) {
 		o.NodeDeleteDelayAfterTaint = 700 * time.Millisecond
 	})
 	start := time.Now()
@@ -198,7 +198,7 @@ func TestDeleteDelayAfterTaint(t *testing.T) {
 // evictions, no deletion, no failure recorded, and the taint stays for the
 // next run's start-up clean-up.
 func TestDrainStopsWhenTheContextEnds(t *testing.T) {
-	f, a := actuatorFixture(t, 0, map[string]string{"a": "1", "b": ""}, func(o *config.Options) {
+	f, a := actuatorFixture(t, 0, map[string]string{"a": "1", "b": ""}, func(o *Options) {
 		o.MaxPodEvictionTime = time.Hour
 	})
 	evictions := make(chan struct{}, 1000)
@@ -290,7 +290,7 @@ func TestAtomicGroupRemovedTogether(t *testing.T) {
 		}
 	})
 	t.Run("none", func(t *testing.T) {
-		f, a := actuatorFixture(t, 0, map[string]string{"a": "", "b": ""}, func(o *config.Options) {
+		f, a := actuatorFixture(t, 0, map[string]string{"a": "", "b": ""}, func(o *Options) {
 			o.NodeDeleteDelayAfterTaint = time.Second
 		})
 		atomic(f)
@@ -315,7 +315,7 @@ func TestAtomicGroupRemovedTogether(t *testing.T) {
 // --max-drain-parallelism across calls, and a node in flight is not started
 // twice.
 func TestRemoveBudgetsCountRemovalsInFlight(t *testing.T) {
-	f, a := actuatorFixture(t, 0, map[string]string{"a": "", "b": "", "c": "", "d": "1", "e": "1"}, func(o *config.Options) {
+	f, a := actuatorFixture(t, 0, map[string]string{"a": "", "b": "", "c": "", "d": "1", "e": "1"}, func(o *Options) {
 		o.MaxScaleDownParallelism = 4
 		o.MaxDrainParallelism = 1
 		o.NodeDeleteDelayAfterTaint = time.Second
@@ -340,7 +340,7 @@ func TestRemoveBudgetsCountRemovalsInFlight(t *testing.T) {
 // removes nothing, a whole zeroOrMax group included; --max-drain-parallelism=0
 // removes only empty nodes.
 func TestZeroParallelismRemovesNothing(t *testing.T) {
-	f, a := actuatorFixture(t, 0, map[string]string{"a": "", "b": "1"}, func(o *config.Options) {
+	f, a := actuatorFixture(t, 0, map[string]string{"a": "", "b": "1"}, func(o *Options) {
 		o.MaxScaleDownParallelism = 0
 	})
 	o := config.Defaults().NodeGroupDefaults
@@ -354,7 +354,7 @@ func TestZeroParallelismRemovesNothing(t *testing.T) {
 		t.Errorf("DeleteNodes calls %v, want none", got)
 	}
 
-	f, a = actuatorFixture(t, 0, map[string]string{"a": "", "b": "1"}, func(o *config.Options) {
+	f, a = actuatorFixture(t, 0, map[string]string{"a": "", "b": "1"}, func(o *Options) {
 		o.MaxDrainParallelism = 0
 	})
 	if n := a.Remove(context.Background(), f.candidates(t)); n != 1 {

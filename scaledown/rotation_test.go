@@ -12,8 +12,6 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
-
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
 // countingSession counts the simulations of busy nodes and makes each take
@@ -40,7 +38,7 @@ type rotationFixture struct {
 	sess *countingSession
 }
 
-func newRotationFixture(t *testing.T, nodes map[string]string, opts func(*config.Options)) *rotationFixture {
+func newRotationFixture(t *testing.T, nodes map[string]string, opts func(*fixtureOptions)) *rotationFixture {
 	t.Helper()
 	f := newFixture(t, 0, nodes, opts)
 	clk := clocktesting.NewFakePassiveClock(t0)
@@ -84,7 +82,7 @@ func TestCandidatesRotateUntilEveryRemovableNodeIsFound(t *testing.T) {
 		{name: "the first 10 blocked, pool 10", busy: 40, count: 30, poolMin: 10, blocked: 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newRotationFixture(t, manyNodes(0, tc.busy), func(o *config.Options) {
+			f := newRotationFixture(t, manyNodes(0, tc.busy), func(o *fixtureOptions) {
 				o.ScaleDownNonEmptyCandidatesCount, o.ScaleDownCandidatesPoolMinCount = tc.count, tc.poolMin
 				o.ScaleDownCandidatesPoolRatio = 0.1 // ceil(busy x 0.1) <= poolMin in every case
 				o.UnremovableNodeRecheckTimeout = 0
@@ -135,7 +133,7 @@ func TestCandidatesRotateUntilEveryRemovableNodeIsFound(t *testing.T) {
 // simulation (here: the simulation time ran out) keeps its timer and its
 // candidate taint; it is not removable in the loop that left it out.
 func TestLeftOutCandidatesKeepTheirTimers(t *testing.T) {
-	f := newRotationFixture(t, manyNodes(0, 6), func(o *config.Options) { o.ScaleDownSimulationTimeout = 25 * time.Second })
+	f := newRotationFixture(t, manyNodes(0, 6), func(o *fixtureOptions) { o.ScaleDownSimulationTimeout = 25 * time.Second })
 	f.sess.step = time.Second
 	if plan := f.plan(t, t0); len(plan.Unneeded) != 6 {
 		t.Fatalf("first loop: %d unneeded, want 6", len(plan.Unneeded))
@@ -181,7 +179,7 @@ func TestLeftOutCandidatesKeepTheirTimers(t *testing.T) {
 // any more, or it is busy again) drops out at once and its timer is gone:
 // when it is unneeded again, the timer starts anew.
 func TestCandidateThatBecameNeededDropsOut(t *testing.T) {
-	f := newRotationFixture(t, manyNodes(0, 12), func(o *config.Options) {
+	f := newRotationFixture(t, manyNodes(0, 12), func(o *fixtureOptions) {
 		o.ScaleDownNonEmptyCandidatesCount, o.ScaleDownCandidatesPoolMinCount = 30, 4
 		o.UnremovableNodeRecheckTimeout = 0
 	})

@@ -8,7 +8,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/explain"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 )
@@ -32,7 +31,7 @@ type Reporter interface {
 
 // ScaleDown is the loop's scale-down step.
 type ScaleDown struct {
-	opts     config.Options
+	opts     Options
 	planner  *Planner
 	actuator *Actuator
 	reporter Reporter
@@ -61,7 +60,7 @@ func WithExplainer(r *explain.Recorder) Option { return func(s *ScaleDown) { s.e
 func WithoutRemovals() Option { return func(s *ScaleDown) { s.planOnly = true } }
 
 // New builds the step.
-func New(opts config.Options, planner *Planner, actuator *Actuator, reporter Reporter, options ...Option) *ScaleDown {
+func New(opts Options, planner *Planner, actuator *Actuator, reporter Reporter, options ...Option) *ScaleDown {
 	if planner != nil {
 		planner.report = reporter
 	}

@@ -10,8 +10,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
-
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
 func TestTaintLatencyKeepsTheLongestOfTheLastHour(t *testing.T) {
@@ -43,7 +41,7 @@ func taintedNode(name string, tainted bool) *apiv1.Node {
 func dynamicActuator(t *testing.T, fixed time.Duration) (*Actuator, cache.Indexer) {
 	t.Helper()
 	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	o := config.Defaults()
+	o := testOptions()
 	o.NodeDeleteDelayAfterTaint = fixed
 	a := NewActuator(o, nil, nil, nil, nopMetrics{}, clock.RealClock{}, WithDynamicDeleteDelay(corelisters.NewNodeLister(idx)))
 	a.latency.timeout = 300 * time.Millisecond
@@ -96,7 +94,7 @@ func TestDynamicDeleteDelayFollowsTheInformer(t *testing.T) {
 
 // Without the flag the fixed delay is used whatever the informer does.
 func TestFixedDeleteDelayWithoutTheFlag(t *testing.T) {
-	o := config.Defaults()
+	o := testOptions()
 	o.NodeDeleteDelayAfterTaint = 7 * time.Second
 	a := NewActuator(o, nil, nil, nil, nopMetrics{}, clock.RealClock{})
 	if d := a.deleteDelay(context.Background(), map[string]time.Time{"x": time.Now()}); d != 7*time.Second {

@@ -15,7 +15,6 @@ import (
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	fakeprovider "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
 func candidateTainted(t *testing.T, c *fake.Clientset, name string) bool {
@@ -93,7 +92,7 @@ func TestNodeDeletionCandidateTTL(t *testing.T) {
 		{time.Hour, 30 * time.Minute, t0.Add(-30 * time.Minute)},
 		{0, 2 * time.Hour, t0.Add(-2 * time.Hour)},
 	} {
-		f := newFixture(t, 0, map[string]string{"a": ""}, func(o *config.Options) { o.NodeDeletionCandidateTTL = tc.ttl })
+		f := newFixture(t, 0, map[string]string{"a": ""}, func(o *fixtureOptions) { o.NodeDeletionCandidateTTL = tc.ttl })
 		n, _ := f.client.CoreV1().Nodes().Get(context.Background(), "a", metav1.GetOptions{})
 		n.Spec.Taints = []apiv1.Taint{{Key: DeletionCandidateTaint, Value: strconv.FormatInt(t0.Add(-tc.age).Unix(), 10),
 			Effect: apiv1.TaintEffectPreferNoSchedule}}

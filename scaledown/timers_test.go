@@ -7,15 +7,13 @@ import (
 
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
 // With --max-bulk-soft-taint-count=0 no candidate taint is written, and the
 // unneeded timer lives in memory: the node becomes removable after the
 // unneeded time all the same.
 func TestNoSoftTaintsKeepsTheTimerInMemory(t *testing.T) {
-	f := newFixture(t, 0, map[string]string{"a": ""}, func(o *config.Options) { o.MaxBulkSoftTaintCount = 0 })
+	f := newFixture(t, 0, map[string]string{"a": ""}, func(o *fixtureOptions) { o.MaxBulkSoftTaintCount = 0 })
 	if plan := f.plan(t, t0); len(plan.Removable) != 0 || plan.Unremovable["a"] != ReasonNotUnneededLongEnough {
 		t.Fatalf("at t0: removable %v, reason %q", names(plan.Removable), plan.Unremovable["a"])
 	}
@@ -37,7 +35,7 @@ func TestNoSoftTaintsKeepsTheTimerInMemory(t *testing.T) {
 // With --max-bulk-soft-taint-count=0 a candidate taint left by an earlier
 // configuration is neither trusted nor kept.
 func TestNoSoftTaintsIgnoresAndRemovesOldTaints(t *testing.T) {
-	f := newFixture(t, 0, map[string]string{"a": ""}, func(o *config.Options) { o.MaxBulkSoftTaintCount = 0 })
+	f := newFixture(t, 0, map[string]string{"a": ""}, func(o *fixtureOptions) { o.MaxBulkSoftTaintCount = 0 })
 	n, _ := f.client.CoreV1().Nodes().Get(context.Background(), "a", metav1.GetOptions{})
 	n.Spec.Taints = []apiv1.Taint{{Key: DeletionCandidateTaint, Value: "1000", Effect: apiv1.TaintEffectPreferNoSchedule}}
 	if _, err := f.client.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
@@ -56,7 +54,7 @@ func TestNoSoftTaintsIgnoresAndRemovesOldTaints(t *testing.T) {
 // nodes unneeded since t0 with a budget of one taint per loop are all
 // removable ten minutes after t0, and each taint carries t0.
 func TestNodesBeyondTheSoftTaintBudgetKeepTheirTimers(t *testing.T) {
-	f := newFixture(t, 0, map[string]string{"a": "", "b": "", "c": ""}, func(o *config.Options) { o.MaxBulkSoftTaintCount = 1 })
+	f := newFixture(t, 0, map[string]string{"a": "", "b": "", "c": ""}, func(o *fixtureOptions) { o.MaxBulkSoftTaintCount = 1 })
 	for _, d := range []time.Duration{0, time.Minute, 2 * time.Minute} {
 		f.plan(t, t0.Add(d))
 	}

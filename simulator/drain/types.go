@@ -73,7 +73,8 @@ type BlockingPod struct {
 	Detail string
 }
 
-// Options are the flags the rules follow; the field names match config.Options.
+// Options are the flags the rules follow; the builder maps them from
+// config.Options (field names as there).
 type Options struct {
 	// SkipNodesWithSystemPods (--skip-nodes-with-system-pods) enables the
 	// kube-system rule.
