@@ -4,6 +4,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/scaledown"
+	"k8s.io/autoscaler/cluster-autoscaler/scaleup"
 	"k8s.io/autoscaler/cluster-autoscaler/simulator/drain"
 )
 
@@ -80,5 +81,32 @@ func DrainOptions(o config.Options) drain.Options {
 		MinReplicaCount:                    o.MinReplicaCount,
 		BlockingSystemPodDisruptionTimeout: o.BlockingSystemPodDisruptionTimeout,
 		MaxGracefulTerminationSec:          maxGraceSec(o),
+	}
+}
+
+// ScaleUpOptions are the orchestrator's flags. (The simulator's, the
+// expanders' and the capacity quotas' are the builder's: they choose what
+// NewScaleUp wires.)
+func ScaleUpOptions(o config.Options) scaleup.Options {
+	return scaleup.Options{
+		Expanders:                      o.Expanders,
+		MaxNodesTotal:                  o.MaxNodesTotal,
+		Cores:                          o.Cores,
+		MemoryGiB:                      o.MemoryGiB,
+		GPUTotal:                       o.GPUTotal,
+		MaxNodesPerScaleUp:             o.MaxNodesPerScaleUp,
+		MaxBinpackingTime:              o.MaxBinpackingTime,
+		MaxNodeGroupBinpackingDuration: o.MaxNodeGroupBinpackingDuration,
+		NodeInfoCacheExpireTime:        o.NodeInfoCacheExpireTime,
+		ExpendablePodsPriorityCutoff:   o.ExpendablePodsPriorityCutoff,
+		BalanceSimilarNodeGroups:       o.BalanceSimilarNodeGroups,
+		BalancingLabels:                o.BalancingLabels,
+		BalancingIgnoreLabels:          o.BalancingIgnoreLabels,
+		MaxAllocatableDifferenceRatio:  o.MaxAllocatableDifferenceRatio,
+		MaxFreeDifferenceRatio:         o.MaxFreeDifferenceRatio,
+		MemoryDifferenceRatio:          o.MemoryDifferenceRatio,
+		ForceDaemonSets:                o.ForceDaemonSets,
+		ScaleFromUnschedulable:         o.ScaleFromUnschedulable,
+		Taints:                         TaintOptions(o),
 	}
 }

@@ -97,7 +97,7 @@ func NewScaleUp(ctx context.Context, in ScaleUpInputs) (*scaleup.Orchestrator, i
 	if quotas != nil {
 		suOpts = append(suOpts, scaleup.WithCapacityQuotas(quotas))
 	}
-	return scaleup.New(provider, sim, estimator.New(sim), chain, opts, state, suOpts...), nsFactory, nil
+	return scaleup.New(provider, sim, estimator.New(sim), chain, ScaleUpOptions(opts), state, suOpts...), nsFactory, nil
 }
 
 // NewDRASource reads the cluster's DRA objects (for the simulator and the

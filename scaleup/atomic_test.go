@@ -40,7 +40,7 @@ func TestScaleUpAllOneGroup(t *testing.T) {
 	provider := fakeprovider.NewProvider()
 	provider.AddNodeGroup("small", 0, 10, 0, templateNode("small", "4"))
 	provider.AddNodeGroup("large", 0, 10, 0, templateNode("large", "16"))
-	o := newOrchestrator(t, provider, func(o *config.Options) { o.MaxNodesPerScaleUp = 1 })
+	o := newOrchestrator(t, provider, func(o *Options) { o.MaxNodesPerScaleUp = 1 })
 	res := beginLoop(t, o, nil).ScaleUpAll(context.Background(), pendingPods(12, "1"), nil)
 	if !res.Fit || res.Err != nil {
 		t.Fatalf("result %+v, want a fit", res)
@@ -73,7 +73,7 @@ func TestScaleUpAllChangesNothingWhenItCannotFit(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		target    int
-		mutate    func(*config.Options)
+		mutate    func(*Options)
 		permanent bool
 		reason    string
 	}{
@@ -81,7 +81,7 @@ func TestScaleUpAllChangesNothingWhenItCannotFit(t *testing.T) {
 			reason: "40 of 44 pods fit; 4 have no room: group a holds 40 of the 44 pods on 10 nodes; more would exceed its max size of 10 nodes"},
 		{name: "group nearly full now", target: 9, permanent: false,
 			reason: "4 of 36 pods fit; 32 have no room: group a holds 4 of the 36 pods on 1 node; more would exceed the 1 node its max size of 10 leaves room for"},
-		{name: "max nodes total", target: 0, mutate: func(o *config.Options) { o.MaxNodesTotal = 3 }, permanent: true,
+		{name: "max nodes total", target: 0, mutate: func(o *Options) { o.MaxNodesTotal = 3 }, permanent: true,
 			reason: "12 of 16 pods fit; 4 have no room: group a holds 12 of the 16 pods on 3 nodes; more would exceed the 3 nodes --max-nodes-total leaves room for"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -131,7 +131,7 @@ func TestScaleUpAllRollsBackWhenALaterIncreaseFails(t *testing.T) {
 	provider.AddNodeGroup("b", 0, 3, 0, templateNode("b", "4"))
 	provider.InjectError("AtomicIncreaseSize", "a", cloudprovider.ErrNotImplemented)
 	provider.InjectError("IncreaseSize", "a", errors.New("quota exceeded"))
-	o := newOrchestrator(t, provider, func(o *config.Options) { o.Expanders = []string{config.MostPodsExpander} })
+	o := newOrchestrator(t, provider, func(o *Options) { o.Expanders = []string{config.MostPodsExpander} })
 	res := beginLoop(t, o, nil).ScaleUpAll(ctx, pendingPods(16, "1"), nil)
 	if res.Fit || res.Err == nil || !strings.Contains(res.Reason, "quota exceeded") {
 		t.Fatalf("result %+v, want the failure", res)

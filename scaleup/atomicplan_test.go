@@ -10,7 +10,6 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/capacityquota"
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	fakeprovider "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
 // TestAllAndSeveralLimits: the limits of one group in planAll's first pass
@@ -18,7 +17,7 @@ import (
 // fill of several groups (severalLimits: the cluster-wide limits stop the
 // fill, a full CapacityQuota only skips the group).
 func TestAllAndSeveralLimits(t *testing.T) {
-	opts := config.Defaults()
+	opts := testOptions()
 	opts.MaxNodesTotal = 10
 	s := &Session{o: &Orchestrator{opts: opts}}
 	p := fakeprovider.NewProvider()

@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/estimator"
 	"k8s.io/autoscaler/cluster-autoscaler/expander"
 	"k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
@@ -41,7 +40,7 @@ type similarity struct {
 	memory      float64
 }
 
-func newSimilarity(o config.Options) *similarity {
+func newSimilarity(o Options) *similarity {
 	s := &similarity{labels: o.BalancingLabels, ignore: map[string]bool{}, allocatable: o.MaxAllocatableDifferenceRatio,
 		free: o.MaxFreeDifferenceRatio, memory: o.MemoryDifferenceRatio}
 	for k := range ignoredForSimilarity {

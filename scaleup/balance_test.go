@@ -29,7 +29,7 @@ func TestSimilarity(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		other  func() *apiv1.Node
-		mutate func(*config.Options)
+		mutate func(*Options)
 		want   bool
 	}{
 		{name: "other zone and hostname", other: func() *apiv1.Node { return zonal("b", "z2", "4") }, want: true},
@@ -55,14 +55,14 @@ func TestSimilarity(t *testing.T) {
 			n := zonal("b", "z2", "4")
 			n.Labels["kind"] = "gpu"
 			return n
-		}, mutate: func(o *config.Options) { o.BalancingIgnoreLabels = []string{"kind"} }, want: true},
+		}, mutate: func(o *Options) { o.BalancingIgnoreLabels = []string{"kind"} }, want: true},
 		{name: "balancing label decides alone", other: func() *apiv1.Node { return zonal("b", "z2", "64") },
-			mutate: func(o *config.Options) { o.BalancingLabels = []string{"kind"} }, want: true},
+			mutate: func(o *Options) { o.BalancingLabels = []string{"kind"} }, want: true},
 		{name: "balancing label missing", other: func() *apiv1.Node { return zonal("b", "z2", "4") },
-			mutate: func(o *config.Options) { o.BalancingLabels = []string{"team"} }, want: false},
+			mutate: func(o *Options) { o.BalancingLabels = []string{"team"} }, want: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := config.Defaults()
+			opts := testOptions()
 			if tc.mutate != nil {
 				tc.mutate(&opts)
 			}
@@ -96,7 +96,7 @@ func TestBalancedScaleUp(t *testing.T) {
 		p.Name, p.UID, p.Spec.NodeName = name+"-full", types.UID(fmt.Sprintf("full-%d", i)), name
 		scheduled = append(scheduled, p)
 	}
-	o := newOrchestrator(t, provider, func(o *config.Options) {
+	o := newOrchestrator(t, provider, func(o *Options) {
 		o.BalanceSimilarNodeGroups = true
 		o.Expanders = []string{config.LeastWasteExpander}
 	})

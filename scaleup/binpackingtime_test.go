@@ -6,7 +6,6 @@ import (
 	"time"
 
 	fakeprovider "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
 // tickingClock moves on by step every time it is read.
@@ -31,7 +30,7 @@ func TestMaxBinpackingTime(t *testing.T) {
 		provider := fakeprovider.NewProvider()
 		provider.AddNodeGroup("a-large", 0, 10, 0, templateNode("a-large", "16"))
 		provider.AddNodeGroup("b-small", 0, 10, 0, templateNode("b-small", "4"))
-		o := newOrchestrator(t, provider, func(o *config.Options) { o.MaxBinpackingTime = tc.budget })
+		o := newOrchestrator(t, provider, func(o *Options) { o.MaxBinpackingTime = tc.budget })
 		o.clock = &tickingClock{t: time.Now(), step: 10 * time.Second}
 		res, err := runLoop(context.Background(), o, Input{Now: time.Now(), Pending: pendingPods(10, "1")})
 		if err != nil {

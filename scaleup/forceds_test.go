@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	fakeprovider "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
 // --force-ds: a group whose template comes from a real node gets every
@@ -45,7 +44,7 @@ func TestForceDaemonSets(t *testing.T) {
 				Spec: appsv1.DaemonSetSpec{Template: apiv1.PodTemplateSpec{Spec: apiv1.PodSpec{Containers: []apiv1.Container{{Name: "c",
 					Resources: apiv1.ResourceRequirements{Requests: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse(ds.cpu)}}}}}}}})
 		}
-		o := newOrchestrator(t, provider, func(o *config.Options) { o.ForceDaemonSets = force })
+		o := newOrchestrator(t, provider, func(o *Options) { o.ForceDaemonSets = force })
 		o.daemonSets = appslisters.NewDaemonSetLister(indexer)
 		res, err := runLoop(context.Background(), o, Input{Now: now, Nodes: []*apiv1.Node{real},
 			ScheduledPods: []*apiv1.Pod{logs, web}, Pending: pendingPods(1, "1")})

@@ -43,7 +43,7 @@ func TestGPUTotalCountsDRADevices(t *testing.T) {
 			provider := fakeprovider.NewProvider()
 			provider.AddNodeGroup("dra", 0, 10, 0, templateNode("dra", "4")).
 				SetTemplateResourceSlices([]*resourceapi.ResourceSlice{slice(tc.driver)})
-			o := newOrchestrator(t, provider, func(o *config.Options) {
+			o := newOrchestrator(t, provider, func(o *Options) {
 				if tc.limit != "" {
 					o.GPUTotal = []config.GPULimit{{Type: tc.limit, Min: 0, Max: 4}}
 				}

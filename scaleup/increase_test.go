@@ -116,7 +116,7 @@ func TestOutOfResourcesIncreaseBacksOffWithItsCode(t *testing.T) {
 	provider.AddNodeGroup("b-small", 0, 10, 0, templateNode("b-small", "4"))
 	provider.InjectIncreaseError("a-small", cloudprovider.NewOutOfResourcesError("STOCKOUT", errors.New("zone full")), 5, false)
 	provider.InjectIncreaseError("b-small", cloudprovider.NewOutOfResourcesError("STOCKOUT", errors.New("zone full")), 5, false)
-	o := newOrchestrator(t, provider, func(o *config.Options) { o.Expanders = []string{config.RandomExpander} })
+	o := newOrchestrator(t, provider, func(o *Options) { o.Expanders = []string{config.RandomExpander} })
 	res, _ := runLoop(ctx, o, Input{Now: time.Now(), Pending: pendingPods(10, "1")})
 	if len(res.Errors) != 2 {
 		t.Fatalf("errors %v, want both groups failed", res.Errors)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -20,7 +19,6 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/capacityquota"
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/estimator"
 	"k8s.io/autoscaler/cluster-autoscaler/expander"
 	"k8s.io/autoscaler/cluster-autoscaler/explain"
@@ -76,7 +74,7 @@ type Orchestrator struct {
 	sim        *framework.Handle
 	estimator  *estimator.Estimator
 	chain      expander.Strategy
-	opts       config.Options
+	opts       Options
 	state      *clusterstate.Registry
 	daemonSets DaemonSetLister
 	quotas     QuotaSource
@@ -148,13 +146,12 @@ func WithDaemonSets(l DaemonSetLister) Option { return func(o *Orchestrator) { o
 // New builds an orchestrator. state must have been updated in the same loop
 // before Run.
 func New(provider cloudprovider.CloudProvider, sim *framework.Handle, est *estimator.Estimator, chain expander.Strategy,
-	opts config.Options, state *clusterstate.Registry, options ...Option) *Orchestrator {
+	opts Options, state *clusterstate.Registry, options ...Option) *Orchestrator {
 	o := &Orchestrator{provider: provider, sim: sim, estimator: est, chain: chain, opts: opts, state: state,
-		sanitizer: template.Sanitizer{DropTaints: append(append(append([]string(nil), opts.StartupTaints...),
-			opts.StatusTaints...), opts.IgnoreTaints...), DropTaintPrefixes: opts.StartupTaintPrefixes,
+		sanitizer: template.Sanitizer{DropTaints: append(append(append([]string(nil), opts.Taints.StartupTaints...),
+			opts.Taints.StatusTaints...), opts.Taints.IgnoreTaints...), DropTaintPrefixes: opts.Taints.StartupTaintPrefixes,
 			ForceDaemonSets: opts.ForceDaemonSets, ScaleFromUnschedulable: opts.ScaleFromUnschedulable},
-		taints: clusterstate.NewTaints(clusterstate.TaintOptions{StartupTaints: opts.StartupTaints, StartupTaintPrefixes: opts.StartupTaintPrefixes,
-			StatusTaints: opts.StatusTaints, IgnoreTaints: opts.IgnoreTaints}), fromNodes: map[string]*cloudprovider.NodeInfo{},
+		taints: clusterstate.NewTaints(opts.Taints), fromNodes: map[string]*cloudprovider.NodeInfo{},
 		fromNodesAt: map[string]time.Time{}, clock: clock.RealClock{},
 		report: nopReporter{}}
 	for _, opt := range options {
@@ -460,142 +457,6 @@ func (o *Orchestrator) dropExpendable(pods []*apiv1.Pod) []*apiv1.Pod {
 	}
 	o.explain.Expendable(dropped, o.opts.ExpendablePodsPriorityCutoff)
 	return out
-}
-
-// options estimates every eligible group; refused says why the others are
-// not options.
-func (o *Orchestrator) options(ctx context.Context, podGroups []*estimator.Group, groups map[string]*groupState,
-	totals *totals, deadline time.Time) ([]expander.Option, map[string]*cloudprovider.NodeInfo, *refusals) {
-	var options []expander.Option
-	infos := map[string]*cloudprovider.NodeInfo{}
-	refused := newRefusals()
-	refused.demands = o.sim.Snapshot().DeviceDemands
-	if o.explain != nil {
-		refused.keepVerdicts()
-	}
-	var estimating time.Duration
-	defer func() { o.report.UpdateDuration(metrics.FunctionEstimate, estimating) }()
-	nsCount := namespaces(podGroups)
-	for _, id := range slices.Sorted(maps.Keys(groups)) {
-		gs := groups[id]
-		if gs.skip != "" {
-			refused.refuse(id, skipVerdict(gs))
-			continue
-		}
-		left := deadline.Sub(o.clock.Now())
-		if left <= 0 {
-			refused.refuse(id, explain.NodeGroupVerdict{Cause: explain.CauseOther,
-				Reason: "binpacking time budget (--max-binpacking-time) used up"})
-			continue
-		}
-		room := gs.group.MaxSize() - gs.target
-		if room <= 0 {
-			refused.refuse(id, explain.NodeGroupVerdict{Cause: explain.CauseMaxSize, Reason: reasonMaxSize,
-				Detail: fmt.Sprintf("target size %d, max size %d", gs.target, gs.group.MaxSize())})
-			continue
-		}
-		limits := estimator.Limits{
-			MaxNodes:       min(room, o.opts.MaxNodesPerScaleUp, totals.nodeRoom(o.opts.MaxNodesTotal)),
-			MaxMilliCPU:    totals.cpuRoom(o.opts.Cores.Max),
-			MaxMemoryBytes: totals.memoryRoom(o.opts.MemoryGiB.Max),
-			Budget:         min(o.opts.MaxNodeGroupBinpackingDuration, left),
-		}
-		if exhausted(limits) {
-			o.reportLimits(limits.MaxMilliCPU < 0, limits.MaxMemoryBytes < 0)
-			refused.refuse(id, o.limitVerdict(o.exhaustedReason(limits), totals))
-			continue
-		}
-		if totals.gpuOf != nil && gs.template != nil {
-			if gpu, per := totals.gpuOf(gs.template.Node, gs.template.ResourceSlices); per > 0 {
-				if gpuRoom, limited := totals.gpuRoom(o.opts.GPUTotal, gpu, per); limited {
-					if gpuRoom <= 0 {
-						refused.refuse(id, explain.NodeGroupVerdict{Cause: explain.CauseResourceLimit,
-							Reason: fmt.Sprintf("max cluster %s GPU limit (--gpu-total) reached", gpu)})
-						continue
-					}
-					limits.MaxNodes = min(limits.MaxNodes, gpuRoom)
-				}
-			}
-		}
-		if gs.template != nil {
-			if qRoom, quota, limited := totals.quotaRoom(gs.template.Node); limited {
-				if qRoom <= 0 {
-					refused.refuse(id, explain.NodeGroupVerdict{Cause: explain.CauseResourceLimit,
-						Reason: fmt.Sprintf("CapacityQuota %s reached", quota)})
-					continue
-				}
-				limits.MaxNodes = min(limits.MaxNodes, qRoom)
-			}
-		}
-		start := o.clock.Now()
-		est, err := o.estimator.Estimate(ctx, podGroups, gs.template, id, limits)
-		estimating += o.clock.Since(start)
-		if gs.template != nil {
-			o.report.Binpacking(gs.template.Node, nsCount, len(podGroups))
-		}
-		if err != nil {
-			refused.refuse(id, explain.NodeGroupVerdict{Cause: explain.CauseOther, Reason: fmt.Sprintf("estimate failed: %v", err)})
-			continue
-		}
-		if est.NodeCount == 0 {
-			o.reportLimits(est.LimitedBy == estimator.LimitCPU, est.LimitedBy == estimator.LimitMemory)
-			if est.LimitedBy != estimator.LimitNone {
-				refused.refuse(id, o.limitVerdict(o.limitReason(est.LimitedBy), totals))
-			} else {
-				refused.estimateOf(id, podGroups, est, gs.template.Node)
-			}
-			continue
-		}
-		refused.unplaced(id, podGroups, est, gs.template.Node)
-		if gs.zeroOrMax && est.NodeCount < room {
-			if short := zeroOrMaxShortfall(room, limits, gs.template); short != "" {
-				refused.refuse(id, explain.NodeGroupVerdict{Cause: explain.CauseOther, Reason: short})
-				continue
-			}
-			est.NodeCount = room
-		}
-		options = append(options, expander.Option{NodeGroup: gs.group, NodeCount: est.NodeCount, Pods: est.Scheduled,
-			Debug: fmt.Sprintf("%s: %d nodes for %d pods", id, est.NodeCount, len(est.Scheduled))})
-		infos[id] = gs.template
-	}
-	return options, infos, refused
-}
-
-// without removes the helped pods from the groups.
-func without(groups []*estimator.Group, helped []*apiv1.Pod) []*estimator.Group {
-	gone := make(map[*apiv1.Pod]bool, len(helped))
-	for _, p := range helped {
-		gone[p] = true
-	}
-	var out []*estimator.Group
-	for _, g := range groups {
-		var keep []*apiv1.Pod
-		for _, p := range g.Pods {
-			if !gone[p] {
-				keep = append(keep, p)
-			}
-		}
-		if len(keep) > 0 {
-			out = append(out, &estimator.Group{Pods: keep, Interacting: g.Interacting})
-		}
-	}
-	return out
-}
-
-// reportLimits counts a group skipped because a node of it would exceed
-// --cores-total (cpu) or --memory-total (memory).
-func (o *Orchestrator) reportLimits(cpu, memory bool) {
-	if cpu {
-		o.report.SkippedScaleUp(metrics.CPUResourceLimit)
-	}
-	if memory {
-		o.report.SkippedScaleUp(metrics.MemoryResourceLimit)
-	}
-}
-
-// exhausted reports whether the limits leave no room for a node.
-func exhausted(l estimator.Limits) bool {
-	return l.MaxNodes <= 0 || l.MaxMilliCPU < 0 || l.MaxMemoryBytes < 0
 }
 
 // EnforceMinSizes raises every healthy, not backed-off group whose target is

@@ -45,7 +45,7 @@ func pendingPods(n int, cpu string) []*apiv1.Pod {
 	return out
 }
 
-func newOrchestrator(t testing.TB, provider *fakeprovider.Provider, mutate func(*config.Options)) *Orchestrator {
+func newOrchestrator(t testing.TB, provider *fakeprovider.Provider, mutate func(*Options)) *Orchestrator {
 	t.Helper()
 	ctx := context.Background()
 	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
@@ -55,7 +55,7 @@ func newOrchestrator(t testing.TB, provider *fakeprovider.Provider, mutate func(
 	}
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
-	opts := config.Defaults()
+	opts := testOptions()
 	if mutate != nil {
 		mutate(&opts)
 	}
@@ -63,7 +63,9 @@ func newOrchestrator(t testing.TB, provider *fakeprovider.Provider, mutate func(
 	if err != nil {
 		t.Fatal(err)
 	}
-	return New(provider, sim, estimator.New(sim), chain, opts, clusterstate.NewRegistry(stateOptions(opts)))
+	so := stateOptions(config.Defaults())
+	so.Taints = opts.Taints
+	return New(provider, sim, estimator.New(sim), chain, opts, clusterstate.NewRegistry(so))
 }
 
 // runLoop updates the cluster state as the loop does, then decides.
@@ -135,13 +137,13 @@ func TestScaleUpLimits(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name   string
-		mutate func(*config.Options)
+		mutate func(*Options)
 		want   int
 		reason string
 	}{
-		{name: "max nodes total", mutate: func(o *config.Options) { o.MaxNodesTotal = 2 }, want: 2, reason: "max total nodes in cluster reached (--max-nodes-total=2)"},
-		{name: "cores total", mutate: func(o *config.Options) { o.Cores.Max = 4 }, want: 1, reason: "max cluster cpu limit reached (--cores-total max 4)"},
-		{name: "max nodes per scale-up", mutate: func(o *config.Options) { o.MaxNodesPerScaleUp = 1 }, want: 3},
+		{name: "max nodes total", mutate: func(o *Options) { o.MaxNodesTotal = 2 }, want: 2, reason: "max total nodes in cluster reached (--max-nodes-total=2)"},
+		{name: "cores total", mutate: func(o *Options) { o.Cores.Max = 4 }, want: 1, reason: "max cluster cpu limit reached (--cores-total max 4)"},
+		{name: "max nodes per scale-up", mutate: func(o *Options) { o.MaxNodesPerScaleUp = 1 }, want: 3},
 		{name: "group max", mutate: nil, want: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -173,7 +175,7 @@ func TestScaleUpLimits(t *testing.T) {
 func TestTemplateFromNodesExpires(t *testing.T) {
 	p := fakeprovider.NewProvider()
 	g := p.AddNodeGroup("g", 0, 5, 1, nil)
-	o := newOrchestrator(t, p, func(o *config.Options) { o.NodeInfoCacheExpireTime = time.Hour })
+	o := newOrchestrator(t, p, func(o *Options) { o.NodeInfoCacheExpireTime = time.Hour })
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	ready := &apiv1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: apiv1.NodeStatus{
 		Conditions:  []apiv1.NodeCondition{{Type: apiv1.NodeReady, Status: apiv1.ConditionTrue}},
@@ -216,7 +218,7 @@ func TestGPUTotal(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			provider := fakeprovider.NewProvider()
 			provider.AddNodeGroup("gpu", 0, 10, 0, gpuTemplate("gpu", "t4"))
-			o := newOrchestrator(t, provider, func(o *config.Options) {
+			o := newOrchestrator(t, provider, func(o *Options) {
 				if tc.limit != "" {
 					o.GPUTotal = []config.GPULimit{{Type: tc.limit, Min: 0, Max: 4}}
 				}

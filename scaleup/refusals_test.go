@@ -13,7 +13,6 @@ import (
 
 	fakeprovider "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/estimator"
 	"k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
 )
@@ -57,7 +56,7 @@ func TestNotTriggerScaleUpReasons(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		groups func(*fakeprovider.Provider)
-		opts   func(*config.Options)
+		opts   func(*Options)
 		nodes  []*apiv1.Node
 		pod    *apiv1.Pod
 		// backOff backs these groups off with STOCKOUT before the loop.
@@ -89,14 +88,14 @@ func TestNotTriggerScaleUpReasons(t *testing.T) {
 			},
 			want: "2 max node group size reached"},
 		{name: "max-nodes-total", groups: twoGroups, pod: onePod("total", "2"),
-			opts:  func(o *config.Options) { o.MaxNodesTotal = 1 },
+			opts:  func(o *Options) { o.MaxNodesTotal = 1 },
 			nodes: []*apiv1.Node{templateNode("n1", "1")},
 			want:  "max total nodes in cluster reached (--max-nodes-total=1)"},
 		{name: "cores-total", groups: twoGroups, pod: onePod("cores", "1"),
-			opts: func(o *config.Options) { o.Cores.Max = 3 },
+			opts: func(o *Options) { o.Cores.Max = 3 },
 			want: "2 max cluster cpu limit reached (--cores-total max 3)"},
 		{name: "memory-total", groups: twoGroups, pod: onePod("mem-total", "1"),
-			opts: func(o *config.Options) { o.MemoryGiB.Max = 8 },
+			opts: func(o *Options) { o.MemoryGiB.Max = 8 },
 			want: "2 max cluster memory limit reached (--memory-total max 8GiB)"},
 		{name: "back-off", groups: twoGroups, pod: onePod("backoff", "1"), backOff: []string{"small", "large"},
 			want: "2 in backoff after failed scale-up (STOCKOUT)"},

@@ -38,12 +38,14 @@ func newDRAOrchestrator(t testing.TB, provider *fakeprovider.Provider, objs ...r
 	}
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
-	opts := config.Defaults()
+	opts := testOptions()
 	chain, err := expander.NewChain(ctx, opts.Expanders, expander.Deps{Random: func(int) int { return 0 }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return New(provider, sim, estimator.New(sim), chain, opts, clusterstate.NewRegistry(stateOptions(opts)))
+	so := stateOptions(config.Defaults())
+	so.Taints = opts.Taints
+	return New(provider, sim, estimator.New(sim), chain, opts, clusterstate.NewRegistry(so))
 }
 
 func oneDeviceSlice(node string) *resourceapi.ResourceSlice {

@@ -11,7 +11,6 @@ import (
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	fakeprovider "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 )
 
@@ -67,7 +66,7 @@ func TestReporterSeesLimits(t *testing.T) {
 	p := fakeprovider.NewProvider()
 	p.AddNodeGroup("g", 0, 10, 0, templateNode("g", "4"))
 	// --cores-total 0:3 leaves no room for a 4-core node.
-	o := newOrchestrator(t, p, func(o *config.Options) { o.Cores.Max = 3 })
+	o := newOrchestrator(t, p, func(o *Options) { o.Cores.Max = 3 })
 	r := &recordingReporter{functions: map[string]bool{}}
 	o.report = r
 	if _, err := runLoop(ctx, o, Input{Now: time.Now(), Pending: pendingPods(1, "1")}); err != nil {
@@ -77,7 +76,7 @@ func TestReporterSeesLimits(t *testing.T) {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
 	// --max-nodes-total 1 with one node already there.
-	o = newOrchestrator(t, p, func(o *config.Options) { o.MaxNodesTotal = 1 })
+	o = newOrchestrator(t, p, func(o *Options) { o.MaxNodesTotal = 1 })
 	r = &recordingReporter{functions: map[string]bool{}}
 	o.report = r
 	n := templateNode("n1", "1")

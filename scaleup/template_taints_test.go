@@ -8,7 +8,6 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 
 	fakeprovider "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
 // A provider's template that carries start-up, status or ignored taints (as
@@ -36,10 +35,10 @@ func TestProviderTemplateTaintsAreSanitised(t *testing.T) {
 			tmpl := templateNode("tainted", "4")
 			tmpl.Spec.Taints = []apiv1.Taint{{Key: tc.taint, Value: "x", Effect: apiv1.TaintEffectNoSchedule}}
 			provider.AddNodeGroup("tainted", 0, 10, 0, tmpl)
-			o := newOrchestrator(t, provider, func(o *config.Options) {
-				o.StartupTaints = []string{"example.com/booting"}
-				o.StatusTaints = []string{"example.com/health"}
-				o.IgnoreTaints = []string{"example.com/ignored"}
+			o := newOrchestrator(t, provider, func(o *Options) {
+				o.Taints.StartupTaints = []string{"example.com/booting"}
+				o.Taints.StatusTaints = []string{"example.com/health"}
+				o.Taints.IgnoreTaints = []string{"example.com/ignored"}
 			})
 			res, err := runLoop(ctx, o, Input{Now: now, Pending: pendingPods(2, "1")})
 			if err != nil {

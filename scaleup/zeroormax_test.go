@@ -51,7 +51,7 @@ func TestZeroOrMaxNeverScalesPartWay(t *testing.T) {
 	ctx := context.Background()
 	provider := fakeprovider.NewProvider()
 	zeroOrMaxGroup(provider, "slice", 4)
-	o := newOrchestrator(t, provider, func(o *config.Options) { o.MaxNodesTotal = 3 })
+	o := newOrchestrator(t, provider, func(o *Options) { o.MaxNodesTotal = 3 })
 	res, err := runLoop(ctx, o, Input{Now: time.Now(), Pending: pendingPods(2, "1")})
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +72,7 @@ func TestZeroOrMaxIsNotBalanced(t *testing.T) {
 	provider := fakeprovider.NewProvider()
 	zeroOrMaxGroup(provider, "a", 3)
 	provider.AddNodeGroup("b", 0, 10, 0, templateNode("a", "4"))
-	o := newOrchestrator(t, provider, func(o *config.Options) {
+	o := newOrchestrator(t, provider, func(o *Options) {
 		o.BalanceSimilarNodeGroups = true
 		o.Expanders = []string{config.LeastNodesExpander}
 	})

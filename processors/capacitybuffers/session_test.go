@@ -57,7 +57,7 @@ func session(t *testing.T) (*scaleup.Session, *fakeprovider.Provider) {
 	if err := state.Update(ctx, provider, nodes, now); err != nil {
 		t.Fatal(err)
 	}
-	o := scaleup.New(provider, sim, estimator.New(sim), chain, opts, state)
+	o := scaleup.New(provider, sim, estimator.New(sim), chain, scaleUpOptions(opts), state)
 	return o.Begin(ctx, scaleup.Input{Now: now, Nodes: nodes}), provider
 }
 

@@ -80,7 +80,7 @@ func newBookingWorld(tb testing.TB, class string, pods, nodes int) *bookingWorld
 		tb.Fatal(err)
 	}
 	w.state = clusterstate.NewRegistry(stateOptions(opts))
-	w.o = scaleup.New(w.provider, sim, estimator.New(sim), chain, opts, w.state)
+	w.o = scaleup.New(w.provider, sim, estimator.New(sim), chain, scaleUpOptions(opts), w.state)
 	if err := w.state.Update(ctx, w.provider, w.nodes, w.now); err != nil {
 		tb.Fatal(err)
 	}

@@ -1,0 +1,47 @@
+package scaleup
+
+import (
+	"time"
+
+	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
+	"k8s.io/autoscaler/cluster-autoscaler/config"
+)
+
+// Options are the flags scale-up follows; the builder maps them from
+// config.Options (field names as there).
+type Options struct {
+	// Expanders name the expander chain, for the explainer's verdicts (the
+	// chain itself is built by the builder).
+	Expanders []string
+	// Cluster-wide limits: --max-nodes-total, --cores-total,
+	// --memory-total (GiB) and --gpu-total; only maximums bound scale-up.
+	MaxNodesTotal int
+	Cores         config.Range
+	MemoryGiB     config.Range
+	GPUTotal      []config.GPULimit
+	// MaxNodesPerScaleUp caps one group's increase in one loop.
+	MaxNodesPerScaleUp int
+	// MaxBinpackingTime bounds a loop's estimates, and
+	// MaxNodeGroupBinpackingDuration one group's.
+	MaxBinpackingTime              time.Duration
+	MaxNodeGroupBinpackingDuration time.Duration
+	// NodeInfoCacheExpireTime: how long a template made from a group's
+	// node stands in for the group without a ready node.
+	NodeInfoCacheExpireTime time.Duration
+	// ExpendablePodsPriorityCutoff: pods below this priority trigger no
+	// scale-up.
+	ExpendablePodsPriorityCutoff int
+	// Balancing similar node groups.
+	BalanceSimilarNodeGroups      bool
+	BalancingLabels               []string
+	BalancingIgnoreLabels         []string
+	MaxAllocatableDifferenceRatio float64
+	MaxFreeDifferenceRatio        float64
+	MemoryDifferenceRatio         float64
+	// Templates: ForceDaemonSets adds every DaemonSet's pod,
+	// ScaleFromUnschedulable ignores spec.unschedulable of provider
+	// templates, and the taint flags say which taints are dropped.
+	ForceDaemonSets        bool
+	ScaleFromUnschedulable bool
+	Taints                 clusterstate.TaintOptions
+}
