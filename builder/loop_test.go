@@ -42,7 +42,7 @@ func TestNewLoopRunsAndUnwinds(t *testing.T) {
 		if synced, err := SyncInformers(ctx, ctx, stack, cancel, inf.Factory, loop.NamespaceFactory); !synced {
 			t.Fatalf("informers did not sync: %v", err)
 		}
-		a := core.NewAutoscaler(opts, inf.Listers, provider, m, loop.Options...)
+		a := core.NewAutoscaler(CoreOptions(opts), inf.Listers, provider, m, loop.Options...)
 		if _, err := a.RunOnce(loopCtx, time.Now()); err != nil {
 			t.Fatalf("loop: %v", err)
 		}

@@ -3,6 +3,7 @@ package builder
 import (
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
+	"k8s.io/autoscaler/cluster-autoscaler/core"
 	"k8s.io/autoscaler/cluster-autoscaler/scaledown"
 	"k8s.io/autoscaler/cluster-autoscaler/scaleup"
 	"k8s.io/autoscaler/cluster-autoscaler/simulator/drain"
@@ -108,5 +109,20 @@ func ScaleUpOptions(o config.Options) scaleup.Options {
 		ForceDaemonSets:                o.ForceDaemonSets,
 		ScaleFromUnschedulable:         o.ScaleFromUnschedulable,
 		Taints:                         TaintOptions(o),
+	}
+}
+
+// CoreOptions are the loop's own flags.
+func CoreOptions(o config.Options) core.Options {
+	return core.Options{
+		ClusterState:            ClusterStateOptions(o),
+		ScaleUpFromZero:         o.ScaleUpFromZero,
+		EnforceNodeGroupMinSize: o.EnforceNodeGroupMinSize,
+		ScaleDownEnabled:        o.ScaleDownEnabled,
+		EmitPerNodeGroupMetrics: o.EmitPerNodeGroupMetrics,
+		BypassedSchedulerNames:  o.BypassedSchedulerNames,
+		MaxNodesTotal:           o.MaxNodesTotal,
+		Cores:                   o.Cores,
+		MemoryGiB:               o.MemoryGiB,
 	}
 }

@@ -112,7 +112,7 @@ func NewRunner(opts config.Options, inf *Informers, provider cloudprovider.Cloud
 		loopOpts = append(loopOpts, core.WithSnapshotter(snapshots),
 			core.WithSnapshotObjects(SnapshotObjects(inf.Factory, loop.NamespaceFactory, opts.Namespace, loop.DRA != nil)))
 	}
-	autoscaler := core.NewAutoscaler(opts, inf.Listers, provider, m, loopOpts...)
+	autoscaler := core.NewAutoscaler(CoreOptions(opts), inf.Listers, provider, m, loopOpts...)
 	return core.NewRunner(autoscaler, opts.ScanInterval, health, m, core.WithFrequentLoops(opts.FrequentLoopsEnabled),
 		core.WithPodBatching(opts.ScaleUpBatchIdle, opts.ScaleUpBatchMax))
 }

@@ -195,7 +195,7 @@ func (h *loopHarness) loop(tb testing.TB, ctx context.Context, extra ...core.Aut
 		}
 	}
 	tb.Cleanup(release)
-	return core.NewAutoscaler(h.opts, inf.Listers, h.provider, m, append(l.Options, extra...)...), l, release
+	return core.NewAutoscaler(builder.CoreOptions(h.opts), inf.Listers, h.provider, m, append(l.Options, extra...)...), l, release
 }
 
 // benchNow is the loops' clock: an hour after the fixture's objects were

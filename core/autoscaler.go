@@ -14,7 +14,6 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/cleanup"
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 	"k8s.io/autoscaler/cluster-autoscaler/processors"
 	"k8s.io/autoscaler/cluster-autoscaler/scaledown"
@@ -31,7 +30,7 @@ type Listers struct {
 
 // Autoscaler runs one loop at a time over an observation of the cluster.
 type Autoscaler struct {
-	opts     config.Options
+	opts     Options
 	listers  Listers
 	provider cloudprovider.CloudProvider
 	state    *clusterstate.Registry
@@ -123,19 +122,14 @@ func WithPassiveClock(c clock.PassiveClock) AutoscalerOption {
 }
 
 // NewAutoscaler builds the loop.
-func NewAutoscaler(opts config.Options, listers Listers, provider cloudprovider.CloudProvider, m *metrics.Metrics,
+func NewAutoscaler(opts Options, listers Listers, provider cloudprovider.CloudProvider, m *metrics.Metrics,
 	options ...AutoscalerOption) *Autoscaler {
 	a := &Autoscaler{opts: opts, listers: listers, provider: provider, metrics: m, clock: clock.RealClock{}}
 	for _, o := range options {
 		o(a)
 	}
 	if a.state == nil {
-		a.state = clusterstate.NewRegistry(clusterstate.Options{
-			Taints: clusterstate.TaintOptions{StartupTaints: opts.StartupTaints, StartupTaintPrefixes: opts.StartupTaintPrefixes,
-				StatusTaints: opts.StatusTaints, IgnoreTaints: opts.IgnoreTaints},
-			InitialNodeGroupBackoff: opts.InitialNodeGroupBackoff, MaxNodeGroupBackoff: opts.MaxNodeGroupBackoff,
-			NodeGroupBackoffResetTimeout: opts.NodeGroupBackoffResetTimeout, OkTotalUnreadyCount: opts.OkTotalUnreadyCount,
-			MaxTotalUnreadyPercentage: opts.MaxTotalUnreadyPercentage, NodeGroupDefaults: opts.NodeGroupDefaults})
+		a.state = clusterstate.NewRegistry(opts.ClusterState)
 	}
 	return a
 }
@@ -191,7 +185,7 @@ func (a *Autoscaler) noReadyNodes(ctx context.Context, now time.Time) bool {
 	if a.opts.ScaleUpFromZero || a.state.ClusterCounts().Ready > 0 {
 		return false
 	}
-	msg, event := "Cluster has no ready nodes.", now.Sub(a.firstLoop) >= a.opts.NodeGroupDefaults.MaxNodeProvisionTime
+	msg, event := "Cluster has no ready nodes.", now.Sub(a.firstLoop) >= a.opts.ClusterState.NodeGroupDefaults.MaxNodeProvisionTime
 	if a.state.ClusterCounts().Registered() == 0 {
 		msg, event = "Cluster has no nodes.", true
 	}
@@ -245,7 +239,7 @@ func (a *Autoscaler) provisionTime(group string) time.Duration {
 	if gs := a.state.Group(group); gs != nil {
 		return gs.Options.MaxNodeProvisionTime
 	}
-	return a.opts.NodeGroupDefaults.MaxNodeProvisionTime
+	return a.opts.ClusterState.NodeGroupDefaults.MaxNodeProvisionTime
 }
 
 // writeStatus writes the status ConfigMap, whatever the loop's outcome.
@@ -431,8 +425,8 @@ func (a *Autoscaler) report(ctx context.Context, obs *Observation) {
 	}
 	a.metrics.UpdateUnschedulablePodsCount(unschedulable, unprocessed)
 	a.metrics.UpdateNodeTaintsCount(obs.Nodes, metrics.TaintKinds{Startup: append(append([]string(nil),
-		a.opts.StartupTaints...), a.opts.IgnoreTaints...), StartupPrefixes: a.opts.StartupTaintPrefixes,
-		Status: a.opts.StatusTaints})
+		a.opts.ClusterState.Taints.StartupTaints...), a.opts.ClusterState.Taints.IgnoreTaints...),
+		StartupPrefixes: a.opts.ClusterState.Taints.StartupTaintPrefixes, Status: a.opts.ClusterState.Taints.StatusTaints})
 	a.metrics.UpdateLastActivity(metrics.ActivityAutoscaling, obs.Now)
 	klog.FromContext(ctx).V(2).Info("Loop summary", "nodeGroups", len(obs.NodeGroups), "ready", counts.Ready, "unready", counts.Unready,
 		"notStarted", counts.NotStarted, "unregistered", counts.Unregistered, "longUnregistered", counts.LongUnregistered,

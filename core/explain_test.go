@@ -15,7 +15,6 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 
 	fakeprovider "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/explain"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 )
@@ -48,7 +47,7 @@ func TestExplainerRecordsPodsOfAStoppedLoop(t *testing.T) {
 	if err := pods.Add(&apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-0"}}); err != nil {
 		t.Fatal(err)
 	}
-	opts := config.Defaults()
+	opts := testOptions()
 	opts.ScaleUpFromZero = true
 	rec := explain.NewRecorder()
 	a := NewAutoscaler(opts, Listers{Nodes: corelisters.NewNodeLister(nodes), Pods: corelisters.NewPodLister(pods)}, p,

@@ -93,7 +93,7 @@ func (a *Autoscaler) snapshotGroup(ctx context.Context, g cloudprovider.NodeGrou
 	if _, err := g.TemplateNodeInfo(ctx); err != nil && !errors.Is(err, cloudprovider.ErrNotImplemented) {
 		sg.Errors["TemplateNodeInfo"] = err.Error()
 	}
-	if o, err := g.GetOptions(ctx, a.opts.NodeGroupDefaults); err != nil && !errors.Is(err, cloudprovider.ErrNotImplemented) {
+	if o, err := g.GetOptions(ctx, a.opts.ClusterState.NodeGroupDefaults); err != nil && !errors.Is(err, cloudprovider.ErrNotImplemented) {
 		sg.Errors["GetOptions"] = err.Error()
 	} else if err == nil {
 		sg.Options = o

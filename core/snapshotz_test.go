@@ -15,7 +15,6 @@ import (
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	fakeprovider "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 )
 
@@ -37,7 +36,7 @@ func TestSnapshotRecordsTheCloud(t *testing.T) {
 	p.SetResourceLimiter(cloudprovider.NewResourceLimiter(map[string]int64{"cpu": 1}, map[string]int64{"cpu": 100}))
 	groups, _ := p.NodeGroups(ctx)
 	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
-	a := NewAutoscaler(config.Options{}, Listers{}, p, metrics.New(prometheus.NewRegistry()),
+	a := NewAutoscaler(Options{}, Listers{}, p, metrics.New(prometheus.NewRegistry()),
 		WithPassiveClock(testclock.NewFakePassiveClock(now)),
 		WithSnapshotObjects(func() (*SnapshotObjects, error) { return &SnapshotObjects{}, nil }))
 	obs := &Observation{Now: now, NodeGroups: groups, Nodes: []*apiv1.Node{n1}}
@@ -99,7 +98,7 @@ func TestSnapshotCarriesTemplateSlices(t *testing.T) {
 	p.AddNodeGroup("gpu", 0, 5, 0, tmpl).SetTemplateResourceSlices(slices)
 	groups, _ := p.NodeGroups(ctx)
 	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
-	a := NewAutoscaler(config.Options{}, Listers{}, p, metrics.New(prometheus.NewRegistry()),
+	a := NewAutoscaler(Options{}, Listers{}, p, metrics.New(prometheus.NewRegistry()),
 		WithPassiveClock(testclock.NewFakePassiveClock(now)))
 	snap := a.snapshot(ctx, &Observation{Now: now, NodeGroups: groups}, now)
 	tn := snap.TemplateNodes["gpu"]

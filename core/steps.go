@@ -81,11 +81,11 @@ func (a *Autoscaler) clusterUnhealthy(ctx context.Context, obs *Observation) boo
 	c := a.state.ClusterCounts()
 	klog.FromContext(ctx).Info("Cluster is unhealthy: too many unready nodes; not scaling", "unready", c.Unready,
 		"longUnregistered", c.LongUnregistered, "registered", c.Registered(),
-		"okTotalUnreadyCount", a.opts.OkTotalUnreadyCount, "maxTotalUnreadyPercentage", a.opts.MaxTotalUnreadyPercentage)
+		"okTotalUnreadyCount", a.opts.ClusterState.OkTotalUnreadyCount, "maxTotalUnreadyPercentage", a.opts.ClusterState.MaxTotalUnreadyPercentage)
 	a.clusterEvent(apiv1.EventTypeWarning, "ClusterUnhealthy", "Cluster is unhealthy")
 	a.loopStopped(obs, fmt.Sprintf("cluster unhealthy (%d unready and %d long unregistered of %d registered nodes; "+
 		"--ok-total-unready-count=%d, --max-total-unready-percentage=%g)", c.Unready, c.LongUnregistered, c.Registered(),
-		a.opts.OkTotalUnreadyCount, a.opts.MaxTotalUnreadyPercentage))
+		a.opts.ClusterState.OkTotalUnreadyCount, a.opts.ClusterState.MaxTotalUnreadyPercentage))
 	return true
 }
 

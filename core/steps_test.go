@@ -16,7 +16,6 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 
 	fakeprovider "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/explain"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 	"k8s.io/autoscaler/cluster-autoscaler/processors"
@@ -74,7 +73,7 @@ func TestStopBeforeScaling(t *testing.T) {
 			if err := pods.Add(&apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-0"}}); err != nil {
 				t.Fatal(err)
 			}
-			opts := config.Defaults()
+			opts := testOptions()
 			opts.ScaleUpFromZero = tc.fromZero
 			calls := 0
 			rec := explain.NewRecorder()

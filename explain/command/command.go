@@ -158,7 +158,7 @@ func Run(ctx context.Context, opts config.Options, q Query, out, errOut io.Write
 		extra = append(extra, o.Pods...)
 	}
 	listers.Pods = whatif.Lister(listers.Pods, extra)
-	autoscaler := core.NewAutoscaler(src.opts, listers, provider, m, loop.Options...)
+	autoscaler := core.NewAutoscaler(builder.CoreOptions(src.opts), listers, provider, m, loop.Options...)
 	if _, err := autoscaler.RunOnce(loopCtx, src.now); err != nil {
 		return fmt.Errorf("simulating a loop: %w", err)
 	}
