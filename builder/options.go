@@ -1,6 +1,7 @@
 package builder
 
 import (
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/core"
@@ -125,4 +126,32 @@ func CoreOptions(o config.Options) core.Options {
 		Cores:                   o.Cores,
 		MemoryGiB:               o.MemoryGiB,
 	}
+}
+
+// ProviderOptions are the flags a cloud provider may read to build itself.
+func ProviderOptions(o config.Options) cloudprovider.Options {
+	return cloudprovider.Options{
+		CloudConfig:                        o.CloudConfig,
+		NodeGroups:                         o.NodeGroups,
+		NodeGroupAutoDiscovery:             o.NodeGroupAutoDiscovery,
+		Namespace:                          o.Namespace,
+		Kubeconfig:                         o.Kubeconfig,
+		KubernetesURL:                      o.KubernetesURL,
+		KubeClientQPS:                      o.KubeClientQPS,
+		KubeClientBurst:                    o.KubeClientBurst,
+		UserAgent:                          o.UserAgent,
+		ClusterAPICloudConfigAuthoritative: o.ClusterAPICloudConfigAuthoritative,
+		KwokProviderEnabled:                o.KwokProviderEnabled,
+	}
+}
+
+// ResourceLimiter holds the limits of --cores-total, --memory-total (GiB,
+// converted to bytes) and --gpu-total.
+func ResourceLimiter(o config.Options) *cloudprovider.ResourceLimiter {
+	min := map[string]int64{cloudprovider.ResourceNameCores: o.Cores.Min, cloudprovider.ResourceNameMemory: o.MemoryGiB.Min << 30}
+	max := map[string]int64{cloudprovider.ResourceNameCores: o.Cores.Max, cloudprovider.ResourceNameMemory: o.MemoryGiB.Max << 30}
+	for _, g := range o.GPUTotal {
+		min[g.Type], max[g.Type] = g.Min, g.Max
+	}
+	return cloudprovider.NewResourceLimiter(min, max)
 }

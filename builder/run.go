@@ -88,8 +88,8 @@ func Run(ctx, processCtx context.Context, p Process) error {
 func NewProvider(ctx context.Context, providers *cloudprovider.Registry, opts config.Options, client kubernetes.Interface,
 	inf *Informers) (cloudprovider.CloudProvider, error) {
 	return providers.Build(ctx, opts.CloudProvider, cloudprovider.BuildOptions{
-		Options: opts, KubeClient: client, InformerFactory: inf.Factory,
-		ResourceLimiter: cloudprovider.ResourceLimiterFromOptions(opts),
+		Options: ProviderOptions(opts), KubeClient: client, InformerFactory: inf.Factory,
+		ResourceLimiter: ResourceLimiter(opts),
 	})
 }
 

@@ -9,28 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
-
-func TestResourceLimiterFromOptions(t *testing.T) {
-	o := config.Defaults()
-	o.Cores = config.Range{Min: 2, Max: 64}
-	o.MemoryGiB = config.Range{Min: 0, Max: 256}
-	o.GPUTotal = []config.GPULimit{{Type: "nvidia-a100", Min: 0, Max: 8}}
-	l := ResourceLimiterFromOptions(o)
-	got := map[string][2]int64{}
-	for _, r := range l.GetResources() {
-		got[r] = [2]int64{l.GetMin(r), l.GetMax(r)}
-	}
-	want := map[string][2]int64{"cpu": {2, 64}, "memory": {0, 256 << 30}, "nvidia-a100": {0, 8}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-	if l.HasMaxLimitSet("tpu") {
-		t.Error("unset resource reported as limited")
-	}
-}
 
 func TestRegistry(t *testing.T) {
 	r := NewRegistry()

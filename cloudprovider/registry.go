@@ -7,13 +7,11 @@ import (
 
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
 // BuildOptions is what a provider may use to build itself.
 type BuildOptions struct {
-	Options         config.Options
+	Options         Options
 	KubeClient      kubernetes.Interface
 	InformerFactory informers.SharedInformerFactory
 	ResourceLimiter *ResourceLimiter

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
 // Resource names of the limits: cpu in cores, memory in bytes; any other
@@ -31,17 +29,6 @@ func NewResourceLimiter(min, max map[string]int64) *ResourceLimiter {
 		l.max[k] = v
 	}
 	return l
-}
-
-// ResourceLimiterFromOptions builds the limits of --cores-total,
-// --memory-total (GiB, converted to bytes) and --gpu-total.
-func ResourceLimiterFromOptions(o config.Options) *ResourceLimiter {
-	min := map[string]int64{ResourceNameCores: o.Cores.Min, ResourceNameMemory: o.MemoryGiB.Min << 30}
-	max := map[string]int64{ResourceNameCores: o.Cores.Max, ResourceNameMemory: o.MemoryGiB.Max << 30}
-	for _, g := range o.GPUTotal {
-		min[g.Type], max[g.Type] = g.Min, g.Max
-	}
-	return NewResourceLimiter(min, max)
 }
 
 // GetMin returns the minimum of resource, 0 when none is set.

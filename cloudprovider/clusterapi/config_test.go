@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
 // TestManagementConfig: --cloud-config wins; without it --kubeconfig is the
@@ -29,17 +28,17 @@ func TestManagementConfig(t *testing.T) {
 	workload, mgmt := write("workload", "https://127.0.0.1:1001"), write("mgmt", "https://127.0.0.1:1002")
 	tests := []struct {
 		name        string
-		opts        config.Options
+		opts        cloudprovider.Options
 		wantHost    string
 		wantErrPart string
 	}{
-		{name: "cloud-config", opts: config.Options{Kubeconfig: workload, CloudConfig: mgmt}, wantHost: "https://127.0.0.1:1002"},
-		{name: "authoritative cloud-config", opts: config.Options{Kubeconfig: workload, CloudConfig: mgmt,
+		{name: "cloud-config", opts: cloudprovider.Options{Kubeconfig: workload, CloudConfig: mgmt}, wantHost: "https://127.0.0.1:1002"},
+		{name: "authoritative cloud-config", opts: cloudprovider.Options{Kubeconfig: workload, CloudConfig: mgmt,
 			ClusterAPICloudConfigAuthoritative: true}, wantHost: "https://127.0.0.1:1002"},
-		{name: "fallback to kubeconfig", opts: config.Options{Kubeconfig: workload}, wantHost: "https://127.0.0.1:1001"},
-		{name: "authoritative: in-cluster, not kubeconfig", opts: config.Options{Kubeconfig: workload,
+		{name: "fallback to kubeconfig", opts: cloudprovider.Options{Kubeconfig: workload}, wantHost: "https://127.0.0.1:1001"},
+		{name: "authoritative: in-cluster, not kubeconfig", opts: cloudprovider.Options{Kubeconfig: workload,
 			ClusterAPICloudConfigAuthoritative: true}, wantErrPart: "--clusterapi-cloud-config-authoritative"},
-		{name: "unreadable cloud-config", opts: config.Options{CloudConfig: filepath.Join(dir, "missing")},
+		{name: "unreadable cloud-config", opts: cloudprovider.Options{CloudConfig: filepath.Join(dir, "missing")},
 			wantErrPart: "--cloud-config"},
 	}
 	for _, tc := range tests {

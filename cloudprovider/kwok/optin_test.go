@@ -16,7 +16,6 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
 // TestLoadConfigNeedsOptIn: the provider starts only against a cluster that
@@ -37,24 +36,24 @@ func TestLoadConfigNeedsOptIn(t *testing.T) {
 	}
 	for name, tc := range map[string]struct {
 		client    *fake.Clientset
-		opts      config.Options
+		opts      cloudprovider.Options
 		wantGroup string // "" : refused
 	}{
 		"--nodes alone": {client: fake.NewClientset(),
-			opts: config.Options{NodeGroups: []string{"1:10:my-asg"}}},
+			opts: cloudprovider.Options{NodeGroups: []string{"1:10:my-asg"}}},
 		"--cloud-config alone": {client: fake.NewClientset(),
-			opts: config.Options{CloudConfig: file}},
+			opts: cloudprovider.Options{CloudConfig: file}},
 		"--cloud-config of a missing file alone": {client: fake.NewClientset(),
-			opts: config.Options{CloudConfig: "/nonexistent/kwok.yaml"}},
+			opts: cloudprovider.Options{CloudConfig: "/nonexistent/kwok.yaml"}},
 		"flag and --nodes": {client: fake.NewClientset(),
-			opts: config.Options{KwokProviderEnabled: true, NodeGroups: []string{"1:10:my-asg"}}, wantGroup: "my-asg"},
+			opts: cloudprovider.Options{KwokProviderEnabled: true, NodeGroups: []string{"1:10:my-asg"}}, wantGroup: "my-asg"},
 		"flag and --cloud-config": {client: fake.NewClientset(),
-			opts: config.Options{KwokProviderEnabled: true, CloudConfig: file}, wantGroup: "pool"},
+			opts: cloudprovider.Options{KwokProviderEnabled: true, CloudConfig: file}, wantGroup: "pool"},
 		"ConfigMap": {client: withConfigMap(), wantGroup: "from-configmap"},
 		"ConfigMap and --cloud-config": {client: withConfigMap(),
-			opts: config.Options{CloudConfig: file}, wantGroup: "pool"},
+			opts: cloudprovider.Options{CloudConfig: file}, wantGroup: "pool"},
 		"ConfigMap and --nodes": {client: withConfigMap(),
-			opts: config.Options{NodeGroups: []string{"1:10:my-asg"}}, wantGroup: "from-configmap"},
+			opts: cloudprovider.Options{NodeGroups: []string{"1:10:my-asg"}}, wantGroup: "from-configmap"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			tc.opts.Namespace = testNamespace
@@ -92,18 +91,18 @@ func TestOptInConfigMapUnreadable(t *testing.T) {
 	client.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(configMapsResource, ConfigMapName, errors.New("no RBAC"))
 	})
-	build := func(o config.Options) error {
+	build := func(o cloudprovider.Options) error {
 		o.Namespace = testNamespace
 		_, err := loadConfig(context.Background(), cloudprovider.BuildOptions{Options: o, KubeClient: client})
 		return err
 	}
-	if err := build(config.Options{CloudConfig: file}); !errors.Is(err, ErrNotOptedIn) || !apierrors.IsForbidden(err) {
+	if err := build(cloudprovider.Options{CloudConfig: file}); !errors.Is(err, ErrNotOptedIn) || !apierrors.IsForbidden(err) {
 		t.Errorf("without the flag: err %v, want ErrNotOptedIn naming the read error", err)
 	}
-	if err := build(config.Options{CloudConfig: file, KwokProviderEnabled: true}); err != nil {
+	if err := build(cloudprovider.Options{CloudConfig: file, KwokProviderEnabled: true}); err != nil {
 		t.Errorf("flag and --cloud-config: %v", err)
 	}
-	if err := build(config.Options{NodeGroups: []string{"0:3:a"}, KwokProviderEnabled: true}); err == nil || errors.Is(err, ErrNotOptedIn) {
+	if err := build(cloudprovider.Options{NodeGroups: []string{"0:3:a"}, KwokProviderEnabled: true}); err == nil || errors.Is(err, ErrNotOptedIn) {
 		t.Errorf("flag and --nodes with an unreadable ConfigMap: err %v, want the read error", err)
 	}
 }

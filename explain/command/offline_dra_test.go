@@ -109,7 +109,7 @@ func TestOfflineDumpCarriesDRA(t *testing.T) {
 	if diff := cmp.Diff(tmpl.Spec, gotTemplate.Spec); diff != "" {
 		t.Errorf("the claim template read offline (-want +got):\n%s", diff)
 	}
-	provider, err := src.providers.Build(ctx, src.opts.CloudProvider, cloudprovider.BuildOptions{Options: src.opts})
+	provider, err := src.providers.Build(ctx, src.opts.CloudProvider, cloudprovider.BuildOptions{Options: builder.ProviderOptions(src.opts)})
 	if err != nil {
 		t.Fatal(err)
 	}

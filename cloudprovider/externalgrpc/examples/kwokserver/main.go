@@ -32,7 +32,6 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider/externalgrpc/protos"
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider/kwok"
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
 type flags struct {
@@ -75,7 +74,7 @@ func run(ctx context.Context, f flags) error {
 	// Running this server is the explicit request for the kwok provider
 	// (the chart deploys it only with externalGRPC.exampleServer.enabled):
 	// it opts in, as --kwok-provider-enabled does for the autoscaler.
-	opts := config.Options{CloudConfig: f.kwokConfig, Namespace: f.namespace, KwokProviderEnabled: true}
+	opts := cloudprovider.Options{CloudConfig: f.kwokConfig, Namespace: f.namespace, KwokProviderEnabled: true}
 	provider, err := kwok.Build(ctx, cloudprovider.BuildOptions{Options: opts, KubeClient: client, InformerFactory: factory})
 	if err != nil {
 		return fmt.Errorf("building the kwok provider: %w", err)

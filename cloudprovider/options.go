@@ -1,0 +1,30 @@
+package cloudprovider
+
+// Options are the flags a provider may read to build itself; the builder
+// maps them from config.Options (field names as there). Each provider reads
+// the few it needs.
+type Options struct {
+	// CloudConfig is --cloud-config: the provider's own configuration file
+	// (for clusterapi, the management cluster's kubeconfig).
+	CloudConfig string
+	// NodeGroups are the raw --nodes values, <min>:<max>:<rest>.
+	NodeGroups []string
+	// NodeGroupAutoDiscovery are the raw --node-group-auto-discovery values.
+	NodeGroupAutoDiscovery []string
+	// Namespace is the autoscaler's own (--namespace).
+	Namespace string
+	// Kubeconfig, KubernetesURL, KubeClientQPS, KubeClientBurst and
+	// UserAgent are how the autoscaler reaches its cluster; a provider
+	// reaching another one (clusterapi's management cluster) follows them.
+	Kubeconfig      string
+	KubernetesURL   string
+	KubeClientQPS   float64
+	KubeClientBurst int
+	UserAgent       string
+	// ClusterAPICloudConfigAuthoritative: the clusterapi provider never
+	// falls back from an empty CloudConfig to Kubeconfig.
+	ClusterAPICloudConfigAuthoritative bool
+	// KwokProviderEnabled opts the kwok provider into the cluster it runs
+	// against.
+	KwokProviderEnabled bool
+}
