@@ -12,6 +12,11 @@
 // order. No context is kept in a struct: the contexts a step starts
 // goroutines on are passed to it.
 //
+// config.Options stops here: options.go maps the flags to each package's own
+// options (ClusterStateOptions, ScaleUpOptions, ScaleDownOptions,
+// DrainOptions, CoreOptions, ProviderOptions, and HealingOptions in
+// healing.go), so that a package reads only the flags its Options name.
+//
 // It may import every package of the module but package main and the
 // explain command (explain/command), which import it.
 package builder
