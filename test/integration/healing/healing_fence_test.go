@@ -1,0 +1,181 @@
+package healing
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
+
+	apiv1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+	"k8s.io/autoscaler/cluster-autoscaler/test/localcluster"
+)
+
+// partitionNode makes a node look cut off from the control plane: kwok no
+// longer plays its kubelet, its Ready condition turns False, and its pods
+// keep their last status (Running, as on a machine that still runs them) and
+// are never confirmed deleted (localcluster.UnreachablePodLabel) until they
+// are force-deleted or the pod garbage collector removes them with the Node.
+func partitionNode(e *framework.Env, name string) {
+	e.T.Helper()
+	pods, err := e.Client.CoreV1().Pods("").List(e.Context(), metav1.ListOptions{FieldSelector: "spec.nodeName=" + name})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	label := fmt.Appendf(nil, `{"metadata":{"labels":{%q:"true"}}}`, localcluster.UnreachablePodLabel)
+	for _, p := range pods.Items {
+		if _, err := e.Client.CoreV1().Pods(p.Namespace).Patch(e.Context(), p.Name, types.MergePatchType, label, metav1.PatchOptions{}); err != nil {
+			e.T.Fatal(err)
+		}
+	}
+	patch := []byte(`{"metadata":{"annotations":{"kwok.x-k8s.io/node":null}}}`)
+	if _, err := e.Client.CoreV1().Nodes().Patch(e.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		e.T.Fatal(err)
+	}
+	n, err := e.Client.CoreV1().Nodes().Get(e.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	for i, c := range n.Status.Conditions {
+		if c.Type == apiv1.NodeReady {
+			n.Status.Conditions[i] = apiv1.NodeCondition{Type: apiv1.NodeReady, Status: apiv1.ConditionFalse,
+				Reason: "Partitioned", Message: "test: the node cannot reach the control plane", LastTransitionTime: metav1.Now(),
+				LastHeartbeatTime: metav1.Now()}
+		}
+	}
+	if _, err := e.Client.CoreV1().Nodes().UpdateStatus(e.Context(), n, metav1.UpdateOptions{}); err != nil {
+		e.T.Fatal(err)
+	}
+}
+
+// secondCopyWatch watches the namespace's pods for a new pod named name (a
+// UID other than first's) and checks, the moment it appears, that the node
+// the first copy ran on is gone: a second copy while that node may still run
+// the first would be two copies of one StatefulSet pod at once.
+type secondCopyWatch struct {
+	mu        sync.Mutex
+	second    *apiv1.Pod
+	violation string
+}
+
+func watchSecondCopy(e *framework.Env, first *apiv1.Pod) *secondCopyWatch {
+	w := &secondCopyWatch{}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.T.Cleanup(cancel)
+	wi, err := e.Client.CoreV1().Pods(e.Namespace).Watch(ctx, metav1.ListOptions{
+		FieldSelector: "metadata.name=" + first.Name, ResourceVersion: first.ResourceVersion})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	go func() {
+		defer wi.Stop()
+		for ev := range wi.ResultChan() {
+			p, ok := ev.Object.(*apiv1.Pod)
+			if !ok || ev.Type == watch.Deleted || p.UID == first.UID {
+				continue
+			}
+			_, err := e.Client.CoreV1().Nodes().Get(ctx, first.Spec.NodeName, metav1.GetOptions{})
+			w.mu.Lock()
+			if w.second == nil {
+				w.second = p.DeepCopy()
+				if !apierrors.IsNotFound(err) {
+					w.violation = fmt.Sprintf("a second %s (%s) was created while node %s, which may still run the first, exists (get: %v)",
+						p.Name, p.UID, first.Spec.NodeName, err)
+				}
+			}
+			w.mu.Unlock()
+			return
+		}
+	}()
+	return w
+}
+
+// TestNodeHealingFencesAPartitionedNode: a StatefulSet pod with a zonal
+// volume runs on a node that is cut off (NotReady, its pod still "Running"
+// as far as anyone can tell). The heal replaces the node, but never lets the
+// pod go while the machine may still run it: the node's instance is deleted
+// by name first, and the second copy of the pod appears only once that node
+// is gone; it then runs on the replacement with the same claim.
+func TestNodeHealingFencesAPartitionedNode(t *testing.T) {
+	fencePartitionedNode(t, "", "20s")
+}
+
+// TestNodeHealingFenceMatchesTheNodeAsItsProviderDoes: the same, on a
+// cloud that writes the Nodes' provider IDs with the empty host
+// (kwok:///<name>, as AWS's aws:///zone/id against aws://zone/id) and takes
+// 60 s to terminate a deleted instance (longer than the pod garbage
+// collector's 20 s period, so that it acts while the old machine stands).
+// The fence must see the instance still listed, as the provider matches it
+// to the Node: comparing the Node's provider ID byte for byte with the
+// listed ids (the old fence) found no instance in the loop that deleted it,
+// marked the node out of service, and the pod garbage collector let the
+// second copy start while the first one's machine still ran.
+func TestNodeHealingFenceMatchesTheNodeAsItsProviderDoes(t *testing.T) {
+	fencePartitionedNode(t, "  faults: {nodeProviderIDSpelling: emptyHost, deletionDelay: 60s}\n", "90s")
+}
+
+// fencePartitionedNode runs the partitioned-node heal on a group with the
+// given kwok faults; provision is --max-node-provision-time, which also
+// bounds how long the heal waits for the deleted instance to go.
+func fencePartitionedNode(t *testing.T, faults, provision string) {
+	e := framework.New(t)
+	itest.DumpPods(e)
+	pool := framework.UniqueName("fence")
+	zone := "zone-" + e.Namespace
+	path := itest.WriteKwokConfig(e, fmt.Sprintf(`nodeGroups:
+- name: %[1]s
+  maxSize: 4
+  template:
+    labels: {%[2]s: %[3]s, pool: %[1]s, %[4]s: %[5]s}
+    capacity: {cpu: "2", memory: 8Gi, pods: "110"}
+%[6]s`, pool, framework.TestNamespaceLabel, e.Namespace, itest.ZoneLabel, zone, faults))
+	class := itest.ZonalStorage(e, zone, 1)
+	itest.StatefulSet(e, "db", pool, class, 1, "1500m")
+	itest.StartAutoscaler(t, "autoscaler", itest.ScaleUpArgs(e, path, "--node-healing-enabled",
+		"--node-healing-policy=Ready=False:3s", "--node-healing-policy=Ready=Unknown:3s",
+		"--max-pod-eviction-time=5s", "--max-node-provision-time="+provision)...)
+	var first *apiv1.Pod
+	e.Eventually(120*time.Second, "db-0 Running", func(ctx context.Context) (bool, error) {
+		p, err := e.Client.CoreV1().Pods(e.Namespace).Get(ctx, "db-0", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		first = p
+		return p.Status.Phase == apiv1.PodRunning && p.Spec.NodeName != "", nil
+	})
+	old := first.Spec.NodeName
+	copies := watchSecondCopy(e, first)
+	partitionNode(e, old)
+
+	e.Eventually(240*time.Second, "db-0 Running again on another node", func(ctx context.Context) (bool, error) {
+		p, err := e.Client.CoreV1().Pods(e.Namespace).Get(ctx, "db-0", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		return p.UID != first.UID && p.Status.Phase == apiv1.PodRunning, nil
+	})
+	copies.mu.Lock()
+	violation, second := copies.violation, copies.second
+	copies.mu.Unlock()
+	if violation != "" {
+		t.Fatal(violation)
+	}
+	if second == nil {
+		t.Fatal("the watch never saw the second db-0")
+	}
+	if _, err := e.Client.CoreV1().Nodes().Get(e.Context(), old, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("node %s still exists after its heal (get: %v)", old, err)
+	}
+	e.Eventually(60*time.Second, "HealSucceeded on "+old, func(ctx context.Context) (bool, error) {
+		ev, err := nodeEvents(ctx, e, old)
+		return err == nil && ev["HealSucceeded"] != "", err
+	})
+}

@@ -1,0 +1,3 @@
+package itest
+
+const Acquired = "Acquired the leader-election lease"
