@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -89,6 +90,11 @@ func StartProcess(t testing.TB, binary string, env []string, name string, explai
 		default:
 			_ = p.Cmd.Process.Kill()
 			<-p.Done
+		}
+		// A binary built with -race (RaceEnv) reports each race on its
+		// output and goes on; the test fails for it.
+		if strings.Contains(p.Log.String(), "WARNING: DATA RACE") {
+			t.Errorf("%s reported a data race", name)
 		}
 		if t.Failed() {
 			t.Logf("log of %s:\n%s", name, p.Log.String())
