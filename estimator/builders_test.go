@@ -1,7 +1,6 @@
 package estimator
 
 import (
-
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
