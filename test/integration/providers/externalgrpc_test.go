@@ -12,7 +12,6 @@ import (
 	"math/big"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -35,10 +34,8 @@ func buildKwokServer(t *testing.T) string {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(t.TempDir(), "kwokserver")
-	build := exec.Command("go", "build", "-o", bin, "./cloudprovider/externalgrpc/examples/kwokserver")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the kwok externalgrpc server: %v\n%s", err, out)
+	if err := framework.GoBuild(root, bin, "./cloudprovider/externalgrpc/examples/kwokserver", false); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -66,10 +65,8 @@ func buildFork(t *testing.T, line string) string {
 		}
 	}
 	bin := filepath.Join(t.TempDir(), "cluster-autoscaler-fork")
-	build := exec.Command("go", "build", "-o", bin, "./"+filepath.Base(dir))
-	build.Dir = filepath.Dir(dir)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the fork: %v\n%s", err, out)
+	if err := framework.GoBuild(filepath.Dir(dir), bin, "./"+filepath.Base(dir), false); err != nil {
+		t.Fatalf("building the fork: %v", err)
 	}
 	return bin
 }

@@ -24,10 +24,8 @@ func buildCommand(t *testing.T, pkg string) string {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(t.TempDir(), filepath.Base(pkg))
-	build := exec.Command("go", "build", "-o", bin, "./"+pkg)
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building %s: %v\n%s", pkg, err, out)
+	if err := framework.GoBuild(root, bin, "./"+pkg, false); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
