@@ -10,14 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
-
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
 )
 
 // BenchmarkBurstDeployment500 and BenchmarkBurstDeployment10000: a
@@ -29,7 +28,7 @@ import (
 // the last pod's creation), the scale-up decisions (log lines "Scaled up node
 // group"), nodes per group, back-offs and the autoscaler's peak RSS.
 //
-//	go test -run xxx -bench BurstDeployment -benchtime 1x -timeout 30m ./test/integration
+//	go test -run xxx -bench BurstDeployment -benchtime 1x -timeout 30m ./test/integration/bench
 //
 // BURST_LOG=<path> keeps the autoscaler's log there. BURST_KWOK_PARALLELISM=N
 // runs on a control plane of the benchmark's own whose kwok plays N node and

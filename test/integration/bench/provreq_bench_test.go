@@ -9,12 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/autoscaler/cluster-autoscaler/provreq"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
 )
 
 // BenchmarkAtomicRequest4x4096: from the creation of one best-effort-atomic
@@ -22,7 +21,7 @@ import (
 // the kwok provider creating the 256 nodes of 32 CPU it needs. The
 // autoscaler is running before the clock starts.
 //
-//	go test -run xxx -bench AtomicRequest4x4096 -benchtime 1x ./test/integration
+//	go test -run xxx -bench AtomicRequest4x4096 -benchtime 1x ./test/integration/bench
 func BenchmarkAtomicRequest4x4096(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
@@ -60,7 +59,7 @@ nodeGroups:
 // each, created at once against 10 nodes of 32 CPU that hold them all,
 // until every one is Provisioned=True.
 //
-//	go test -run xxx -bench 100CheckCapacity -benchtime 1x ./test/integration
+//	go test -run xxx -bench 100CheckCapacity -benchtime 1x ./test/integration/bench
 func Benchmark100CheckCapacityRequests(b *testing.B) {
 	b.Run("qps=200", func(b *testing.B) { bench100CheckCapacity(b, "--kube-client-qps=200", "--kube-client-burst=400") })
 	b.Run("qps=5 (default)", func(b *testing.B) { bench100CheckCapacity(b) })
@@ -116,7 +115,7 @@ func bench100CheckCapacity(b *testing.B, clientFlags ...string) {
 // BOOKED_REQUEST_CPU_PROFILE=<file>, a CPU profile of the binary over those
 // 20 s is written there.
 //
-//	go test -run xxx -bench 'BookedRequest/pods=40000' -benchtime 1x -timeout 20m ./test/integration
+//	go test -run xxx -bench 'BookedRequest/pods=40000' -benchtime 1x -timeout 20m ./test/integration/bench
 func BenchmarkBookedRequest(b *testing.B) {
 	for _, pods := range []int32{4000, 40000} {
 		b.Run(fmt.Sprintf("pods=%d", pods), func(b *testing.B) {

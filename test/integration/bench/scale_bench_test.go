@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
-
 	appsv1 "k8s.io/api/apps/v1"
 	apiv1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
 )
 
 // BenchmarkScale: the real binary on a control plane of its own holding N
@@ -46,7 +45,7 @@ import (
 // nodes=100 is a quick check of the benchmark itself. Each size takes a few
 // minutes to set up (nodes=3000: about 90,000 pods to create):
 //
-//	go test -run xxx -bench 'Scale/nodes=1000$' -benchtime 1x -timeout 60m ./test/integration
+//	go test -run xxx -bench 'Scale/nodes=1000$' -benchtime 1x -timeout 60m ./test/integration/bench
 //
 // SCALE_CPU_PROFILE=<file> writes a CPU profile of the binary over 60 s of
 // the window, SCALE_HEAP_PROFILE=<file> a heap profile at its end,

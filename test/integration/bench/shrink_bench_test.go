@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
-
 	appsv1 "k8s.io/api/apps/v1"
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -18,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
 )
 
 // BenchmarkScaleDownShrink (issue 31): the real binary on a control plane of
@@ -47,7 +46,7 @@ import (
 // defaults otherwise (candidate count 30, pool ratio 0.1, scan interval 10s,
 // unremovable recheck 5m). nodes=100 checks the benchmark itself:
 //
-//	go test -run xxx -bench 'ScaleDownShrink/nodes=1000$' -benchtime 1x -timeout 60m -v ./test/integration
+//	go test -run xxx -bench 'ScaleDownShrink/nodes=1000$' -benchtime 1x -timeout 60m -v ./test/integration/bench
 //
 // SHRINK_LOG=<file> keeps the measured autoscaler's log.
 func BenchmarkScaleDownShrink(b *testing.B) {

@@ -9,12 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
-
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
 )
 
 // BenchmarkSoak runs the real binary for SOAK_DURATION (default 30m) while a
@@ -34,8 +33,8 @@ import (
 // goroutines, or when the workload did not make the autoscaler add and
 // remove nodes. Not part of `make test`:
 //
-//	go test -run xxx -bench Soak -benchtime 1x -timeout 45m ./test/integration
-//	SOAK_DURATION=2m SOAK_STEP=30s go test -run xxx -bench Soak -benchtime 1x ./test/integration
+//	go test -run xxx -bench Soak -benchtime 1x -timeout 45m ./test/integration/bench
+//	SOAK_DURATION=2m SOAK_STEP=30s go test -run xxx -bench Soak -benchtime 1x ./test/integration/bench
 //
 // SOAK_LOG=<file> keeps the autoscaler's log.
 func BenchmarkSoak(b *testing.B) {

@@ -4,9 +4,8 @@ import (
 	"context"
 	"time"
 
-	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
-
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
 )
 
 // devicesGroup is a kwok group of 8-CPU nodes publishing n devices of

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
-
 	batchv1 "k8s.io/api/batch/v1"
 	apiv1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +14,7 @@ import (
 
 	"k8s.io/autoscaler/cluster-autoscaler/provreq"
 	v1 "k8s.io/autoscaler/cluster-autoscaler/provreq/apis/autoscaling.x-k8s.io/v1"
+	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
 )
 
 // kueueManagedLabel is the label Kueue puts on the PodTemplates and

@@ -10,11 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
-
 	"github.com/google/go-cmp/cmp"
 
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
 )
 
 // TestExplainSnapshotWithClaimsAsLive: a /snapshotz dump of a cluster with

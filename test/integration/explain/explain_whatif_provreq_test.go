@@ -9,13 +9,12 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/autoscaler/cluster-autoscaler/explain"
 	"k8s.io/autoscaler/cluster-autoscaler/provreq"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
 )
 
 // TestExplainWhatIfProvisioningRequestAndPrice: `explain -f` on a

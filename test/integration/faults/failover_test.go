@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
-
 	apiv1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +24,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/provreq"
 	"k8s.io/autoscaler/cluster-autoscaler/provreq/processor"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
 )
 
 // The failover tests run two replicas with leader election, SIGKILL the

@@ -5,9 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
-
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
 )
 
 // TestAPIServerRestartMidLoop: kube-apiserver is killed (SIGKILL) right
@@ -25,7 +24,7 @@ func TestAPIServerRestartMidLoop(t *testing.T) {
 // leader election (with it, the replica gives up its lease and exits, as
 // upstream's does, for another replica to take over):
 //
-//	RELIABILITY_LONG=1 go test -race -count=1 -run 'TestAPIServerRestartLong' -v ./test/integration/
+//	RELIABILITY_LONG=1 go test -race -count=1 -run 'TestAPIServerRestartLong' -v ./test/integration/faults/
 func TestAPIServerRestartLong(t *testing.T) {
 	skipUnlessLong(t)
 	apiserverRestart(t, 20*time.Second, "--leader-elect=false")
@@ -91,7 +90,7 @@ func apiserverRestart(t *testing.T, downtime time.Duration, extra ...string) {
 // non-zero, as upstream's does, so that it never acts beside a new leader;
 // its Deployment restarts it. It exits cleanly, without a panic:
 //
-//	RELIABILITY_LONG=1 go test -race -count=1 -run 'TestAPIServerOutageEndsTheLease' -v ./test/integration/
+//	RELIABILITY_LONG=1 go test -race -count=1 -run 'TestAPIServerOutageEndsTheLease' -v ./test/integration/faults/
 func TestAPIServerOutageEndsTheLease(t *testing.T) {
 	skipUnlessLong(t)
 	e := framework.New(t)

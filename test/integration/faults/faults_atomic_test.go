@@ -7,12 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/autoscaler/cluster-autoscaler/provreq"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
 )
 
 // atomicFaults are the kwok faults of the groups of the all-or-nothing
@@ -40,7 +39,7 @@ func TestAtomicRequestsUnderFaultsLeaveNoOrphans(t *testing.T) {
 // TestAtomicRequestsUnderFaultsLong is the same with 100 requests over six
 // groups that fail part of 30% of their increases (see docs/reliability.md):
 //
-//	RELIABILITY_LONG=1 go test -race -count=1 -timeout 30m -run 'TestAtomicRequestsUnderFaultsLong' -v ./test/integration/
+//	RELIABILITY_LONG=1 go test -race -count=1 -timeout 30m -run 'TestAtomicRequestsUnderFaultsLong' -v ./test/integration/faults/
 func TestAtomicRequestsUnderFaultsLong(t *testing.T) {
 	skipUnlessLong(t)
 	atomicUnderFaults(t, 100, 6, 0.3, 20*time.Minute)

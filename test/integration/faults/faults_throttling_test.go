@@ -8,12 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/autoscaler/cluster-autoscaler/provreq"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
 )
 
 // TestThrottledClientLosesNothing: at the default client limits (5 QPS,
@@ -28,7 +27,7 @@ func TestThrottledClientLosesNothing(t *testing.T) {
 // TestThrottledClientLosesNothingLong is the same with 100 requests and 300
 // pods:
 //
-//	RELIABILITY_LONG=1 go test -race -count=1 -timeout 30m -run 'TestThrottledClientLosesNothingLong' -v ./test/integration/
+//	RELIABILITY_LONG=1 go test -race -count=1 -timeout 30m -run 'TestThrottledClientLosesNothingLong' -v ./test/integration/faults/
 func TestThrottledClientLosesNothingLong(t *testing.T) {
 	skipUnlessLong(t)
 	throttledBurst(t, 100, 300, 15*time.Minute)

@@ -6,12 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/autoscaler/cluster-autoscaler/provreq"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
 )
 
 // joinTimes is when an all-or-nothing request's nodes had all joined and
@@ -84,7 +83,7 @@ func TestAtomicProvisionedWhenItsNodesJoin(t *testing.T) {
 // --scan-interval=10s: seconds from creation to Provisioned, and from the
 // last node joining to Provisioned.
 //
-//	go test -run xxx -bench AtomicJoinToProvisioned -benchtime 1x -count 3 ./test/integration
+//	go test -run xxx -bench AtomicJoinToProvisioned -benchtime 1x -count 3 ./test/integration/provreq
 func BenchmarkAtomicJoinToProvisioned(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
-
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -18,6 +16,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/provreq"
 	"k8s.io/autoscaler/cluster-autoscaler/provreq/processor"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
 )
 
 // TestRestoredRecordsThatCannotBeTrustedDeleteNothing: a second autoscaler

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
-
 	appsv1 "k8s.io/api/apps/v1"
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -16,6 +14,7 @@ import (
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider/kwok"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
 )
 
 // TestBalancedScaleUpOverSimilarGroups: two groups that differ only by zone
