@@ -181,6 +181,7 @@ func nodeDeletions(t *testing.T, e *framework.Env, pool string) func() []string 
 // deleting exactly its instances once; that request then fails as expired.
 // Nothing is orphaned and nothing is deleted twice.
 func TestFailoverDuringAtomicScaleUp(t *testing.T) {
+	itest.SkipUnlessSlow(t)
 	e := itest.NewProvreqEnv(t)
 	e.DumpRequests()
 	fast, ghost, shape := framework.UniqueName("fast"), framework.UniqueName("ghost"), framework.UniqueName("shape")
@@ -267,6 +268,7 @@ nodeGroups:
 // deletion taint; once the PDB is gone it removes the node itself: one node
 // deleted, once, both pods Running, no node left tainted or cordoned.
 func TestFailoverDuringDrain(t *testing.T) {
+	itest.SkipUnlessSlow(t)
 	e := framework.New(t)
 	group := framework.UniqueName("drain")
 	path := itest.GroupsConfig(e, group)
@@ -384,6 +386,7 @@ func otherOf(group, name string) string {
 // the same room is refused, until the workload arrives and consumes the
 // booking. No request is lost, no node deleted.
 func TestFailoverKeepsCheckCapacityBooking(t *testing.T) {
+	itest.SkipUnlessSlow(t)
 	e := itest.NewProvreqEnv(t)
 	e.DumpRequests()
 	group := framework.UniqueName("booked")

@@ -16,6 +16,7 @@ import (
 // resume, the scale-up in flight completes with exactly the nodes asked
 // for, and a later scale-up works.
 func TestAPIServerRestartMidLoop(t *testing.T) {
+	itest.SkipUnlessSlow(t)
 	apiserverRestart(t, 2*time.Second)
 }
 
@@ -26,6 +27,7 @@ func TestAPIServerRestartMidLoop(t *testing.T) {
 //
 //	RELIABILITY_LONG=1 go test -race -count=1 -run 'TestAPIServerRestartLong' -v ./test/integration/faults/
 func TestAPIServerRestartLong(t *testing.T) {
+	itest.SkipUnlessSlow(t)
 	skipUnlessLong(t)
 	apiserverRestart(t, 20*time.Second, "--leader-elect=false")
 }
@@ -92,6 +94,7 @@ func apiserverRestart(t *testing.T, downtime time.Duration, extra ...string) {
 //
 //	RELIABILITY_LONG=1 go test -race -count=1 -run 'TestAPIServerOutageEndsTheLease' -v ./test/integration/faults/
 func TestAPIServerOutageEndsTheLease(t *testing.T) {
+	itest.SkipUnlessSlow(t)
 	skipUnlessLong(t)
 	e := framework.New(t)
 	path := itest.OneGroupConfig(e, framework.UniqueName("ng"), 10, "")

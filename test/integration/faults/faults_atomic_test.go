@@ -33,6 +33,7 @@ var atomicFaults = []string{
 // once the rollbacks are done every Node of the groups is one a request
 // asked for and no instance is left without a Node: 0 orphans.
 func TestAtomicRequestsUnderFaultsLeaveNoOrphans(t *testing.T) {
+	itest.SkipUnlessSlow(t)
 	atomicUnderFaults(t, 10, 3, 0.2, 2*time.Minute)
 }
 
@@ -41,6 +42,7 @@ func TestAtomicRequestsUnderFaultsLeaveNoOrphans(t *testing.T) {
 //
 //	RELIABILITY_LONG=1 go test -race -count=1 -timeout 30m -run 'TestAtomicRequestsUnderFaultsLong' -v ./test/integration/faults/
 func TestAtomicRequestsUnderFaultsLong(t *testing.T) {
+	itest.SkipUnlessSlow(t)
 	skipUnlessLong(t)
 	atomicUnderFaults(t, 100, 6, 0.3, 20*time.Minute)
 }

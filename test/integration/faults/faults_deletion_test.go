@@ -23,6 +23,7 @@ import (
 // the test's pods is ever deleted, and every steady and odd pod keeps
 // running.
 func TestFaultsDeleteNoBusyNode(t *testing.T) {
+	itest.SkipUnlessSlow(t)
 	e := framework.New(t)
 	itest.DumpPods(e)
 	steady, churn, odd := framework.UniqueName("steady"), framework.UniqueName("churn"), framework.UniqueName("odd")

@@ -21,6 +21,7 @@ import (
 // all-or-nothing ProvisioningRequests and 60 pending pods arrives at once.
 // Nothing is lost: every request gets Provisioned=True and every pod runs.
 func TestThrottledClientLosesNothing(t *testing.T) {
+	itest.SkipUnlessSlow(t)
 	throttledBurst(t, 30, 60, 3*time.Minute)
 }
 
@@ -29,6 +30,7 @@ func TestThrottledClientLosesNothing(t *testing.T) {
 //
 //	RELIABILITY_LONG=1 go test -race -count=1 -timeout 30m -run 'TestThrottledClientLosesNothingLong' -v ./test/integration/faults/
 func TestThrottledClientLosesNothingLong(t *testing.T) {
+	itest.SkipUnlessSlow(t)
 	skipUnlessLong(t)
 	throttledBurst(t, 100, 300, 15*time.Minute)
 }

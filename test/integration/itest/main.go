@@ -45,3 +45,26 @@ func MainBenchmarks(m *testing.M) int {
 	}
 	return Main(m)
 }
+
+// SlowEnv, set to a non-empty value, runs the slow fault and failover tests
+// (package faults): make test-slow sets it, and CI runs that target after
+// make test while its time budget allows (.ci/run). Without it their package
+// starts no control plane and each of its tests skips, saying so.
+const SlowEnv = "INTEGRATION_SLOW"
+
+// MainSlow is Main for the package of slow tests: without $INTEGRATION_SLOW
+// it builds nothing and starts no control plane (its tests skip).
+func MainSlow(m *testing.M) int {
+	if os.Getenv(SlowEnv) == "" {
+		return m.Run()
+	}
+	return Main(m)
+}
+
+// SkipUnlessSlow skips a slow test unless $INTEGRATION_SLOW is set.
+func SkipUnlessSlow(t testing.TB) {
+	t.Helper()
+	if os.Getenv(SlowEnv) == "" {
+		t.Skipf("a slow test: make test-slow (%s=1) runs it", SlowEnv)
+	}
+}
