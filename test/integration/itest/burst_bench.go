@@ -9,6 +9,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 )
 
+// Deployment creates a Deployment of replicas pods (app=<name>, 1 CPU each) on nodes matching selector.
 func Deployment(e *framework.Env, name string, replicas int32, selector map[string]string) {
 	e.T.Helper()
 	labels := map[string]string{"app": name}

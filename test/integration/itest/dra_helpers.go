@@ -74,6 +74,7 @@ func DraGroups(e *framework.Env, perNode int) (gpu, plain, driver, path string) 
 	return gpu, plain, driver, path
 }
 
+// Repeat returns n copies of s.
 func Repeat(s string, n int) []string {
 	out := make([]string, n)
 	for i := range out {

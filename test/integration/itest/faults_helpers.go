@@ -31,6 +31,7 @@ type DeletionWatch struct {
 	pods      cache.Indexer
 }
 
+// WatchNodeDeletions starts recording every deletion of the test's Nodes until the test ends.
 func WatchNodeDeletions(e *framework.Env) *DeletionWatch {
 	e.T.Helper()
 	w := &DeletionWatch{}

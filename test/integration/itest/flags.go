@@ -6,6 +6,7 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 )
 
+// NodeReady reports whether n's Ready condition is True.
 func NodeReady(n *apiv1.Node) bool {
 	for _, c := range n.Status.Conditions {
 		if c.Type == apiv1.NodeReady {
@@ -15,6 +16,7 @@ func NodeReady(n *apiv1.Node) bool {
 	return false
 }
 
+// CountLines counts the lines of log that contain substr.
 func CountLines(log, substr string) int {
 	n := 0
 	for _, l := range strings.Split(log, "\n") {

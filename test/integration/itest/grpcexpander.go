@@ -4,6 +4,7 @@ import (
 	"strings"
 )
 
+// GrepLines returns the lines of text that contain substr.
 func GrepLines(text, substr string) string {
 	var out []string
 	for _, l := range strings.Split(text, "\n") {

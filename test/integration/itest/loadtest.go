@@ -9,9 +9,9 @@ import (
 	"strings"
 )
 
-// SeriesValues parses a /metrics body into the value of every sample, keyed
+// seriesValues parses a /metrics body into the value of every sample, keyed
 // by the series as written: `name{label="v",...}` or `name`.
-func SeriesValues(body string) map[string]float64 {
+func seriesValues(body string) map[string]float64 {
 	out := map[string]float64{}
 	for _, line := range strings.Split(body, "\n") {
 		if line == "" || strings.HasPrefix(line, "#") {
@@ -74,5 +74,5 @@ func ScrapeValues(ctx context.Context, p *AutoscalerProcess) (map[string]float64
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("/metrics answered %d", resp.StatusCode)
 	}
-	return SeriesValues(string(body)), nil
+	return seriesValues(string(body)), nil
 }

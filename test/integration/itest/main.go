@@ -20,7 +20,7 @@ var AutoscalerBinary string
 func Main(m *testing.M) int { return mainWith(m, false) }
 
 // MainRace is Main with the binary built with -race: a process that reports
-// a data race fails its test (see StartProcess). One package uses it in
+// a data race fails its test (see startProcess). One package uses it in
 // every run; $AUTOSCALER_TEST_RACE turns it on for all (make
 // test-race-binary).
 func MainRace(m *testing.M) int { return mainWith(m, true) }

@@ -39,14 +39,14 @@ func StartAutoscaler(t testing.TB, name string, args ...string) *AutoscalerProce
 // binary (a fork).
 func StartAutoscalerBinary(t testing.TB, binary, name string, args ...string) *AutoscalerProcess {
 	t.Helper()
-	return StartAutoscalerProcess(t, binary, nil, name, args...)
+	return startAutoscalerProcess(t, binary, nil, name, args...)
 }
 
 // StartAutoscalerEnv is startAutoscaler with variables added to the
 // process's environment ("GOMEMLIMIT=450MiB").
 func StartAutoscalerEnv(t testing.TB, env []string, name string, args ...string) *AutoscalerProcess {
 	t.Helper()
-	return StartAutoscalerProcess(t, AutoscalerBinary, env, name, args...)
+	return startAutoscalerProcess(t, AutoscalerBinary, env, name, args...)
 }
 
 // StartServerBinary runs another program of the project (the example gRPC
@@ -54,15 +54,15 @@ func StartAutoscalerEnv(t testing.TB, env []string, name string, args ...string)
 // --explain-address (only the autoscaler has it).
 func StartServerBinary(t testing.TB, binary, name string, args ...string) *AutoscalerProcess {
 	t.Helper()
-	return StartProcess(t, binary, nil, name, false, args...)
+	return startProcess(t, binary, nil, name, false, args...)
 }
 
-func StartAutoscalerProcess(t testing.TB, binary string, env []string, name string, args ...string) *AutoscalerProcess {
+func startAutoscalerProcess(t testing.TB, binary string, env []string, name string, args ...string) *AutoscalerProcess {
 	t.Helper()
-	return StartProcess(t, binary, env, name, true, args...)
+	return startProcess(t, binary, env, name, true, args...)
 }
 
-func StartProcess(t testing.TB, binary string, env []string, name string, explain bool, args ...string) *AutoscalerProcess {
+func startProcess(t testing.TB, binary string, env []string, name string, explain bool, args ...string) *AutoscalerProcess {
 	t.Helper()
 	addr := framework.FreeAddress(t)
 	p := &AutoscalerProcess{t: t, Name: name, Address: addr, Log: &framework.SyncBuffer{}, Done: make(chan struct{})}
@@ -125,16 +125,16 @@ func (p *AutoscalerProcess) WaitExit(timeout time.Duration) int {
 
 // Get fetches path from the autoscaler's HTTP server on --address.
 func (p *AutoscalerProcess) Get(ctx context.Context, path string) (int, string, error) {
-	return GetURL(ctx, "http://"+p.Address+path)
+	return getURL(ctx, "http://"+p.Address+path)
 }
 
 // Explainz fetches /explainz?query from --explain-address, where the
 // autoscaler serves it by default.
 func (p *AutoscalerProcess) Explainz(ctx context.Context, query string) (int, string, error) {
-	return GetURL(ctx, "http://"+p.ExplainAddress+"/explainz?"+query)
+	return getURL(ctx, "http://"+p.ExplainAddress+"/explainz?"+query)
 }
 
-func GetURL(ctx context.Context, url string) (int, string, error) {
+func getURL(ctx context.Context, url string) (int, string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, "", err

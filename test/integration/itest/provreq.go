@@ -23,6 +23,7 @@ type ProvreqEnv struct {
 	PRs *provreqclient.ProvisioningRequests
 }
 
+// NewProvreqEnv is framework.New with the ProvisioningRequest CRD installed and a client for it.
 func NewProvreqEnv(t testing.TB) *ProvreqEnv {
 	e := framework.New(t)
 	if err := crd.Install(e.Context(), e.Config); err != nil {
@@ -130,6 +131,7 @@ func (e *ProvreqEnv) Consumers(request string, n int, cpu string, selector map[s
 	}
 }
 
+// ProvreqArgs are ScaleUpArgs with ProvisioningRequests on and short back-offs, plus extra.
 func ProvreqArgs(e *ProvreqEnv, configPath string, extra ...string) []string {
 	return ScaleUpArgs(e.Env, configPath, append([]string{"--enable-provisioning-requests",
 		"--provisioning-request-initial-backoff-time=2s", "--provisioning-request-max-backoff-time=4s",

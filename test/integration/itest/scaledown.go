@@ -66,6 +66,7 @@ func ReplicaSet(e *framework.Env, name, pool string, n int32, cpu string, emptyD
 	return rs
 }
 
+// ScaleDownArgs are ScaleUpArgs with scale-down timers of seconds, plus extra.
 func ScaleDownArgs(e *framework.Env, path string, extra ...string) []string {
 	return ScaleUpArgs(e, path, append([]string{"--scale-down-unneeded-time=3s", "--scale-down-delay-after-add=0s",
 		"--scale-down-delay-after-failure=2s", "--max-graceful-termination-sec=5", "--node-delete-delay-after-taint=1s"}, extra...)...)
@@ -87,6 +88,7 @@ func PodsOf(ctx context.Context, e *framework.Env, app string) (running int, nod
 	return running, nodes, nil
 }
 
+// HasTaintKey reports whether n has a taint with key.
 func HasTaintKey(n *apiv1.Node, key string) bool {
 	for _, t := range n.Spec.Taints {
 		if t.Key == key {

@@ -69,6 +69,7 @@ func ScaleUpArgs(e *framework.Env, configPath string, extra ...string) []string 
 	return append(args, extra...)
 }
 
+// CreatePods creates n pods <prefix>-<i> requesting cpu and 1Gi, with nodeSelector.
 func CreatePods(e *framework.Env, prefix string, n int, cpu string, nodeSelector map[string]string) {
 	e.T.Helper()
 	for i := 0; i < n; i++ {
@@ -138,6 +139,7 @@ func PodEvent(e *framework.Env, reason, text string) {
 	})
 }
 
+// AllRunning reports whether exactly want of the test's pods are Running.
 func AllRunning(ctx context.Context, e *framework.Env, want int) (bool, error) {
 	pods, err := e.Client.CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 )
 
+// ZoneLabel is the well-known zone label of nodes and volumes.
 const ZoneLabel = "topology.kubernetes.io/zone"
 
 // ZonalStorage creates a WaitForFirstConsumer StorageClass without a
