@@ -114,19 +114,6 @@ func samplePool(e *framework.Env, pool string, see func([]apiv1.Node)) (stop fun
 	return func() { close(done); <-ended }
 }
 
-// nodeEvents lists the reasons of the events recorded on node.
-func nodeEvents(ctx context.Context, e *framework.Env, node string) (map[string]string, error) {
-	list, err := e.Client.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + node})
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	for _, ev := range list.Items {
-		out[ev.Reason] = ev.Message
-	}
-	return out, nil
-}
-
 func poolNodeList(ctx context.Context, e *framework.Env, pool string) ([]apiv1.Node, error) {
 	list, err := e.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "pool=" + pool})
 	if err != nil {
@@ -177,7 +164,7 @@ func TestNodeHealing(t *testing.T) {
 	hooks.status.Store(http.StatusInternalServerError)
 	annotateHeal(e, sick, "disk-failure")
 	e.Eventually(30*time.Second, "HealFailed on "+sick, func(ctx context.Context) (bool, error) {
-		ev, err := nodeEvents(ctx, e, sick)
+		ev, err := itest.NodeEvents(ctx, e, sick)
 		return err == nil && ev["HealFailed"] != "", err
 	})
 	n, err := e.Client.CoreV1().Nodes().Get(e.Context(), sick, metav1.GetOptions{})
@@ -211,7 +198,7 @@ func TestNodeHealing(t *testing.T) {
 				return false, nil
 			}
 		}
-		ev, err := nodeEvents(ctx, e, sick)
+		ev, err := itest.NodeEvents(ctx, e, sick)
 		return err == nil && ev["HealSucceeded"] != "" && len(list) == 2, err
 	})
 	stopSampling()
@@ -245,7 +232,7 @@ func TestNodeHealing(t *testing.T) {
 	}
 	e.Eventually(30*time.Second, "HealSkipped on both", func(ctx context.Context) (bool, error) {
 		for _, n := range nodes {
-			ev, err := nodeEvents(ctx, e, n.Name)
+			ev, err := itest.NodeEvents(ctx, e, n.Name)
 			if err != nil || ev["HealSkipped"] == "" {
 				return false, err
 			}
@@ -293,7 +280,7 @@ func TestNodeHealingReplacesANotReadyNode(t *testing.T) {
 		"--node-healing-policy=Ready=False:3s", "--max-pod-eviction-time=5s", "--max-node-provision-time=20s")...)
 	nodes := twoRunningNodes(e, pool)
 	sick := nodes[0]
-	partitionNode(e, sick.Name)
+	itest.PartitionNode(e, sick.Name)
 	e.Eventually(120*time.Second, "node "+sick.Name+" replaced", func(ctx context.Context) (bool, error) {
 		list, err := poolNodeList(ctx, e, pool)
 		if err != nil {
@@ -313,7 +300,7 @@ func TestNodeHealingReplacesANotReadyNode(t *testing.T) {
 	var ev map[string]string
 	e.Eventually(60*time.Second, "HealSucceeded on "+sick.Name, func(ctx context.Context) (bool, error) {
 		var err error
-		ev, err = nodeEvents(ctx, e, sick.Name)
+		ev, err = itest.NodeEvents(ctx, e, sick.Name)
 		return err == nil && ev["HealSucceeded"] != "", err
 	})
 	if !strings.Contains(ev["HealStarted"], "Ready=False") {
@@ -399,7 +386,7 @@ func TestNodeHealingResumesAfterAKill(t *testing.T) {
 	}
 	second := itest.StartAutoscaler(t, "second", args...)
 	e.Eventually(120*time.Second, "the heal finished by the second process", func(ctx context.Context) (bool, error) {
-		ev, err := nodeEvents(ctx, e, sick)
+		ev, err := itest.NodeEvents(ctx, e, sick)
 		return err == nil && ev["HealSucceeded"] != "", err
 	})
 	stopSampling()
@@ -463,7 +450,7 @@ func TestNodeHealingKeepsTheOperatorsChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Eventually(60*time.Second, "HealFailed on "+sick, func(ctx context.Context) (bool, error) {
-		ev, err := nodeEvents(ctx, e, sick)
+		ev, err := itest.NodeEvents(ctx, e, sick)
 		return err == nil && strings.Contains(ev["HealFailed"], "EvictionTimeout"), err
 	})
 	e.Eventually(30*time.Second, "heal_end for "+sick, func(context.Context) (bool, error) {

@@ -1,4 +1,4 @@
-package healing
+package fencing
 
 import (
 	"context"
@@ -10,50 +10,11 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
-	"k8s.io/autoscaler/cluster-autoscaler/test/localcluster"
 )
-
-// partitionNode makes a node look cut off from the control plane: kwok no
-// longer plays its kubelet, its Ready condition turns False, and its pods
-// keep their last status (Running, as on a machine that still runs them) and
-// are never confirmed deleted (localcluster.UnreachablePodLabel) until they
-// are force-deleted or the pod garbage collector removes them with the Node.
-func partitionNode(e *framework.Env, name string) {
-	e.T.Helper()
-	pods, err := e.Client.CoreV1().Pods("").List(e.Context(), metav1.ListOptions{FieldSelector: "spec.nodeName=" + name})
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	label := fmt.Appendf(nil, `{"metadata":{"labels":{%q:"true"}}}`, localcluster.UnreachablePodLabel)
-	for _, p := range pods.Items {
-		if _, err := e.Client.CoreV1().Pods(p.Namespace).Patch(e.Context(), p.Name, types.MergePatchType, label, metav1.PatchOptions{}); err != nil {
-			e.T.Fatal(err)
-		}
-	}
-	patch := []byte(`{"metadata":{"annotations":{"kwok.x-k8s.io/node":null}}}`)
-	if _, err := e.Client.CoreV1().Nodes().Patch(e.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		e.T.Fatal(err)
-	}
-	n, err := e.Client.CoreV1().Nodes().Get(e.Context(), name, metav1.GetOptions{})
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	for i, c := range n.Status.Conditions {
-		if c.Type == apiv1.NodeReady {
-			n.Status.Conditions[i] = apiv1.NodeCondition{Type: apiv1.NodeReady, Status: apiv1.ConditionFalse,
-				Reason: "Partitioned", Message: "test: the node cannot reach the control plane", LastTransitionTime: metav1.Now(),
-				LastHeartbeatTime: metav1.Now()}
-		}
-	}
-	if _, err := e.Client.CoreV1().Nodes().UpdateStatus(e.Context(), n, metav1.UpdateOptions{}); err != nil {
-		e.T.Fatal(err)
-	}
-}
 
 // secondCopyWatch watches the namespace's pods for a new pod named name (a
 // UID other than first's) and checks, the moment it appears, that the node
@@ -152,7 +113,7 @@ func fencePartitionedNode(t *testing.T, faults, provision string) {
 	})
 	old := first.Spec.NodeName
 	copies := watchSecondCopy(e, first)
-	partitionNode(e, old)
+	itest.PartitionNode(e, old)
 
 	e.Eventually(240*time.Second, "db-0 Running again on another node", func(ctx context.Context) (bool, error) {
 		p, err := e.Client.CoreV1().Pods(e.Namespace).Get(ctx, "db-0", metav1.GetOptions{})
@@ -174,7 +135,7 @@ func fencePartitionedNode(t *testing.T, faults, provision string) {
 		t.Errorf("node %s still exists after its heal (get: %v)", old, err)
 	}
 	e.Eventually(60*time.Second, "HealSucceeded on "+old, func(ctx context.Context) (bool, error) {
-		ev, err := nodeEvents(ctx, e, old)
+		ev, err := itest.NodeEvents(ctx, e, old)
 		return err == nil && ev["HealSucceeded"] != "", err
 	})
 }
