@@ -270,8 +270,10 @@ func (g *NodeGroup) buildTemplate(ctx context.Context) (*apiv1.Node, error) {
 		Type: t, Tags: d.Tags})
 }
 
-// GetOptions implements cloudprovider.NodeGroup from the group's
-// k8s.io/cluster-autoscaler/autoscaling-options/<option> tags.
+// GetOptions implements cloudprovider.NodeGroup from the group's option
+// tags: upstream's k8s.io/cluster-autoscaler/node-template/autoscaling-options/<option>,
+// or its alias k8s.io/cluster-autoscaler/autoscaling-options/<option>
+// (upstream's wins where both name one option).
 func (g *NodeGroup) GetOptions(_ context.Context, defaults config.NodeGroupAutoscalingOptions) (*config.NodeGroupAutoscalingOptions, error) {
 	o, err := parseOptions(g.desc.Tags, defaults)
 	if err != nil {

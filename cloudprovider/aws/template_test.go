@@ -3,13 +3,10 @@ package aws
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
 func TestParseTemplateTags(t *testing.T) {
@@ -157,55 +154,6 @@ func TestTemplateInstanceType(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := templateInstanceType(&tc.g, tc.fromLaunch); got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestParseOptions(t *testing.T) {
-	defaults := config.NodeGroupAutoscalingOptions{ScaleDownUtilizationThreshold: 0.5, ScaleDownGPUUtilizationThreshold: 0.5,
-		ScaleDownUnneededTime: 10 * time.Minute, ScaleDownUnreadyTime: 20 * time.Minute, MaxNodeProvisionTime: 15 * time.Minute}
-	cases := []struct {
-		name    string
-		tags    map[string]string
-		want    *config.NodeGroupAutoscalingOptions
-		wantErr string
-	}{
-		{name: "no option tags: defaults (nil)", tags: map[string]string{"Name": "x"}},
-		{
-			name: "every option",
-			tags: map[string]string{
-				OptionTagPrefix + "scaledownutilizationthreshold":    "0.3",
-				OptionTagPrefix + "scaledowngpuutilizationthreshold": "0.7",
-				OptionTagPrefix + "scaledownunneededtime":            "5m",
-				OptionTagPrefix + "scaledownunreadytime":             "1h",
-				OptionTagPrefix + "ignoredaemonsetsutilization":      "true",
-				OptionTagPrefix + "maxnodeprovisiontime":             "7m",
-				OptionTagPrefix + "somethingnew":                     "whatever",
-			},
-			want: &config.NodeGroupAutoscalingOptions{ScaleDownUtilizationThreshold: 0.3, ScaleDownGPUUtilizationThreshold: 0.7,
-				ScaleDownUnneededTime: 5 * time.Minute, ScaleDownUnreadyTime: time.Hour, MaxNodeProvisionTime: 7 * time.Minute,
-				IgnoreDaemonSetsUtilization: true},
-		},
-		{name: "ratio above 1", tags: map[string]string{OptionTagPrefix + "scaledownutilizationthreshold": "1.5"}, wantErr: "outside 0..1"},
-		{name: "not a duration", tags: map[string]string{OptionTagPrefix + "scaledownunneededtime": "soon"}, wantErr: "not a duration"},
-		{name: "negative duration", tags: map[string]string{OptionTagPrefix + "scaledownunreadytime": "-1m"}, wantErr: "negative"},
-		{name: "not a bool", tags: map[string]string{OptionTagPrefix + "ignoredaemonsetsutilization": "perhaps"}, wantErr: "ignoredaemonsetsutilization"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := parseOptions(tc.tags, defaults)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error = %v, want one with %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := cmp.Diff(tc.want, got); d != "" {
-				t.Errorf("options (-want +got):\n%s", d)
 			}
 		})
 	}
