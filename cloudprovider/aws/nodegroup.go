@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -263,11 +264,15 @@ func (g *NodeGroup) buildTemplate(ctx context.Context) (*apiv1.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := g.p.loadSubnets(ctx, d.Subnets); err != nil {
-		return nil, err
+	zoneErr := g.p.loadSubnets(ctx, d.Subnets)
+	if zoneErr != nil && !errors.Is(zoneErr, errSubnetsRefused) {
+		return nil, zoneErr
 	}
-	return buildTemplate(templateInput{Group: d.Name, Region: g.p.region, Zone: d.defaultZone(g.p.facts.subnetZone),
-		Type: t, Tags: d.Tags})
+	zone := d.defaultZone(g.p.facts.subnetZone)
+	if zoneErr != nil {
+		g.p.noteZoneFallback(ctx, d.Name, zone)
+	}
+	return buildTemplate(templateInput{Group: d.Name, Region: g.p.region, Zone: zone, Type: t, Tags: d.Tags})
 }
 
 // GetOptions implements cloudprovider.NodeGroup from the group's option
