@@ -22,6 +22,10 @@ const (
 // GPULabel is the node label that carries the GPU type on AWS.
 const GPULabel = "k8s.amazonaws.com/accelerator"
 
+// EBSZoneLabel is the zone label of the EBS CSI driver's nodes: the key
+// its volumes' node affinity pins (older releases pin only this one).
+const EBSZoneLabel = "topology.ebs.csi.aws.com/zone"
+
 // gpuResource is the extended resource of NVIDIA GPUs; amdGPUResource of AMD ones.
 const (
 	gpuResource    apiv1.ResourceName = "nvidia.com/gpu"
@@ -154,6 +158,7 @@ func buildTemplate(in templateInput) (*apiv1.Node, error) {
 	if in.Zone != "" {
 		labels[apiv1.LabelTopologyZone] = in.Zone
 		labels[apiv1.LabelFailureDomainBetaZone] = in.Zone
+		labels[EBSZoneLabel] = in.Zone
 	}
 	for k, v := range labels {
 		if v != "" {

@@ -76,7 +76,7 @@ func TestBuildTemplate(t *testing.T) {
 			in:   templateInput{Group: "ng", Region: "us-east-1", Zone: "us-east-1a", Type: m5},
 			wantLabels: map[string]string{"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
 				"node.kubernetes.io/instance-type": "m5.large", "topology.kubernetes.io/zone": "us-east-1a",
-				"topology.kubernetes.io/region": "us-east-1"},
+				"topology.kubernetes.io/region": "us-east-1", EBSZoneLabel: "us-east-1a"},
 			wantCap: map[apiv1.ResourceName]string{"cpu": "2", "memory": "8Gi", "pods": "29"},
 		},
 		{
@@ -123,8 +123,10 @@ func TestBuildTemplate(t *testing.T) {
 				t.Errorf("taints (-want +got):\n%s", d)
 			}
 			if _, has := tc.wantLabels["topology.kubernetes.io/zone"]; !has && tc.in.Zone == "" {
-				if z, ok := node.Labels["topology.kubernetes.io/zone"]; ok {
-					t.Errorf("zone label %q without a zone", z)
+				for _, k := range []string{"topology.kubernetes.io/zone", EBSZoneLabel} {
+					if z, ok := node.Labels[k]; ok {
+						t.Errorf("zone label %s=%q without a zone", k, z)
+					}
 				}
 			}
 		})
