@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"os/exec"
+	"path"
 	"regexp"
 	"sort"
 	"strings"
@@ -35,6 +36,33 @@ func modulePackages(t *testing.T) []string {
 		t.Fatalf("go list named only %d packages: %q", len(pkgs), out)
 	}
 	return pkgs
+}
+
+// TestArchitectureDocNamesEveryPackage: docs/architecture.md gives each
+// package its one job, one table row each, so a new package is placed on a
+// floor and described. Test-only packages under test/ may be named by their
+// folder (`test/integration/...`), which covers the packages below it.
+func TestArchitectureDocNamesEveryPackage(t *testing.T) {
+	doc, err := os.ReadFile("../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	for _, p := range modulePackages(t) {
+		if strings.Contains(text, "\n| `"+p+"` |") {
+			continue
+		}
+		named := false
+		for dir := p; strings.HasPrefix(dir, "test/"); dir = path.Dir(dir) {
+			if strings.Contains(text, "\n| `"+dir+"/...` |") {
+				named = true
+				break
+			}
+		}
+		if !named {
+			t.Errorf("package %s is missing from docs/architecture.md (add a row \"| `%s` | its one job |\" to its floor's table)", p, p)
+		}
+	}
 }
 
 // golangciConfig is the part of .golangci.yaml the floors test reads.
