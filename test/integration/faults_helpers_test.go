@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -143,14 +142,4 @@ func lastSuccessfulLoop(t *testing.T, p *autoscalerProcess) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, int64(v*1e9))
-}
-
-// sortedKeys lists a map's keys in order, for stable messages.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
