@@ -3,7 +3,6 @@ package faults
 import (
 	"os"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -57,14 +56,4 @@ func lastSuccessfulLoop(t *testing.T, p *itest.AutoscalerProcess) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, int64(v*1e9))
-}
-
-// sortedKeys lists a map's keys in order, for stable messages.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -196,7 +196,7 @@ func TestMetricsAndEventsAsUpstream(t *testing.T) {
 	e.Eventually(60*time.Second, "a GPU node added", func(context.Context) (bool, error) {
 		return len(itest.NodeNames(e, gpuGroup)) == 1, nil
 	})
-	upGPU := fmt.Sprintf(`cluster_autoscaler_scaled_up_gpu_nodes_total{gpu_name="nvidia-tesla-t4",gpu_resource_name="nvidia.com/gpu"} 1`)
+	upGPU := `cluster_autoscaler_scaled_up_gpu_nodes_total{gpu_name="nvidia-tesla-t4",gpu_resource_name="nvidia.com/gpu"} 1`
 	upAll := `cluster_autoscaler_scaled_up_nodes_total{dra_drivers="",gpu_name="nvidia-tesla-t4",gpu_resource_name="nvidia.com/gpu"} 1`
 	e.Eventually(30*time.Second, "the GPU scale-up counted", func(ctx context.Context) (bool, error) {
 		_, body, err := p.Get(ctx, "/metrics")
