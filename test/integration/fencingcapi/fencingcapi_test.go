@@ -1,4 +1,4 @@
-package fencing
+package fencingcapi
 
 import (
 	"context"
@@ -37,7 +37,7 @@ func TestNodeHealingFenceOnClusterAPIWithNodesSpeltOtherwise(t *testing.T) {
 	itest.StartAutoscaler(t, "autoscaler", itest.CAPIArgs(e, "--node-healing-enabled",
 		"--node-healing-policy=Ready=False:3s", "--node-healing-policy=Ready=Unknown:3s",
 		"--max-pod-eviction-time=5s", "--max-node-provision-time=90s")...)
-	first := runningPod(e, "db-0")
+	first := itest.RunningPod(e, "db-0")
 	old := first.Spec.NodeName
 	node, err := e.Client.CoreV1().Nodes().Get(e.Context(), old, metav1.GetOptions{})
 	if err != nil {
@@ -60,7 +60,7 @@ func TestNodeHealingFenceOnClusterAPIWithNodesSpeltOtherwise(t *testing.T) {
 		t.Fatalf("Machine %s has nodeRef %v: the test needs a Machine Cluster API could not tie to its Node", old, ref)
 	}
 
-	copies := watchSecondCopyWhile(e, first, func(ctx context.Context) string {
+	copies := itest.WatchSecondCopyWhile(e, first, func(ctx context.Context) string {
 		_, err := dyn.Resource(capi.GVR("machines")).Namespace(e.Namespace).Get(ctx, old, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return ""
@@ -68,7 +68,7 @@ func TestNodeHealingFenceOnClusterAPIWithNodesSpeltOtherwise(t *testing.T) {
 		return fmt.Sprintf("Machine %s, whose VM may still run the first, exists (get: %v)", old, err)
 	})
 	itest.PartitionNode(e, old)
-	healedOnce(e, first, copies)
+	itest.HealedOnce(e, first, copies)
 }
 
 func machineProviderID(obj map[string]any) string {
