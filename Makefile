@@ -6,8 +6,12 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.1
 LDFLAGS := -X main.version=$(VERSION)
 # Integration tests start a real control plane per package; give them time on 2 cores.
 TEST_TIMEOUT ?= 60m
+# How many test packages go test runs at once (its default is GOMAXPROCS: 2 on CI). The packages of
+# test/integration each start a control plane of their own and mostly wait on timers, so more of them
+# than cores fit (docs/test-times.md has the measurements).
+TEST_P ?= 4
 
-.PHONY: all build tools test unit integration fuzz image lint demo local-up local-down clean
+.PHONY: all build tools test test-slow test-race-binary unit integration fuzz image lint demo local-up local-down clean
 
 all: build
 
@@ -18,8 +22,20 @@ tools: ## the local control plane (etcd, kube-apiserver, kube-scheduler, kube-co
 	hack/build-tools.sh
 
 test: tools ## unit and integration tests, as CI runs them, then a short fuzzing run
-	go test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	go test -race -count=1 -p $(TEST_P) -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) fuzz
+
+# The slow fault and failover tests (test/integration/faults skips them without INTEGRATION_SLOW) and a
+# short soak; CI runs this after make test while its time budget allows (.ci/run).
+SOAK_CHECK := SOAK_DURATION=2m SOAK_STEP=30s
+test-slow: tools ## the slow fault and failover tests and a 2-minute soak
+	INTEGRATION_SLOW=1 go test -race -count=1 -timeout $(TEST_TIMEOUT) ./test/integration/faults/
+	$(SOAK_CHECK) go test -count=1 -run xxx -bench Soak -benchtime 1x -timeout 15m ./test/integration/bench/
+
+# Every integration package against the binary built with -race (test/integration/scaledown uses it in
+# every run): a process that reports a data race fails its test.
+test-race-binary: tools ## the integration tests with the cluster-autoscaler built with -race
+	AUTOSCALER_TEST_RACE=1 go test -count=1 -p $(TEST_P) -timeout $(TEST_TIMEOUT) ./test/integration/...
 
 # Fuzz targets of what servers and users send us: package and target
 # (docs/reliability.md, "Fuzzing", says what each checks).
@@ -36,14 +52,16 @@ unit: ## unit tests only: the packages that do not start a control plane
 	go test -race -count=1 $$(go list ./... | grep -v -e /test/ -e /provreq/client)
 
 integration: tools ## integration tests only, against the real local control plane
-	go test -race -count=1 -timeout $(TEST_TIMEOUT) ./test/... ./provreq/client/...
+	go test -race -count=1 -p $(TEST_P) -timeout $(TEST_TIMEOUT) ./test/... ./provreq/client/...
 
+# golangci-lint reads .golangci.yaml (the floors: docs/architecture.md); a
+# second run on the machine waits for the first instead of failing.
 lint: ## gofmt, go vet and golangci-lint (built from the module proxy)
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
 	cd hack/tools/lint && go build -o ../../../$(BIN)/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint
-	$(BIN)/golangci-lint run ./...
+	$(BIN)/golangci-lint run --allow-serial-runners ./...
 
 image: ## the container image as an OCI layout tar: _output/cluster-autoscaler-image.tar (ARCH, VERSION, IMAGE_OUT)
 	hack/build-image.sh

@@ -49,7 +49,7 @@ func Run(ctx, processCtx context.Context, p Process) error {
 	informerCtx, stopInformers := context.WithCancel(ctx)
 	stack.Defer(stopInformers)
 	inf := NewInformers(informerCtx, p.Client)
-	provider, err := NewProvider(ctx, p.Providers, opts, p.Client, inf)
+	provider, err := NewProvider(ctx, p.Providers, opts, p.Client, inf, false)
 	if err != nil {
 		return err
 	}
@@ -83,13 +83,14 @@ func Run(ctx, processCtx context.Context, p Process) error {
 	return runner.Run(loopCtx)
 }
 
-// NewProvider builds the cloud provider opts name; its caller cleans it up
+// NewProvider builds the cloud provider opts name, passive when readOnly
+// (explain: cloudprovider.BuildOptions.ReadOnly); its caller cleans it up
 // (CleanUpProvider) at the end.
 func NewProvider(ctx context.Context, providers *cloudprovider.Registry, opts config.Options, client kubernetes.Interface,
-	inf *Informers) (cloudprovider.CloudProvider, error) {
+	inf *Informers, readOnly bool) (cloudprovider.CloudProvider, error) {
 	return providers.Build(ctx, opts.CloudProvider, cloudprovider.BuildOptions{
 		Options: ProviderOptions(opts), KubeClient: client, InformerFactory: inf.Factory,
-		ResourceLimiter: ResourceLimiter(opts),
+		ResourceLimiter: ResourceLimiter(opts), ReadOnly: readOnly,
 	})
 }
 

@@ -15,6 +15,10 @@ type BuildOptions struct {
 	KubeClient      kubernetes.Interface
 	InformerFactory informers.SharedInformerFactory
 	ResourceLimiter *ResourceLimiter
+	// ReadOnly builds the provider for a command that must change nothing
+	// (explain): it starts no background work that writes (a provider
+	// that keeps state, or creates what it simulates, stays passive).
+	ReadOnly bool
 }
 
 // Builder builds one provider.

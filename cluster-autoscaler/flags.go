@@ -350,13 +350,6 @@ func (c *commandLine) ignoredBool(name string, def bool, usage string) {
 	c.status[name] = notImplemented
 }
 
-func (c *commandLine) ignoredString(name, def, usage string) {
-	v := new(string)
-	c.fs.StringVar(v, name, def, usage)
-	c.ignored.strings[name] = v
-	c.status[name] = notImplemented
-}
-
 func (c *commandLine) ignoredInt(name string, def int, usage string) {
 	v := new(int)
 	c.fs.IntVar(v, name, def, usage)

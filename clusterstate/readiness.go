@@ -6,7 +6,7 @@ import (
 
 	apiv1 "k8s.io/api/core/v1"
 
-	"k8s.io/autoscaler/cluster-autoscaler/simulator/template"
+	"k8s.io/autoscaler/cluster-autoscaler/taints"
 )
 
 // Readiness is the state of one registered node.
@@ -48,7 +48,7 @@ func DefaultTaints() Taints { return NewTaints(TaintOptions{}) }
 // NewTaints reads the taint flags of opts.
 func NewTaints(opts TaintOptions) Taints {
 	t := Taints{startup: map[string]bool{}, status: map[string]bool{},
-		startupPrefixes: []string{template.StartupTaintPrefix, template.IgnoreTaintPrefix}}
+		startupPrefixes: []string{taints.StartupPrefix, taints.IgnorePrefix}}
 	for _, k := range conditionStartupTaints {
 		t.startup[k] = true
 	}
@@ -64,7 +64,7 @@ func NewTaints(opts TaintOptions) Taints {
 
 // IsStatus reports whether key is a status taint.
 func (t Taints) IsStatus(key string) bool {
-	return t.status[key] || strings.HasPrefix(key, template.StatusTaintPrefix)
+	return t.status[key] || strings.HasPrefix(key, taints.StatusPrefix)
 }
 
 // IsStartup reports whether key is a startup taint (and not a status one).

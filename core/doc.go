@@ -5,5 +5,6 @@
 // events, repairs) is the processors' (package processors), which core calls
 // in order and knows nothing more of. core must not import a concrete cloud
 // provider, package main, provreq, processors/provreqs, capacitybuffer or
-// processors/capacitybuffers.
+// processors/capacitybuffers (.golangci.yaml, rule
+// core-knows-no-request-or-provider).
 package core

@@ -174,7 +174,7 @@ func (l *panickyLoop) RunOnce(context.Context, time.Time) (Result, error) {
 	l.calls++
 	if l.panicAt[i] {
 		var m map[string]int
-		m["nil map"] = 1 // a real runtime panic, as a nil dereference in a plugin would be
+		m["nil map"] = 1 //nolint:staticcheck // SA5000 on purpose: a real runtime panic, as a nil dereference in a plugin would be
 	}
 	return Result{Productive: true}, nil
 }

@@ -1,45 +1,28 @@
 package estimator
 
 import (
-	"fmt"
-
 	apiv1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+	"k8s.io/autoscaler/cluster-autoscaler/internal/testbuild"
 )
 
+// templateInfo is the template of pool "a": a node of cpu, 16Gi and 110 pods
+// with DaemonSet pods dsPods.
 func templateInfo(cpu string, dsPods ...*apiv1.Pod) *cloudprovider.NodeInfo {
-	rl := apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse(cpu), apiv1.ResourceMemory: resource.MustParse("16Gi"),
-		apiv1.ResourcePods: resource.MustParse("110")}
-	return &cloudprovider.NodeInfo{
-		Node: &apiv1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: "tmpl", Labels: map[string]string{"pool": "a"}},
-			Status: apiv1.NodeStatus{Capacity: rl, Allocatable: rl,
-				Conditions: []apiv1.NodeCondition{{Type: apiv1.NodeReady, Status: apiv1.ConditionTrue}}},
-		},
-		Pods: dsPods,
-	}
+	node := testbuild.Node("tmpl").Resources(cpu, "16Gi", "110").Label("pool", "a").Obj()
+	return &cloudprovider.NodeInfo{Node: node, Pods: dsPods}
 }
 
-// pods returns n pods of one ReplicaSet ("owner") requesting cpu each.
+// pods returns n pods of one ReplicaSet ("owner", labelled app=<owner>)
+// requesting cpu and 100Mi each, changed by mutate.
 func pods(owner string, n int, cpu string, mutate ...func(*apiv1.Pod)) []*apiv1.Pod {
-	out := make([]*apiv1.Pod, n)
-	yes := true
-	for i := range out {
-		p := &apiv1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("%s-%d", owner, i),
-				UID: types.UID(fmt.Sprintf("%s-%d", owner, i)), Labels: map[string]string{"app": owner},
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: owner, UID: types.UID("rs-" + owner), Controller: &yes}}},
-			Spec: apiv1.PodSpec{Containers: []apiv1.Container{{Name: "c", Resources: apiv1.ResourceRequirements{
-				Requests: apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse(cpu), apiv1.ResourceMemory: resource.MustParse("100Mi")}}}}},
-		}
+	out := testbuild.Pods(owner, n, func(b *testbuild.PodBuilder) { b.Label("app", owner).ReplicaSet(owner).Req(cpu, "100Mi") })
+	for _, p := range out {
 		for _, m := range mutate {
 			m(p)
 		}
-		out[i] = p
 	}
 	return out
 }

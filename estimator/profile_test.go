@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+	"k8s.io/autoscaler/cluster-autoscaler/internal/testbuild"
 	"k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
 )
 
@@ -48,7 +49,7 @@ profiles:
 `
 
 func replicaSetOf(owner string) *appsv1.ReplicaSet {
-	return &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: owner, UID: types.UID("rs-" + owner)},
+	return &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: owner, UID: testbuild.UID(owner)},
 		Spec: appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": owner}}}}
 }
 

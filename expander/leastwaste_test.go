@@ -5,6 +5,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	apiv1 "k8s.io/api/core/v1"
+
+	"k8s.io/autoscaler/cluster-autoscaler/internal/testbuild"
 )
 
 func TestLeastWaste(t *testing.T) {
@@ -45,11 +47,11 @@ func TestLeastWaste(t *testing.T) {
 			// each pod holds 2 cpu while initialising: 4 cpu, 4Gi in total, so medium
 			// wastes 0+.75 and small .5+.5 (counting only containers, medium would waste .95+.75)
 			{group: "medium", nodes: 1, pods: []*apiv1.Pod{
-				makePod("a").req("100m", "2Gi").initContainer("2", "", false).obj(),
-				makePod("b").req("100m", "2Gi").initContainer("2", "", false).obj(),
+				testbuild.Pod("a").Req("100m", "2Gi").InitContainer("2", "", false).Obj(),
+				testbuild.Pod("b").Req("100m", "2Gi").InitContainer("2", "", false).Obj(),
 			}},
 			{group: "small", nodes: 1, pods: []*apiv1.Pod{
-				makePod("c").req("1", "4Gi").obj(),
+				testbuild.Pod("c").Req("1", "4Gi").Obj(),
 			}},
 		}, want: []string{"medium/1"}},
 		{name: "options without a template or capacity are skipped", options: []optionSpec{

@@ -13,6 +13,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+	"k8s.io/autoscaler/cluster-autoscaler/internal/testbuild"
 )
 
 // fakePricing prices a node by its cores (or a fixed hourly price by node
@@ -133,7 +134,7 @@ func TestPrice(t *testing.T) {
 		{name: "a GPU node wins when a pod needs its GPU", pricing: &fakePricing{podPerCoreHour: 0.05,
 			nodeHourly: map[string]float64{"gpu4": 0.05, "std4": 0.50}},
 			options: []optionSpec{
-				{group: "gpu4", nodes: 1, pods: append(pods(1, "1", "1Gi"), makePod("g").req("1", "1Gi").gpu("1").obj())},
+				{group: "gpu4", nodes: 1, pods: append(pods(1, "1", "1Gi"), testbuild.Pod("g").Req("1", "1Gi").GPU("1").Obj())},
 				{group: "std4", nodes: 1, pods: pods(2, "1", "1Gi")},
 			}, want: []string{"gpu4/1"}},
 		{name: "a group that does not exist yet costs double", pricing: &fakePricing{podPerCoreHour: 0.05,

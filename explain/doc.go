@@ -9,11 +9,13 @@
 // The record is bounded: only the last complete loop is kept, with at most
 // MaxNodeGroupVerdicts verdicts per pod group and MaxPodGroups pod groups.
 //
-// explain is a leaf: it imports only the Kubernetes API types and the
-// standard library, so that the loop's packages (scaleup, scaledown, core)
-// can feed it; it must not import any package of this module. Package
-// builder wires it. Its subpackages: readonly holds the read-only clients of
-// the `cluster-autoscaler explain` command, whatif its manifests, offline a
-// /snapshotz dump's provider and objects, and command the command itself
-// (which imports the builder; nothing imports it but package main).
+// explain is a leaf: it imports only the Kubernetes API types, the standard
+// library and podutil (which request a pod consumes), so that the loop's
+// packages (scaleup, scaledown, core) can feed it; it must not import any
+// other package of this module (.golangci.yaml, rule explain-is-a-leaf).
+// Package builder wires it. Its subpackages: readonly holds the read-only
+// clients of the `cluster-autoscaler explain` command, whatif its
+// manifests, offline a /snapshotz dump's provider and objects, and command
+// the command itself (which imports the builder; nothing imports it but
+// package main).
 package explain

@@ -12,6 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"k8s.io/autoscaler/cluster-autoscaler/podutil"
 )
 
 var loopAt = time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
@@ -160,7 +162,7 @@ func TestSetAside(t *testing.T) {
 	yes := true
 	consuming := func(name string) *apiv1.Pod {
 		return &apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name,
-			Annotations: map[string]string{consumeAnnotation: "train"}}}
+			Annotations: map[string]string{podutil.ConsumeAnnotation: "train"}}}
 	}
 	owned := func(name string) *apiv1.Pod {
 		return &apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name,

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
+
+	"k8s.io/autoscaler/cluster-autoscaler/podutil"
 )
 
 // Bounds of one loop's record.
@@ -317,13 +319,6 @@ func (r *Recorder) Node(node string) (NodeVerdict, string, time.Time, bool) {
 	return r.last.loop.Nodes[i], r.last.loop.ScaleDown, r.last.loop.At, true
 }
 
-// Consume annotations name the ProvisioningRequest a pod is for (the keys
-// of package provreq, which this leaf package must not import).
-const (
-	consumeAnnotation           = "autoscaling.x-k8s.io/consume-provisioning-request"
-	deprecatedConsumeAnnotation = "cluster-autoscaler.kubernetes.io/consume-provisioning-request"
-)
-
 // PodNames names pods "namespace/name" and tells the ProvisioningRequest
 // the first one is for ("" when none).
 func PodNames(pods []*apiv1.Pod) (names []string, request string) {
@@ -335,11 +330,7 @@ func PodNames(pods []*apiv1.Pod) (names []string, request string) {
 	}
 	if len(pods) > 0 {
 		p := pods[0]
-		name := p.Annotations[consumeAnnotation]
-		if name == "" {
-			name = p.Annotations[deprecatedConsumeAnnotation]
-		}
-		if name != "" {
+		if name, ok := podutil.ConsumedRequestName(p); ok {
 			request = p.Namespace + "/" + name
 		}
 	}

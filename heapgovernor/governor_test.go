@@ -112,7 +112,6 @@ func TestHeapGovernorFollowsTheLiveHeap(t *testing.T) {
 	if got := debug.SetGCPercent(beforePercent); got != beforePercent {
 		t.Errorf("after stop GOGC is %d, want the runtime's %d", got, beforePercent)
 	}
-	live = nil
 	runtime.GC()
 
 	t.Setenv("GOGC", "100")

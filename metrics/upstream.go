@@ -12,6 +12,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+	"k8s.io/autoscaler/cluster-autoscaler/taints"
 )
 
 // extraMetrics are upstream's series for GPUs, limits, taints, node groups
@@ -269,12 +270,9 @@ func (m *Metrics) RegisterNodeGroupDeletion(groupType string) {
 
 // The taint types of node_taints_count, upstream's.
 const (
-	TaintTypeStartup   = "startup-taint"
-	TaintTypeStatus    = "status-taint"
-	TaintTypeOther     = "other"
-	ignoreTaintPrefix  = "ignore-taint.cluster-autoscaler.kubernetes.io/"
-	startupTaintPrefix = "startup-taint.cluster-autoscaler.kubernetes.io/"
-	statusTaintPrefix  = "status-taint.cluster-autoscaler.kubernetes.io/"
+	TaintTypeStartup = "startup-taint"
+	TaintTypeStatus  = "status-taint"
+	TaintTypeOther   = "other"
 )
 
 // namedTaintTypes are the taint keys node_taints_count names as they are.
@@ -304,11 +302,11 @@ func (k TaintKinds) typeOf(key string) string {
 	switch {
 	case namedTaintTypes[key]:
 		return key
-	case strings.HasPrefix(key, ignoreTaintPrefix):
-		return ignoreTaintPrefix
-	case strings.HasPrefix(key, startupTaintPrefix) || contains(k.Startup, key) || hasAnyPrefix(key, k.StartupPrefixes):
+	case strings.HasPrefix(key, taints.IgnorePrefix):
+		return taints.IgnorePrefix
+	case strings.HasPrefix(key, taints.StartupPrefix) || contains(k.Startup, key) || hasAnyPrefix(key, k.StartupPrefixes):
 		return TaintTypeStartup
-	case strings.HasPrefix(key, statusTaintPrefix) || contains(k.Status, key):
+	case strings.HasPrefix(key, taints.StatusPrefix) || contains(k.Status, key):
 		return TaintTypeStatus
 	}
 	return TaintTypeOther

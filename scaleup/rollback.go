@@ -12,7 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
-	"k8s.io/autoscaler/cluster-autoscaler/provreq"
+	"k8s.io/autoscaler/cluster-autoscaler/podutil"
 	"k8s.io/autoscaler/cluster-autoscaler/simulator/drain"
 )
 
@@ -147,7 +147,7 @@ func foreignPods(np NodePods, request string) []string {
 		if p.Status.Phase == apiv1.PodSucceeded || p.Status.Phase == apiv1.PodFailed || drain.IsDaemonSetPod(p) || drain.IsMirrorPod(p) {
 			continue
 		}
-		if consumed, ok := provreq.ConsumedRequestName(p); ok && request != "" && p.Namespace == ns && consumed == name {
+		if consumed, ok := podutil.ConsumedRequestName(p); ok && request != "" && p.Namespace == ns && consumed == name {
 			continue
 		}
 		out = append(out, p.Namespace+"/"+p.Name)

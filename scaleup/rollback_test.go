@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	fakeprovider "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
-	"k8s.io/autoscaler/cluster-autoscaler/provreq"
+	"k8s.io/autoscaler/cluster-autoscaler/podutil"
 )
 
 // podsByInstance is InstancePods from a fixed answer.
@@ -34,7 +34,7 @@ func runningPod(ns, name string, mutate func(*apiv1.Pod)) *apiv1.Pod {
 }
 
 func consumes(request string) func(*apiv1.Pod) {
-	return func(p *apiv1.Pod) { p.Annotations = map[string]string{provreq.ConsumeAnnotation: request} }
+	return func(p *apiv1.Pod) { p.Annotations = map[string]string{podutil.ConsumeAnnotation: request} }
 }
 
 // A rollback never deletes a node that runs pods other than its request's

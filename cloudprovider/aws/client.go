@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
@@ -111,70 +110,6 @@ func isThrottle(err error) bool {
 	}
 	var qe ratelimit.QuotaExceededError
 	return errors.As(err, &qe)
-}
-
-// launchFailure is a failed scaling activity as an instance error.
-type launchFailure struct {
-	Class   cloudprovider.InstanceErrorClass
-	Code    string
-	Message string
-}
-
-// outOfResourcesCodes are the launch failures that say AWS has no room for
-// the group now: no capacity of the type in the zone, a quota, a type the
-// zone does not offer. The group is backed off and another one tried.
-var outOfResourcesCodes = []string{
-	"InsufficientInstanceCapacity", "InsufficientCapacity", "VcpuLimitExceeded", "InstanceLimitExceeded",
-	"MaxSpotInstanceCountExceeded", "SpotMaxPriceTooLow", "InsufficientFreeAddressesInSubnet",
-	"InsufficientHostCapacity", "InsufficientReservedInstanceCapacity", "Unsupported",
-}
-
-// otherLaunchCodes are launch failures of the group's configuration; they
-// back the group off too, with class Other.
-var otherLaunchCodes = []string{
-	"InvalidLaunchTemplate", "LaunchTemplateNotFound", "InvalidParameterValue", "InvalidParameterCombination",
-	"InvalidAMIID", "InvalidKeyPair", "InvalidSubnet", "InvalidGroup", "AuthFailure", "UnauthorizedOperation",
-	"OptInRequired", "PendingVerification", "InvalidBlockDeviceMapping",
-}
-
-// classifyLaunchFailure reads the code out of a failed activity's status
-// message (and description).
-func classifyLaunchFailure(message string) launchFailure {
-	for _, c := range outOfResourcesCodes {
-		if containsWord(message, c) {
-			return launchFailure{Class: cloudprovider.OutOfResourcesErrorClass, Code: c, Message: message}
-		}
-	}
-	for _, c := range otherLaunchCodes {
-		if containsWord(message, c) {
-			return launchFailure{Class: cloudprovider.OtherErrorClass, Code: c, Message: message}
-		}
-	}
-	if strings.Contains(strings.ToLower(message), "launch template") {
-		return launchFailure{Class: cloudprovider.OtherErrorClass, Code: "InvalidLaunchTemplate", Message: message}
-	}
-	return launchFailure{Class: cloudprovider.OtherErrorClass, Code: "LaunchFailed", Message: message}
-}
-
-// containsWord reports whether code occurs in s not as part of a longer
-// word ("Unsupported" is not found in "UnsupportedOperation"... it is: the
-// next rune decides).
-func containsWord(s, code string) bool {
-	for i := 0; ; {
-		j := strings.Index(s[i:], code)
-		if j < 0 {
-			return false
-		}
-		start, end := i+j, i+j+len(code)
-		if (start == 0 || !isWordByte(s[start-1])) && (end == len(s) || !isWordByte(s[end])) {
-			return true
-		}
-		i = start + 1
-	}
-}
-
-func isWordByte(b byte) bool {
-	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_'
 }
 
 // newClients builds the SDK clients from cfg.

@@ -9,8 +9,6 @@ import (
 	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/google/go-cmp/cmp"
-
-	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 )
 
 func asg(name string, min, max, desired int32) astypes.AutoScalingGroup {
@@ -187,28 +185,6 @@ func TestParseNodeGroups(t *testing.T) {
 	for _, bad := range [][]string{{"5:1:x"}, {"1:x"}, {"1:2:a", "0:3:a"}} {
 		if _, err := parseNodeGroups(bad); err == nil {
 			t.Errorf("%v: no error", bad)
-		}
-	}
-}
-
-func TestClassifyLaunchFailure(t *testing.T) {
-	cases := []struct {
-		msg   string
-		class cloudprovider.InstanceErrorClass
-		code  string
-	}{
-		{"We currently do not have sufficient capacity. Launching EC2 instance failed. Status Reason: InsufficientInstanceCapacity", cloudprovider.OutOfResourcesErrorClass, "InsufficientInstanceCapacity"},
-		{"VcpuLimitExceeded: You have requested more vCPU capacity", cloudprovider.OutOfResourcesErrorClass, "VcpuLimitExceeded"},
-		{"Unsupported: Your requested instance type is not supported in your requested Availability Zone", cloudprovider.OutOfResourcesErrorClass, "Unsupported"},
-		{"UnsupportedOperation: something else", cloudprovider.OtherErrorClass, "LaunchFailed"},
-		{"The specified launch template, with template ID lt-1, does not exist.", cloudprovider.OtherErrorClass, "InvalidLaunchTemplate"},
-		{"InvalidLaunchTemplate.NotFound", cloudprovider.OtherErrorClass, "InvalidLaunchTemplate"},
-		{"", cloudprovider.OtherErrorClass, "LaunchFailed"},
-	}
-	for _, tc := range cases {
-		got := classifyLaunchFailure(tc.msg)
-		if got.Class != tc.class || got.Code != tc.code {
-			t.Errorf("%q: got %v/%q, want %v/%q", tc.msg, got.Class, got.Code, tc.class, tc.code)
 		}
 	}
 }

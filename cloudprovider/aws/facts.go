@@ -3,7 +3,6 @@ package aws
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -26,6 +25,11 @@ type factCache struct {
 	types   map[string]instanceType
 	subnets map[string]string // subnet id -> zone
 	launch  map[string]launchEntry
+	// subnetsRefusedUntil is when DescribeSubnets is tried again after
+	// IAM refused it; zoneFallbackLogged the groups whose template zone
+	// fell back to their Availability Zones, logged once each.
+	subnetsRefusedUntil time.Time
+	zoneFallbackLogged  map[string]bool
 }
 
 type launchEntry struct {
@@ -34,51 +38,14 @@ type launchEntry struct {
 }
 
 func newFactCache() *factCache {
-	return &factCache{types: map[string]instanceType{}, subnets: map[string]string{}, launch: map[string]launchEntry{}}
+	return &factCache{types: map[string]instanceType{}, subnets: map[string]string{}, launch: map[string]launchEntry{},
+		zoneFallbackLogged: map[string]bool{}}
 }
 
 func (c *factCache) subnetZone(id string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.subnets[id]
-}
-
-// loadSubnets reads the zones of the subnets not known yet, in one call.
-func (p *Provider) loadSubnets(ctx context.Context, ids []string) error {
-	c := p.facts
-	c.mu.Lock()
-	var missing []string
-	seen := map[string]bool{}
-	for _, id := range ids {
-		if _, ok := c.subnets[id]; !ok && !seen[id] {
-			seen[id] = true
-			missing = append(missing, id)
-		}
-	}
-	c.mu.Unlock()
-	if len(missing) == 0 {
-		return nil
-	}
-	sort.Strings(missing)
-	pages := ec2.NewDescribeSubnetsPaginator(p.ec2, &ec2.DescribeSubnetsInput{SubnetIds: missing},
-		func(o *ec2.DescribeSubnetsPaginatorOptions) { o.StopOnDuplicateToken = true })
-	for n := 0; pages.HasMorePages(); n++ {
-		if n >= maxPages {
-			return badDescription("describing subnets: more than %d pages", maxPages)
-		}
-		out, err := pages.NextPage(ctx)
-		if err != nil {
-			return callError(fmt.Sprintf("describing subnets %v", missing), err, true)
-		}
-		c.mu.Lock()
-		for _, s := range out.Subnets {
-			if id, z := deref(s.SubnetId), deref(s.AvailabilityZone); id != "" && z != "" {
-				c.subnets[id] = z
-			}
-		}
-		c.mu.Unlock()
-	}
-	return nil
 }
 
 // instanceTypeFacts returns the facts of an instance type, read once.

@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -263,15 +264,21 @@ func (g *NodeGroup) buildTemplate(ctx context.Context) (*apiv1.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := g.p.loadSubnets(ctx, d.Subnets); err != nil {
-		return nil, err
+	zoneErr := g.p.loadSubnets(ctx, d.Subnets)
+	if zoneErr != nil && !errors.Is(zoneErr, errSubnetsRefused) {
+		return nil, zoneErr
 	}
-	return buildTemplate(templateInput{Group: d.Name, Region: g.p.region, Zone: d.defaultZone(g.p.facts.subnetZone),
-		Type: t, Tags: d.Tags})
+	zone := d.defaultZone(g.p.facts.subnetZone)
+	if zoneErr != nil {
+		g.p.noteZoneFallback(ctx, d.Name, zone)
+	}
+	return buildTemplate(templateInput{Group: d.Name, Region: g.p.region, Zone: zone, Type: t, Tags: d.Tags})
 }
 
-// GetOptions implements cloudprovider.NodeGroup from the group's
-// k8s.io/cluster-autoscaler/autoscaling-options/<option> tags.
+// GetOptions implements cloudprovider.NodeGroup from the group's option
+// tags: upstream's k8s.io/cluster-autoscaler/node-template/autoscaling-options/<option>,
+// or its alias k8s.io/cluster-autoscaler/autoscaling-options/<option>
+// (upstream's wins where both name one option).
 func (g *NodeGroup) GetOptions(_ context.Context, defaults config.NodeGroupAutoscalingOptions) (*config.NodeGroupAutoscalingOptions, error) {
 	o, err := parseOptions(g.desc.Tags, defaults)
 	if err != nil {

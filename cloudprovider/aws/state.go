@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -151,8 +152,9 @@ func (p *Provider) buildSnapshot(ctx context.Context, descs map[string]groupDesc
 	for _, d := range descs {
 		subnets = append(subnets, d.Subnets...)
 	}
-	if err := p.loadSubnets(ctx, subnets); err != nil {
-		// Placeholders and templates fall back to the groups' zones.
+	if err := p.loadSubnets(ctx, subnets); err != nil && !errors.Is(err, errSubnetsRefused) {
+		// Placeholders and templates fall back to the groups' zones (a
+		// refusal by IAM is logged once, by loadSubnets).
 		klog.FromContext(ctx).Error(err, "Reading the zones of the Auto Scaling groups' subnets")
 	}
 	for _, n := range names {

@@ -3,29 +3,28 @@ package aws
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
-	"time"
 
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
-// Tag prefixes of an Auto Scaling group that shape its template node and
-// options (upstream's keys).
+// Tag prefixes of an Auto Scaling group that shape its template node
+// (upstream's keys).
 const (
 	LabelTagPrefix    = "k8s.io/cluster-autoscaler/node-template/label/"
 	TaintTagPrefix    = "k8s.io/cluster-autoscaler/node-template/taint/"
 	ResourceTagPrefix = "k8s.io/cluster-autoscaler/node-template/resources/"
-	OptionTagPrefix   = "k8s.io/cluster-autoscaler/autoscaling-options/"
 )
 
 // GPULabel is the node label that carries the GPU type on AWS.
 const GPULabel = "k8s.amazonaws.com/accelerator"
+
+// EBSZoneLabel is the zone label of the EBS CSI driver's nodes: the key
+// its volumes' node affinity pins (older releases pin only this one).
+const EBSZoneLabel = "topology.ebs.csi.aws.com/zone"
 
 // gpuResource is the extended resource of NVIDIA GPUs; amdGPUResource of AMD ones.
 const (
@@ -159,6 +158,7 @@ func buildTemplate(in templateInput) (*apiv1.Node, error) {
 	if in.Zone != "" {
 		labels[apiv1.LabelTopologyZone] = in.Zone
 		labels[apiv1.LabelFailureDomainBetaZone] = in.Zone
+		labels[EBSZoneLabel] = in.Zone
 	}
 	for k, v := range labels {
 		if v != "" {
@@ -202,80 +202,6 @@ func gpuType(t instanceType) string {
 		return "gpu"
 	}
 	return out
-}
-
-// Option tag names (upstream's).
-const (
-	optScaleDownUtilization    = "scaledownutilizationthreshold"
-	optScaleDownGPUUtilization = "scaledowngpuutilizationthreshold"
-	optScaleDownUnneededTime   = "scaledownunneededtime"
-	optScaleDownUnreadyTime    = "scaledownunreadytime"
-	optIgnoreDaemonSets        = "ignoredaemonsetsutilization"
-	optMaxNodeProvisionTime    = "maxnodeprovisiontime"
-	optMaxNodeStartupTime      = "maxnodestartuptime"
-)
-
-// parseOptions applies the autoscaling-options tags to defaults; it
-// returns nil when no tag is set, and an error naming a malformed tag.
-func parseOptions(tags map[string]string, defaults config.NodeGroupAutoscalingOptions) (*config.NodeGroupAutoscalingOptions, error) {
-	o := defaults
-	set := false
-	for k, v := range tags {
-		if !strings.HasPrefix(k, OptionTagPrefix) {
-			continue
-		}
-		opt := strings.ToLower(strings.TrimPrefix(k, OptionTagPrefix))
-		v = strings.TrimSpace(v)
-		var err error
-		switch opt {
-		case optScaleDownUtilization:
-			o.ScaleDownUtilizationThreshold, err = parseRatio(v)
-		case optScaleDownGPUUtilization:
-			o.ScaleDownGPUUtilizationThreshold, err = parseRatio(v)
-		case optScaleDownUnneededTime:
-			o.ScaleDownUnneededTime, err = parseDuration(v)
-		case optScaleDownUnreadyTime:
-			o.ScaleDownUnreadyTime, err = parseDuration(v)
-		case optMaxNodeProvisionTime:
-			o.MaxNodeProvisionTime, err = parseDuration(v)
-		case optMaxNodeStartupTime:
-			o.MaxNodeStartupTime, err = parseDuration(v)
-		case optIgnoreDaemonSets:
-			o.IgnoreDaemonSetsUtilization, err = strconv.ParseBool(v)
-		default:
-			continue // an option of another version: ignored
-		}
-		if err != nil {
-			return nil, fmt.Errorf("tag %q: value %q: %w", k, v, err)
-		}
-		set = true
-	}
-	if !set {
-		return nil, nil
-	}
-	return &o, nil
-}
-
-func parseRatio(v string) (float64, error) {
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil {
-		return 0, fmt.Errorf("not a number")
-	}
-	if !(f >= 0 && f <= 1) {
-		return 0, fmt.Errorf("%v is outside 0..1", f)
-	}
-	return f, nil
-}
-
-func parseDuration(v string) (time.Duration, error) {
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		return 0, fmt.Errorf("not a duration")
-	}
-	if d < 0 {
-		return 0, fmt.Errorf("negative duration")
-	}
-	return d, nil
 }
 
 // templateInstanceType picks the instance type a new instance of the group

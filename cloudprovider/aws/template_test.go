@@ -3,13 +3,10 @@ package aws
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
 func TestParseTemplateTags(t *testing.T) {
@@ -79,7 +76,7 @@ func TestBuildTemplate(t *testing.T) {
 			in:   templateInput{Group: "ng", Region: "us-east-1", Zone: "us-east-1a", Type: m5},
 			wantLabels: map[string]string{"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
 				"node.kubernetes.io/instance-type": "m5.large", "topology.kubernetes.io/zone": "us-east-1a",
-				"topology.kubernetes.io/region": "us-east-1"},
+				"topology.kubernetes.io/region": "us-east-1", EBSZoneLabel: "us-east-1a"},
 			wantCap: map[apiv1.ResourceName]string{"cpu": "2", "memory": "8Gi", "pods": "29"},
 		},
 		{
@@ -126,8 +123,10 @@ func TestBuildTemplate(t *testing.T) {
 				t.Errorf("taints (-want +got):\n%s", d)
 			}
 			if _, has := tc.wantLabels["topology.kubernetes.io/zone"]; !has && tc.in.Zone == "" {
-				if z, ok := node.Labels["topology.kubernetes.io/zone"]; ok {
-					t.Errorf("zone label %q without a zone", z)
+				for _, k := range []string{"topology.kubernetes.io/zone", EBSZoneLabel} {
+					if z, ok := node.Labels[k]; ok {
+						t.Errorf("zone label %s=%q without a zone", k, z)
+					}
 				}
 			}
 		})
@@ -157,55 +156,6 @@ func TestTemplateInstanceType(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := templateInstanceType(&tc.g, tc.fromLaunch); got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestParseOptions(t *testing.T) {
-	defaults := config.NodeGroupAutoscalingOptions{ScaleDownUtilizationThreshold: 0.5, ScaleDownGPUUtilizationThreshold: 0.5,
-		ScaleDownUnneededTime: 10 * time.Minute, ScaleDownUnreadyTime: 20 * time.Minute, MaxNodeProvisionTime: 15 * time.Minute}
-	cases := []struct {
-		name    string
-		tags    map[string]string
-		want    *config.NodeGroupAutoscalingOptions
-		wantErr string
-	}{
-		{name: "no option tags: defaults (nil)", tags: map[string]string{"Name": "x"}},
-		{
-			name: "every option",
-			tags: map[string]string{
-				OptionTagPrefix + "scaledownutilizationthreshold":    "0.3",
-				OptionTagPrefix + "scaledowngpuutilizationthreshold": "0.7",
-				OptionTagPrefix + "scaledownunneededtime":            "5m",
-				OptionTagPrefix + "scaledownunreadytime":             "1h",
-				OptionTagPrefix + "ignoredaemonsetsutilization":      "true",
-				OptionTagPrefix + "maxnodeprovisiontime":             "7m",
-				OptionTagPrefix + "somethingnew":                     "whatever",
-			},
-			want: &config.NodeGroupAutoscalingOptions{ScaleDownUtilizationThreshold: 0.3, ScaleDownGPUUtilizationThreshold: 0.7,
-				ScaleDownUnneededTime: 5 * time.Minute, ScaleDownUnreadyTime: time.Hour, MaxNodeProvisionTime: 7 * time.Minute,
-				IgnoreDaemonSetsUtilization: true},
-		},
-		{name: "ratio above 1", tags: map[string]string{OptionTagPrefix + "scaledownutilizationthreshold": "1.5"}, wantErr: "outside 0..1"},
-		{name: "not a duration", tags: map[string]string{OptionTagPrefix + "scaledownunneededtime": "soon"}, wantErr: "not a duration"},
-		{name: "negative duration", tags: map[string]string{OptionTagPrefix + "scaledownunreadytime": "-1m"}, wantErr: "negative"},
-		{name: "not a bool", tags: map[string]string{OptionTagPrefix + "ignoredaemonsetsutilization": "perhaps"}, wantErr: "ignoredaemonsetsutilization"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := parseOptions(tc.tags, defaults)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error = %v, want one with %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := cmp.Diff(tc.want, got); d != "" {
-				t.Errorf("options (-want +got):\n%s", d)
 			}
 		})
 	}

@@ -58,7 +58,7 @@ func parseDiscoverySpecs(specs []string) ([]discoverySpec, error) {
 	for _, s := range specs {
 		rest, ok := strings.CutPrefix(s, "clusterapi:")
 		if !ok {
-			return nil, fmt.Errorf("--node-group-auto-discovery %q: the clusterapi provider understands only clusterapi:<key>=<value>,...", s)
+			return nil, fmt.Errorf("--node-group-auto-discovery %q: the clusterapi provider understands only clusterapi:<key>=<value>,...", s) //nolint:staticcheck // ST1005: the "..." is the syntax's, not punctuation
 		}
 		d := discoverySpec{labels: map[string]string{}}
 		for _, kv := range strings.Split(rest, ",") {

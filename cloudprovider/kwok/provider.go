@@ -42,6 +42,7 @@ type Provider struct {
 	rate     *rate.Limiter
 	workers  int
 	random   func() float64
+	readOnly bool // built for explain: nothing started, nothing saved
 
 	mu        sync.Mutex
 	groups    map[string]*NodeGroup
@@ -67,7 +68,17 @@ func Build(ctx context.Context, opts cloudprovider.BuildOptions) (cloudprovider.
 	if err != nil {
 		return nil, err
 	}
-	p, err := New(ctx, cfg, opts.KubeClient, opts.Options.Namespace, opts.ResourceLimiter)
+	var p *Provider
+	if opts.ReadOnly {
+		// Restored, not started: no Node creation, no state saving,
+		// no initial instances.
+		p, err = restored(ctx, cfg, opts.KubeClient, opts.Options.Namespace, opts.ResourceLimiter)
+		if p != nil {
+			p.readOnly = true
+		}
+	} else {
+		p, err = New(ctx, cfg, opts.KubeClient, opts.Options.Namespace, opts.ResourceLimiter)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -132,6 +143,17 @@ func loadConfig(ctx context.Context, opts cloudprovider.BuildOptions) (*Config, 
 // starts the workers that create Nodes; they stop when ctx ends.
 func New(ctx context.Context, cfg *Config, client kubernetes.Interface, namespace string,
 	limiter *cloudprovider.ResourceLimiter) (*Provider, error) {
+	p, err := restored(ctx, cfg, client, namespace, limiter)
+	if err != nil {
+		return nil, err
+	}
+	return p, p.start(ctx)
+}
+
+// restored builds the provider and restores its instances from the
+// cluster, starting nothing.
+func restored(ctx context.Context, cfg *Config, client kubernetes.Interface, namespace string,
+	limiter *cloudprovider.ResourceLimiter) (*Provider, error) {
 	if limiter == nil {
 		limiter = cloudprovider.NewResourceLimiter(nil, nil)
 	}
@@ -150,6 +172,12 @@ func New(ctx context.Context, cfg *Config, client kubernetes.Interface, namespac
 	if err := p.restore(ctx); err != nil {
 		return nil, err
 	}
+	return p, nil
+}
+
+// start starts the workers that create Nodes and the scheduler (they stop
+// when ctx ends), and creates the groups' initial instances.
+func (p *Provider) start(ctx context.Context) error {
 	for i := 0; i < p.workers; i++ {
 		p.wg.Add(1)
 		go p.worker(ctx)
@@ -163,12 +191,12 @@ func New(ctx context.Context, cfg *Config, client kubernetes.Interface, namespac
 		p.mu.Unlock()
 		if g.cfg.InitialSize > 0 && have == 0 {
 			if err := g.increase(ctx, g.cfg.InitialSize, false); err != nil { // no simulated API faults at start-up
-				return nil, fmt.Errorf("node group %s: initial size %d: %w", name, g.cfg.InitialSize, err)
+				return fmt.Errorf("node group %s: initial size %d: %w", name, g.cfg.InitialSize, err)
 			}
 			klog.FromContext(ctx).Info("Created the initial instances of a kwok node group", "nodeGroup", name, "size", g.cfg.InitialSize)
 		}
 	}
-	return p, nil
+	return nil
 }
 
 // restore rebuilds the instances: pending ones from the state ConfigMap,
@@ -494,8 +522,14 @@ func (p *Provider) GetNodeGpuConfig(_ context.Context, node *apiv1.Node) *cloudp
 func (p *Provider) Refresh(context.Context) error { return nil }
 
 // Cleanup implements cloudprovider.CloudProvider: it saves the pending
-// instances. Nodes are left in place, so a restarted autoscaler finds them.
-func (p *Provider) Cleanup(ctx context.Context) error { return p.save(ctx) }
+// instances (not when read-only). Nodes are left in place, so a restarted
+// autoscaler finds them.
+func (p *Provider) Cleanup(ctx context.Context) error {
+	if p.readOnly {
+		return nil
+	}
+	return p.save(ctx)
+}
 
 // Stop waits for the workers, which end with the context given to New.
 func (p *Provider) Stop() { p.wg.Wait() }

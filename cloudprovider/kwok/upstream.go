@@ -308,7 +308,7 @@ func (c *Config) FilterByDiscovery(specs []string) error {
 	for _, spec := range specs {
 		disc, rest, ok := strings.Cut(spec, ":")
 		if !ok || disc != Name {
-			return fmt.Errorf("--node-group-auto-discovery %q: the kwok provider takes kwok:<label>=<value>,...", spec)
+			return fmt.Errorf("--node-group-auto-discovery %q: the kwok provider takes kwok:<label>=<value>,...", spec) //nolint:staticcheck // ST1005: the "..." is the syntax's, not punctuation
 		}
 		var f []pair
 		for _, kv := range strings.Split(rest, ",") {

@@ -117,7 +117,7 @@ func Run(ctx context.Context, opts config.Options, q Query, out, errOut io.Write
 	informerCtx, stopInformers := context.WithCancel(ctx)
 	stack.Defer(stopInformers)
 	inf := builder.NewInformers(informerCtx, src.client)
-	built, err := builder.NewProvider(ctx, src.providers, src.opts, src.client, inf)
+	built, err := builder.NewProvider(ctx, src.providers, src.opts, src.client, inf, true)
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
@@ -20,72 +19,20 @@ import (
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	"k8s.io/autoscaler/cluster-autoscaler/internal/testbuild"
 )
 
 // t0 is the "now" of every test; pods are created an hour before unless told.
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-type podBuilder struct{ p *apiv1.Pod }
-
-func makePod(name string) *podBuilder {
-	return &podBuilder{&apiv1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: "default", Name: name, UID: types.UID("uid-" + name),
-			Labels: map[string]string{}, Annotations: map[string]string{},
-			CreationTimestamp: metav1.NewTime(t0.Add(-time.Hour)),
-		},
-		Spec:   apiv1.PodSpec{NodeName: "n1", Containers: []apiv1.Container{{Name: "c"}}},
-		Status: apiv1.PodStatus{Phase: apiv1.PodRunning},
-	}}
+// makePod is a running pod on n1 in "default", created an hour before t0.
+func makePod(name string) *testbuild.PodBuilder {
+	return testbuild.Pod(name).Created(t0.Add(-time.Hour)).On("n1").Phase(apiv1.PodRunning)
 }
-
-func (b *podBuilder) ns(ns string) *podBuilder            { b.p.Namespace = ns; return b }
-func (b *podBuilder) label(k, v string) *podBuilder       { b.p.Labels[k] = v; return b }
-func (b *podBuilder) annotate(k, v string) *podBuilder    { b.p.Annotations[k] = v; return b }
-func (b *podBuilder) phase(ph apiv1.PodPhase) *podBuilder { b.p.Status.Phase = ph; return b }
-func (b *podBuilder) created(at time.Time) *podBuilder {
-	b.p.CreationTimestamp = metav1.NewTime(at)
-	return b
-}
-func (b *podBuilder) deleted(at time.Time) *podBuilder {
-	ts := metav1.NewTime(at)
-	b.p.DeletionTimestamp = &ts
-	return b
-}
-func (b *podBuilder) grace(sec int64) *podBuilder {
-	b.p.Spec.TerminationGracePeriodSeconds = ptr.To(sec)
-	return b
-}
-
-// owner adds a controller reference whose UID follows the uid-<name> scheme
-// the object builders use.
-func (b *podBuilder) owner(apiVersion, kind, name string) *podBuilder {
-	b.p.OwnerReferences = append(b.p.OwnerReferences, metav1.OwnerReference{
-		APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID("uid-" + name), Controller: ptr.To(true),
-	})
-	return b
-}
-func (b *podBuilder) rs(name string) *podBuilder { return b.owner("apps/v1", "ReplicaSet", name) }
-func (b *podBuilder) ds(name string) *podBuilder { return b.owner("apps/v1", "DaemonSet", name) }
-func (b *podBuilder) hostPath(vol string) *podBuilder {
-	b.p.Spec.Volumes = append(b.p.Spec.Volumes, apiv1.Volume{Name: vol,
-		VolumeSource: apiv1.VolumeSource{HostPath: &apiv1.HostPathVolumeSource{Path: "/var/" + vol}}})
-	return b
-}
-func (b *podBuilder) emptyDir(vol string, medium apiv1.StorageMedium) *podBuilder {
-	b.p.Spec.Volumes = append(b.p.Spec.Volumes, apiv1.Volume{Name: vol,
-		VolumeSource: apiv1.VolumeSource{EmptyDir: &apiv1.EmptyDirVolumeSource{Medium: medium}}})
-	return b
-}
-func (b *podBuilder) configMap(vol string) *podBuilder {
-	b.p.Spec.Volumes = append(b.p.Spec.Volumes, apiv1.Volume{Name: vol,
-		VolumeSource: apiv1.VolumeSource{ConfigMap: &apiv1.ConfigMapVolumeSource{}}})
-	return b
-}
-func (b *podBuilder) obj() *apiv1.Pod { return b.p }
 
 func objMeta(ns, name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name)}
+	return metav1.ObjectMeta{Namespace: ns, Name: name, UID: testbuild.UID(name)}
 }
 
 func replicaSet(ns, name string, replicas int32) *appsv1.ReplicaSet {

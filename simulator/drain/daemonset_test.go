@@ -12,12 +12,12 @@ func TestDaemonSetRule(t *testing.T) {
 		pod  *apiv1.Pod
 		want verdict
 	}{
-		{"DaemonSet controller", makePod("p").ds("fluentd").obj(), leave},
-		{"third-party DaemonSet kind", makePod("p").owner("apps.kruise.io/v1alpha1", "DaemonSet", "x").obj(), leave},
-		{"annotation true", makePod("p").annotate(DaemonSetPodAnnotation, "true").obj(), leave},
-		{"annotation false", makePod("p").annotate(DaemonSetPodAnnotation, "false").obj(), undecided},
-		{"ReplicaSet pod", makePod("p").rs("web").obj(), undecided},
-		{"bare pod", makePod("p").obj(), undecided},
+		{"DaemonSet controller", makePod("p").DaemonSet("fluentd").Obj(), leave},
+		{"third-party DaemonSet kind", makePod("p").Owner("apps.kruise.io/v1alpha1", "DaemonSet", "x").Obj(), leave},
+		{"annotation true", makePod("p").Annotate(DaemonSetPodAnnotation, "true").Obj(), leave},
+		{"annotation false", makePod("p").Annotate(DaemonSetPodAnnotation, "false").Obj(), undecided},
+		{"ReplicaSet pod", makePod("p").ReplicaSet("web").Obj(), undecided},
+		{"bare pod", makePod("p").Obj(), undecided},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -43,11 +43,11 @@ func TestEvictDaemonSetPod(t *testing.T) {
 		{"yes", false, false},
 	}
 	for _, tc := range tests {
-		b := makePod("p").ds("ds")
+		b := makePod("p").DaemonSet("ds")
 		if tc.annotation != "" {
-			b.annotate(EnableDSEvictionAnnotation, tc.annotation)
+			b.Annotate(EnableDSEvictionAnnotation, tc.annotation)
 		}
-		if got := EvictDaemonSetPod(b.obj(), tc.flagDefault); got != tc.want {
+		if got := EvictDaemonSetPod(b.Obj(), tc.flagDefault); got != tc.want {
 			t.Errorf("annotation %q, flag %v: got %v, want %v", tc.annotation, tc.flagDefault, got, tc.want)
 		}
 	}

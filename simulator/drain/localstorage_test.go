@@ -13,21 +13,21 @@ func TestLocalStorageRule(t *testing.T) {
 		want       verdict
 		wantReason BlockingReason
 	}{
-		{"no volumes", makePod("p").obj(), undecided, ""},
-		{"configMap only", makePod("p").configMap("cfg").obj(), undecided, ""},
-		{"memory emptyDir", makePod("p").emptyDir("tmp", apiv1.StorageMediumMemory).obj(), undecided, ""},
-		{"disk emptyDir", makePod("p").emptyDir("scratch", apiv1.StorageMediumDefault).obj(), block, LocalStorageRequested},
-		{"hugepages emptyDir is not memory", makePod("p").emptyDir("hp", apiv1.StorageMediumHugePages).obj(), block, LocalStorageRequested},
-		{"hostPath", makePod("p").hostPath("logs").obj(), block, LocalStorageRequested},
+		{"no volumes", makePod("p").Obj(), undecided, ""},
+		{"configMap only", makePod("p").ConfigMap("cfg").Obj(), undecided, ""},
+		{"memory emptyDir", makePod("p").EmptyDir("tmp", apiv1.StorageMediumMemory).Obj(), undecided, ""},
+		{"disk emptyDir", makePod("p").EmptyDir("scratch", apiv1.StorageMediumDefault).Obj(), block, LocalStorageRequested},
+		{"hugepages emptyDir is not memory", makePod("p").EmptyDir("hp", apiv1.StorageMediumHugePages).Obj(), block, LocalStorageRequested},
+		{"hostPath", makePod("p").HostPath("logs").Obj(), block, LocalStorageRequested},
 		{"annotation lists every local volume",
-			makePod("p").hostPath("logs").emptyDir("scratch", "").configMap("cfg").
-				annotate(SafeToEvictLocalVolumesAnnotation, "scratch, logs").obj(), undecided, ""},
+			makePod("p").HostPath("logs").EmptyDir("scratch", "").ConfigMap("cfg").
+				Annotate(SafeToEvictLocalVolumesAnnotation, "scratch, logs").Obj(), undecided, ""},
 		{"annotation lists only some",
-			makePod("p").hostPath("logs").emptyDir("scratch", "").
-				annotate(SafeToEvictLocalVolumesAnnotation, "scratch").obj(), block, LocalStorageRequested},
+			makePod("p").HostPath("logs").EmptyDir("scratch", "").
+				Annotate(SafeToEvictLocalVolumesAnnotation, "scratch").Obj(), block, LocalStorageRequested},
 		{"annotation lists other names",
-			makePod("p").emptyDir("scratch", "").annotate(SafeToEvictLocalVolumesAnnotation, "cache,,").obj(), block, LocalStorageRequested},
-		{"empty annotation", makePod("p").emptyDir("scratch", "").annotate(SafeToEvictLocalVolumesAnnotation, "").obj(),
+			makePod("p").EmptyDir("scratch", "").Annotate(SafeToEvictLocalVolumesAnnotation, "cache,,").Obj(), block, LocalStorageRequested},
+		{"empty annotation", makePod("p").EmptyDir("scratch", "").Annotate(SafeToEvictLocalVolumesAnnotation, "").Obj(),
 			block, LocalStorageRequested},
 	}
 	for _, tc := range tests {

@@ -12,10 +12,10 @@ func TestMirrorRule(t *testing.T) {
 		pod  *apiv1.Pod
 		want verdict
 	}{
-		{"mirror pod is left", makePod("p").ns("kube-system").annotate(apiv1.MirrorPodAnnotationKey, "hash").obj(), leave},
-		{"mirror annotation with empty value still counts", makePod("p").annotate(apiv1.MirrorPodAnnotationKey, "").obj(), leave},
-		{"ordinary pod defers", makePod("p").obj(), undecided},
-		{"config.source alone is not a mirror", makePod("p").annotate("kubernetes.io/config.source", "file").obj(), undecided},
+		{"mirror pod is left", makePod("p").Namespace("kube-system").Annotate(apiv1.MirrorPodAnnotationKey, "hash").Obj(), leave},
+		{"mirror annotation with empty value still counts", makePod("p").Annotate(apiv1.MirrorPodAnnotationKey, "").Obj(), leave},
+		{"ordinary pod defers", makePod("p").Obj(), undecided},
+		{"config.source alone is not a mirror", makePod("p").Annotate("kubernetes.io/config.source", "file").Obj(), undecided},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

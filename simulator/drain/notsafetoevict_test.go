@@ -15,11 +15,11 @@ func TestNotSafeToEvictRule(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.value, func(t *testing.T) {
-			b := makePod("p").rs("web")
+			b := makePod("p").ReplicaSet("web")
 			if tc.value != "" {
-				b.annotate(SafeToEvictAnnotation, tc.value)
+				b.Annotate(SafeToEvictAnnotation, tc.value)
 			}
-			checkOutcome(t, notSafeToEvictRule{}.check(b.obj(), &classifyEnv{now: t0}), tc.want, tc.wantReason)
+			checkOutcome(t, notSafeToEvictRule{}.check(b.Obj(), &classifyEnv{now: t0}), tc.want, tc.wantReason)
 		})
 	}
 }

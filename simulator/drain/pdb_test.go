@@ -45,10 +45,10 @@ func TestPDBsMatching(t *testing.T) {
 		pod  *apiv1.Pod
 		want []string
 	}{
-		{"label and empty selector", makePod("p").label("app", "web").obj(), []string{"default/all", "default/web"}},
-		{"empty selector only", makePod("p").label("app", "db").obj(), []string{"default/all"}},
-		{"other namespace", makePod("p").ns("other").label("app", "web").obj(), []string{"other/web"}},
-		{"namespace without PDBs", makePod("p").ns("empty").label("app", "web").obj(), nil},
+		{"label and empty selector", makePod("p").Label("app", "web").Obj(), []string{"default/all", "default/web"}},
+		{"empty selector only", makePod("p").Label("app", "db").Obj(), []string{"default/all"}},
+		{"other namespace", makePod("p").Namespace("other").Label("app", "web").Obj(), []string{"other/web"}},
+		{"namespace without PDBs", makePod("p").Namespace("empty").Label("app", "web").Obj(), nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,14 +69,14 @@ func TestPDBsMatching(t *testing.T) {
 
 func TestPDBsReserveCommitFork(t *testing.T) {
 	b := PDBsFromList([]*policyv1.PodDisruptionBudget{pdb("default", "web", "web", 2), pdb("default", "none", "db", 0)})
-	web := func(name string) *apiv1.Pod { return makePod(name).label("app", "web").obj() }
+	web := func(name string) *apiv1.Pod { return makePod(name).Label("app", "web").Obj() }
 
 	spend := budgetSpend{}
 	checkOutcome(t, b.reserve(web("a"), spend), move, "")
 	checkOutcome(t, b.reserve(web("b"), spend), move, "")
 	checkOutcome(t, b.reserve(web("c"), spend), block, NotEnoughPdb)
-	checkOutcome(t, b.reserve(makePod("d").label("app", "db").obj(), spend), block, NotEnoughPdb)
-	checkOutcome(t, b.reserve(makePod("e").obj(), spend), move, "")
+	checkOutcome(t, b.reserve(makePod("d").Label("app", "db").Obj(), spend), block, NotEnoughPdb)
+	checkOutcome(t, b.reserve(makePod("e").Obj(), spend), move, "")
 	if got, _ := b.Remaining("default", "web"); got != 2 {
 		t.Errorf("reserve must not spend before commit: remaining %d", got)
 	}
@@ -102,8 +102,8 @@ func TestPDBsInvalidSelector(t *testing.T) {
 	bad := pdb("default", "bad", "", 1)
 	bad.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "k", Operator: "Bogus"}}}
 	b := PDBsFromList([]*policyv1.PodDisruptionBudget{bad})
-	checkOutcome(t, b.reserve(makePod("p").obj(), budgetSpend{}), block, UnexpectedError)
-	checkOutcome(t, b.reserve(makePod("p").ns("other").obj(), budgetSpend{}), move, "")
+	checkOutcome(t, b.reserve(makePod("p").Obj(), budgetSpend{}), block, UnexpectedError)
+	checkOutcome(t, b.reserve(makePod("p").Namespace("other").Obj(), budgetSpend{}), move, "")
 }
 
 func TestNewPDBs(t *testing.T) {

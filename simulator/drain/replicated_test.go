@@ -8,7 +8,7 @@ import (
 
 func TestReplicatedRule(t *testing.T) {
 	l := makeListers(t, replicaSet("default", "web", 2), job("default", "batch"))
-	custom := makePod("p").owner("example.com/v1", "Widget", "w").obj()
+	custom := makePod("p").Owner("example.com/v1", "Widget", "w").Obj()
 	tests := []struct {
 		name       string
 		pod        *apiv1.Pod
@@ -17,20 +17,20 @@ func TestReplicatedRule(t *testing.T) {
 		want       verdict
 		wantReason BlockingReason
 	}{
-		{name: "no controller", pod: makePod("p").obj(), skipCustom: true, want: block, wantReason: NotReplicated},
-		{name: "no controller, flag off", pod: makePod("p").obj(), want: block, wantReason: NotReplicated},
+		{name: "no controller", pod: makePod("p").Obj(), skipCustom: true, want: block, wantReason: NotReplicated},
+		{name: "no controller, flag off", pod: makePod("p").Obj(), want: block, wantReason: NotReplicated},
 		{name: "non-controller owner only", pod: func() *apiv1.Pod {
-			p := makePod("p").rs("web").obj()
+			p := makePod("p").ReplicaSet("web").Obj()
 			p.OwnerReferences[0].Controller = nil
 			return p
 		}(), want: block, wantReason: NotReplicated},
 		{name: "custom controller, flag on", pod: custom, skipCustom: true, want: block, wantReason: NotReplicated},
 		{name: "custom controller, flag off: trusted", pod: custom, want: undecided},
-		{name: "ReplicaSet, flag on: looked up earlier, not here", pod: makePod("p").rs("gone").obj(), skipCustom: true, want: undecided},
-		{name: "ReplicaSet found, flag off", pod: makePod("p").rs("web").obj(), want: undecided},
-		{name: "ReplicaSet missing, flag off", pod: makePod("p").rs("gone").obj(), want: block, wantReason: ControllerNotFound},
-		{name: "Job found, flag off", pod: makePod("p").owner("batch/v1", "Job", "batch").obj(), want: undecided},
-		{name: "ReplicaSet missing, flag off, nil listers", pod: makePod("p").rs("gone").obj(), nilListers: true, want: undecided},
+		{name: "ReplicaSet, flag on: looked up earlier, not here", pod: makePod("p").ReplicaSet("gone").Obj(), skipCustom: true, want: undecided},
+		{name: "ReplicaSet found, flag off", pod: makePod("p").ReplicaSet("web").Obj(), want: undecided},
+		{name: "ReplicaSet missing, flag off", pod: makePod("p").ReplicaSet("gone").Obj(), want: block, wantReason: ControllerNotFound},
+		{name: "Job found, flag off", pod: makePod("p").Owner("batch/v1", "Job", "batch").Obj(), want: undecided},
+		{name: "ReplicaSet missing, flag off, nil listers", pod: makePod("p").ReplicaSet("gone").Obj(), nilListers: true, want: undecided},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"k8s.io/autoscaler/cluster-autoscaler/internal/testbuild"
 )
 
 func names(pods []*apiv1.Pod) []string {
@@ -35,7 +37,7 @@ func classifiedOf(toMove, left []*apiv1.Pod, blocking *BlockingPod) classified {
 func TestClassifyOrder(t *testing.T) {
 	objs := []runtime.Object{replicaSet("default", "web", 3), replicaSet("kube-system", "dns", 2)}
 	young := t0.Add(-time.Minute)
-	web := func(name string) *podBuilder { return makePod(name).rs("web") }
+	web := func(name string) *testbuild.PodBuilder { return makePod(name).ReplicaSet("web") }
 	tests := []struct {
 		name    string
 		opts    func(*Options)
@@ -45,109 +47,109 @@ func TestClassifyOrder(t *testing.T) {
 		nilLstr bool
 	}{
 		{name: "replicated pods move, DaemonSet and mirror pods stay",
-			pods: []*apiv1.Pod{web("w1").obj(), makePod("ds").ds("fluentd").obj(),
-				makePod("static").ns("kube-system").annotate(apiv1.MirrorPodAnnotationKey, "x").obj()},
+			pods: []*apiv1.Pod{web("w1").Obj(), makePod("ds").DaemonSet("fluentd").Obj(),
+				makePod("static").Namespace("kube-system").Annotate(apiv1.MirrorPodAnnotationKey, "x").Obj()},
 			want: classified{ToMove: []string{"w1"}, Left: []string{"ds", "static"}}},
 		{name: "safe-to-evict=true overrides local storage, not replicated and kube-system",
 			pods: []*apiv1.Pod{
-				web("scratch").emptyDir("data", "").annotate(SafeToEvictAnnotation, "true").obj(),
-				makePod("bare").annotate(SafeToEvictAnnotation, "true").obj(),
-				makePod("sys").ns("kube-system").rs("dns").created(young).annotate(SafeToEvictAnnotation, "true").obj()},
+				web("scratch").EmptyDir("data", "").Annotate(SafeToEvictAnnotation, "true").Obj(),
+				makePod("bare").Annotate(SafeToEvictAnnotation, "true").Obj(),
+				makePod("sys").Namespace("kube-system").ReplicaSet("dns").Created(young).Annotate(SafeToEvictAnnotation, "true").Obj()},
 			want: classified{ToMove: []string{"scratch", "bare", "sys"}}},
 		{name: "DaemonSet pods never block",
 			pods: []*apiv1.Pod{
-				makePod("ds-local").ds("a").hostPath("logs").obj(),
-				makePod("ds-false").ds("b").annotate(SafeToEvictAnnotation, "false").obj(),
-				makePod("ds-oncompletion").ds("c").annotate(SafeToEvictAnnotation, "on-completion").obj(),
-				makePod("ds-sys").ns("kube-system").ds("kube-proxy").created(young).obj(),
-				makePod("ds-gone").ds("deleted-daemonset").obj(),
-				makePod("ds-annotated").annotate(DaemonSetPodAnnotation, "true").obj()},
+				makePod("ds-local").DaemonSet("a").HostPath("logs").Obj(),
+				makePod("ds-false").DaemonSet("b").Annotate(SafeToEvictAnnotation, "false").Obj(),
+				makePod("ds-oncompletion").DaemonSet("c").Annotate(SafeToEvictAnnotation, "on-completion").Obj(),
+				makePod("ds-sys").Namespace("kube-system").DaemonSet("kube-proxy").Created(young).Obj(),
+				makePod("ds-gone").DaemonSet("deleted-daemonset").Obj(),
+				makePod("ds-annotated").Annotate(DaemonSetPodAnnotation, "true").Obj()},
 			want: classified{Left: []string{"ds-local", "ds-false", "ds-oncompletion", "ds-sys", "ds-gone", "ds-annotated"}}},
 		{name: "terminal and long-terminating pods stay even when they would block",
 			pods: []*apiv1.Pod{
-				makePod("done").phase(apiv1.PodSucceeded).hostPath("x").obj(),
-				makePod("failed").phase(apiv1.PodFailed).annotate(SafeToEvictAnnotation, "on-completion").obj(),
-				makePod("stuck").annotate(SafeToEvictAnnotation, "false").deleted(t0.Add(-time.Hour)).obj()},
+				makePod("done").Phase(apiv1.PodSucceeded).HostPath("x").Obj(),
+				makePod("failed").Phase(apiv1.PodFailed).Annotate(SafeToEvictAnnotation, "on-completion").Obj(),
+				makePod("stuck").Annotate(SafeToEvictAnnotation, "false").Deleted(t0.Add(-time.Hour)).Obj()},
 			want: classified{Left: []string{"done", "failed", "stuck"}}},
 		{name: "a recently deleted pod is still judged",
-			pods: []*apiv1.Pod{makePod("dying").deleted(t0.Add(-10 * time.Second)).obj()},
+			pods: []*apiv1.Pod{makePod("dying").Deleted(t0.Add(-10 * time.Second)).Obj()},
 			want: classified{BlockedBy: "dying", Reason: NotReplicated}},
 		{name: "on-completion blocks a running pod, even a replicated one",
-			pods: []*apiv1.Pod{web("w1").obj(), web("batch").annotate(SafeToEvictAnnotation, "on-completion").obj()},
+			pods: []*apiv1.Pod{web("w1").Obj(), web("batch").Annotate(SafeToEvictAnnotation, "on-completion").Obj()},
 			want: classified{BlockedBy: "batch", Reason: BlockedByOnCompletion}},
 		{name: "the first blocking pod wins; nothing else is returned",
-			pods: []*apiv1.Pod{web("w1").obj(), web("local").hostPath("x").obj(), makePod("bare").obj()},
+			pods: []*apiv1.Pod{web("w1").Obj(), web("local").HostPath("x").Obj(), makePod("bare").Obj()},
 			want: classified{BlockedBy: "local", Reason: LocalStorageRequested}},
 		{name: "not replicated comes before safe-to-evict=false",
-			pods: []*apiv1.Pod{makePod("bare").annotate(SafeToEvictAnnotation, "false").obj()},
+			pods: []*apiv1.Pod{makePod("bare").Annotate(SafeToEvictAnnotation, "false").Obj()},
 			want: classified{BlockedBy: "bare", Reason: NotReplicated}},
 		{name: "kube-system comes before safe-to-evict=false and local storage",
-			pods: []*apiv1.Pod{makePod("sys").ns("kube-system").rs("dns").created(young).hostPath("x").
-				annotate(SafeToEvictAnnotation, "false").obj()},
+			pods: []*apiv1.Pod{makePod("sys").Namespace("kube-system").ReplicaSet("dns").Created(young).HostPath("x").
+				Annotate(SafeToEvictAnnotation, "false").Obj()},
 			want: classified{BlockedBy: "sys", Reason: UnmovableKubeSystemPod}},
 		{name: "safe-to-evict=false comes before local storage",
-			pods: []*apiv1.Pod{web("w").hostPath("x").annotate(SafeToEvictAnnotation, "false").obj()},
+			pods: []*apiv1.Pod{web("w").HostPath("x").Annotate(SafeToEvictAnnotation, "false").Obj()},
 			want: classified{BlockedBy: "w", Reason: NotSafeToEvictAnnotation}},
 		{name: "flags off: kube-system and local storage move",
 			opts: func(o *Options) { o.SkipNodesWithSystemPods, o.SkipNodesWithLocalStorage = false, false },
-			pods: []*apiv1.Pod{makePod("sys").ns("kube-system").rs("dns").created(young).obj(), web("local").hostPath("x").obj()},
+			pods: []*apiv1.Pod{makePod("sys").Namespace("kube-system").ReplicaSet("dns").Created(young).Obj(), web("local").HostPath("x").Obj()},
 			want: classified{ToMove: []string{"sys", "local"}}},
 		{name: "old kube-system pod without PDB moves",
-			pods: []*apiv1.Pod{makePod("sys").ns("kube-system").rs("dns").created(t0.Add(-2 * time.Hour)).obj()},
+			pods: []*apiv1.Pod{makePod("sys").Namespace("kube-system").ReplicaSet("dns").Created(t0.Add(-2 * time.Hour)).Obj()},
 			want: classified{ToMove: []string{"sys"}}},
 		{name: "custom-controller flag on: missing controller blocks before safe-to-evict=true",
-			pods: []*apiv1.Pod{web("w1").obj(), makePod("orphan").rs("gone").annotate(SafeToEvictAnnotation, "true").obj()},
+			pods: []*apiv1.Pod{web("w1").Obj(), makePod("orphan").ReplicaSet("gone").Annotate(SafeToEvictAnnotation, "true").Obj()},
 			want: classified{BlockedBy: "orphan", Reason: ControllerNotFound}},
 		{name: "custom-controller flag off: safe-to-evict=true wins over a missing controller",
 			opts: func(o *Options) { o.SkipNodesWithCustomControllerPods = false },
-			pods: []*apiv1.Pod{makePod("orphan").rs("gone").annotate(SafeToEvictAnnotation, "true").obj()},
+			pods: []*apiv1.Pod{makePod("orphan").ReplicaSet("gone").Annotate(SafeToEvictAnnotation, "true").Obj()},
 			want: classified{ToMove: []string{"orphan"}}},
 		{name: "custom-controller flag off: a missing controller still blocks",
 			opts: func(o *Options) { o.SkipNodesWithCustomControllerPods = false },
-			pods: []*apiv1.Pod{makePod("orphan").rs("gone").obj()},
+			pods: []*apiv1.Pod{makePod("orphan").ReplicaSet("gone").Obj()},
 			want: classified{BlockedBy: "orphan", Reason: ControllerNotFound}},
 		{name: "custom controller: blocks with the flag on",
-			pods: []*apiv1.Pod{makePod("w").owner("example.com/v1", "Widget", "w").obj()},
+			pods: []*apiv1.Pod{makePod("w").Owner("example.com/v1", "Widget", "w").Obj()},
 			want: classified{BlockedBy: "w", Reason: NotReplicated}},
 		{name: "custom controller: moves with the flag off",
 			opts: func(o *Options) { o.SkipNodesWithCustomControllerPods = false },
-			pods: []*apiv1.Pod{makePod("w").owner("example.com/v1", "Widget", "w").obj()},
+			pods: []*apiv1.Pod{makePod("w").Owner("example.com/v1", "Widget", "w").Obj()},
 			want: classified{ToMove: []string{"w"}}},
 		{name: "min replica count needs the custom-controller flag",
 			opts: func(o *Options) { o.MinReplicaCount = 5 },
-			pods: []*apiv1.Pod{web("w1").obj()},
+			pods: []*apiv1.Pod{web("w1").Obj()},
 			want: classified{BlockedBy: "w1", Reason: MinReplicasReached}},
 		{name: "min replica count ignored with the flag off",
 			opts: func(o *Options) { o.MinReplicaCount, o.SkipNodesWithCustomControllerPods = 5, false },
-			pods: []*apiv1.Pod{web("w1").obj()},
+			pods: []*apiv1.Pod{web("w1").Obj()},
 			want: classified{ToMove: []string{"w1"}}},
 		{name: "nil listers: controllers assumed present",
 			nilLstr: true,
-			pods:    []*apiv1.Pod{makePod("orphan").rs("gone").obj()},
+			pods:    []*apiv1.Pod{makePod("orphan").ReplicaSet("gone").Obj()},
 			want:    classified{ToMove: []string{"orphan"}}},
 		{name: "kube-system pod covered by a PDB moves when budget is left",
-			pods: []*apiv1.Pod{makePod("sys").ns("kube-system").rs("dns").label("app", "dns").created(young).obj()},
+			pods: []*apiv1.Pod{makePod("sys").Namespace("kube-system").ReplicaSet("dns").Label("app", "dns").Created(young).Obj()},
 			pdbs: []*policyv1.PodDisruptionBudget{pdb("kube-system", "dns", "dns", 1)},
 			want: classified{ToMove: []string{"sys"}}},
 		{name: "kube-system pod covered by a PDB without budget: NotEnoughPdb, not UnmovableKubeSystemPod",
-			pods: []*apiv1.Pod{makePod("sys").ns("kube-system").rs("dns").label("app", "dns").created(young).obj()},
+			pods: []*apiv1.Pod{makePod("sys").Namespace("kube-system").ReplicaSet("dns").Label("app", "dns").Created(young).Obj()},
 			pdbs: []*policyv1.PodDisruptionBudget{pdb("kube-system", "dns", "dns", 0)},
 			want: classified{BlockedBy: "sys", Reason: NotEnoughPdb}},
 		{name: "safe-to-evict=true still spends PDB budget",
-			pods: []*apiv1.Pod{web("w1").label("app", "web").annotate(SafeToEvictAnnotation, "true").obj()},
+			pods: []*apiv1.Pod{web("w1").Label("app", "web").Annotate(SafeToEvictAnnotation, "true").Obj()},
 			pdbs: []*policyv1.PodDisruptionBudget{pdb("default", "web", "web", 0)},
 			want: classified{BlockedBy: "w1", Reason: NotEnoughPdb}},
 		{name: "two pods of one PDB allowing one disruption",
-			pods: []*apiv1.Pod{web("w1").label("app", "web").obj(), web("w2").label("app", "web").obj()},
+			pods: []*apiv1.Pod{web("w1").Label("app", "web").Obj(), web("w2").Label("app", "web").Obj()},
 			pdbs: []*policyv1.PodDisruptionBudget{pdb("default", "web", "web", 1)},
 			want: classified{BlockedBy: "w2", Reason: NotEnoughPdb}},
 		{name: "pods left on the node spend no budget",
-			pods: []*apiv1.Pod{makePod("ds").ds("x").label("app", "web").obj(),
-				web("done").label("app", "web").phase(apiv1.PodSucceeded).obj()},
+			pods: []*apiv1.Pod{makePod("ds").DaemonSet("x").Label("app", "web").Obj(),
+				web("done").Label("app", "web").Phase(apiv1.PodSucceeded).Obj()},
 			pdbs: []*policyv1.PodDisruptionBudget{pdb("default", "web", "web", 0)},
 			want: classified{Left: []string{"ds", "done"}}},
 		{name: "no budget given: PDBs are not checked",
-			pods: []*apiv1.Pod{web("w1").label("app", "web").obj()},
+			pods: []*apiv1.Pod{web("w1").Label("app", "web").Obj()},
 			want: classified{ToMove: []string{"w1"}}},
 		{name: "empty node", want: classified{}},
 	}
@@ -179,10 +181,10 @@ func TestClassifyOrder(t *testing.T) {
 
 func TestClassifyPDBBudgetAcrossNodes(t *testing.T) {
 	r := NewRules(defaultOptions(), makeListers(t, replicaSet("default", "web", 3), pdb("default", "web", "web", 1)))
-	webPod := func(name string) *apiv1.Pod { return makePod(name).rs("web").label("app", "web").obj() }
+	webPod := func(name string) *apiv1.Pod { return makePod(name).ReplicaSet("web").Label("app", "web").Obj() }
 	node1 := []*apiv1.Pod{webPod("a")}
 	node2 := []*apiv1.Pod{webPod("b")}
-	node3 := []*apiv1.Pod{webPod("c"), makePod("bare").obj()} // blocked: spends nothing
+	node3 := []*apiv1.Pod{webPod("c"), makePod("bare").Obj()} // blocked: spends nothing
 
 	budget, err := r.NewPDBs()
 	if err != nil {
@@ -224,7 +226,7 @@ func TestClassifyConcurrentForks(t *testing.T) {
 	for i := range 4 {
 		go func() {
 			f := budget.Fork()
-			pod := makePod("p"+string(rune('a'+i))).rs("web").label("app", "web").obj()
+			pod := makePod("p"+string(rune('a'+i))).ReplicaSet("web").Label("app", "web").Obj()
 			r.Classify([]*apiv1.Pod{pod}, f, t0)
 			n, _ := f.Remaining("default", "web")
 			done <- n

@@ -17,9 +17,9 @@ func TestSafeToEvictRule(t *testing.T) {
 		t.Run(tc.value, func(t *testing.T) {
 			b := makePod("p")
 			if tc.value != "" {
-				b.annotate(SafeToEvictAnnotation, tc.value)
+				b.Annotate(SafeToEvictAnnotation, tc.value)
 			}
-			checkOutcome(t, safeToEvictRule{}.check(b.obj(), &classifyEnv{now: t0}), tc.want, "")
+			checkOutcome(t, safeToEvictRule{}.check(b.Obj(), &classifyEnv{now: t0}), tc.want, "")
 		})
 	}
 }

@@ -8,6 +8,8 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
+
+	"k8s.io/autoscaler/cluster-autoscaler/internal/testbuild"
 )
 
 func TestSystemPodRule(t *testing.T) {
@@ -15,7 +17,9 @@ func TestSystemPodRule(t *testing.T) {
 	dnsPDB := pdb("kube-system", "dns", "dns", 0) // covers even with no budget left
 	badPDB := pdb("kube-system", "bad", "", 1)
 	badPDB.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "k", Operator: "Bogus"}}}
-	sysPod := func() *podBuilder { return makePod("dns-1").ns("kube-system").rs("dns").label("app", "dns") }
+	sysPod := func() *testbuild.PodBuilder {
+		return makePod("dns-1").Namespace("kube-system").ReplicaSet("dns").Label("app", "dns")
+	}
 	tests := []struct {
 		name       string
 		pod        *apiv1.Pod
@@ -26,27 +30,27 @@ func TestSystemPodRule(t *testing.T) {
 		want       verdict
 		wantReason BlockingReason
 	}{
-		{name: "other namespace", pod: makePod("p").created(young).obj(), timeout: time.Hour, want: undecided},
-		{name: "young, no PDB", pod: sysPod().created(young).obj(), timeout: time.Hour, want: block, wantReason: UnmovableKubeSystemPod},
-		{name: "exactly the timeout old", pod: sysPod().created(t0.Add(-time.Hour)).obj(), timeout: time.Hour, want: undecided},
-		{name: "older than the timeout", pod: sysPod().created(t0.Add(-2 * time.Hour)).obj(), timeout: time.Hour, want: undecided},
-		{name: "no creation timestamp is new", pod: sysPod().created(time.Time{}).obj(), timeout: time.Hour, want: block, wantReason: UnmovableKubeSystemPod},
-		{name: "timeout zero waives at once", pod: sysPod().created(t0).obj(), timeout: 0, want: undecided},
-		{name: "covered by a PDB with no budget left", pod: sysPod().created(young).obj(), timeout: time.Hour,
+		{name: "other namespace", pod: makePod("p").Created(young).Obj(), timeout: time.Hour, want: undecided},
+		{name: "young, no PDB", pod: sysPod().Created(young).Obj(), timeout: time.Hour, want: block, wantReason: UnmovableKubeSystemPod},
+		{name: "exactly the timeout old", pod: sysPod().Created(t0.Add(-time.Hour)).Obj(), timeout: time.Hour, want: undecided},
+		{name: "older than the timeout", pod: sysPod().Created(t0.Add(-2 * time.Hour)).Obj(), timeout: time.Hour, want: undecided},
+		{name: "no creation timestamp is new", pod: sysPod().Created(time.Time{}).Obj(), timeout: time.Hour, want: block, wantReason: UnmovableKubeSystemPod},
+		{name: "timeout zero waives at once", pod: sysPod().Created(t0).Obj(), timeout: 0, want: undecided},
+		{name: "covered by a PDB with no budget left", pod: sysPod().Created(young).Obj(), timeout: time.Hour,
 			pdbs: []*policyv1.PodDisruptionBudget{dnsPDB}, want: undecided},
-		{name: "PDB selects other pods", pod: sysPod().created(young).obj(), timeout: time.Hour,
+		{name: "PDB selects other pods", pod: sysPod().Created(young).Obj(), timeout: time.Hour,
 			pdbs: []*policyv1.PodDisruptionBudget{pdb("kube-system", "x", "other", 1)}, want: block, wantReason: UnmovableKubeSystemPod},
-		{name: "matching PDB in another namespace", pod: sysPod().created(young).obj(), timeout: time.Hour,
+		{name: "matching PDB in another namespace", pod: sysPod().Created(young).Obj(), timeout: time.Hour,
 			pdbs: []*policyv1.PodDisruptionBudget{pdb("default", "dns", "dns", 1)}, want: block, wantReason: UnmovableKubeSystemPod},
-		{name: "invalid PDB selector", pod: sysPod().created(young).obj(), timeout: time.Hour,
+		{name: "invalid PDB selector", pod: sysPod().Created(young).Obj(), timeout: time.Hour,
 			pdbs: []*policyv1.PodDisruptionBudget{badPDB}, want: block, wantReason: UnexpectedError},
-		{name: "no budget: lister covers", pod: sysPod().created(young).obj(), timeout: time.Hour, nilBudget: true,
+		{name: "no budget: lister covers", pod: sysPod().Created(young).Obj(), timeout: time.Hour, nilBudget: true,
 			lister: makeListers(t, dnsPDB).PodDisruptionBudgets, want: undecided},
-		{name: "no budget: lister does not cover", pod: sysPod().created(young).obj(), timeout: time.Hour, nilBudget: true,
+		{name: "no budget: lister does not cover", pod: sysPod().Created(young).Obj(), timeout: time.Hour, nilBudget: true,
 			lister: makeListers(t, pdb("kube-system", "x", "other", 1)).PodDisruptionBudgets, want: block, wantReason: UnmovableKubeSystemPod},
-		{name: "no budget, no lister", pod: sysPod().created(young).obj(), timeout: time.Hour, nilBudget: true,
+		{name: "no budget, no lister", pod: sysPod().Created(young).Obj(), timeout: time.Hour, nilBudget: true,
 			want: block, wantReason: UnmovableKubeSystemPod},
-		{name: "no budget: lister fails", pod: sysPod().created(young).obj(), timeout: time.Hour, nilBudget: true,
+		{name: "no budget: lister fails", pod: sysPod().Created(young).Obj(), timeout: time.Hour, nilBudget: true,
 			lister: brokenPDBLister{}, want: block, wantReason: UnexpectedError},
 	}
 	for _, tc := range tests {

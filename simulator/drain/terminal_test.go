@@ -19,7 +19,7 @@ func TestTerminalRule(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(string(tc.phase), func(t *testing.T) {
-			checkOutcome(t, terminalRule{}.check(makePod("p").phase(tc.phase).obj(), &classifyEnv{now: t0}), tc.want, "")
+			checkOutcome(t, terminalRule{}.check(makePod("p").Phase(tc.phase).Obj(), &classifyEnv{now: t0}), tc.want, "")
 		})
 	}
 }

@@ -6,17 +6,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	apiv1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"k8s.io/autoscaler/cluster-autoscaler/internal/testbuild"
 )
 
-func antiAffinityPod(name string) *podBuilder {
-	b := makePod(name, "100m").label("app", "db")
-	b.p.Spec.Affinity = &apiv1.Affinity{PodAntiAffinity: &apiv1.PodAntiAffinity{
-		RequiredDuringSchedulingIgnoredDuringExecution: []apiv1.PodAffinityTerm{{
-			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
-			TopologyKey:   apiv1.LabelHostname}}}}
-	return b
+func antiAffinityPod(name string) *testbuild.PodBuilder {
+	return makePod(name, "100m").Label("app", "db").AntiAffinity("app", "db")
 }
 
 // TestAffinityListsFollowChanges: the lists of nodes running pods with
@@ -28,8 +24,8 @@ func antiAffinityPod(name string) *podBuilder {
 // simulation of 2,000 nodes among 15,000 rebuilt them from all the nodes for
 // every pod it moved).
 func TestAffinityListsFollowChanges(t *testing.T) {
-	s := NewSnapshot([]*apiv1.Node{makeNode("a", "4").obj(), makeNode("b", "4").obj(), makeNode("c", "4").obj()},
-		[]*apiv1.Pod{antiAffinityPod("db-0").on("a").obj()})
+	s := NewSnapshot([]*apiv1.Node{makeNode("a", "4").Obj(), makeNode("b", "4").Obj(), makeNode("c", "4").Obj()},
+		[]*apiv1.Pod{antiAffinityPod("db-0").On("a").Obj()})
 	check := func(step string, want ...string) {
 		t.Helper()
 		lister := s.NodeInfos()
@@ -52,7 +48,7 @@ func TestAffinityListsFollowChanges(t *testing.T) {
 	}
 	check("start", "a")
 	built := s.lists()
-	if err := s.AddPod(makePod("plain", "1").obj(), "b"); err != nil {
+	if err := s.AddPod(makePod("plain", "1").Obj(), "b"); err != nil {
 		t.Fatal(err)
 	}
 	if s.lists() != built {
@@ -61,11 +57,11 @@ func TestAffinityListsFollowChanges(t *testing.T) {
 	check("plain pod on b", "a")
 
 	s.Fork()
-	if err := s.AddPod(makePod("plain-a", "1").obj(), "a"); err != nil { // a copied on write
+	if err := s.AddPod(makePod("plain-a", "1").Obj(), "a"); err != nil { // a copied on write
 		t.Fatal(err)
 	}
 	check("plain pod on a, forked", "a")
-	if err := s.AddPod(antiAffinityPod("db-1").obj(), "c"); err != nil {
+	if err := s.AddPod(antiAffinityPod("db-1").Obj(), "c"); err != nil {
 		t.Fatal(err)
 	}
 	check("anti-affinity pod on c", "a", "c")
@@ -73,7 +69,7 @@ func TestAffinityListsFollowChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("a removed", "c")
-	twin := makeNode("twin", "4").obj()
+	twin := makeNode("twin", "4").Obj()
 	if err := s.CopyNode("c", twin); err != nil {
 		t.Fatal(err)
 	}
@@ -82,12 +78,12 @@ func TestAffinityListsFollowChanges(t *testing.T) {
 	check("reverted", "a")
 
 	s.Fork()
-	if err := s.RemovePod(antiAffinityPod("db-0").on("a").obj(), "a"); err != nil {
+	if err := s.RemovePod(antiAffinityPod("db-0").On("a").Obj(), "a"); err != nil {
 		t.Fatal(err)
 	}
 	check("db-0 removed, forked")
 	s.Fork()
-	if err := s.AddNode(makeNode("d", "4").obj(), antiAffinityPod("db-2").obj()); err != nil {
+	if err := s.AddNode(makeNode("d", "4").Obj(), antiAffinityPod("db-2").Obj()); err != nil {
 		t.Fatal(err)
 	}
 	check("d added with db-2", "d")
@@ -113,7 +109,7 @@ func nodeNamesOf(list []fwk.NodeInfo) []string {
 func TestRemoveNodeKeepsOrderAndRewritesNoOtherEntry(t *testing.T) {
 	var nodes []*apiv1.Node
 	for _, n := range []string{"a", "b", "c", "d", "e"} {
-		nodes = append(nodes, makeNode(n, "4").obj())
+		nodes = append(nodes, makeNode(n, "4").Obj())
 	}
 	s := NewSnapshot(nodes, nil)
 	before := maps.Clone(s.index)
@@ -128,13 +124,13 @@ func TestRemoveNodeKeepsOrderAndRewritesNoOtherEntry(t *testing.T) {
 			t.Errorf("removing b and d rewrote the entry of %s", name)
 		}
 	}
-	if err := s.AddNode(makeNode("f", "4").obj()); err != nil {
+	if err := s.AddNode(makeNode("f", "4").Obj()); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"a", "c", "e", "f"}, s.NodeNames()); diff != "" {
 		t.Errorf("after removals and an addition (-want +got):\n%s", diff)
 	}
-	if err := s.AddPod(makePod("p", "1").obj(), "e"); err != nil { // e copied on write, in place
+	if err := s.AddPod(makePod("p", "1").Obj(), "e"); err != nil { // e copied on write, in place
 		t.Fatal(err)
 	}
 	if ni, _ := s.NodeInfo("e"); s.list[2] != fwk.NodeInfo(ni) {

@@ -29,7 +29,7 @@ func tokenVolume(name string) apiv1.Volume {
 // node-local volumes) share a check; a pod holding any other part apart
 // (even an equal copy of it), or differing in any other field, does not.
 func TestInterchangeable(t *testing.T) {
-	base := makePod("web-0", "1").label("app", "web").tolerate("t").obj()
+	base := makePod("web-0", "1").Label("app", "web").Tolerate("t").Obj()
 	base.Spec.Volumes = []apiv1.Volume{tokenVolume("kube-api-access-aaaaa")}
 	base.Spec.TerminationGracePeriodSeconds = ptrTo(int64(30))
 	cases := []struct {
@@ -82,11 +82,11 @@ func TestInterchangeable(t *testing.T) {
 // node (the memo prepared a copy of its own); a pod of another workload and a pod with
 // inter-pod terms are prepared anew.
 func TestCheckMemoLendsToTheSameWorkloadOnly(t *testing.T) {
-	s := NewSnapshot([]*apiv1.Node{makeNode("n1", "2").obj()}, nil)
+	s := NewSnapshot([]*apiv1.Node{makeNode("n1", "2").Obj()}, nil)
 	h := newHandle(t, s)
 	ctx := context.Background()
 	m := h.NewCheckMemo()
-	first := makePod("web-0", "1").label("app", "web").obj()
+	first := makePod("web-0", "1").Label("app", "web").Obj()
 	c0 := m.Prepare(ctx, first)
 	second := sibling(first, "web-1")
 	first.Spec.NodeName = "n1" // bound where it fits, as a drain simulation does
@@ -94,15 +94,15 @@ func TestCheckMemoLendsToTheSameWorkloadOnly(t *testing.T) {
 	if c1.state != c0.state || c1.pod.Name != "web-1" {
 		t.Errorf("a sibling got state %p (first's %p) and pod %s; want first's state, itself", c1.state, c0.state, c1.pod.Name)
 	}
-	if c := m.Prepare(ctx, makePod("db-0", "1").label("app", "web").obj()); c.state == c0.state {
+	if c := m.Prepare(ctx, makePod("db-0", "1").Label("app", "web").Obj()); c.state == c0.state {
 		t.Error("a pod of another workload got the first pod's state")
 	}
-	anti := antiAffinityPod("db-0").obj()
+	anti := antiAffinityPod("db-0").Obj()
 	a0 := m.Prepare(ctx, anti)
 	if a1 := m.Prepare(ctx, sibling(anti, "db-1")); a1.state == a0.state {
 		t.Error("a pod with inter-pod terms got the state of its sibling")
 	}
-	big := makePod("big-0", "3").obj()
+	big := makePod("big-0", "3").Obj()
 	m.Prepare(ctx, big)
 	next := 0
 	_, err := m.Prepare(ctx, sibling(big, "big-1")).FitFrom(ctx, nil, &next)
@@ -119,12 +119,12 @@ func TestCheckMemoLendsToTheSameWorkloadOnly(t *testing.T) {
 // by the node the new pod repels it from, and welcome there again once that
 // node is gone and back without it.
 func TestCheckMemoForgetsWhenInterPodTermsChange(t *testing.T) {
-	nodes := []*apiv1.Node{makeNode("a", "4").obj(), makeNode("b", "4").obj()}
+	nodes := []*apiv1.Node{makeNode("a", "4").Obj(), makeNode("b", "4").Obj()}
 	s := NewSnapshot(nodes, nil)
 	h := newHandle(t, s)
 	ctx := context.Background()
 	m := h.NewCheckMemo()
-	web := makePod("web-0", "100m").label("app", "web").obj()
+	web := makePod("web-0", "100m").Label("app", "web").Obj()
 	onlyA := func(n string) bool { return n == "a" }
 	fitOn := func(step string, p *apiv1.Pod, accept func(string) bool, want string) {
 		t.Helper()
@@ -143,7 +143,7 @@ func TestCheckMemoForgetsWhenInterPodTermsChange(t *testing.T) {
 	fit := func(step string, p *apiv1.Pod, want string) { t.Helper(); fitOn(step, p, nil, want) }
 	fit("start", web, "a")
 	s.Fork()
-	guard := makePod("guard", "100m").antiAffinity("app", "web").obj()
+	guard := makePod("guard", "100m").AntiAffinity("app", "web").Obj()
 	if err := s.AddPod(guard, "a"); err != nil {
 		t.Fatal(err)
 	}
@@ -152,13 +152,13 @@ func TestCheckMemoForgetsWhenInterPodTermsChange(t *testing.T) {
 	if err := s.RemoveNode("a"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AddNode(makeNode("a", "4").obj()); err != nil {
+	if err := s.AddNode(makeNode("a", "4").Obj()); err != nil {
 		t.Fatal(err)
 	}
 	fitOn("a removed and added back without the guard", sibling(web, "web-2"), onlyA, "a")
 	s.Revert()
 	fit("reverted: guard gone", sibling(web, "web-3"), "a")
-	s.Reset(nodes, []*apiv1.Pod{makePod("guard", "100m").antiAffinity("app", "web").on("a").obj()})
+	s.Reset(nodes, []*apiv1.Pod{makePod("guard", "100m").AntiAffinity("app", "web").On("a").Obj()})
 	fit("reset with the guard on a", sibling(web, "web-4"), "b")
 }
 
@@ -168,14 +168,14 @@ func TestCheckMemoForgetsWhenInterPodTermsChange(t *testing.T) {
 // result lent. (Keyed by the containers alone, the memo held the first 8
 // and prepared every pod of the others anew.)
 func TestCheckMemoKeepsManyWorkloadsOfOneShape(t *testing.T) {
-	h := newHandle(t, NewSnapshot([]*apiv1.Node{makeNode("n1", "2").obj()}, nil))
+	h := newHandle(t, NewSnapshot([]*apiv1.Node{makeNode("n1", "2").Obj()}, nil))
 	ctx := context.Background()
 	m := h.NewCheckMemo()
-	shape := makePod("shape", "100m").obj().Spec.Containers
+	shape := makePod("shape", "100m").Obj().Spec.Containers
 	var firsts []*apiv1.Pod
 	var states []any
 	for i := range 20 {
-		p := makePod(fmt.Sprintf("w%d-0", i), "100m").label("app", fmt.Sprintf("w%d", i)).obj()
+		p := makePod(fmt.Sprintf("w%d-0", i), "100m").Label("app", fmt.Sprintf("w%d", i)).Obj()
 		p.Spec.Containers = shape
 		firsts = append(firsts, p)
 		states = append(states, m.Prepare(ctx, p).state)

@@ -79,7 +79,7 @@ func newDRAHandle(t *testing.T, src DRASource, nodes ...*apiv1.Node) *Handle {
 }
 
 func templatePod(name string) *apiv1.Pod {
-	p := makePod(name, "1").obj()
+	p := makePod(name, "1").Obj()
 	tmpl := "one-gpu"
 	p.Spec.ResourceClaims = []apiv1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &tmpl}}
 	return p
@@ -87,7 +87,7 @@ func templatePod(name string) *apiv1.Pod {
 
 func TestDRAClaimTemplateFitsOnlyNodesWithDevices(t *testing.T) {
 	ctx := context.Background()
-	h := newDRAHandle(t, newDRAFixture(), makeNode("plain-1", "4").obj(), makeNode("gpu-1", "4").obj())
+	h := newDRAHandle(t, newDRAFixture(), makeNode("plain-1", "4").Obj(), makeNode("gpu-1", "4").Obj())
 	tests := []struct {
 		node    string
 		wantFit bool
@@ -105,7 +105,7 @@ func TestDRAClaimTemplateFitsOnlyNodesWithDevices(t *testing.T) {
 
 func TestDRAAllocationForkRevert(t *testing.T) {
 	ctx := context.Background()
-	h := newDRAHandle(t, newDRAFixture(), makeNode("gpu-1", "4").obj())
+	h := newDRAHandle(t, newDRAFixture(), makeNode("gpu-1", "4").Obj())
 	s := h.Snapshot()
 	p1, p2 := templatePod("p1"), templatePod("p2")
 
@@ -148,14 +148,14 @@ func TestDRAAllocationForkRevert(t *testing.T) {
 
 func TestDRACopyNodeCarriesRenamedSlices(t *testing.T) {
 	ctx := context.Background()
-	h := newDRAHandle(t, newDRAFixture(), makeNode("gpu-1", "4").obj())
+	h := newDRAHandle(t, newDRAFixture(), makeNode("gpu-1", "4").Obj())
 	s := h.Snapshot()
 	s.Fork()
 	defer s.Revert()
 	if err := s.AddPod(templatePod("p1"), "gpu-1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CopyNode("gpu-1", makeNode("twin-1", "4").obj()); err != nil {
+	if err := s.CopyNode("gpu-1", makeNode("twin-1", "4").Obj()); err != nil {
 		t.Fatal(err)
 	}
 	sl := s.ResourceSlices("twin-1")
@@ -173,10 +173,10 @@ func TestDRASharedClaimFollowsItsAllocation(t *testing.T) {
 	src.slices = append(src.slices, gpuSlice("gpu-2", "gpu-0"))
 	src.claims = []*resourceapi.ResourceClaim{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "shared"},
 		Spec: resourceapi.ResourceClaimSpec{Devices: gpuRequests(1)}}}
-	h := newDRAHandle(t, src, makeNode("gpu-1", "4").obj(), makeNode("gpu-2", "4").obj())
+	h := newDRAHandle(t, src, makeNode("gpu-1", "4").Obj(), makeNode("gpu-2", "4").Obj())
 	s := h.Snapshot()
 	shared := func(name string) *apiv1.Pod {
-		p := makePod(name, "1").obj()
+		p := makePod(name, "1").Obj()
 		claim := "shared"
 		p.Spec.ResourceClaims = []apiv1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &claim}}
 		return p
@@ -203,7 +203,7 @@ func TestDRASharedClaimFollowsItsAllocation(t *testing.T) {
 }
 
 func TestDRAWithoutSourceRefusesTemplateClaims(t *testing.T) {
-	h := newHandle(t, NewSnapshot([]*apiv1.Node{makeNode("n1", "4").obj()}, nil))
+	h := newHandle(t, NewSnapshot([]*apiv1.Node{makeNode("n1", "4").Obj()}, nil))
 	err := h.CheckPod(context.Background(), templatePod("p"), "n1")
 	var u *Unschedulable
 	if !errors.As(err, &u) || u.Plugin != dynamicResourcesPlugin {
@@ -212,12 +212,12 @@ func TestDRAWithoutSourceRefusesTemplateClaims(t *testing.T) {
 }
 
 func TestDRAResetReloadsAndDropsSimulatedState(t *testing.T) {
-	h := newDRAHandle(t, newDRAFixture(), makeNode("gpu-1", "4").obj())
+	h := newDRAHandle(t, newDRAFixture(), makeNode("gpu-1", "4").Obj())
 	s := h.Snapshot()
 	if err := s.AddPod(templatePod("p1"), "gpu-1"); err != nil {
 		t.Fatal(err)
 	}
-	s.Reset([]*apiv1.Node{makeNode("gpu-1", "4").obj()}, nil)
+	s.Reset([]*apiv1.Node{makeNode("gpu-1", "4").Obj()}, nil)
 	if _, ok := s.Claim("default", simClaimName(templatePod("p1"), "gpu")); ok {
 		t.Errorf("simulated claim survived Reset")
 	}

@@ -31,7 +31,7 @@ func TestDeviceDemands(t *testing.T) {
 	snap := h.Snapshot()
 	snap.Reset(nil, nil)
 	withClaims := func(claims ...apiv1.PodResourceClaim) *apiv1.Pod {
-		p := makePod("p", "1").obj()
+		p := makePod("p", "1").Obj()
 		p.Spec.ResourceClaims = claims
 		return p
 	}
@@ -41,7 +41,7 @@ func TestDeviceDemands(t *testing.T) {
 		pod  *apiv1.Pod
 		want []DeviceDemand
 	}{
-		{name: "no claims", pod: makePod("p", "1").obj(), want: []DeviceDemand{}},
+		{name: "no claims", pod: makePod("p", "1").Obj(), want: []DeviceDemand{}},
 		{name: "one template", pod: templatePod("p"), want: []DeviceDemand{{Class: "gpu", Count: 1}}},
 		{name: "a template and a shared claim, summed per class",
 			pod: withClaims(apiv1.PodResourceClaim{Name: "x", ResourceClaimTemplateName: tmpl("mixed")},

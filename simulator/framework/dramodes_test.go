@@ -58,7 +58,7 @@ func newDRAHandleWith(t *testing.T, src DRASource, objs []runtime.Object, nodes 
 
 // claimPod is a pod of namespace ns whose claim "gpu" is made from template.
 func claimPod(name, ns, template string) *apiv1.Pod {
-	p := makePod(name, "1").obj()
+	p := makePod(name, "1").Obj()
 	p.Namespace = ns
 	p.UID = types.UID("uid-" + ns + "-" + name)
 	p.Spec.ResourceClaims = []apiv1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &template}}
@@ -81,7 +81,7 @@ func allocatedDeviceNames(t *testing.T, s *Snapshot, pod *apiv1.Pod) []string {
 
 func TestDRAAllocationModeAllTakesEveryDevice(t *testing.T) {
 	ctx := context.Background()
-	h := newDRAHandle(t, modesFixture("default"), makeNode("gpu-1", "16").obj(), makeNode("plain-1", "16").obj())
+	h := newDRAHandle(t, modesFixture("default"), makeNode("gpu-1", "16").Obj(), makeNode("plain-1", "16").Obj())
 	s := h.Snapshot()
 	s.Fork()
 	defer s.Revert()
@@ -104,7 +104,7 @@ func TestDRAAllocationModeAllTakesEveryDevice(t *testing.T) {
 		}
 	}
 	// A copy of the node (as a scale-up adds) offers the second pod its own four.
-	if err := s.CopyNode("gpu-1", makeNode("gpu-1-copy", "16").obj()); err != nil {
+	if err := s.CopyNode("gpu-1", makeNode("gpu-1-copy", "16").Obj()); err != nil {
 		t.Fatal(err)
 	}
 	second := claimPod("second", "default", "all-gpus")
@@ -125,7 +125,7 @@ func TestDRAAdminAccessDoesNotConsumeDevices(t *testing.T) {
 	ctx := context.Background()
 	for _, adminFirst := range []bool{true, false} {
 		t.Run(map[bool]string{true: "admin claim first", false: "admin claim last"}[adminFirst], func(t *testing.T) {
-			h := newDRAHandleWith(t, modesFixture("ops", "dev"), adminNamespaces(), makeNode("gpu-1", "16").obj())
+			h := newDRAHandleWith(t, modesFixture("ops", "dev"), adminNamespaces(), makeNode("gpu-1", "16").Obj())
 			s := h.Snapshot()
 			s.Fork()
 			defer s.Revert()
@@ -159,7 +159,7 @@ func TestDRAAdminAccessDoesNotConsumeDevices(t *testing.T) {
 
 func TestDRAAdminAccessOnlyInLabelledNamespace(t *testing.T) {
 	ctx := context.Background()
-	h := newDRAHandleWith(t, modesFixture("ops", "dev"), adminNamespaces(), makeNode("gpu-1", "16").obj())
+	h := newDRAHandleWith(t, modesFixture("ops", "dev"), adminNamespaces(), makeNode("gpu-1", "16").Obj())
 	s := h.Snapshot()
 	if err := h.CheckPod(ctx, claimPod("monitor", "ops", "admin-gpu"), "gpu-1"); err != nil {
 		t.Errorf("admin access in the labelled namespace: %v", err)

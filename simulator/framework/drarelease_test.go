@@ -42,7 +42,7 @@ func ownClaimPod(name, node, claim string) *apiv1.Pod {
 }
 
 func sharedClaimPod(name, node, claim string) *apiv1.Pod {
-	p := makePod(name, "1").on(node).obj()
+	p := makePod(name, "1").On(node).Obj()
 	p.Spec.ResourceClaims = []apiv1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &claim}}
 	return p
 }
@@ -89,7 +89,7 @@ func TestDRARemovePodReleasesClaims(t *testing.T) {
 			src.claims = []*resourceapi.ResourceClaim{tc.claim}
 			h := newDRAHandle(t, src)
 			s := h.Snapshot()
-			s.Reset([]*apiv1.Node{makeNode("gpu-1", "4").obj()}, tc.pods)
+			s.Reset([]*apiv1.Node{makeNode("gpu-1", "4").Obj()}, tc.pods)
 			before := claimState(t, s, tc.claim.Name)
 			s.Fork()
 			for _, p := range tc.remove {
@@ -134,7 +134,7 @@ func TestDRARemoveNodeLetsClaimedPodsMove(t *testing.T) {
 			}
 			h := newDRAHandle(t, src)
 			s := h.Snapshot()
-			s.Reset([]*apiv1.Node{makeNode("gpu-1", "4").obj(), makeNode("gpu-2", "4").obj()}, pods)
+			s.Reset([]*apiv1.Node{makeNode("gpu-1", "4").Obj(), makeNode("gpu-2", "4").Obj()}, pods)
 			s.Fork()
 			if err := s.RemoveNode("gpu-1"); err != nil {
 				t.Fatal(err)
@@ -168,7 +168,7 @@ func TestDRADeviceUsage(t *testing.T) {
 	src.claims = []*resourceapi.ResourceClaim{allocatedClaim("p-gpu-x", "gpu-1", pod, pod)}
 	h := newDRAHandle(t, src)
 	s := h.Snapshot()
-	s.Reset([]*apiv1.Node{makeNode("gpu-1", "4").obj(), makeNode("plain", "4").obj()}, []*apiv1.Pod{pod})
+	s.Reset([]*apiv1.Node{makeNode("gpu-1", "4").Obj(), makeNode("plain", "4").Obj()}, []*apiv1.Pod{pod})
 	type usage struct{ Allocated, Total int }
 	get := func(n string) usage { a, tot := s.DeviceUsage(n); return usage{a, tot} }
 	if diff := cmp.Diff(map[string]usage{"gpu-1": {1, 2}, "plain": {0, 0}},

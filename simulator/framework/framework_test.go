@@ -30,11 +30,11 @@ func newHandle(t testing.TB, s *Snapshot) *Handle {
 // TestFilterPlugins asks the real default plugins about cases each of them owns.
 func TestFilterPlugins(t *testing.T) {
 	nodes := []*apiv1.Node{
-		makeNode("small", "2").label("pool", "a").obj(),
-		makeNode("tainted", "8").taint("dedicated").obj(),
+		makeNode("small", "2").Label("pool", "a").Obj(),
+		makeNode("tainted", "8").Taint("dedicated").Obj(),
 	}
 	pods := []*apiv1.Pod{
-		makePod("web-1", "1").on("small").label("app", "web").hostPort(8080).obj(),
+		makePod("web-1", "1").On("small").Label("app", "web").HostPort(8080).Obj(),
 	}
 	h := newHandle(t, NewSnapshot(nodes, pods))
 	ctx := context.Background()
@@ -44,14 +44,14 @@ func TestFilterPlugins(t *testing.T) {
 		node   string
 		reason string // empty: fits
 	}{
-		{name: "fits", pod: makePod("p", "1").obj(), node: "small"},
-		{name: "too big", pod: makePod("p", "2").obj(), node: "small", reason: "Insufficient cpu"},
-		{name: "selector", pod: makePod("p", "1").selector("pool", "b").obj(), node: "small", reason: "didn't match Pod's node affinity/selector"},
-		{name: "taint", pod: makePod("p", "1").obj(), node: "tainted", reason: "untolerated taint"},
-		{name: "toleration", pod: makePod("p", "1").tolerate("dedicated").obj(), node: "tainted"},
-		{name: "host port", pod: makePod("p", "100m").hostPort(8080).obj(), node: "small", reason: "free ports"},
-		{name: "anti-affinity", pod: makePod("p", "100m").antiAffinity("app", "web").obj(), node: "small", reason: "anti-affinity"},
-		{name: "anti-affinity elsewhere", pod: makePod("p", "100m").antiAffinity("app", "web").tolerate("dedicated").obj(), node: "tainted"},
+		{name: "fits", pod: makePod("p", "1").Obj(), node: "small"},
+		{name: "too big", pod: makePod("p", "2").Obj(), node: "small", reason: "Insufficient cpu"},
+		{name: "selector", pod: makePod("p", "1").Selector("pool", "b").Obj(), node: "small", reason: "didn't match Pod's node affinity/selector"},
+		{name: "taint", pod: makePod("p", "1").Obj(), node: "tainted", reason: "untolerated taint"},
+		{name: "toleration", pod: makePod("p", "1").Tolerate("dedicated").Obj(), node: "tainted"},
+		{name: "host port", pod: makePod("p", "100m").HostPort(8080).Obj(), node: "small", reason: "free ports"},
+		{name: "anti-affinity", pod: makePod("p", "100m").AntiAffinity("app", "web").Obj(), node: "small", reason: "anti-affinity"},
+		{name: "anti-affinity elsewhere", pod: makePod("p", "100m").AntiAffinity("app", "web").Tolerate("dedicated").Obj(), node: "tainted"},
 	} {
 		err := h.CheckPod(ctx, tc.pod, tc.node)
 		switch {
@@ -70,13 +70,13 @@ func TestFilterPlugins(t *testing.T) {
 // TestSimulatedPlacementUsesTheSnapshot: pods placed in a fork take room;
 // reverting gives it back.
 func TestSimulatedPlacementUsesTheSnapshot(t *testing.T) {
-	s := NewSnapshot([]*apiv1.Node{makeNode("n1", "4").obj(), makeNode("n2", "4").obj()}, nil)
+	s := NewSnapshot([]*apiv1.Node{makeNode("n1", "4").Obj(), makeNode("n2", "4").Obj()}, nil)
 	h := newHandle(t, s)
 	ctx := context.Background()
 	s.Fork()
 	placed := map[string]int{}
 	for i := 0; i < 8; i++ {
-		p := makePod("p"+string(rune('a'+i)), "1").obj()
+		p := makePod("p"+string(rune('a'+i)), "1").Obj()
 		node, err := h.FitAnywhere(ctx, p, nil)
 		if err != nil {
 			t.Fatalf("pod %d: %v", i, err)
@@ -89,19 +89,19 @@ func TestSimulatedPlacementUsesTheSnapshot(t *testing.T) {
 	if placed["n1"] != 4 || placed["n2"] != 4 {
 		t.Errorf("placement = %v, want 4 and 4", placed)
 	}
-	if _, err := h.FitAnywhere(ctx, makePod("ninth", "1").obj(), nil); err == nil {
+	if _, err := h.FitAnywhere(ctx, makePod("ninth", "1").Obj(), nil); err == nil {
 		t.Error("a ninth 1-CPU pod fits two 4-CPU nodes")
 	}
 	s.Revert()
-	if _, err := h.FitAnywhere(ctx, makePod("after", "4").obj(), nil); err != nil {
+	if _, err := h.FitAnywhere(ctx, makePod("after", "4").Obj(), nil); err != nil {
 		t.Errorf("after revert a 4-CPU pod does not fit: %v", err)
 	}
 	// A template node added in a fork hosts pods like a real one.
 	s.Fork()
-	if err := s.AddNode(makeNode("template-1", "16").obj()); err != nil {
+	if err := s.AddNode(makeNode("template-1", "16").Obj()); err != nil {
 		t.Fatal(err)
 	}
-	node, err := h.FitAnywhere(ctx, makePod("big", "10").obj(), nil)
+	node, err := h.FitAnywhere(ctx, makePod("big", "10").Obj(), nil)
 	if err != nil || node != "template-1" {
 		t.Errorf("big pod placed on %q, %v; want template-1", node, err)
 	}
@@ -109,8 +109,8 @@ func TestSimulatedPlacementUsesTheSnapshot(t *testing.T) {
 }
 
 func TestPodsWithMissingClaimsAreNotPretendedToFit(t *testing.T) {
-	h := newHandle(t, NewSnapshot([]*apiv1.Node{makeNode("n1", "4").obj()}, nil))
-	p := makePod("dra", "1").obj()
+	h := newHandle(t, NewSnapshot([]*apiv1.Node{makeNode("n1", "4").Obj()}, nil))
+	p := makePod("dra", "1").Obj()
 	name := "gpu"
 	p.Spec.ResourceClaims = []apiv1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &name}}
 	if err := h.CheckPod(context.Background(), p, "n1"); err == nil || !strings.Contains(err.Error(), "not found") {
@@ -133,13 +133,13 @@ profiles:
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := NewSnapshot([]*apiv1.Node{makeNode("tainted", "4").taint("dedicated").obj()}, nil)
+	s := NewSnapshot([]*apiv1.Node{makeNode("tainted", "4").Taint("dedicated").Obj()}, nil)
 	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
 	h, err := New(t.Context(), s, factory, WithSchedulerConfigFile(path))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.CheckPod(context.Background(), makePod("p", "1").obj(), "tainted"); err != nil {
+	if err := h.CheckPod(context.Background(), makePod("p", "1").Obj(), "tainted"); err != nil {
 		t.Errorf("with TaintToleration disabled the pod should fit: %v", err)
 	}
 	if _, err := New(t.Context(), s, factory, WithSchedulerConfigFile(filepath.Join(t.TempDir(), "missing.yaml"))); err == nil {
@@ -162,13 +162,13 @@ profiles:
 }
 
 func TestFitCount(t *testing.T) {
-	s := NewSnapshot([]*apiv1.Node{makeNode("n1", "4").obj(), makeNode("tainted", "4").taint("dedicated").obj()},
-		[]*apiv1.Pod{makePod("used", "1").on("n1").obj()})
+	s := NewSnapshot([]*apiv1.Node{makeNode("n1", "4").Obj(), makeNode("tainted", "4").Taint("dedicated").Obj()},
+		[]*apiv1.Pod{makePod("used", "1").On("n1").Obj()})
 	h := newHandle(t, s)
 	ctx := context.Background()
 	var pods []*apiv1.Pod
 	for i := range 5 {
-		pods = append(pods, makePod("p"+string(rune('a'+i)), "1").obj())
+		pods = append(pods, makePod("p"+string(rune('a'+i)), "1").Obj())
 	}
 	shape, err := NewPodShape(pods[0])
 	if err != nil {
@@ -204,7 +204,7 @@ func TestFitFrom(t *testing.T) {
 	const n = 50
 	var nodes []*apiv1.Node
 	for i := range n {
-		nodes = append(nodes, makeNode(fmt.Sprintf("n%02d", i), "1").obj())
+		nodes = append(nodes, makeNode(fmt.Sprintf("n%02d", i), "1").Obj())
 	}
 	s := NewSnapshot(nodes, nil)
 	h := newHandle(t, s)
@@ -212,7 +212,7 @@ func TestFitFrom(t *testing.T) {
 	asked, next := 0, 0
 	count := func(string) bool { asked++; return true }
 	for i := range n {
-		p := makePod(fmt.Sprintf("p%02d", i), "1").obj()
+		p := makePod(fmt.Sprintf("p%02d", i), "1").Obj()
 		node, err := h.FitFrom(ctx, p, count, &next)
 		if err != nil {
 			t.Fatalf("pod %d: %v", i, err)
@@ -232,10 +232,10 @@ func TestFitFrom(t *testing.T) {
 		t.Fatal(err)
 	}
 	next = 40 + 3*n
-	if node, err := h.FitFrom(ctx, makePod("again", "1").obj(), nil, &next); node != "n03" || err != nil || next != 3 {
+	if node, err := h.FitFrom(ctx, makePod("again", "1").Obj(), nil, &next); node != "n03" || err != nil || next != 3 {
 		t.Errorf("FitFrom from 40 = %q, %v (next %d); want n03 (3)", node, err, next)
 	}
-	if _, err := h.FitFrom(ctx, makePod("big", "2").obj(), nil, &next); err == nil ||
+	if _, err := h.FitFrom(ctx, makePod("big", "2").Obj(), nil, &next); err == nil ||
 		!strings.Contains(err.Error(), "Insufficient cpu") {
 		t.Errorf("a pod that fits nowhere: %v", err)
 	}

@@ -54,7 +54,7 @@ func FuzzSchedulerConfigFile(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	path := filepath.Join(f.TempDir(), "scheduler.yaml")
-	node := makeNode("n", "4").obj()
+	node := makeNode("n", "4").Obj()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
@@ -71,7 +71,7 @@ func FuzzSchedulerConfigFile(f *testing.F) {
 		if why := kubeSchedulerRefuses(data); why != nil {
 			t.Fatalf("accepted a file kube-scheduler refuses: %v\n%s", why, data)
 		}
-		err = h.CheckPod(t.Context(), makePod("p", "1").obj(), "n")
+		err = h.CheckPod(t.Context(), makePod("p", "1").Obj(), "n")
 		var u *Unschedulable
 		if err != nil && !errors.As(err, &u) {
 			t.Fatalf("a pod against a node: %v, neither a fit nor a reason", err)

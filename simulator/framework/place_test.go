@@ -56,11 +56,11 @@ func randomPlaceCase(r *rand.Rand, i int) placeCase {
 	if r.IntN(2) == 0 {
 		alloc[extended] = quantity(r, "", 8)
 	}
-	node := makeNode(fmt.Sprintf("n%d", i), "1").obj()
+	node := makeNode(fmt.Sprintf("n%d", i), "1").Obj()
 	node.Status.Allocatable, node.Status.Capacity = alloc, alloc
 	node.Labels["pool"] = []string{"a", "b"}[r.IntN(2)]
 	if r.IntN(5) == 0 {
-		node = makeNode(node.Name, "1").taint("dedicated").label("pool", node.Labels["pool"]).obj()
+		node = makeNode(node.Name, "1").Taint("dedicated").Label("pool", node.Labels["pool"]).Obj()
 		node.Status.Allocatable, node.Status.Capacity = alloc, alloc
 	}
 	requests := func() apiv1.ResourceList {
@@ -81,11 +81,11 @@ func randomPlaceCase(r *rand.Rand, i int) placeCase {
 	}
 	c := placeCase{node: node, room: r.IntN(2) == 0}
 	for j := range r.IntN(12) {
-		p := makePod(fmt.Sprintf("e%d-%d", i, j), "0").on(node.Name).obj()
+		p := makePod(fmt.Sprintf("e%d-%d", i, j), "0").On(node.Name).Obj()
 		p.Spec.Containers[0].Resources.Requests = requests()
 		c.existing = append(c.existing, p)
 	}
-	rep := makePod("rep", "0").obj()
+	rep := makePod("rep", "0").Obj()
 	rep.Spec.Containers[0].Resources.Requests = requests()
 	if r.IntN(5) == 0 {
 		rep.Spec.InitContainers = []apiv1.Container{{Name: "init", Resources: apiv1.ResourceRequirements{Requests: requests()}}}
@@ -248,7 +248,7 @@ profiles:
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	node := makeNode("n", "8").obj()
+	node := makeNode("n", "8").Obj()
 	node.Status.Allocatable[extended] = resource.MustParse("2")
 	s := NewSnapshot([]*apiv1.Node{node}, nil)
 	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
@@ -261,7 +261,7 @@ profiles:
 	ctx := context.Background()
 	var pods []*apiv1.Pod
 	for i := range 10 {
-		p := makePod(fmt.Sprintf("p%d", i), "1").obj()
+		p := makePod(fmt.Sprintf("p%d", i), "1").Obj()
 		p.Spec.Containers[0].Resources.Requests[extended] = resource.MustParse("1")
 		pods = append(pods, p)
 	}
@@ -291,13 +291,13 @@ func TestPlacedPodsNeedNoBinding(t *testing.T) {
 	ctx := context.Background()
 	nodes := func() []*apiv1.Node {
 		return []*apiv1.Node{
-			makeNode("n1", "8").label("zone", "z1").obj(),
-			makeNode("n2", "8").label("zone", "z2").obj(),
+			makeNode("n1", "8").Label("zone", "z1").Obj(),
+			makeNode("n2", "8").Label("zone", "z2").Obj(),
 		}
 	}
 	var web []*apiv1.Pod
 	for i := range 3 {
-		web = append(web, makePod(fmt.Sprintf("web-%d", i), "1").label("app", "web").obj())
+		web = append(web, makePod(fmt.Sprintf("web-%d", i), "1").Label("app", "web").Obj())
 	}
 	bound, placed := NewSnapshot(nodes(), nil), NewSnapshot(nodes(), nil)
 	hb, hp := newHandle(t, bound), newHandle(t, placed)
@@ -316,20 +316,20 @@ func TestPlacedPodsNeedNoBinding(t *testing.T) {
 	if pods, _ := placed.Pods("n1"); len(pods) != 3 || pods[0].Spec.NodeName != "" {
 		t.Fatalf("n1 holds %d pods (first bound to %q), want the 3 pods as placed", len(pods), pods[0].Spec.NodeName)
 	}
-	spread := makePod("spread", "100m").label("app", "web").obj()
+	spread := makePod("spread", "100m").Label("app", "web").Obj()
 	spread.Spec.TopologySpreadConstraints = []apiv1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "kubernetes.io/hostname",
 		WhenUnsatisfiable: apiv1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
-	near := makePod("near", "100m").obj()
+	near := makePod("near", "100m").Obj()
 	near.Spec.Affinity = &apiv1.Affinity{PodAffinity: &apiv1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []apiv1.PodAffinityTerm{{
 		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, TopologyKey: "zone"}}}}
 	for _, tc := range []struct {
 		pod  *apiv1.Pod
 		want map[string]bool // node -> fits
 	}{
-		{pod: makePod("away", "100m").antiAffinity("app", "web").obj(), want: map[string]bool{"n1": false, "n2": true}},
+		{pod: makePod("away", "100m").AntiAffinity("app", "web").Obj(), want: map[string]bool{"n1": false, "n2": true}},
 		{pod: near, want: map[string]bool{"n1": true, "n2": false}},
 		{pod: spread, want: map[string]bool{"n1": false, "n2": true}},
-		{pod: makePod("big", "6").obj(), want: map[string]bool{"n1": false, "n2": true}},
+		{pod: makePod("big", "6").Obj(), want: map[string]bool{"n1": false, "n2": true}},
 	} {
 		for _, node := range []string{"n1", "n2"} {
 			errB, errP := hb.CheckPod(ctx, tc.pod, node), hp.CheckPod(ctx, tc.pod, node)
@@ -346,12 +346,12 @@ func TestPlacedPodsNeedNoBinding(t *testing.T) {
 // TestPlaceOnPodsWithoutUID: pods without a UID cannot be taken back if the
 // guess is too high, so they are offered one by one; the result is the same.
 func TestPlaceOnPodsWithoutUID(t *testing.T) {
-	s := NewSnapshot([]*apiv1.Node{makeNode("n", "4").obj()}, nil)
+	s := NewSnapshot([]*apiv1.Node{makeNode("n", "4").Obj()}, nil)
 	h := newHandle(t, s)
 	ctx := context.Background()
 	var pods []*apiv1.Pod
 	for i := range 6 {
-		p := makePod(fmt.Sprintf("p%d", i), "1").obj()
+		p := makePod(fmt.Sprintf("p%d", i), "1").Obj()
 		p.UID = ""
 		pods = append(pods, p)
 	}

@@ -24,16 +24,16 @@ func podNames(t *testing.T, s *Snapshot, node string) []string {
 
 func TestSnapshotForkRevertCommit(t *testing.T) {
 	s := NewSnapshot(
-		[]*apiv1.Node{makeNode("n1", "4").obj(), makeNode("n2", "4").obj()},
-		[]*apiv1.Pod{makePod("a", "1").on("n1").obj(), makePod("stray", "1").on("gone").obj()},
+		[]*apiv1.Node{makeNode("n1", "4").Obj(), makeNode("n2", "4").Obj()},
+		[]*apiv1.Pod{makePod("a", "1").On("n1").Obj(), makePod("stray", "1").On("gone").Obj()},
 	)
 	before, _ := s.NodeInfo("n1")
 
 	s.Fork()
-	if err := s.AddPod(makePod("b", "1").obj(), "n1"); err != nil {
+	if err := s.AddPod(makePod("b", "1").Obj(), "n1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AddNode(makeNode("n3", "8").obj()); err != nil {
+	if err := s.AddNode(makeNode("n3", "8").Obj()); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.RemoveNode("n2"); err != nil {
@@ -61,10 +61,10 @@ func TestSnapshotForkRevertCommit(t *testing.T) {
 
 	// Nested: the inner level is committed into the outer, which reverts both.
 	s.Fork()
-	_ = s.AddPod(makePod("outer", "1").obj(), "n2")
+	_ = s.AddPod(makePod("outer", "1").Obj(), "n2")
 	s.Fork()
-	_ = s.AddPod(makePod("inner", "1").obj(), "n2")
-	_ = s.AddPod(makePod("inner2", "1").obj(), "n1")
+	_ = s.AddPod(makePod("inner", "1").Obj(), "n2")
+	_ = s.AddPod(makePod("inner2", "1").Obj(), "n1")
 	s.Commit()
 	if diff := cmp.Diff([]string{"outer", "inner"}, podNames(t, s, "n2")); diff != "" {
 		t.Errorf("after inner commit (-want +got):\n%s", diff)
@@ -79,7 +79,7 @@ func TestSnapshotForkRevertCommit(t *testing.T) {
 
 	// A top-level commit keeps the change for good.
 	s.Fork()
-	_ = s.AddPod(makePod("kept", "1").obj(), "n2")
+	_ = s.AddPod(makePod("kept", "1").Obj(), "n2")
 	s.Commit()
 	if s.Forked() {
 		t.Error("still forked after the last commit")
@@ -90,9 +90,9 @@ func TestSnapshotForkRevertCommit(t *testing.T) {
 }
 
 func TestSnapshotListerMatchesState(t *testing.T) {
-	s := NewSnapshot([]*apiv1.Node{makeNode("n1", "4").obj(), makeNode("n2", "4").obj()}, nil)
+	s := NewSnapshot([]*apiv1.Node{makeNode("n1", "4").Obj(), makeNode("n2", "4").Obj()}, nil)
 	s.Fork()
-	_ = s.AddPod(makePod("anti", "1").antiAffinity("app", "x").obj(), "n2")
+	_ = s.AddPod(makePod("anti", "1").AntiAffinity("app", "x").Obj(), "n2")
 	anti, _ := s.NodeInfos().HavePodsWithRequiredAntiAffinityList()
 	if len(anti) != 1 || anti[0].Node().Name != "n2" {
 		t.Errorf("anti-affinity list = %v", anti)
@@ -108,10 +108,10 @@ func TestSnapshotListerMatchesState(t *testing.T) {
 }
 
 func TestSnapshotCopyNode(t *testing.T) {
-	s := NewSnapshot([]*apiv1.Node{makeNode("n1", "4").obj()},
-		[]*apiv1.Pod{makePod("a", "1").on("n1").obj(), makePod("anti", "1").on("n1").antiAffinity("app", "x").obj()})
+	s := NewSnapshot([]*apiv1.Node{makeNode("n1", "4").Obj()},
+		[]*apiv1.Pod{makePod("a", "1").On("n1").Obj(), makePod("anti", "1").On("n1").AntiAffinity("app", "x").Obj()})
 	s.Fork()
-	if err := s.CopyNode("n1", makeNode("twin", "4").obj()); err != nil {
+	if err := s.CopyNode("n1", makeNode("twin", "4").Obj()); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"a", "anti"}, podNames(t, s, "twin")); diff != "" {
@@ -131,16 +131,16 @@ func TestSnapshotCopyNode(t *testing.T) {
 		t.Errorf("%d nodes with anti-affinity pods, want 2", len(anti))
 	}
 	// The twin is independent of its source.
-	if err := s.AddPod(makePod("b", "1").obj(), "twin"); err != nil {
+	if err := s.AddPod(makePod("b", "1").Obj(), "twin"); err != nil {
 		t.Fatal(err)
 	}
 	if got := podNames(t, s, "n1"); len(got) != 2 {
 		t.Errorf("source pods after adding to the twin: %v", got)
 	}
-	if err := s.CopyNode("gone", makeNode("x", "4").obj()); err == nil {
+	if err := s.CopyNode("gone", makeNode("x", "4").Obj()); err == nil {
 		t.Error("copied a node the snapshot does not hold")
 	}
-	if err := s.CopyNode("n1", makeNode("twin", "4").obj()); err == nil {
+	if err := s.CopyNode("n1", makeNode("twin", "4").Obj()); err == nil {
 		t.Error("copied onto an existing name")
 	}
 	s.Revert()
@@ -150,13 +150,13 @@ func TestSnapshotCopyNode(t *testing.T) {
 }
 
 func TestSnapshotAddPodsShaped(t *testing.T) {
-	s := NewSnapshot([]*apiv1.Node{makeNode("n1", "4").obj()}, nil)
-	shape, err := NewPodShape(makePod("rep", "1").obj())
+	s := NewSnapshot([]*apiv1.Node{makeNode("n1", "4").Obj()}, nil)
+	shape, err := NewPodShape(makePod("rep", "1").Obj())
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Fork()
-	if err := s.AddPodsShaped(shape, []*apiv1.Pod{makePod("a", "1").obj(), makePod("b", "1").obj()}, "n1"); err != nil {
+	if err := s.AddPodsShaped(shape, []*apiv1.Pod{makePod("a", "1").Obj(), makePod("b", "1").Obj()}, "n1"); err != nil {
 		t.Fatal(err)
 	}
 	if cpu, _, _, _ := s.Free("n1"); cpu != 2000 {
@@ -174,8 +174,8 @@ func TestSnapshotAddPodsShaped(t *testing.T) {
 // pod bound to the node; and it uses the PodInfo the snapshot keeps for the
 // original (whose cached requests it shares) instead of a new analysis.
 func TestAddPodLikeIsAddPod(t *testing.T) {
-	orig := makePod("p", "1").on("n1").hostPort(8080).antiAffinity("app", "x").obj()
-	nodes := func() []*apiv1.Node { return []*apiv1.Node{makeNode("n1", "4").obj(), makeNode("n2", "4").obj()} }
+	orig := makePod("p", "1").On("n1").HostPort(8080).AntiAffinity("app", "x").Obj()
+	nodes := func() []*apiv1.Node { return []*apiv1.Node{makeNode("n1", "4").Obj(), makeNode("n2", "4").Obj()} }
 	moved := func() *apiv1.Pod {
 		cp := *orig
 		cp.Spec.NodeName = ""
@@ -225,9 +225,9 @@ func TestAddPodLikeIsAddPod(t *testing.T) {
 // that requests no CPU; HasRoom refused it, so pending pods without
 // requests looked unplaceable on such nodes and asked for a scale-up.
 func TestHasRoomNeverRefusesWhatTheSchedulerAccepts(t *testing.T) {
-	s := NewSnapshot([]*apiv1.Node{makeNode("over", "4").obj(), makeNode("full", "4").obj()},
-		[]*apiv1.Pod{makePod("a", "3").on("over").obj(), makePod("b", "3").on("over").obj(),
-			makePod("c", "4").on("full").obj()})
+	s := NewSnapshot([]*apiv1.Node{makeNode("over", "4").Obj(), makeNode("full", "4").Obj()},
+		[]*apiv1.Pod{makePod("a", "3").On("over").Obj(), makePod("b", "3").On("over").Obj(),
+			makePod("c", "4").On("full").Obj()})
 	h := newHandle(t, s)
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -235,11 +235,11 @@ func TestHasRoomNeverRefusesWhatTheSchedulerAccepts(t *testing.T) {
 		node string
 		want bool // the scheduler's answer, checked below
 	}{
-		{makePod("no-requests", "0").obj(), "over", true},
-		{makePod("no-requests", "0").obj(), "full", true},
-		{makePod("one-cpu", "1").obj(), "over", false},
-		{makePod("one-cpu", "1").obj(), "full", false},
-		{makePod("milli", "1m").obj(), "full", false},
+		{makePod("no-requests", "0").Obj(), "over", true},
+		{makePod("no-requests", "0").Obj(), "full", true},
+		{makePod("one-cpu", "1").Obj(), "over", false},
+		{makePod("one-cpu", "1").Obj(), "full", false},
+		{makePod("milli", "1m").Obj(), "full", false},
 	} {
 		fits := h.Prepare(ctx, tc.pod).Fits(ctx, tc.node) == nil
 		if fits != tc.want {

@@ -72,7 +72,7 @@ func fitsOnly(h *Handle, pod *apiv1.Pod, want string, others map[string]string) 
 }
 
 func zonalNode(name, zone string) *apiv1.Node {
-	return makeNode(name, "4").label(zoneLabel, zone).obj()
+	return makeNode(name, "4").Label(zoneLabel, zone).Obj()
 }
 
 func wffcClass() *storagev1.StorageClass {
@@ -127,20 +127,13 @@ func claim(name string, pv *apiv1.PersistentVolume, modes ...apiv1.PersistentVol
 	return c
 }
 
-func (b *podBuilder) claim(name string) *podBuilder {
-	b.p.Spec.Volumes = append(b.p.Spec.Volumes, apiv1.Volume{Name: "v-" + name,
-		VolumeSource: apiv1.VolumeSource{PersistentVolumeClaim: &apiv1.PersistentVolumeClaimVolumeSource{ClaimName: name}}})
-	return b
-}
-
-func (b *podBuilder) ephemeral(volume string) *podBuilder {
-	b.p.Spec.Volumes = append(b.p.Spec.Volumes, apiv1.Volume{Name: volume, VolumeSource: apiv1.VolumeSource{
-		Ephemeral: &apiv1.EphemeralVolumeSource{VolumeClaimTemplate: &apiv1.PersistentVolumeClaimTemplate{
-			Spec: apiv1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("local"),
-				AccessModes: []apiv1.PersistentVolumeAccessMode{apiv1.ReadWriteOnce},
-				Resources:   apiv1.VolumeResourceRequirements{Requests: apiv1.ResourceList{apiv1.ResourceStorage: resource.MustParse("1Gi")}}},
-		}}}})
-	return b
+// ephemeralVolume is a generic ephemeral volume of 1Gi in class "local".
+func ephemeralVolume() apiv1.VolumeSource {
+	return apiv1.VolumeSource{Ephemeral: &apiv1.EphemeralVolumeSource{VolumeClaimTemplate: &apiv1.PersistentVolumeClaimTemplate{
+		Spec: apiv1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("local"),
+			AccessModes: []apiv1.PersistentVolumeAccessMode{apiv1.ReadWriteOnce},
+			Resources:   apiv1.VolumeResourceRequirements{Requests: apiv1.ResourceList{apiv1.ResourceStorage: resource.MustParse("1Gi")}}},
+	}}}
 }
 
 // ephemeralClaim is the PVC the ephemeral volume controller creates for pod.
@@ -161,11 +154,11 @@ func csiNode(name string, limit int32) *storagev1.CSINode {
 func TestPodsWithVolumesAreSimulated(t *testing.T) {
 	boundPV := zonalPV("pv-bound", "a", "")
 	freePV := zonalPV("pv-free", "a", "")
-	eph := makePod("eph", "1").ephemeral("data").obj()
+	eph := makePod("eph", "1").Volume("data", ephemeralVolume()).Obj()
 	objs := []runtime.Object{wffcClass(), boundPV, freePV, claim("bound", boundPV), claim("unbound", nil), ephemeralClaim(eph, "data")}
 	s := NewSnapshot([]*apiv1.Node{zonalNode("in-a", "a"), zonalNode("in-b", "b")}, nil)
 	h := newVolumeHandle(t, s, objs...)
-	token := makePod("token", "1").obj()
+	token := makePod("token", "1").Obj()
 	token.Spec.Volumes = []apiv1.Volume{{Name: "kube-api-access", VolumeSource: apiv1.VolumeSource{Projected: &apiv1.ProjectedVolumeSource{
 		Sources: []apiv1.VolumeProjection{{ServiceAccountToken: &apiv1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](3600)}}}}}}}
 	for _, tc := range []struct {
@@ -174,15 +167,15 @@ func TestPodsWithVolumesAreSimulated(t *testing.T) {
 		fits   string
 		others map[string]string
 	}{
-		{name: "bound zonal PV", pod: makePod("p", "1").claim("bound").obj(), fits: "in-a",
+		{name: "bound zonal PV", pod: makePod("p", "1").Claim("bound").Obj(), fits: "in-a",
 			others: map[string]string{"in-b": "didn't match PersistentVolume's node affinity"}},
-		{name: "unbound claim, WaitForFirstConsumer", pod: makePod("p", "1").claim("unbound").obj(), fits: "in-a",
+		{name: "unbound claim, WaitForFirstConsumer", pod: makePod("p", "1").Claim("unbound").Obj(), fits: "in-a",
 			others: map[string]string{"in-b": "didn't find available persistent volumes to bind"}},
 		{name: "generic ephemeral volume", pod: eph, fits: "in-a",
 			others: map[string]string{"in-b": "didn't find available persistent volumes to bind"}},
-		{name: "ephemeral volume whose claim is not there yet", pod: makePod("early", "1").ephemeral("data").obj(),
+		{name: "ephemeral volume whose claim is not there yet", pod: makePod("early", "1").Volume("data", ephemeralVolume()).Obj(),
 			others: map[string]string{"in-a": "ephemeral volume controller", "in-b": "ephemeral volume controller"}},
-		{name: "missing claim", pod: makePod("p", "1").claim("gone").obj(),
+		{name: "missing claim", pod: makePod("p", "1").Claim("gone").Obj(),
 			others: map[string]string{"in-a": "not found"}},
 		{name: "projected service-account token", pod: token, fits: "in-b"},
 	} {
@@ -197,10 +190,10 @@ func TestPodsWithVolumesAreSimulated(t *testing.T) {
 func TestReadWriteOncePodClaim(t *testing.T) {
 	pv := zonalPV("pv-rwop", "a", "")
 	c := claim("rwop", pv, apiv1.ReadWriteOncePod)
-	user := makePod("user", "1").claim("rwop").on("in-a").obj()
+	user := makePod("user", "1").Claim("rwop").On("in-a").Obj()
 	s := NewSnapshot([]*apiv1.Node{zonalNode("in-a", "a"), zonalNode("in-a2", "a")}, []*apiv1.Pod{user})
 	h := newVolumeHandle(t, s, wffcClass(), pv, c)
-	second := makePod("second", "1").claim("rwop").obj()
+	second := makePod("second", "1").Claim("rwop").Obj()
 	eventually(t, "the second pod refused", func() error {
 		return fitsOnly(h, second, "", map[string]string{"in-a": "ReadWriteOncePod", "in-a2": "ReadWriteOncePod"})
 	})
@@ -227,10 +220,10 @@ func TestCSIVolumeLimits(t *testing.T) {
 		pv := zonalPV("pv-"+n, "a", csiDriver)
 		objs = append(objs, pv, claim(n, pv))
 	}
-	used := makePod("used", "100m").claim("used").on("real").obj()
+	used := makePod("used", "100m").Claim("used").On("real").Obj()
 	s := NewSnapshot([]*apiv1.Node{zonalNode("real", "a"), zonalNode("unlimited", "a")}, []*apiv1.Pod{used})
 	h := newVolumeHandle(t, s, objs...)
-	pod := makePod("p", "100m").claim("new").obj()
+	pod := makePod("p", "100m").Claim("new").Obj()
 	eventually(t, "the real node's limit", func() error {
 		return fitsOnly(h, pod, "unlimited", map[string]string{"real": "exceed max volume count"})
 	})
@@ -271,7 +264,7 @@ func TestCSIVolumeLimits(t *testing.T) {
 func TestRemovalSimulationMovesPodsWithClaims(t *testing.T) {
 	pv := zonalPV("pv-data", "a", "")
 	c := claim("data", pv)
-	p := makePod("db-0", "1").claim("data").on("leaving").obj()
+	p := makePod("db-0", "1").Claim("data").On("leaving").Obj()
 	s := NewSnapshot([]*apiv1.Node{zonalNode("leaving", "a"), zonalNode("in-b", "b"), zonalNode("in-a", "a")}, []*apiv1.Pod{p})
 	h := newVolumeHandle(t, s, wffcClass(), pv, c)
 	moved := p.DeepCopy()

@@ -14,14 +14,10 @@ import (
 	"k8s.io/klog/v2"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+	"k8s.io/autoscaler/cluster-autoscaler/taints"
 )
 
-// Taint prefixes upstream gives a meaning: startup taints keep a node
-// counted as starting, status taints do not; both are left out of templates.
 const (
-	StartupTaintPrefix       = "startup-taint.cluster-autoscaler.kubernetes.io/"
-	IgnoreTaintPrefix        = "ignore-taint.cluster-autoscaler.kubernetes.io/"
-	StatusTaintPrefix        = "status-taint.cluster-autoscaler.kubernetes.io/"
 	toBeDeletedTaint         = "ToBeDeletedByClusterAutoscaler"
 	deletionCandidateTaint   = "DeletionCandidateOfClusterAutoscaler"
 	mirrorPodAnnotation      = "kubernetes.io/config.mirror"
@@ -196,7 +192,7 @@ func (s Sanitizer) drop(key string) bool {
 	if conditionTaints[key] {
 		return true
 	}
-	for _, p := range append([]string{StartupTaintPrefix, IgnoreTaintPrefix, StatusTaintPrefix}, s.DropTaintPrefixes...) {
+	for _, p := range append([]string{taints.StartupPrefix, taints.IgnorePrefix, taints.StatusPrefix}, s.DropTaintPrefixes...) {
 		if strings.HasPrefix(key, p) {
 			return true
 		}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+	"k8s.io/autoscaler/cluster-autoscaler/taints"
 )
 
 func daemonSet(name string, selector map[string]string, tolerations ...apiv1.Toleration) *appsv1.DaemonSet {
@@ -26,7 +27,7 @@ func TestFromNode(t *testing.T) {
 			{Key: "dedicated", Value: "gpu", Effect: apiv1.TaintEffectNoSchedule},
 			{Key: apiv1.TaintNodeNotReady, Effect: apiv1.TaintEffectNoExecute},
 			{Key: "ToBeDeletedByClusterAutoscaler", Effect: apiv1.TaintEffectNoSchedule},
-			{Key: StartupTaintPrefix + "cni", Effect: apiv1.TaintEffectNoSchedule},
+			{Key: taints.StartupPrefix + "cni", Effect: apiv1.TaintEffectNoSchedule},
 			{Key: "example.com/booting", Effect: apiv1.TaintEffectNoSchedule},
 		}},
 		Status: apiv1.NodeStatus{Conditions: []apiv1.NodeCondition{{Type: apiv1.NodeReady, Status: apiv1.ConditionFalse}}},

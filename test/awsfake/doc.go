@@ -50,9 +50,12 @@
 // SetThrottle answers that share of calls (spread evenly) with 400
 // Throttling (Auto Scaling) or 503 RequestLimitExceeded (EC2), codes the
 // SDK's retryer treats as throttling; FailLaunches fails a group's launches
-// with a given code; SetStartDelay keeps instances Pending (and Terminating)
-// for a while; Deny answers actions with 403 AccessDenied, as for a policy
-// that lacks them; BeforeCall runs a test's function before an action is
+// with a given code (FailLaunchesWith also picks how the failed activity's
+// status message words it: with the code, as for mixed-instances groups, or
+// EC2's message alone, as for launch-template groups); SetStartDelay keeps instances Pending (and Terminating)
+// for a while; Deny answers actions as AWS does for a policy that lacks
+// them (Auto Scaling: 403 AccessDenied; EC2: 403 UnauthorizedOperation), and
+// AllowOnly denies all but an IAM policy's action list; BeforeCall runs a test's function before an action is
 // handled (to change the world between a client's read and its write).
 // Calls, Throttled and Terminated report what was asked.
 //

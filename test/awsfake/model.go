@@ -117,5 +117,9 @@ const (
 	statusFailed     = "Failed"
 )
 
-// launchFailure is the FailLaunches setting of a group.
-type launchFailure struct{ code, message string }
+// launchFailure is the FailLaunches setting of a group (or a launch
+// specification that cannot launch).
+type launchFailure struct {
+	code, message string
+	form          StatusForm
+}

@@ -1,7 +1,6 @@
 package awsfake
 
 import (
-	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
@@ -113,30 +112,4 @@ func (s *Server) runBeforeCall(action string) {
 	for _, fn := range fns {
 		fn()
 	}
-}
-
-// Deny answers the actions with 403 AccessDenied, as AWS does for a caller
-// whose policy lacks them; Deny() with no action allows everything again.
-func (s *Server) Deny(actions ...string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.deny = map[string]bool{}
-	for _, a := range actions {
-		s.deny[a] = true
-	}
-}
-
-func (s *Server) denied(svc, action string) *apiError {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.deny[action] {
-		return nil
-	}
-	prefix := "autoscaling"
-	if svc == svcEC2 {
-		prefix = "ec2"
-	}
-	return &apiError{status: http.StatusForbidden, code: "AccessDenied",
-		message: "User: arn:aws:sts::" + accountID + ":assumed-role/cluster-autoscaler/awsfake is not authorized to perform: " +
-			prefix + ":" + action + " because no identity-based policy allows the " + prefix + ":" + action + " action"}
 }

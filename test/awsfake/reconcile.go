@@ -122,7 +122,7 @@ func (s *Server) launch(g *groupState, instanceType string, now time.Time, from 
 // recordFailedLaunch records a failed launch attempt of the group.
 func (s *Server) recordFailedLaunch(g *groupState, f *launchFailure, have int, now time.Time) {
 	zone, subnet := s.nextZone(g)
-	msg := fmt.Sprintf("Could not launch On-Demand Instances. %s - %s. Launching EC2 instance failed.", f.code, f.message)
+	msg := f.statusMessage()
 	s.activities = append(s.activities, &activity{
 		ID:          newRequestID(),
 		Group:       g.Name,

@@ -354,26 +354,6 @@ func (s *Server) SetThrottle(percent int) {
 	s.throttleAcc = 0
 }
 
-// FailLaunches makes the group's launches fail with the given EC2 error code
-// and message: each attempt is a scaling activity with StatusCode Failed and
-// a StatusMessage containing the code; the desired capacity stays and no
-// instance appears. An empty code lets launches succeed again.
-func (s *Server) FailLaunches(group, code, message string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g, ok := s.groups[group]
-	if !ok {
-		return
-	}
-	if code == "" {
-		g.failure = nil
-	} else {
-		g.failure = &launchFailure{code: code, message: message}
-		g.lastFail = time.Time{}
-	}
-	s.reconcileLocked()
-}
-
 // SetStartDelay sets how long a new instance stays Pending (and a terminated
 // one Terminating) before moving on; 0 (the default) moves it at once.
 func (s *Server) SetStartDelay(d time.Duration) {

@@ -143,8 +143,8 @@ kwokProviderConfig:
 
 	root := repoRoot
 	server := filepath.Join(t.TempDir(), "kwokserver")
-	if out, err := exec.Command("go", "build", "-C", root, "-o", server, "./cloudprovider/externalgrpc/examples/kwokserver").CombinedOutput(); err != nil {
-		t.Fatalf("building kwokserver: %v\n%s", err, out)
+	if err := framework.GoBuild(root, server, "./cloudprovider/externalgrpc/examples/kwokserver", false); err != nil {
+		t.Fatal(err)
 	}
 	addr := framework.FreeAddress(t)
 	_, sc := in.manifest.deploymentNamed(t, serverSA)

@@ -35,17 +35,8 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "chart:", err)
 		return 1
 	}
-	dir, err := os.MkdirTemp("", "ca-chart-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	autoscalerBinary = filepath.Join(dir, "cluster-autoscaler")
-	build := exec.Command("go", "build", "-o", autoscalerBinary, "./cluster-autoscaler")
-	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "chart: building cluster-autoscaler:", err)
+	if autoscalerBinary, err = framework.BuildAutoscaler(false); err != nil {
+		fmt.Fprintln(os.Stderr, "chart:", err)
 		return 1
 	}
 	return framework.Main(m)

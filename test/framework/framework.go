@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -69,6 +70,7 @@ func Main(m *testing.M) int {
 	if err := c.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "framework: stopping the control plane:", err)
 	}
+	reportCPU(start)
 	if code == 0 {
 		_ = os.RemoveAll(dir)
 	} else {
@@ -219,4 +221,20 @@ func RepoRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// reportCPU prints the CPU time the package took against its wall time
+// since start: the test process's own and that of the processes it waited
+// for (the control plane, the binaries it ran, go build), so that
+// docs/test-times.md can say which packages wait and which compute.
+func reportCPU(start time.Time) {
+	var self, children syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &self) != nil || syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children) != nil {
+		return
+	}
+	sec := func(u syscall.Rusage) float64 {
+		return time.Duration(u.Utime.Nano() + u.Stime.Nano()).Seconds()
+	}
+	fmt.Fprintf(os.Stderr, "framework: %.0f s of wall time, %.0f CPU-s: %.0f in the tests, %.0f in the control plane and the processes they ran\n",
+		time.Since(start).Seconds(), sec(self)+sec(children), sec(self), sec(children))
 }

@@ -1,0 +1,70 @@
+package itest
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+
+	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+)
+
+// AutoscalerBinary is the cluster-autoscaler under test, set by Main.
+var AutoscalerBinary string
+
+// Main builds the cluster-autoscaler (see framework.BuildAutoscaler), then starts the
+// package's control plane and runs its tests (framework.Main). Each package
+// of test/integration calls it from TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(itest.Main(m)) }
+func Main(m *testing.M) int { return mainWith(m, false) }
+
+// MainRace is Main with the binary built with -race: a process that reports
+// a data race fails its test (see startProcess). One package uses it in
+// every run; $AUTOSCALER_TEST_RACE turns it on for all (make
+// test-race-binary).
+func MainRace(m *testing.M) int { return mainWith(m, true) }
+
+func mainWith(m *testing.M, race bool) int {
+	bin, err := framework.BuildAutoscaler(race)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	AutoscalerBinary = bin
+	return framework.Main(m)
+}
+
+// MainBenchmarks is Main for a package of benchmarks only: without -test.bench
+// there is nothing to run, so it neither builds the binary nor starts a
+// control plane.
+func MainBenchmarks(m *testing.M) int {
+	flag.Parse()
+	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
+		return m.Run()
+	}
+	return Main(m)
+}
+
+// SlowEnv, set to a non-empty value, runs the slow fault and failover tests
+// (package faults): make test-slow sets it, and CI runs that target after
+// make test while its time budget allows (.ci/run). Without it their package
+// starts no control plane and each of its tests skips, saying so.
+const SlowEnv = "INTEGRATION_SLOW"
+
+// MainSlow is Main for the package of slow tests: without $INTEGRATION_SLOW
+// it builds nothing and starts no control plane (its tests skip).
+func MainSlow(m *testing.M) int {
+	if os.Getenv(SlowEnv) == "" {
+		return m.Run()
+	}
+	return Main(m)
+}
+
+// SkipUnlessSlow skips a slow test unless $INTEGRATION_SLOW is set.
+func SkipUnlessSlow(t testing.TB) {
+	t.Helper()
+	if os.Getenv(SlowEnv) == "" {
+		t.Skipf("a slow test: make test-slow (%s=1) runs it", SlowEnv)
+	}
+}
