@@ -10,6 +10,7 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -134,7 +135,18 @@ type requestState struct {
 	nodes map[string]bool
 	// built are the request's pods, kept while it is live.
 	built *builtPods
+	// written is the status last written, at writtenAt: until the informer
+	// shows it (for at most staleStatusLimit), the loop starts from it, not
+	// from the informer's older status (a request provisioned in one loop
+	// would otherwise be decided again in the next).
+	written   *v1.ProvisioningRequestStatus
+	writtenAt time.Time
 }
+
+// staleStatusLimit bounds how long a written status stands in for the
+// informer's: the autoscaler owns these conditions, so a status that
+// differs for longer was changed by someone (reset by hand), and counts.
+const staleStatusLimit = 30 * time.Second
 
 // Option configures a Processor.
 type Option func(*Processor)
@@ -172,6 +184,10 @@ type request struct {
 	pods   []*apiv1.Pod
 	sets   [][]*apiv1.Pod               // pods, PodSet by PodSet
 	status v1.ProvisioningRequestStatus // what it should be at the end of the loop
+	// base is the status the loop started from (the informer's, or the
+	// one written last while the informer has not seen it): written only
+	// when status ends otherwise.
+	base   v1.ProvisioningRequestStatus
 	events []event
 	// consumers are the request's consuming pods: scheduled and pending.
 	scheduled, pending int
@@ -250,7 +266,15 @@ func (p *Processor) Begin(ctx context.Context, in Input) *Loop {
 			p.states[pr.UID] = st
 		}
 		st.seen = in.Now
-		r := &request{pr: pr, class: class, state: st, status: *ownStatus(pr)}
+		base := *ownStatus(pr)
+		switch {
+		case st.written == nil:
+		case equality.Semantic.DeepEqual(base, *st.written) || in.Now.Sub(st.writtenAt) > staleStatusLimit:
+			st.written = nil // seen, or overwritten by someone
+		default:
+			base = *st.written.DeepCopy() // the informer has not seen the write yet
+		}
+		r := &request{pr: pr, class: class, state: st, status: *base.DeepCopy(), base: base}
 		l.requests = append(l.requests, r)
 		byName[pr.Namespace+"/"+pr.Name] = r
 		byUID[pr.UID] = r

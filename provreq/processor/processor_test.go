@@ -41,6 +41,10 @@ type cluster struct {
 	rolledBack           []map[string]scaleup.Undo
 	writes               int
 	templateGets         int
+	// staleCache keeps the requests List returns as they were: the
+	// informer has not seen the writes (they go to written).
+	staleCache bool
+	written    map[string]v1.ProvisioningRequestStatus
 }
 
 func (c *cluster) List(labels.Selector) ([]*v1.ProvisioningRequest, error) { return c.requests, nil }
@@ -55,6 +59,13 @@ func (c *cluster) Get(namespace, name string) (*apiv1.PodTemplate, error) {
 
 func (c *cluster) ApplyStatus(_ context.Context, namespace, name string, st v1.ProvisioningRequestStatus) error {
 	c.writes++
+	if c.staleCache {
+		if c.written == nil {
+			c.written = map[string]v1.ProvisioningRequestStatus{}
+		}
+		c.written[namespace+"/"+name] = *st.DeepCopy()
+		return nil
+	}
 	for _, pr := range c.requests {
 		if pr.Namespace == namespace && pr.Name == name {
 			pr.Status = *st.DeepCopy()

@@ -260,7 +260,7 @@ func (l *Loop) Finish(ctx context.Context) {
 		if r.provisioned() {
 			booked += r.booked
 		}
-		if !equality.Semantic.DeepEqual(*ownStatus(r.pr), r.status) {
+		if !equality.Semantic.DeepEqual(r.base, r.status) {
 			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			err := l.p.status.ApplyStatus(wctx, r.pr.Namespace, r.pr.Name, r.status)
 			cancel()
@@ -268,6 +268,7 @@ func (l *Loop) Finish(ctx context.Context) {
 				logger.Error(err, "Writing ProvisioningRequest status", "provisioningRequest", klog.KObj(r.pr))
 				continue
 			}
+			r.state.written, r.state.writtenAt = r.status.DeepCopy(), l.now
 		}
 		for _, e := range r.events {
 			logger.V(2).Info("ProvisioningRequest transition", "provisioningRequest", klog.KObj(r.pr), "reason", e.reason,
