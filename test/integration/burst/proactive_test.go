@@ -42,6 +42,9 @@ func createReplicaSet(e *framework.Env, name string, replicas int32, spec apiv1.
 	return rs
 }
 
+// scaledUpFromTo reads the from and to of a group's scale-up log lines.
+var scaledUpFromTo = regexp.MustCompile(`"Scaled up node group".*? from=(\d+) to=(\d+)`)
+
 var scaledUpTo = regexp.MustCompile(`"Scaled up node group".*? nodeGroup="([^"]+)" from=\d+ to=(\d+)`)
 
 // largestTarget is the largest target size the autoscaler's log gave group.
