@@ -47,12 +47,13 @@ func StartManager(t testing.TB, kubeconfig, namespace string) *Manager {
 	if err := os.Rename(c.ServerKey, filepath.Join(dir, "tls.key")); err != nil {
 		t.Fatal(err)
 	}
-	health := framework.FreeAddress(t)
-	webhookPort := strings.TrimPrefix(framework.FreeAddress(t), "127.0.0.1:")
+	addrs := framework.FreeAddresses(t, 3) // chosen together, so that they differ
+	health := addrs[0]
+	webhookPort := strings.TrimPrefix(addrs[1], "127.0.0.1:")
 	m := &Manager{Log: &framework.SyncBuffer{}, done: make(chan struct{})}
 	m.cmd = exec.Command(bin,
 		"--kubeconfig="+kubeconfig, "--namespace="+namespace,
-		"--health-addr="+health, "--insecure-diagnostics", "--diagnostics-address="+framework.FreeAddress(t),
+		"--health-addr="+health, "--insecure-diagnostics", "--diagnostics-address="+addrs[2],
 		"--webhook-port="+webhookPort, "--webhook-cert-dir="+dir,
 		"--skip-crd-migration-phases=StorageVersionMigration,CleanupManagedFields",
 		"--kube-api-qps=100", "--kube-api-burst=200", "--sync-period=1m", "--v=2")

@@ -34,7 +34,8 @@ import (
 // status ConfigMap and exits 0, without a single request refused for lack of
 // permission.
 func TestAutoscalerRunsWithTheChartsRBAC(t *testing.T) {
-	addr, explainAddr := framework.FreeAddress(t), framework.FreeAddress(t)
+	addrs := framework.FreeAddresses(t, 2) // chosen together, so that they differ
+	addr, explainAddr := addrs[0], addrs[1]
 	// The group's nodes carry pool=<unique name>, by which they are deleted
 	// at the end (the namespace, and so the framework's cleanup label, is
 	// not known before install renders the chart).

@@ -12,12 +12,24 @@ import (
 // --address.
 func FreeAddress(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	return FreeAddresses(t, 1)[0]
+}
+
+// FreeAddresses returns n free 127.0.0.1 ports, all different: each
+// listener stays open until all are chosen (two FreeAddress calls in a row
+// may get the same port back, the first having been freed).
+func FreeAddresses(t testing.TB, n int) []string {
+	t.Helper()
+	out := make([]string, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = l.Close() }()
+		out = append(out, l.Addr().String())
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
+	return out
 }
 
 // SyncBuffer collects a process's output; safe for concurrent writes and reads.

@@ -64,12 +64,14 @@ func startAutoscalerProcess(t testing.TB, binary string, env []string, name stri
 
 func startProcess(t testing.TB, binary string, env []string, name string, explain bool, args ...string) *AutoscalerProcess {
 	t.Helper()
-	addr := framework.FreeAddress(t)
+	// Two ports chosen together, so that they differ.
+	addrs := framework.FreeAddresses(t, 2)
+	addr := addrs[0]
 	p := &AutoscalerProcess{t: t, Name: name, Address: addr, Log: &framework.SyncBuffer{}, Done: make(chan struct{})}
 	flags := []string{"--address=" + addr}
 	if explain {
 		// Parallel autoscalers cannot share --explain-address's default port.
-		p.ExplainAddress = framework.FreeAddress(t)
+		p.ExplainAddress = addrs[1]
 		flags = append(flags, "--explain-address="+p.ExplainAddress)
 	}
 	p.Cmd = exec.Command(binary, append(flags, args...)...)
