@@ -53,7 +53,8 @@ long_pid=$!
   stamp "unit packages (${#unit[@]})" "$status"
   fuzz=0
   # shellcheck disable=SC2086 # FUZZ_TARGETS is a space-separated list
-  FUZZ_TIME=${FUZZ_TIME:-10s} hack/fuzz.sh ${FUZZ_TARGETS:?} || fuzz=$?
+  # One worker per target: the control-plane packages still run beside it.
+  FUZZ_PARALLEL=${FUZZ_PARALLEL:-1} FUZZ_TIME=${FUZZ_TIME:-10s} hack/fuzz.sh ${FUZZ_TARGETS:?} || fuzz=$?
   stamp "fuzzing" "$fuzz"
   [ "$status" -eq 0 ] && [ "$fuzz" -eq 0 ]
 ) &
