@@ -246,7 +246,11 @@ func (p *Provider) requirementsType(ctx context.Context, d *groupDesc) (instance
 		}
 	}
 	if len(all) == 0 {
-		return instanceType{}, fmt.Errorf("%w (AWS returned none for the mixed-instances policy of Auto Scaling group %q)", errNoTypesMatch, d.Name)
+		err := fmt.Errorf("%w (AWS returned none for the mixed-instances policy of Auto Scaling group %q)", errNoTypesMatch, d.Name)
+		key, _ := json.Marshal(d.MixedRequirements)
+		p.noteRequirementsOnce(ctx, "none:"+d.Name+string(key), "No instance type satisfies the instance requirements of an "+
+			"Auto Scaling group: it has no template and is not scaled from zero", "nodeGroup", d.Name, "err", err)
+		return instanceType{}, err
 	}
 	types, err := p.describeTypes(ctx, all)
 	if err != nil {

@@ -172,7 +172,8 @@ func TestRequirementsWithoutTypesHaveNoTemplate(t *testing.T) {
 	s.AddGroup(absGroup("huge", "lt-x86", vcpuMem(128, 0, 1024)))
 	s.AddGroup(absGroup("fine", "lt-x86", vcpuMem(2, 2, 1024)))
 	p := newTestProvider(t, []string{"0:5:huge", "0:5:fine"}, nil)
-	ctx := context.Background()
+	var logs logLines
+	ctx := logs.ctx()
 	for loop := range 2 {
 		if err := p.Refresh(ctx); err != nil {
 			t.Fatal(err)
@@ -184,6 +185,9 @@ func TestRequirementsWithoutTypesHaveNoTemplate(t *testing.T) {
 		if _, err := group(t, p, "fine").TemplateNodeInfo(ctx); err != nil {
 			t.Errorf("loop %d: the other group: %v", loop, err)
 		}
+	}
+	if n := logs.count(`"No instance type satisfies the instance requirements of an Auto Scaling group`); n != 1 {
+		t.Errorf("the empty answer logged %d times in 2 loops, want once", n)
 	}
 	if n := s.Calls()["GetInstanceTypesFromInstanceRequirements"]; n != 2 {
 		t.Errorf("GetInstanceTypesFromInstanceRequirements called %d times for two requirements in two loops, want 2", n)
