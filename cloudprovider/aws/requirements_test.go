@@ -320,3 +320,24 @@ func TestMinimumTypeIgnoresOrderAndNeverExceedsAType(t *testing.T) {
 		t.Errorf("NVIDIA and AMD types: %d GPUs promised, want 0", got.GPUs)
 	}
 }
+
+// TestReplayRequirementsSeed: the fuzz seed with InstanceRequirements
+// reaches the requirements path (its template is the least of the
+// replayer's m5.large and g4dn.xlarge: no GPU).
+func TestReplayRequirementsSeed(t *testing.T) {
+	ctx := context.Background()
+	p := replayProvider(&replayer{asgBody: seedASGRequirements(), typesBody: seedTypes})
+	if err := p.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(group(t, p, "mixed").desc.MixedRequirements); n != 1 {
+		t.Fatalf("%d requirement overrides read, want 1", n)
+	}
+	info, err := group(t, p, "mixed").TemplateNodeInfo(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := factsOf(info.Node), (templateFacts{Type: "m5.large", Arch: "amd64", CPU: "2", Mem: "8Gi"}); got != want {
+		t.Errorf("template %+v, want %+v", got, want)
+	}
+}
