@@ -1,5 +1,5 @@
-// Package awsfake is a stateful fake of the AWS Auto Scaling and EC2 APIs for
-// tests: an HTTP server on 127.0.0.1 that speaks the AWS query protocol
+// Package awsfake is a stateful fake of the AWS Auto Scaling and EC2 APIs (and
+// EKS's DescribeNodegroup) for tests: an HTTP server on 127.0.0.1 that speaks the AWS query protocol
 // (form-encoded POST bodies carrying Action and Version, XML answers, AWS's
 // error envelopes and codes, NextToken pagination), written from the AWS API
 // reference. Point the AWS SDK at it with its standard endpoint variables
@@ -29,6 +29,12 @@
 // listed on InstanceRequirements; MaxResults, NextToken). EC2
 // Filter.N parameters are refused rather than ignored. Any other action is
 // 400 InvalidAction.
+// EKS (REST-JSON, AWS_ENDPOINT_URL_EKS, told apart by its /clusters/ path):
+// DescribeNodegroup (GET /clusters/{name}/node-groups/{nodegroupName}) of
+// the node groups a test registers with AddNodegroup: labels, taints (EKS's
+// NO_SCHEDULE spelling), capacityType, the Auto Scaling groups; an unknown
+// node group or cluster is 404 ResourceNotFoundException, errors carry
+// their code in X-Amzn-ErrorType.
 //
 // # Behaviour
 //
@@ -60,7 +66,8 @@
 // status message words it: with the code, as for mixed-instances groups, or
 // EC2's message alone, as for launch-template groups); SetStartDelay keeps instances Pending (and Terminating)
 // for a while; Deny answers actions as AWS does for a policy that lacks
-// them (Auto Scaling: 403 AccessDenied; EC2: 403 UnauthorizedOperation), and
+// them (Auto Scaling: 403 AccessDenied; EC2: 403 UnauthorizedOperation;
+// EKS: 403 AccessDeniedException), and
 // AllowOnly denies all but an IAM policy's action list; BeforeCall runs a test's function before an action is
 // handled (to change the world between a client's read and its write).
 // Calls, Throttled and Terminated report what was asked.

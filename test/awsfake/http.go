@@ -85,6 +85,10 @@ func serviceOf(action, version string) string {
 
 // serveHTTP is the query-protocol entry point.
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if isEKSPath(r.URL.Path) {
+		s.serveEKS(w, r) // REST-JSON (eks.go)
+		return
+	}
 	reqID := newRequestID()
 	if r.Method != http.MethodPost {
 		writeError(w, svcAutoScaling, reqID, &apiError{status: http.StatusMethodNotAllowed,

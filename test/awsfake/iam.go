@@ -9,7 +9,8 @@ import (
 // Deny refuses the actions (by their API names, e.g. "DescribeSubnets"), as
 // AWS does for a caller whose policy lacks them: Auto Scaling answers 403
 // AccessDenied, EC2 403 UnauthorizedOperation, each in its own error
-// envelope. Deny() with no action allows everything again.
+// envelope, EKS 403 AccessDeniedException. Deny() with no action allows
+// everything again.
 func (s *Server) Deny(actions ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -40,6 +41,13 @@ func (s *Server) AllowOnly(policyActions ...string) []string {
 			}
 		}
 	}
+	for svc, names := range restActions {
+		for _, name := range names {
+			if !allowed[svc+":"+name] {
+				refused = append(refused, name)
+			}
+		}
+	}
 	sort.Strings(refused)
 	s.Deny(refused...)
 	return refused
@@ -53,6 +61,11 @@ func (s *Server) denied(svc, action string) *apiError {
 		return nil
 	}
 	caller := "arn:aws:sts::" + accountID + ":assumed-role/cluster-autoscaler/awsfake"
+	if svc == svcEKS {
+		return &apiError{status: http.StatusForbidden, code: "AccessDeniedException",
+			message: "User: " + caller + " is not authorized to perform: eks:" + action + " on resource: arn:aws:eks:" +
+				s.region + ":" + accountID + ":cluster/*"}
+	}
 	if svc == svcEC2 {
 		return &apiError{status: http.StatusForbidden, code: "UnauthorizedOperation",
 			message: "You are not authorized to perform this operation. User: " + caller + " is not authorized to perform: ec2:" +

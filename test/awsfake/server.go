@@ -54,6 +54,9 @@ type Server struct {
 	deny          map[string]bool     // actions answered with AccessDenied (Deny)
 	images        map[string]string   // AMI ID -> architecture (AddImage)
 
+	// nodegroups are the EKS managed node groups by "<cluster>/<name>" (eks.go).
+	nodegroups map[string]EKSNodegroup
+
 	listener net.Listener
 	httpSrv  *http.Server
 	stop     context.CancelFunc
@@ -128,8 +131,8 @@ func (s *Server) reconcileLoop(ctx context.Context) {
 	}
 }
 
-// URL is the server's base URL, the value for AWS_ENDPOINT_URL_AUTO_SCALING
-// and AWS_ENDPOINT_URL_EC2.
+// URL is the server's base URL, the value for AWS_ENDPOINT_URL_AUTO_SCALING,
+// AWS_ENDPOINT_URL_EC2 and AWS_ENDPOINT_URL_EKS.
 func (s *Server) URL() string {
 	if s.listener == nil {
 		return ""
@@ -154,6 +157,7 @@ func (s *Server) Env() []string {
 	return []string{
 		"AWS_ENDPOINT_URL_AUTO_SCALING=" + s.URL(),
 		"AWS_ENDPOINT_URL_EC2=" + s.URL(),
+		"AWS_ENDPOINT_URL_EKS=" + s.URL(),
 		"AWS_REGION=" + s.region,
 		"AWS_ACCESS_KEY_ID=" + fakeAccessKeyID,
 		"AWS_SECRET_ACCESS_KEY=" + fakeSecretAccessKey,
