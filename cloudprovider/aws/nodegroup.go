@@ -255,7 +255,8 @@ func (g *NodeGroup) buildTemplate(ctx context.Context) (*apiv1.Node, error) {
 	if zoneErr != nil {
 		g.p.noteZoneFallback(ctx, d.Name, zone)
 	}
-	return buildTemplate(templateInput{Group: d.Name, Region: g.p.region, Zone: zone, Type: t, Tags: d.Tags})
+	managed, _ := g.p.managedNodegroup(ctx, d.Tags)
+	return buildTemplate(templateInput{Group: d.Name, Region: g.p.region, Zone: zone, Type: t, Tags: d.Tags, Managed: managed})
 }
 
 // GetOptions implements cloudprovider.NodeGroup from the group's option

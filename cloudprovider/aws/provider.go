@@ -33,6 +33,7 @@ var availableGPUTypes = []string{"nvidia-t4", "nvidia-a10g", "nvidia-l4", "nvidi
 type Provider struct {
 	asg       AutoScalingAPI
 	ec2       EC2API
+	eks       *managedCache // nil: EKS managed node groups are not read (WithEKS)
 	region    string
 	explicit  []explicitGroup
 	discover  []tagDiscoverer
@@ -98,7 +99,7 @@ func Build(ctx context.Context, opts cloudprovider.BuildOptions) (cloudprovider.
 	}
 	asgClient, ec2Client := newClients(cfg)
 	klog.FromContext(ctx).Info("AWS provider", "region", cfg.Region, "nodeGroups", len(explicit), "autoDiscovery", opts.Options.NodeGroupAutoDiscovery)
-	p := New(asgClient, ec2Client, cfg.Region, explicit, discover, WithResourceLimiter(opts.ResourceLimiter))
+	p := New(asgClient, ec2Client, cfg.Region, explicit, discover, WithResourceLimiter(opts.ResourceLimiter), WithEKS(newEKSClient(cfg)))
 	return p, nil
 }
 

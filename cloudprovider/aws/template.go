@@ -116,10 +116,13 @@ type templateInput struct {
 	Zone   string
 	Type   instanceType
 	Tags   map[string]string
+	// Managed is what the group's EKS managed node group adds (eks.go).
+	Managed managedSpec
 }
 
 // buildTemplate builds the node a group would add: the instance type's
-// capacity, the well-known labels, then what the tags add (tags win).
+// capacity, the well-known labels, the labels and taints of its EKS managed
+// node group (adding keys only), then what the tags add (tags win).
 func buildTemplate(in templateInput) (*apiv1.Node, error) {
 	spec, err := parseTemplateTags(in.Tags)
 	if err != nil {
@@ -165,10 +168,15 @@ func buildTemplate(in templateInput) (*apiv1.Node, error) {
 			node.Labels[k] = v
 		}
 	}
+	for k, v := range in.Managed.Labels {
+		if _, set := node.Labels[k]; !set {
+			node.Labels[k] = v
+		}
+	}
 	for k, v := range spec.Labels {
 		node.Labels[k] = v
 	}
-	node.Spec.Taints = spec.Taints
+	node.Spec.Taints = mergeTaints(spec.Taints, in.Managed.Taints)
 	node.Status = apiv1.NodeStatus{Capacity: capacity, Allocatable: capacity.DeepCopy(),
 		Conditions: []apiv1.NodeCondition{{Type: apiv1.NodeReady, Status: apiv1.ConditionTrue}}}
 	return node, nil
