@@ -60,6 +60,25 @@ func (s *Server) AddNodegroup(ng EKSNodegroup) {
 	s.nodegroups[ng.Cluster+"/"+ng.Name] = ng
 }
 
+// Nodegroup returns a registered managed node group (a copy).
+func (s *Server) Nodegroup(cluster, name string) (EKSNodegroup, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ng, ok := s.nodegroups[cluster+"/"+name]
+	if !ok {
+		return EKSNodegroup{}, false
+	}
+	labels := make(map[string]string, len(ng.Labels))
+	for k, v := range ng.Labels {
+		labels[k] = v
+	}
+	ng.Labels = labels
+	ng.Taints = append([]EKSTaint(nil), ng.Taints...)
+	ng.AutoScalingGroups = append([]string(nil), ng.AutoScalingGroups...)
+	ng.InstanceTypes = append([]string(nil), ng.InstanceTypes...)
+	return ng, true
+}
+
 // RemoveNodegroup forgets a managed node group (DescribeNodegroup then
 // answers ResourceNotFoundException).
 func (s *Server) RemoveNodegroup(cluster, name string) {

@@ -54,6 +54,9 @@ func startAWS(e *framework.Env) *awsfake.Server {
 					labels[name] = v // as a node bootstrapped from the group's tags would be
 				}
 			}
+			for k, v := range managedNodeLabels(s, in.Group) {
+				labels[k] = v // as EKS labels the nodes of a managed node group
+			}
 			return labels
 		})
 	}()
