@@ -3,14 +3,16 @@
 // found by their tags with --node-group-auto-discovery=asg:tag=<k>[=<v>],...
 // It talks to AWS only through the AWS SDK for Go v2 (its default
 // credential chain, region and endpoint resolution, adaptive retryer), so
-// tests point it at a fake of the AWS APIs with AWS_ENDPOINT_URL_AUTO_SCALING
-// and AWS_ENDPOINT_URL_EC2 and no test-only code path.
+// tests point it at a fake of the AWS APIs with AWS_ENDPOINT_URL_AUTO_SCALING,
+// AWS_ENDPOINT_URL_EC2 and AWS_ENDPOINT_URL_EKS and no test-only code path.
 //
 // What it owns: the translation of Auto Scaling group and EC2 descriptions
 // into node groups, instances (with placeholders for capacity AWS has not
 // launched yet, failed when the group's latest scaling activity failed),
 // template nodes for scale from zero (instance type facts, launch templates
-// and configurations, mixed-instances policies, node-template tags) and
+// and configurations, mixed-instances policies, the labels and taints of
+// EKS managed node groups read with DescribeNodegroup (eks.go),
+// node-template tags) and
 // per-group options from tags. It deletes instances only by their id, with
 // TerminateInstanceInAutoScalingGroup, and lowers a desired capacity only
 // where no instance stands behind it, with the instances protected from
