@@ -343,4 +343,18 @@ func TestAWSValuesFileWithIRSA(t *testing.T) {
 			}
 		})
 	}
+
+	// A service account made outside the chart with its role (eksctl create
+	// iamserviceaccount): the Deployment runs as it, the chart's bindings
+	// name it, and the chart renders no other.
+	m = render(t, "ca", ns, string(values), "--set", "rbac.serviceAccount.create=false",
+		"--set", "rbac.serviceAccount.name=cluster-autoscaler")
+	d, _ = m.deployment(t)
+	var crb rbacv1.ClusterRoleBinding
+	m.one(t, "ClusterRoleBinding", &crb)
+	if got := d.Spec.Template.Spec.ServiceAccountName; got != "cluster-autoscaler" || len(m.all("ServiceAccount")) != 0 ||
+		len(crb.Subjects) != 1 || crb.Subjects[0].Name != got || crb.Subjects[0].Namespace != ns {
+		t.Errorf("existing service account: the Deployment runs as %q, %d rendered, bound subjects %+v",
+			got, len(m.all("ServiceAccount")), crb.Subjects)
+	}
 }
