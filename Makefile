@@ -63,7 +63,7 @@ lint: ## gofmt, go vet and golangci-lint (built from the module proxy)
 	cd hack/tools/lint && go build -o ../../../$(BIN)/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 	$(BIN)/golangci-lint run --allow-serial-runners ./...
 
-image: ## the container image as an OCI layout tar: _output/cluster-autoscaler-image.tar (ARCH, VERSION, IMAGE_OUT)
+image: ## the multi-arch container image (linux/amd64, linux/arm64) as an OCI layout tar: _output/cluster-autoscaler-image.tar (ARCHS, VERSION, IMAGE_OUT)
 	hack/build-image.sh
 
 # On a terminal the demo runs as a job of its own in the foreground (bash -m),

@@ -1,16 +1,22 @@
 // Package image tests the container image hack/build-image.sh writes: it
-// reads the OCI layout with the standard library only, checks the image's
-// configuration, unpacks its layers and runs the binary from them.
+// reads the OCI layout with the standard library only, checks that its index
+// holds one image per platform (linux/amd64 and linux/arm64), each with its
+// configuration and binaries built for its architecture (the ELF machine),
+// and runs the binaries of the machine's own architecture from the unpacked
+// layers.
 package image
 
 import (
 	"archive/tar"
 	"compress/gzip"
+	"debug/elf"
 	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,9 +24,22 @@ import (
 )
 
 type descriptor struct {
-	MediaType string `json:"mediaType"`
-	Digest    string `json:"digest"`
+	MediaType   string            `json:"mediaType"`
+	Digest      string            `json:"digest"`
+	Annotations map[string]string `json:"annotations"`
+	Platform    *struct {
+		OS           string `json:"os"`
+		Architecture string `json:"architecture"`
+	} `json:"platform"`
 }
+
+const (
+	ociIndex    = "application/vnd.oci.image.index.v1+json"
+	ociManifest = "application/vnd.oci.image.manifest.v1+json"
+)
+
+// machines is the ELF machine of each architecture the image is built for.
+var machines = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
 
 func TestImageRunsTheBinary(t *testing.T) {
 	root, err := framework.RepoRoot()
@@ -30,23 +49,73 @@ func TestImageRunsTheBinary(t *testing.T) {
 	dir := t.TempDir()
 	tarPath := filepath.Join(dir, "image.tar")
 	build := exec.Command(filepath.Join(root, "hack", "build-image.sh"))
-	build.Env = append(os.Environ(), "IMAGE_OUT="+tarPath, "VERSION=v9.9.9-imagetest")
+	build.Env = append(os.Environ(), "IMAGE_OUT="+tarPath, "VERSION=v9.9.9-imagetest", "ARCHS=", "ARCH=")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("hack/build-image.sh: %v\n%s", err, out)
 	}
 	layout := filepath.Join(dir, "layout")
 	untar(t, tarPath, layout, false)
 
-	var index struct{ Manifests []descriptor }
-	readJSON(t, filepath.Join(layout, "index.json"), &index)
-	if len(index.Manifests) != 1 {
-		t.Fatalf("index has %d manifests, want 1", len(index.Manifests))
+	// index.json names one image index (the tag's target), which names one
+	// image manifest per platform.
+	var top struct{ Manifests []descriptor }
+	readJSON(t, filepath.Join(layout, "index.json"), &top)
+	if len(top.Manifests) != 1 || top.Manifests[0].MediaType != ociIndex ||
+		top.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != "v9.9.9-imagetest" {
+		t.Fatalf("index.json manifests %+v: want one %s tagged v9.9.9-imagetest", top.Manifests, ociIndex)
 	}
+	var index struct {
+		MediaType string
+		Manifests []descriptor
+	}
+	readJSON(t, blob(layout, top.Manifests[0].Digest), &index)
+	var platforms []string
+	images := map[string]descriptor{}
+	for _, m := range index.Manifests {
+		if m.Platform == nil || m.MediaType != ociManifest {
+			t.Fatalf("image index entry %+v: want an %s with a platform", m, ociManifest)
+		}
+		platforms = append(platforms, m.Platform.OS+"/"+m.Platform.Architecture)
+		images[m.Platform.Architecture] = m
+	}
+	slices.Sort(platforms)
+	if index.MediaType != ociIndex || !slices.Equal(platforms, []string{"linux/amd64", "linux/arm64"}) {
+		t.Fatalf("image index %s with platforms %v, want %s with linux/amd64 and linux/arm64", index.MediaType, platforms, ociIndex)
+	}
+
+	if _, ok := images[runtime.GOARCH]; !ok {
+		t.Logf("no image for this machine's architecture %s: the binaries are checked, not run", runtime.GOARCH)
+	}
+	for arch, m := range images {
+		t.Run(arch, func(t *testing.T) {
+			rootfs := checkImage(t, layout, m, arch)
+			for _, name := range []string{"cluster-autoscaler", "kwokserver"} {
+				f, err := elf.Open(filepath.Join(rootfs, name))
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if f.Machine != machines[arch] || f.Class != elf.ELFCLASS64 {
+					t.Errorf("%s of linux/%s is an ELF for %v (%v), want %v", name, arch, f.Machine, f.Class, machines[arch])
+				}
+				f.Close()
+			}
+			if arch == runtime.GOARCH {
+				runBinaries(t, rootfs)
+			}
+		})
+	}
+}
+
+// checkImage reads the image of one platform: its configuration, then its
+// layers unpacked into a directory it returns.
+func checkImage(t *testing.T, layout string, m descriptor, arch string) string {
+	t.Helper()
 	var manifest struct {
-		Config descriptor
-		Layers []descriptor
+		MediaType string
+		Config    descriptor
+		Layers    []descriptor
 	}
-	readJSON(t, blob(layout, index.Manifests[0].Digest), &manifest)
+	readJSON(t, blob(layout, m.Digest), &manifest)
 	var config struct {
 		Architecture, OS string
 		Config           struct {
@@ -56,13 +125,12 @@ func TestImageRunsTheBinary(t *testing.T) {
 		}
 	}
 	readJSON(t, blob(layout, manifest.Config.Digest), &config)
-	if config.OS != "linux" || config.Config.User != "65534:65534" ||
+	if config.OS != "linux" || config.Architecture != arch || config.Config.User != "65534:65534" ||
 		strings.Join(config.Config.Entrypoint, " ") != "/cluster-autoscaler" ||
 		config.Config.Labels["org.opencontainers.image.version"] != "v9.9.9-imagetest" {
-		t.Errorf("image config %+v: want linux, user 65534:65534, entrypoint /cluster-autoscaler, version label", config)
+		t.Errorf("image config %+v: want linux/%s, user 65534:65534, entrypoint /cluster-autoscaler, version label", config, arch)
 	}
-
-	rootfs := filepath.Join(dir, "rootfs")
+	rootfs := filepath.Join(t.TempDir(), "rootfs")
 	for _, l := range manifest.Layers {
 		untar(t, blob(layout, l.Digest), rootfs, strings.Contains(l.MediaType, "gzip"))
 	}
@@ -70,6 +138,12 @@ func TestImageRunsTheBinary(t *testing.T) {
 	if err != nil || !strings.Contains(string(passwd), ":65534:65534:") {
 		t.Errorf("/etc/passwd %q (%v) does not name user 65534", passwd, err)
 	}
+	return rootfs
+}
+
+// runBinaries runs the image's binaries (of this machine's architecture).
+func runBinaries(t *testing.T, rootfs string) {
+	t.Helper()
 	binary := filepath.Join(rootfs, "cluster-autoscaler")
 	out, err := exec.Command(binary, "--version").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "v9.9.9-imagetest") {

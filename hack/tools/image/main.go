@@ -1,12 +1,17 @@
 // Command imagebuild writes the cluster-autoscaler container image as an
-// OCI image layout packed in a tar file, without a Docker daemon: an empty
-// base (scratch) with one layer holding the static binary at
-// /cluster-autoscaler (CA roots and time zones are compiled into it), other
-// binaries given with -add (the example external gRPC server), an
-// /etc/passwd naming the non-root user 65534, and /tmp; the image runs as
-// 65534:65534 and carries the version in its labels.
+// OCI image layout packed in a tar file, without a Docker daemon: an image
+// index with one image per platform (linux/amd64 and linux/arm64 from
+// hack/build-image.sh), each an empty base (scratch) with one layer holding
+// the static binary at /cluster-autoscaler (CA roots and time zones are
+// compiled into it), other binaries named with -add (the example external
+// gRPC server), an /etc/passwd naming the non-root user 65534, and /tmp;
+// the images run as 65534:65534 and carry the version in their labels.
 //
-//	imagebuild -binary _output/linux_amd64/cluster-autoscaler -version v1.2.3 -arch amd64 -out _output/image.tar
+//	imagebuild -platform amd64=_output/linux_amd64 -platform arm64=_output/linux_arm64 -add kwokserver \
+//	  -version v1.2.3 -out _output/image.tar
+//
+// Each platform's directory holds cluster-autoscaler and each -add binary,
+// built for that architecture.
 package main
 
 import (
@@ -25,18 +30,19 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 func main() {
-	binary := flag.String("binary", "", "the static cluster-autoscaler binary")
 	version := flag.String("version", "dev", "version label")
-	arch := flag.String("arch", "amd64", "image architecture")
 	repo := flag.String("repository", "cluster-autoscaler", "image name recorded in the index annotations")
 	out := flag.String("out", "", "OCI layout tar file to write")
-	var extra extraFiles
-	flag.Var(&extra, "add", "name=path: another binary, at /name (repeatable)")
+	var platforms platformDirs
+	flag.Var(&platforms, "platform", "arch=dir: the linux/arch image from the binaries in dir (repeatable)")
+	var extra extraNames
+	flag.Var(&extra, "add", "name: another binary of each platform's directory, at /name (repeatable)")
 	flag.Parse()
-	if err := run(*binary, *version, *arch, *repo, *out, extra); err != nil {
+	if err := run(platforms, extra, *version, *repo, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "imagebuild:", err)
 		os.Exit(1)
 	}
@@ -46,53 +52,93 @@ func main() {
 // same image digest.
 var epoch = time.Unix(0, 0)
 
-// extraFiles are other binaries of the image, by name.
-type extraFiles [][2]string
+// platformDirs are the image's architectures, each with the directory of
+// its binaries.
+type platformDirs [][2]string
 
-func (e *extraFiles) String() string { return fmt.Sprint(*e) }
-func (e *extraFiles) Set(v string) error {
-	name, path, ok := strings.Cut(v, "=")
-	if !ok || name == "" || path == "" || strings.Contains(name, "/") {
-		return fmt.Errorf("want name=path, got %q", v)
+func (p *platformDirs) String() string { return fmt.Sprint(*p) }
+func (p *platformDirs) Set(v string) error {
+	arch, dir, ok := strings.Cut(v, "=")
+	if !ok || arch == "" || dir == "" {
+		return fmt.Errorf("want arch=dir, got %q", v)
 	}
-	*e = append(*e, [2]string{name, path})
+	for _, have := range *p {
+		if have[0] == arch {
+			return fmt.Errorf("platform %s given twice", arch)
+		}
+	}
+	*p = append(*p, [2]string{arch, dir})
 	return nil
 }
 
-func run(binary, version, arch, repo, out string, extra extraFiles) error {
-	if binary == "" || out == "" {
-		return fmt.Errorf("-binary and -out are required")
+// extraNames are other binaries of the image, by name.
+type extraNames []string
+
+func (e *extraNames) String() string { return fmt.Sprint(*e) }
+func (e *extraNames) Set(v string) error {
+	if v == "" || strings.Contains(v, "/") || v == "cluster-autoscaler" {
+		return fmt.Errorf("want a file name other than cluster-autoscaler, got %q", v)
 	}
-	bin, err := os.ReadFile(binary)
+	*e = append(*e, v)
+	return nil
+}
+
+func run(platforms platformDirs, extra extraNames, version, repo, out string) error {
+	if len(platforms) == 0 || out == "" {
+		return fmt.Errorf("-platform and -out are required")
+	}
+	index := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	for _, p := range platforms {
+		img, err := platformImage(p[0], p[1], extra, version)
+		if err != nil {
+			return fmt.Errorf("linux/%s: %w", p[0], err)
+		}
+		index = mutate.AppendManifests(index, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{
+			MediaType: types.OCIManifestSchema1, Platform: &v1.Platform{OS: "linux", Architecture: p[0]},
+		}})
+	}
+
+	dir, err := os.MkdirTemp(filepath.Dir(out), "oci-layout-")
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	files := []struct {
+	defer os.RemoveAll(dir)
+	p, err := layout.Write(dir, mutate.IndexMediaType(empty.Index, types.OCIImageIndex))
+	if err != nil {
+		return err
+	}
+	if err := p.AppendIndex(index, layout.WithAnnotations(map[string]string{
+		"org.opencontainers.image.ref.name": version,
+		"io.containerd.image.name":          repo + ":" + version,
+	})); err != nil {
+		return err
+	}
+	return tarDir(dir, out)
+}
+
+// platformImage is the image of one architecture, from the binaries in dir.
+func platformImage(arch, dir string, extra extraNames, version string) (v1.Image, error) {
+	type file struct {
 		name string
 		mode int64
 		data []byte
 		dir  bool
-	}{
+	}
+	files := []file{
 		{name: "etc/", mode: 0o755, dir: true},
 		{name: "etc/passwd", mode: 0o644, data: []byte("root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n")},
 		{name: "etc/group", mode: 0o644, data: []byte("root:x:0:\nnogroup:x:65534:\n")},
 		{name: "tmp/", mode: 0o1777, dir: true},
-		{name: "cluster-autoscaler", mode: 0o755, data: bin},
 	}
-	for _, e := range extra {
-		data, err := os.ReadFile(e[1])
+	for _, name := range append([]string{"cluster-autoscaler"}, extra...) {
+		data, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
-			return err
+			return nil, err
 		}
-		files = append(files, struct {
-			name string
-			mode int64
-			data []byte
-			dir  bool
-		}{name: e[0], mode: 0o755, data: data})
+		files = append(files, file{name: name, mode: 0o755, data: data})
 	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
 	for _, f := range files {
 		h := &tar.Header{Name: f.name, Mode: f.mode, ModTime: epoch, Size: int64(len(f.data)), Typeflag: tar.TypeReg,
 			Format: tar.FormatPAX}
@@ -100,34 +146,34 @@ func run(binary, version, arch, repo, out string, extra extraFiles) error {
 			h.Typeflag, h.Size = tar.TypeDir, 0
 		}
 		if err := tw.WriteHeader(h); err != nil {
-			return err
+			return nil, err
 		}
 		if _, err := tw.Write(f.data); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := tw.Close(); err != nil {
-		return err
+		return nil, err
 	}
 	layerBytes := buf.Bytes()
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(layerBytes)), nil
-	})
+	}, tarball.WithMediaType(types.OCILayer))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	labels := map[string]string{
 		"org.opencontainers.image.title":   "cluster-autoscaler",
 		"org.opencontainers.image.version": version,
 		"org.opencontainers.image.source":  "https://github.com/kubernetes/autoscaler (drop-in replacement)",
 	}
-	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, "application/vnd.oci.image.manifest.v1+json"), layer)
+	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layer)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cfg, err := img.ConfigFile()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cfg = cfg.DeepCopy()
 	cfg.Architecture, cfg.OS, cfg.Created = arch, "linux", v1.Time{Time: epoch}
@@ -135,26 +181,9 @@ func run(binary, version, arch, repo, out string, extra extraFiles) error {
 		Env: []string{"PATH=/"}, Labels: labels}
 	img, err = mutate.ConfigFile(img, cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	img = mutate.ConfigMediaType(img, "application/vnd.oci.image.config.v1+json")
-
-	dir, err := os.MkdirTemp(filepath.Dir(out), "oci-layout-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	p, err := layout.Write(dir, mutate.IndexMediaType(empty.Index, "application/vnd.oci.image.index.v1+json"))
-	if err != nil {
-		return err
-	}
-	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{
-		"org.opencontainers.image.ref.name": version,
-		"io.containerd.image.name":          repo + ":" + version,
-	})); err != nil {
-		return err
-	}
-	return tarDir(dir, out)
+	return mutate.ConfigMediaType(img, types.OCIConfigJSON), nil
 }
 
 // tarDir packs the OCI layout directory into a tar file.
