@@ -25,11 +25,13 @@ tools: ## the local control plane (etcd, kube-apiserver, kube-scheduler, kube-co
 test: tools ## unit and integration tests, as CI runs them, then a short fuzzing run
 	TEST_P=$(TEST_P) TEST_TIMEOUT=$(TEST_TIMEOUT) FUZZ_TIME=$(FUZZ_TIME) FUZZ_TARGETS="$(FUZZ_TARGETS)" hack/test.sh
 
-# The slow fault and failover tests (test/integration/faults skips them without INTEGRATION_SLOW) and a
+# The slow fault and failover tests (test/integration/faults skips them without INTEGRATION_SLOW), the image
+# test for both architectures (make test builds the machine's own only: the other is a second compile) and a
 # short soak; CI runs this after make test while its time budget allows (.ci/run).
 SOAK_CHECK := SOAK_DURATION=2m SOAK_STEP=30s
-test-slow: tools ## the slow fault and failover tests and a 2-minute soak
+test-slow: tools ## the slow fault and failover tests, the image of both architectures and a 2-minute soak
 	INTEGRATION_SLOW=1 go test -race -count=1 -timeout $(TEST_TIMEOUT) ./test/integration/faults/
+	IMAGE_TEST_ARCHS= go test -count=1 -timeout $(TEST_TIMEOUT) ./test/image/
 	$(SOAK_CHECK) go test -count=1 -run xxx -bench Soak -benchtime 1x -timeout 15m ./test/integration/bench/
 
 # Every integration package against the binary built with -race (test/integration/scaledown uses it in
