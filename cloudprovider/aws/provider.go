@@ -100,14 +100,16 @@ func Build(ctx context.Context, opts cloudprovider.BuildOptions) (cloudprovider.
 	if len(explicit) == 0 && len(discover) == 0 {
 		klog.FromContext(ctx).Info("WARNING: the aws provider has no node groups: give --nodes=<min>:<max>:<asg-name> or --node-group-auto-discovery=asg:tag=<key>[=<value>],...")
 	}
-	if opts.Options.CloudConfig != "" {
-		klog.FromContext(ctx).Info("Ignoring --cloud-config: the aws provider takes its settings from the AWS SDK's environment and shared config", "cloudConfig", opts.Options.CloudConfig)
+	cc, err := readCloudConfig(opts.Options.CloudConfig)
+	if err != nil {
+		return nil, err
 	}
 	cfg, err := loadConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
-	asgClient, ec2Client := newClients(cfg)
+	cc.logIgnored(ctx, cfg.Region)
+	asgClient, ec2Client := newClientsWith(cfg, cc)
 	klog.FromContext(ctx).Info("AWS provider", "region", cfg.Region, "nodeGroups", len(explicit), "autoDiscovery", opts.Options.NodeGroupAutoDiscovery)
 	popts := []Option{WithResourceLimiter(opts.ResourceLimiter)}
 	if opts.InformerFactory != nil {
