@@ -109,8 +109,7 @@ func (p *Provider) restoreDirty(d map[string]bool) {
 // toRead picks the groups of names to read at now (a Refresh that is not
 // a full read): changed by this process, not read yet, on their way
 // somewhere, or hinted at by the Nodes.
-func (p *Provider) toRead(ctx context.Context, now time.Time, names []string, dirty map[string]bool) []string {
-	hinted := p.nodeHints(ctx)
+func (p *Provider) toRead(now time.Time, names []string, dirty, hinted map[string]bool) []string {
 	var out []string
 	for _, n := range names {
 		c := p.cache[n]

@@ -156,13 +156,14 @@ func (p *Provider) Refresh(ctx context.Context) error {
 	now := p.clock.Now()
 	dirty := p.takeDirty()
 	full := p.names == nil || now.Sub(p.listedAt) >= p.listEvery
+	hinted := p.nodeHints(ctx) // on every Refresh: it remembers the Nodes for the next
 	var names []string
 	var descs map[string]groupDesc
 	var err error
 	if full {
 		names, descs, err = p.readAll(ctx)
 	} else {
-		names = p.toRead(ctx, now, p.cachedNames(), dirty)
+		names = p.toRead(now, p.cachedNames(), dirty, hinted)
 		descs, err = p.describeGroups(ctx, names)
 	}
 	if err != nil {
