@@ -6,10 +6,11 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.1
 LDFLAGS := -X main.version=$(VERSION)
 # Integration tests start a real control plane per package; give them time on 2 cores.
 TEST_TIMEOUT ?= 60m
-# How many test packages go test runs at once (its default is GOMAXPROCS: 2 on CI). The packages of
-# test/integration each start a control plane of their own and mostly wait on timers, so more of them
-# than cores fit (docs/test-times.md has the measurements).
-TEST_P ?= 4
+# How many control-plane test packages run at once (go test's default is GOMAXPROCS: 2 on CI). The
+# packages of test/integration each start a control plane of their own and mostly wait on timers, so more
+# of them than cores fit; make test runs the unit packages and the fuzzing beside them (hack/test.sh;
+# docs/test-times.md has the measurements).
+TEST_P ?= 5
 
 .PHONY: all build tools test test-slow test-race-binary unit integration fuzz image lint demo local-up local-down clean
 
@@ -22,8 +23,7 @@ tools: ## the local control plane (etcd, kube-apiserver, kube-scheduler, kube-co
 	hack/build-tools.sh
 
 test: tools ## unit and integration tests, as CI runs them, then a short fuzzing run
-	go test -race -count=1 -p $(TEST_P) -timeout $(TEST_TIMEOUT) ./...
-	$(MAKE) fuzz
+	TEST_P=$(TEST_P) TEST_TIMEOUT=$(TEST_TIMEOUT) FUZZ_TIME=$(FUZZ_TIME) FUZZ_TARGETS="$(FUZZ_TARGETS)" hack/test.sh
 
 # The slow fault and failover tests (test/integration/faults skips them without INTEGRATION_SLOW) and a
 # short soak; CI runs this after make test while its time budget allows (.ci/run).

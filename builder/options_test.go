@@ -8,7 +8,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
+	"k8s.io/autoscaler/cluster-autoscaler/core"
+	"k8s.io/autoscaler/cluster-autoscaler/scaledown"
+	"k8s.io/autoscaler/cluster-autoscaler/scaleup"
 )
 
 func TestResourceLimiter(t *testing.T) {
@@ -39,6 +43,25 @@ var mappings = map[string]func(config.Options) any{
 	"scaleup":       func(o config.Options) any { return ScaleUpOptions(o) },
 	"core":          func(o config.Options) any { return CoreOptions(o) },
 	"cloudprovider": func(o config.Options) any { return ProviderOptions(o) },
+}
+
+// TestDefaultOptions: each package's DefaultOptions are what the builder
+// makes of the flags' defaults.
+func TestDefaultOptions(t *testing.T) {
+	d := config.Defaults()
+	for _, c := range []struct {
+		pkg       string
+		got, want any
+	}{
+		{"clusterstate", clusterstate.DefaultOptions(), ClusterStateOptions(d)},
+		{"scaleup", scaleup.DefaultOptions(), ScaleUpOptions(d)},
+		{"scaledown", scaledown.DefaultOptions(), ScaleDownOptions(d)},
+		{"core", core.DefaultOptions(), CoreOptions(d)},
+	} {
+		if diff := cmp.Diff(c.want, c.got); diff != "" {
+			t.Errorf("%s.DefaultOptions() differ from the builder's mapping of config.Defaults() (-mapped +default):\n%s", c.pkg, diff)
+		}
+	}
 }
 
 // TestOptionsMapping: every field of each package's options comes from the

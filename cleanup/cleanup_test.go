@@ -14,7 +14,6 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	fakeprovider "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -66,7 +65,7 @@ func newWorld() *world {
 // observe lets the registry see the world at t0 and again at 16m.
 func (w *world) observe(t *testing.T) {
 	t.Helper()
-	w.state = clusterstate.NewRegistry(stateOptions(config.Defaults()))
+	w.state = clusterstate.NewRegistry(clusterstate.DefaultOptions())
 	for _, at := range []time.Time{t0, t0.Add(16 * time.Minute)} {
 		if err := w.state.Update(context.Background(), w.p, w.nodes, at); err != nil {
 			t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	fakeprovider "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
 func readyNodeWithID(name, providerID string) *apiv1.Node {
@@ -24,7 +23,7 @@ func readyNodeWithID(name, providerID string) *apiv1.Node {
 // cleanup with it.
 func (w *world) runWith(t *testing.T, provider cloudprovider.CloudProvider) Result {
 	t.Helper()
-	w.state = clusterstate.NewRegistry(stateOptions(config.Defaults()))
+	w.state = clusterstate.NewRegistry(clusterstate.DefaultOptions())
 	for _, at := range []time.Time{t0, t0.Add(16 * time.Minute)} {
 		if err := w.state.Update(context.Background(), provider, w.nodes, at); err != nil {
 			t.Fatal(err)

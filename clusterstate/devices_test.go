@@ -137,7 +137,7 @@ func TestRegistryCountsNodesWithoutDevicesAsNotReady(t *testing.T) {
 	lister := &sliceList{list: []*resourceapi.ResourceSlice{slice("dra-old", "gpu.example.com", 1, 2),
 		slice("dra-old", "gpu.example.com", 2, 0)}}
 	nodes := []*apiv1.Node{young, old, gpu}
-	r := NewRegistry(testOptions(), WithResourceSlices(lister))
+	r := NewRegistry(DefaultOptions(), WithResourceSlices(lister))
 	update(t, r, p, nodes, t0)
 
 	type view struct {
@@ -195,7 +195,7 @@ func TestRegistryExpectsTheDevicesOfPeersWithoutTemplate(t *testing.T) {
 	p.AddNode("copied", young)
 	p.AddNode("plain", other)
 	lister := &sliceList{list: []*resourceapi.ResourceSlice{slice("copied-old", "gpu.example.com", 1, 2)}}
-	r := NewRegistry(testOptions(), WithResourceSlices(lister))
+	r := NewRegistry(DefaultOptions(), WithResourceSlices(lister))
 	update(t, r, p, []*apiv1.Node{old, young, other}, t0)
 	if diff := cmp.Diff([]string{"copied-young"}, r.Group("copied").NotStartedNodes); diff != "" {
 		t.Errorf("not started nodes of copied (-want +got):\n%s", diff)

@@ -33,3 +33,17 @@ type TaintOptions struct {
 	StatusTaints         []string
 	IgnoreTaints         []string
 }
+
+// DefaultOptions are the options the flags' defaults give (what
+// builder.ClusterStateOptions makes of config.Defaults(); a builder test
+// keeps the two equal), for callers that set only what they change.
+func DefaultOptions() Options {
+	return Options{
+		InitialNodeGroupBackoff:      5 * time.Minute,
+		MaxNodeGroupBackoff:          30 * time.Minute,
+		NodeGroupBackoffResetTimeout: 3 * time.Hour,
+		OkTotalUnreadyCount:          3,
+		MaxTotalUnreadyPercentage:    45,
+		NodeGroupDefaults:            config.Defaults().NodeGroupDefaults,
+	}
+}

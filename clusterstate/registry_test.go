@@ -49,7 +49,7 @@ func TestRegistryCountsAndScaleUpLifecycle(t *testing.T) {
 	p := fakeprovider.NewProvider()
 	p.AddNodeGroup("a", 0, 10, 2, nil)
 	nodes := addNodes(p, "a", 2, true, t0.Add(-time.Hour))
-	r := NewRegistry(testOptions())
+	r := NewRegistry(DefaultOptions())
 	update(t, r, p, nodes, t0)
 	if c := r.Group("a").Counts; c.Ready != 2 || c.Registered() != 2 || c.Unregistered != 0 {
 		t.Fatalf("counts %+v, want 2 ready", c)
@@ -105,7 +105,7 @@ func TestRegistryFulfilledScaleUpEnds(t *testing.T) {
 	p.AddNodeGroup("a", 0, 10, 0, nil)
 	ngs, _ := p.NodeGroups(ctx)
 	_ = ngs[0].IncreaseSize(ctx, 1)
-	r := NewRegistry(testOptions())
+	r := NewRegistry(DefaultOptions())
 	update(t, r, p, nil, t0)
 	r.RegisterScaleUp("a", 1, t0)
 	instances, _ := ngs[0].Nodes(ctx)
@@ -131,7 +131,7 @@ func TestRegistryCreationFailureBacksOffOnce(t *testing.T) {
 	p.SetInstanceStatus("a", instances[0].Id, &cloudprovider.InstanceStatus{State: cloudprovider.InstanceCreating,
 		ErrorInfo: &cloudprovider.InstanceErrorInfo{ErrorClass: cloudprovider.OutOfResourcesErrorClass, ErrorCode: "STOCKOUT",
 			ErrorMessage: strings.Repeat("x", 600)}})
-	r := NewRegistry(testOptions())
+	r := NewRegistry(DefaultOptions())
 	update(t, r, p, nil, t0)
 	gs := r.Group("a")
 	if gs.Counts.Failed != 1 || gs.Counts.Unregistered != 1 || !gs.BackedOff || gs.BackoffReason.ErrorCode != "STOCKOUT" {
@@ -171,7 +171,7 @@ func TestRegistryHealth(t *testing.T) {
 			p.AddNodeGroup("a", 0, 100, tc.ready+tc.unready, nil)
 			nodes := append(addNodes(p, "a", tc.ready, true, t0.Add(-time.Hour)),
 				addNodes(p, "a", tc.unready, false, t0.Add(-time.Hour))...)
-			opts := testOptions()
+			opts := DefaultOptions()
 			opts.OkTotalUnreadyCount, opts.MaxTotalUnreadyPercentage = tc.okCount, tc.pct
 			r := NewRegistry(opts)
 			update(t, r, p, nodes, t0)
@@ -186,7 +186,7 @@ func TestStatusFormat(t *testing.T) {
 	p := fakeprovider.NewProvider()
 	p.AddNodeGroup("pool-a", 1, 12, 3, nil)
 	nodes := append(addNodes(p, "pool-a", 2, true, t0.Add(-time.Hour)), addNodes(p, "pool-a", 1, false, t0.Add(-time.Hour))...)
-	r := NewRegistry(testOptions())
+	r := NewRegistry(DefaultOptions())
 	update(t, r, p, nodes, t0)
 	r.ScaleDownProbed(t0)
 	st := r.Status(t0, func(g string) int {

@@ -40,7 +40,7 @@ func TestResourceUnreadyCountedAsUpstream(t *testing.T) {
 	for _, n := range nodes {
 		p.AddNode("gpu", n)
 	}
-	r := NewRegistry(testOptions())
+	r := NewRegistry(DefaultOptions())
 	update(t, r, p, nodes, t0)
 	want := NodeCountsStat{Registered: RegisteredStat{Total: 5, Ready: 1, NotStarted: 1,
 		Unready: UnreadyStat{Total: 3, ResourceUnready: 2}}}
@@ -63,7 +63,7 @@ func TestScaleDownProbeTimeAsUpstream(t *testing.T) {
 	p := fakeprovider.NewProvider()
 	p.AddNodeGroup("a", 0, 10, 1, nil)
 	nodes := addNodes(p, "a", 1, true, t0.Add(-time.Hour))
-	r := NewRegistry(testOptions())
+	r := NewRegistry(DefaultOptions())
 	update(t, r, p, nodes, t0)
 	st := r.Status(t0, nil)
 	if !st.ClusterWide.ScaleDown.LastProbeTime.IsZero() || !st.NodeGroups[0].ScaleDown.LastProbeTime.IsZero() {
@@ -94,7 +94,7 @@ func TestResourceUnreadyCountsNodesOfNoGroup(t *testing.T) {
 	p := fakeprovider.NewProvider()
 	p.AddNodeGroup("gpu", 0, 10, 0, nil)
 	nodes := []*apiv1.Node{gpuNode("stray", true, t0.Add(-time.Hour), "")}
-	r := NewRegistry(testOptions())
+	r := NewRegistry(DefaultOptions())
 	update(t, r, p, nodes, t0)
 	want := NodeCountsStat{Registered: RegisteredStat{Total: 1, Unready: UnreadyStat{Total: 1, ResourceUnready: 1}}}
 	if diff := cmp.Diff(want, r.Status(t0, nil).ClusterWide.Health.NodeCounts); diff != "" {

@@ -21,7 +21,7 @@ func TestStatusIsUpstreamYAML(t *testing.T) {
 	p.AddNodeGroup("pool-a", 1, 12, 3, nil)
 	p.AddNodeGroup("pool-b", 0, 5, 0, nil)
 	nodes := append(addNodes(p, "pool-a", 2, true, t0.Add(-time.Hour)), addNodes(p, "pool-a", 1, false, t0.Add(-time.Hour))...)
-	r := NewRegistry(testOptions())
+	r := NewRegistry(DefaultOptions())
 	update(t, r, p, nodes, t0)
 	r.ScaleDownProbed(t0)
 	st := r.Status(t0, func(g string) int {

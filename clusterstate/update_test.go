@@ -14,7 +14,7 @@ func TestUpdateForgetsScaleUpsOfGoneGroups(t *testing.T) {
 	before := fakeprovider.NewProvider()
 	before.AddNodeGroup("a", 0, 10, 1, nil)
 	before.AddNodeGroup("b", 0, 10, 1, nil)
-	r := NewRegistry(testOptions())
+	r := NewRegistry(DefaultOptions())
 	update(t, r, before, nil, t0)
 	r.RegisterScaleUp("a", 1, t0)
 	r.RegisterScaleUp("b", 1, t0)

@@ -47,7 +47,7 @@ func TestExplainerRecordsPodsOfAStoppedLoop(t *testing.T) {
 	if err := pods.Add(&apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-0"}}); err != nil {
 		t.Fatal(err)
 	}
-	opts := testOptions()
+	opts := DefaultOptions()
 	opts.ScaleUpFromZero = true
 	rec := explain.NewRecorder()
 	a := NewAutoscaler(opts, Listers{Nodes: corelisters.NewNodeLister(nodes), Pods: corelisters.NewPodLister(pods)}, p,

@@ -29,3 +29,16 @@ type Options struct {
 	Cores         config.Range
 	MemoryGiB     config.Range
 }
+
+// DefaultOptions are the options the flags' defaults give (what
+// builder.CoreOptions makes of config.Defaults(); a builder test keeps the
+// two equal), for callers that set only what they change.
+func DefaultOptions() Options {
+	return Options{
+		ClusterState:     clusterstate.DefaultOptions(),
+		ScaleUpFromZero:  true,
+		ScaleDownEnabled: true,
+		Cores:            config.Range{Max: config.DefaultMaxClusterCores},
+		MemoryGiB:        config.Range{Max: config.DefaultMaxClusterMemoryGiB},
+	}
+}

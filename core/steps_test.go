@@ -73,7 +73,7 @@ func TestStopBeforeScaling(t *testing.T) {
 			if err := pods.Add(&apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-0"}}); err != nil {
 				t.Fatal(err)
 			}
-			opts := testOptions()
+			opts := DefaultOptions()
 			opts.ScaleUpFromZero = tc.fromZero
 			calls := 0
 			rec := explain.NewRecorder()

@@ -10,6 +10,7 @@
 set -euo pipefail
 
 fuzz_time=${FUZZ_TIME:-10s}
+# FUZZ_PARALLEL: fuzzing workers per target (go test's default: GOMAXPROCS).
 
 inputs() { # the failing inputs stored for a target, one per line
   local dir="$1/testdata/fuzz/$2"
@@ -23,7 +24,7 @@ for t in "$@"; do
     before=$(inputs "$pkg" "$name")
     out=$(mktemp)
     status=0
-    go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzz_time" "$pkg" 2>&1 | tee "$out" || status=$?
+    go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzz_time" ${FUZZ_PARALLEL:+-parallel "$FUZZ_PARALLEL"} "$pkg" 2>&1 | tee "$out" || status=$?
     after=$(inputs "$pkg" "$name")
     if [ "$status" -eq 0 ]; then
       rm -f "$out"

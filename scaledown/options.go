@@ -51,3 +51,29 @@ type Options struct {
 	// config.Validate.
 	DrainPriorityConfig string
 }
+
+// DefaultOptions are the options the flags' defaults give (what
+// builder.ScaleDownOptions makes of config.Defaults(); a builder test
+// keeps the two equal), for callers that set only what they change.
+func DefaultOptions() Options {
+	return Options{
+		ScaleDownEnabled:                  true,
+		ScaleDownDelayAfterAdd:            10 * time.Minute,
+		ScaleDownDelayAfterFailure:        3 * time.Minute,
+		ScaleDownUnreadyEnabled:           true,
+		ScaleDownNonEmptyCandidatesCount:  30,
+		ScaleDownCandidatesPoolRatio:      0.1,
+		ScaleDownCandidatesPoolMinCount:   50,
+		ScaleDownSimulationTimeout:        30 * time.Second,
+		UnremovableNodeRecheckTimeout:     5 * time.Minute,
+		Cores:                             config.Range{Max: config.DefaultMaxClusterCores},
+		MemoryGiB:                         config.Range{Max: config.DefaultMaxClusterMemoryGiB},
+		MaxScaleDownParallelism:           10,
+		MaxDrainParallelism:               1,
+		MaxGracefulTerminationSec:         600,
+		MaxPodEvictionTime:                2 * time.Minute,
+		NodeDeleteDelayAfterTaint:         5 * time.Second,
+		NodeDeletionDelayTimeout:          2 * time.Minute,
+		DaemonSetEvictionForOccupiedNodes: true,
+	}
+}

@@ -93,7 +93,7 @@ func newFixture(t *testing.T, min int, nodes map[string]string, opts func(*fixtu
 		real: map[string][]*apiv1.Pod{}}}
 	f.g = f.p.AddNodeGroup("g", min, 10, len(nodes), nil)
 	d := config.Defaults()
-	o := fixtureOptions{Options: testOptions(), MaxBulkSoftTaintCount: d.MaxBulkSoftTaintCount, NodeGroupDefaults: d.NodeGroupDefaults}
+	o := fixtureOptions{Options: DefaultOptions(), MaxBulkSoftTaintCount: d.MaxBulkSoftTaintCount, NodeGroupDefaults: d.NodeGroupDefaults}
 	if opts != nil {
 		opts(&o)
 	}
@@ -115,7 +115,7 @@ func newFixture(t *testing.T, min int, nodes map[string]string, opts func(*fixtu
 	}
 	rules := drain.NewRules(drain.Options{SkipNodesWithCustomControllerPods: false}, drain.Listers{})
 	f.planner = NewPlanner(o.Options, f.p, rules, NewTaints(f.client, o.MaxBulkSoftTaintCount, false))
-	so := stateOptions(d)
+	so := clusterstate.DefaultOptions()
 	so.NodeGroupDefaults = o.NodeGroupDefaults
 	f.state = clusterstate.NewRegistry(so)
 	return f
@@ -239,7 +239,7 @@ func TestPlannerMinSizeAndDisabledAnnotation(t *testing.T) {
 }
 
 func TestCooldowns(t *testing.T) {
-	o := testOptions()
+	o := DefaultOptions()
 	a := NewActuator(o, fake.NewClientset(), nil, nil, nil, nil)
 	s := New(o, nil, a, nil)
 	s.ScaledUp(t0)

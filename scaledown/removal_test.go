@@ -37,7 +37,7 @@ func (nopMetrics) UpdateScaleDownInCooldown(bool)                               
 func actuatorFixture(t *testing.T, min int, nodes map[string]string, opts func(*Options)) (*fixture, *Actuator) {
 	t.Helper()
 	f := newFixture(t, min, nodes, nil)
-	o := testOptions()
+	o := DefaultOptions()
 	o.NodeDeleteDelayAfterTaint = 100 * time.Millisecond
 	o.NodeDeletionDelayTimeout = time.Minute
 	o.MaxGracefulTerminationSec = 1

@@ -41,7 +41,7 @@ func taintedNode(name string, tainted bool) *apiv1.Node {
 func dynamicActuator(t *testing.T, fixed time.Duration) (*Actuator, cache.Indexer) {
 	t.Helper()
 	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	o := testOptions()
+	o := DefaultOptions()
 	o.NodeDeleteDelayAfterTaint = fixed
 	a := NewActuator(o, nil, nil, nil, nopMetrics{}, clock.RealClock{}, WithDynamicDeleteDelay(corelisters.NewNodeLister(idx)))
 	a.latency.timeout = 300 * time.Millisecond
@@ -94,7 +94,7 @@ func TestDynamicDeleteDelayFollowsTheInformer(t *testing.T) {
 
 // Without the flag the fixed delay is used whatever the informer does.
 func TestFixedDeleteDelayWithoutTheFlag(t *testing.T) {
-	o := testOptions()
+	o := DefaultOptions()
 	o.NodeDeleteDelayAfterTaint = 7 * time.Second
 	a := NewActuator(o, nil, nil, nil, nopMetrics{}, clock.RealClock{})
 	if d := a.deleteDelay(context.Background(), map[string]time.Time{"x": time.Now()}); d != 7*time.Second {

@@ -17,7 +17,7 @@ import (
 // fill of several groups (severalLimits: the cluster-wide limits stop the
 // fill, a full CapacityQuota only skips the group).
 func TestAllAndSeveralLimits(t *testing.T) {
-	opts := testOptions()
+	opts := DefaultOptions()
 	opts.MaxNodesTotal = 10
 	s := &Session{o: &Orchestrator{opts: opts}}
 	p := fakeprovider.NewProvider()

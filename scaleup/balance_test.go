@@ -62,7 +62,7 @@ func TestSimilarity(t *testing.T) {
 			mutate: func(o *Options) { o.BalancingLabels = []string{"team"} }, want: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := testOptions()
+			opts := DefaultOptions()
 			if tc.mutate != nil {
 				tc.mutate(&opts)
 			}

@@ -172,7 +172,7 @@ func BenchmarkDRAScaleDownLoop800Nodes(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	planner := scaledown.NewPlanner(scaleDownOptions(opts), provider, drain.NewRules(drain.Options{}, drain.Listers{}),
+	planner := scaledown.NewPlanner(scaledown.DefaultOptions(), provider, drain.NewRules(drain.Options{}, drain.Listers{}),
 		scaledown.NewTaints(taintClient, opts.MaxBulkSoftTaintCount, false))
 	ctx := context.Background()
 	now := time.Now()

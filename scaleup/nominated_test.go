@@ -226,7 +226,7 @@ func TestNominatedPodKeepsItsNodeFromScaleDown(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			planner := scaledown.NewPlanner(scaleDownOptions(opts), provider, drain.NewRules(drain.Options{}, drain.Listers{}),
+			planner := scaledown.NewPlanner(scaledown.DefaultOptions(), provider, drain.NewRules(drain.Options{}, drain.Listers{}),
 				scaledown.NewTaints(client, opts.MaxBulkSoftTaintCount, false))
 			if err := o.state.Update(ctx, provider, nodes, now); err != nil {
 				t.Fatal(err)

@@ -45,3 +45,22 @@ type Options struct {
 	ScaleFromUnschedulable bool
 	Taints                 clusterstate.TaintOptions
 }
+
+// DefaultOptions are the options the flags' defaults give (what
+// builder.ScaleUpOptions makes of config.Defaults(); a builder test keeps
+// the two equal), for callers that set only what they change.
+func DefaultOptions() Options {
+	return Options{
+		Expanders:                      []string{"least-waste"},
+		Cores:                          config.Range{Max: config.DefaultMaxClusterCores},
+		MemoryGiB:                      config.Range{Max: config.DefaultMaxClusterMemoryGiB},
+		MaxNodesPerScaleUp:             1000,
+		MaxBinpackingTime:              5 * time.Minute,
+		MaxNodeGroupBinpackingDuration: 10 * time.Second,
+		NodeInfoCacheExpireTime:        87600 * time.Hour,
+		ExpendablePodsPriorityCutoff:   -10,
+		MaxAllocatableDifferenceRatio:  0.05,
+		MaxFreeDifferenceRatio:         0.05,
+		MemoryDifferenceRatio:          0.015,
+	}
+}

@@ -55,7 +55,7 @@ func newOrchestrator(t testing.TB, provider *fakeprovider.Provider, mutate func(
 	}
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
-	opts := testOptions()
+	opts := DefaultOptions()
 	if mutate != nil {
 		mutate(&opts)
 	}
@@ -63,7 +63,7 @@ func newOrchestrator(t testing.TB, provider *fakeprovider.Provider, mutate func(
 	if err != nil {
 		t.Fatal(err)
 	}
-	so := stateOptions(config.Defaults())
+	so := clusterstate.DefaultOptions()
 	so.Taints = opts.Taints
 	return New(provider, sim, estimator.New(sim), chain, opts, clusterstate.NewRegistry(so))
 }

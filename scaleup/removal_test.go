@@ -17,7 +17,6 @@ import (
 
 	fakeprovider "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/estimator"
 	"k8s.io/autoscaler/cluster-autoscaler/expander"
 	"k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
@@ -38,12 +37,12 @@ func newDRAOrchestrator(t testing.TB, provider *fakeprovider.Provider, objs ...r
 	}
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
-	opts := testOptions()
+	opts := DefaultOptions()
 	chain, err := expander.NewChain(ctx, opts.Expanders, expander.Deps{Random: func(int) int { return 0 }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	so := stateOptions(config.Defaults())
+	so := clusterstate.DefaultOptions()
 	so.Taints = opts.Taints
 	return New(provider, sim, estimator.New(sim), chain, opts, clusterstate.NewRegistry(so))
 }

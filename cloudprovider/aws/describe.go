@@ -34,9 +34,12 @@ type groupDesc struct {
 	// policy's overrides, in order; the policy's launch template is in
 	// LaunchTemplate.
 	MixedOverrides []string
-	Mixed          bool
-	Subnets        []string
-	Zones          []string
+	// MixedRequirements are the overrides that select instance types by
+	// their attributes (requirements.go).
+	MixedRequirements []requirementsOverride
+	Mixed             bool
+	Subnets           []string
+	Zones             []string
 }
 
 // instanceDesc is one instance of a group.
@@ -161,6 +164,9 @@ func describeGroup(a astypes.AutoScalingGroup) (groupDesc, error) {
 		for _, o := range mp.LaunchTemplate.Overrides {
 			if t := deref(o.InstanceType); t != "" {
 				g.MixedOverrides = append(g.MixedOverrides, t)
+			}
+			if r := o.InstanceRequirements; r != nil {
+				g.MixedRequirements = append(g.MixedRequirements, requirementsOverride{Requirements: *r, LaunchTemplate: overrideTemplate(o)})
 			}
 		}
 	}

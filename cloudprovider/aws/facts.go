@@ -31,6 +31,8 @@ type factCache struct {
 	// fell back to their Availability Zones, logged once each.
 	subnetsRefusedUntil time.Time
 	zoneFallbackLogged  map[string]bool
+	// reqs is what the instance requirements path caches (requirements.go).
+	reqs *requirementsCache
 }
 
 type launchEntry struct {

@@ -61,6 +61,11 @@ func (r *replayer) Do(req *http.Request) (*http.Response, error) {
 		out = r.typesBody
 	case "DescribeLaunchTemplateVersions":
 		out = `<DescribeLaunchTemplateVersionsResponse ` + ec2NS + `><launchTemplateVersionSet><item><versionNumber>1</versionNumber><launchTemplateData><instanceType>m5.large</instanceType></launchTemplateData></item></launchTemplateVersionSet></DescribeLaunchTemplateVersionsResponse>`
+	case "GetInstanceTypesFromInstanceRequirements":
+		out = `<GetInstanceTypesFromInstanceRequirementsResponse ` + ec2NS + `><instanceTypeSet><item><instanceType>m5.large</instanceType></item>` +
+			`<item><instanceType>g4dn.xlarge</instanceType></item></instanceTypeSet></GetInstanceTypesFromInstanceRequirementsResponse>`
+	case "DescribeImages":
+		out = `<DescribeImagesResponse ` + ec2NS + `><imagesSet><item><imageId>ami-1</imageId><architecture>x86_64</architecture></item></imagesSet></DescribeImagesResponse>`
 	case "DescribeSubnets":
 		out = `<DescribeSubnetsResponse ` + ec2NS + `><subnetSet><item><subnetId>subnet-a</subnetId><availabilityZone>us-east-1a</availabilityZone></item></subnetSet></DescribeSubnetsResponse>`
 	default:
@@ -108,6 +113,14 @@ const seedTypes = `<DescribeInstanceTypesResponse ` + ec2NS + `><instanceTypeSet
 <gpuInfo><gpus><item><count>1</count><manufacturer>NVIDIA</manufacturer><name>T4</name></item></gpus></gpuInfo></item>
 </instanceTypeSet></DescribeInstanceTypesResponse>`
 
+// seedASGRequirements is seedASG with the mixed group's override turned
+// into InstanceRequirements (the replayer answers m5.large and g4dn.xlarge).
+func seedASGRequirements() string {
+	return strings.ReplaceAll(seedASG, "<member><InstanceType>g4dn.xlarge</InstanceType></member>",
+		"<member><InstanceRequirements><VCpuCount><Min>2</Min><Max>4</Max></VCpuCount><MemoryMiB><Min>1024</Min></MemoryMiB>"+
+			"<AcceleratorTypes><member>gpu</member></AcceleratorTypes></InstanceRequirements></member>")
+}
+
 // FuzzDescribeReplies feeds arbitrary DescribeAutoScalingGroups and
 // DescribeInstanceTypes replies through the real SDK into the provider:
 // it must never panic, and what it makes of them must hold together.
@@ -117,6 +130,7 @@ func FuzzDescribeReplies(f *testing.F) {
 	f.Add(strings.ReplaceAll(seedASG, "<MaxSize>10<", "<MaxSize>1<"), strings.ReplaceAll(seedTypes, ">8192<", ">-1<"))
 	f.Add(strings.ReplaceAll(seedASG, "ml:NoSchedule", "ml"), seedTypes)
 	f.Add(`<x/>`, `not xml`)
+	f.Add(seedASGRequirements(), seedTypes)
 	f.Fuzz(func(t *testing.T, asgBody, typesBody string) {
 		ctx := klog.NewContext(context.Background(), logr.Discard())
 		p := replayProvider(&replayer{asgBody: asgBody, typesBody: typesBody})

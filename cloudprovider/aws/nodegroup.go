@@ -241,8 +241,9 @@ func (g *NodeGroup) DecreaseTargetSize(ctx context.Context, delta int) error {
 }
 
 // TemplateNodeInfo implements cloudprovider.NodeGroup: a node of the
-// instance type new instances get (first override of a mixed-instances
-// policy, else the launch template's or configuration's), in the zone of
+// instance type new instances get (the launch template's or
+// configuration's; for a mixed-instances policy the least of the types it
+// may launch, requirements.go), in the zone of
 // the first subnet, shaped by the node-template tags. Built once per group
 // object (that is, per Refresh).
 func (g *NodeGroup) TemplateNodeInfo(ctx context.Context) (*cloudprovider.NodeInfo, error) {
@@ -264,25 +265,7 @@ func (g *NodeGroup) TemplateNodeInfo(ctx context.Context) (*cloudprovider.NodeIn
 
 func (g *NodeGroup) buildTemplate(ctx context.Context) (*apiv1.Node, error) {
 	d := &g.desc
-	typeName := templateInstanceType(d, "")
-	if typeName == "" {
-		var err error
-		typeName, err = g.p.launchInstanceType(ctx, d)
-		if err != nil {
-			// A group with instances tells by them.
-			for _, in := range d.Instances {
-				if in.Type != "" {
-					klog.FromContext(ctx).V(2).Info("Using an instance's type for the template", "nodeGroup", g.Id(), "err", err)
-					typeName, err = in.Type, nil
-					break
-				}
-			}
-			if err != nil {
-				return nil, err
-			}
-		}
-	}
-	t, err := g.p.instanceTypeFacts(ctx, typeName)
+	t, err := g.p.templateType(ctx, d)
 	if err != nil {
 		return nil, err
 	}

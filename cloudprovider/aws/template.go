@@ -203,13 +203,3 @@ func gpuType(t instanceType) string {
 	}
 	return out
 }
-
-// templateInstanceType picks the instance type a new instance of the group
-// gets: the first override of a mixed-instances policy, else the type of
-// the launch template or configuration (resolved by the caller: fromLaunch).
-func templateInstanceType(g *groupDesc, fromLaunch string) string {
-	if g.Mixed && len(g.MixedOverrides) > 0 {
-		return g.MixedOverrides[0]
-	}
-	return fromLaunch
-}

@@ -140,23 +140,3 @@ func TestBuildTemplateRefusesBadTags(t *testing.T) {
 		t.Fatalf("error = %v, want one naming the group", err)
 	}
 }
-
-func TestTemplateInstanceType(t *testing.T) {
-	cases := []struct {
-		name       string
-		g          groupDesc
-		fromLaunch string
-		want       string
-	}{
-		{name: "mixed: first override", g: groupDesc{Mixed: true, MixedOverrides: []string{"c5.xlarge", "m5.xlarge"}}, want: "c5.xlarge"},
-		{name: "mixed without overrides: the launch template's", g: groupDesc{Mixed: true}, fromLaunch: "m5.large", want: "m5.large"},
-		{name: "not mixed: the launch template's", g: groupDesc{MixedOverrides: nil}, fromLaunch: "t3.small", want: "t3.small"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := templateInstanceType(&tc.g, tc.fromLaunch); got != tc.want {
-				t.Errorf("got %q, want %q", got, tc.want)
-			}
-		})
-	}
-}

@@ -52,12 +52,12 @@ func session(t *testing.T) (*scaleup.Session, *fakeprovider.Provider) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	state := clusterstate.NewRegistry(stateOptions(opts))
+	state := clusterstate.NewRegistry(clusterstate.DefaultOptions())
 	nodes := []*apiv1.Node{node}
 	if err := state.Update(ctx, provider, nodes, now); err != nil {
 		t.Fatal(err)
 	}
-	o := scaleup.New(provider, sim, estimator.New(sim), chain, scaleUpOptions(opts), state)
+	o := scaleup.New(provider, sim, estimator.New(sim), chain, scaleup.DefaultOptions(), state)
 	return o.Begin(ctx, scaleup.Input{Now: now, Nodes: nodes}), provider
 }
 

@@ -79,8 +79,8 @@ func newBookingWorld(tb testing.TB, class string, pods, nodes int) *bookingWorld
 	if err != nil {
 		tb.Fatal(err)
 	}
-	w.state = clusterstate.NewRegistry(stateOptions(opts))
-	w.o = scaleup.New(w.provider, sim, estimator.New(sim), chain, scaleUpOptions(opts), w.state)
+	w.state = clusterstate.NewRegistry(clusterstate.DefaultOptions())
+	w.o = scaleup.New(w.provider, sim, estimator.New(sim), chain, scaleup.DefaultOptions(), w.state)
 	if err := w.state.Update(ctx, w.provider, w.nodes, w.now); err != nil {
 		tb.Fatal(err)
 	}

@@ -35,7 +35,8 @@ type xmlMixedInstancesPolicy struct {
 }
 
 type xmlOverride struct {
-	InstanceType string
+	InstanceType         string           `xml:",omitempty"`
+	InstanceRequirements *xmlRequirements `xml:",omitempty"`
 }
 
 type xmlTag struct {
@@ -185,6 +186,9 @@ func (s *Server) xmlGroup(g *groupState) xmlGroup {
 		p.LaunchTemplate.LaunchTemplateSpecification = *s.xmlLTSpec(mi.LaunchTemplate)
 		for _, o := range mi.Overrides {
 			p.LaunchTemplate.Overrides = append(p.LaunchTemplate.Overrides, xmlOverride{InstanceType: o})
+		}
+		if mi.Requirements != nil {
+			p.LaunchTemplate.Overrides = append(p.LaunchTemplate.Overrides, xmlOverride{InstanceRequirements: renderRequirements(mi.Requirements)})
 		}
 		p.InstancesDistribution.OnDemandAllocationStrategy = "prioritized"
 		p.InstancesDistribution.OnDemandPercentageAboveBaseCapacity = 100

@@ -23,7 +23,11 @@
 // EC2 (2016-11-15): DescribeInstanceTypes (InstanceType.N, MaxResults 5-100,
 // NextToken), DescribeLaunchTemplateVersions (LaunchTemplateId or
 // LaunchTemplateName, LaunchTemplateVersion.N with $Default, $Latest or a
-// number; all versions in one answer), DescribeSubnets (SubnetId.N). EC2
+// number; all versions in one answer), DescribeSubnets (SubnetId.N),
+// DescribeImages (ImageId.N, the images AddImage registered),
+// GetInstanceTypesFromInstanceRequirements (ArchitectureType.N,
+// VirtualizationType.N, InstanceRequirements: the fields it honours are
+// listed on InstanceRequirements; MaxResults, NextToken). EC2
 // Filter.N parameters are refused rather than ignored. Any other action is
 // 400 InvalidAction.
 //
@@ -35,8 +39,10 @@
 // group towards its desired capacity on its own (on every call and every 50
 // ms): new instances ("i-" and 17 hex digits) are Pending, then InService
 // after the start delay; zones go round-robin over the group's subnets; the
-// instance type is the first mixed-instances override, else the launch
-// template version's, else the launch configuration's. A desired capacity
+// instance type is the first mixed-instances override (with
+// InstanceRequirements, the smallest matching type of the launch template
+// image's architecture), else the launch template version's, else the
+// launch configuration's. A desired capacity
 // below the active instances terminates some that are not protected from
 // scale-in (from the most populated zone; the newest first, or the oldest
 // first for a group whose TerminationPolicies start with OldestInstance); with

@@ -167,6 +167,9 @@ func (s *Server) describeLaunchTemplateVersions(form url.Values) (any, *apiError
 		}
 		x.LaunchTemplateData.InstanceType = v.InstanceType
 		x.LaunchTemplateData.ImageID = "ami-00000000000000000"
+		if v.ImageID != "" {
+			x.LaunchTemplateData.ImageID = v.ImageID
+		}
 		out.Versions = append(out.Versions, x)
 	}
 	return out, nil

@@ -60,9 +60,11 @@ var actions = map[string]map[string]handler{
 		"SetInstanceProtection":               (*Server).setInstanceProtection,
 	},
 	svcEC2: {
-		"DescribeInstanceTypes":          (*Server).describeInstanceTypes,
-		"DescribeLaunchTemplateVersions": (*Server).describeLaunchTemplateVersions,
-		"DescribeSubnets":                (*Server).describeSubnets,
+		"DescribeInstanceTypes":                    (*Server).describeInstanceTypes,
+		"DescribeLaunchTemplateVersions":           (*Server).describeLaunchTemplateVersions,
+		"DescribeSubnets":                          (*Server).describeSubnets,
+		"DescribeImages":                           (*Server).describeImages,
+		"GetInstanceTypesFromInstanceRequirements": (*Server).getInstanceTypesFromInstanceRequirements,
 	},
 }
 

@@ -17,12 +17,18 @@ type InstanceType struct {
 	GPUMemoryMiB    int64
 	MaxENIs         int
 	IPv4PerENI      int
+	// Burstable marks a burstable performance type (T family), which
+	// InstanceRequirements leave out unless BurstablePerformance includes them.
+	Burstable bool
 }
 
 // LaunchTemplateVersion is one version of a launch template.
 type LaunchTemplateVersion struct {
 	Number       int64
 	InstanceType string
+	// ImageID is the version's AMI (DescribeImages knows those AddImage
+	// registered); "" renders as ami-00000000000000000.
+	ImageID string
 }
 
 // LaunchTemplate is an EC2 launch template; ID ("lt-" + hex) is generated when
@@ -49,10 +55,13 @@ type LaunchTemplateSpec struct {
 }
 
 // MixedInstancesPolicy is a group's launch template with instance type
-// overrides; launches use the first override.
+// overrides (launches use the first override), or with one override of
+// InstanceRequirements (attribute-based selection: AWS refuses both kinds
+// in one policy; launches use the smallest matching type, requirements.go).
 type MixedInstancesPolicy struct {
 	LaunchTemplate LaunchTemplateSpec
 	Overrides      []string
+	Requirements   *InstanceRequirements
 }
 
 // Group is an Auto Scaling group.

@@ -182,6 +182,9 @@ func (s *Server) launchSpec(g *groupState) (string, *launchFailure) {
 	switch {
 	case g.MixedInstances != nil:
 		t, f := s.templateInstanceType(g.MixedInstances.LaunchTemplate)
+		if f == nil && g.MixedInstances.Requirements != nil {
+			return s.requirementsLaunchType(g, s.templateImage(g.MixedInstances.LaunchTemplate))
+		}
 		if f == nil && len(g.MixedInstances.Overrides) > 0 {
 			return g.MixedInstances.Overrides[0], nil
 		}

@@ -52,6 +52,7 @@ type Server struct {
 	startDelay    time.Duration
 	beforeCall    map[string][]func() // action -> hooks (BeforeCall)
 	deny          map[string]bool     // actions answered with AccessDenied (Deny)
+	images        map[string]string   // AMI ID -> architecture (AddImage)
 
 	listener net.Listener
 	httpSrv  *http.Server
@@ -231,6 +232,10 @@ func copyGroup(g Group) Group {
 	if g.MixedInstances != nil {
 		mi := *g.MixedInstances
 		mi.Overrides = append([]string(nil), mi.Overrides...)
+		if mi.Requirements != nil {
+			r := *mi.Requirements
+			mi.Requirements = &r
+		}
 		g.MixedInstances = &mi
 	}
 	g.Subnets = append([]string(nil), g.Subnets...)

@@ -18,6 +18,7 @@ import (
 // by name first, and the second copy of the pod appears only once that node
 // is gone; it then runs on the replacement with the same claim.
 func TestNodeHealingFencesAPartitionedNode(t *testing.T) {
+	t.Parallel()
 	fencePartitionedNode(t, "", "20s")
 }
 
@@ -32,8 +33,14 @@ func TestNodeHealingFencesAPartitionedNode(t *testing.T) {
 // marked the node out of service, and the pod garbage collector let the
 // second copy start while the first one's machine still ran.
 func TestNodeHealingFenceMatchesTheNodeAsItsProviderDoes(t *testing.T) {
+	t.Parallel()
 	fencePartitionedNode(t, "  faults: {nodeProviderIDSpelling: emptyHost, deletionDelay: 60s}\n", "90s")
 }
+
+// The two tests run at once (each waits minutes on timers: a node's
+// heal, a deletion delay, a provision timeout): each has its own namespace,
+// node group and autoscaler, and each autoscaler heals only the nodes of
+// its own group.
 
 // fencePartitionedNode runs the partitioned-node heal on a group with the
 // given kwok faults; provision is --max-node-provision-time, which also

@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"k8s.io/autoscaler/cluster-autoscaler/test/capi"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
@@ -43,16 +44,24 @@ func TestNodeHealingFenceOnClusterAPIWithNodesSpeltOtherwise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	machines, err := itest.MachinesOf(e.Context(), e, dyn, md)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := machines[old]
-	if m == nil {
-		t.Fatalf("node %s has no Machine of the same name", old)
-	}
+	// Cluster API's Machine controller copies the provider ID from the
+	// infrastructure machine on its own schedule: on a loaded machine the
+	// pod may run before it has, so wait for it (a minute at most).
+	var m *unstructured.Unstructured
+	var machineID string
+	e.Eventually(time.Minute, "Machine "+old+" with a provider ID", func(ctx context.Context) (bool, error) {
+		machines, err := itest.MachinesOf(ctx, e, dyn, md)
+		if err != nil {
+			return false, err
+		}
+		m = machines[old]
+		if m == nil {
+			return false, nil
+		}
+		machineID = machineProviderID(m.Object)
+		return machineID != "", nil
+	})
 	// What makes the case: the IDs differ, and Cluster API did not tie them.
-	machineID := machineProviderID(m.Object)
 	if machineID == "" || machineID == node.Spec.ProviderID {
 		t.Fatalf("Machine provider ID %q, Node's %q: want both set and spelt differently", machineID, node.Spec.ProviderID)
 	}
