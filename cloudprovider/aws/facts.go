@@ -86,9 +86,7 @@ func (p *Provider) instanceTypeFacts(ctx context.Context, name string) (instance
 func (p *Provider) launchInstanceType(ctx context.Context, g *groupDesc) (string, error) {
 	switch {
 	case g.LaunchTemplate != nil:
-		v := g.LaunchTemplate.version()
-		permanent := v != "$Default" && v != "$Latest"
-		return p.cachedLaunch(ctx, "lt:"+g.LaunchTemplate.String(), permanent, func() (string, error) {
+		return p.cachedLaunch(ctx, "lt:"+g.LaunchTemplate.String(), g.LaunchTemplate.numbered(), func() (string, error) {
 			return p.templateVersionType(ctx, *g.LaunchTemplate)
 		})
 	case g.LaunchConfiguration != "":
@@ -97,6 +95,13 @@ func (p *Provider) launchInstanceType(ctx context.Context, g *groupDesc) (string
 		})
 	}
 	return "", fmt.Errorf("the Auto Scaling group %q has neither a launch template nor a launch configuration", g.Name)
+}
+
+// numbered reports whether the reference names a numbered version, which
+// never changes (unlike $Default and $Latest).
+func (r launchTemplateRef) numbered() bool {
+	v := r.version()
+	return v != "$Default" && v != "$Latest"
 }
 
 func (p *Provider) cachedLaunch(ctx context.Context, key string, permanent bool, read func() (string, error)) (string, error) {
