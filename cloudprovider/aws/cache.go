@@ -107,14 +107,14 @@ func (p *Provider) restoreDirty(d map[string]bool) {
 }
 
 // toRead picks the groups of names to read at now (a Refresh that is not
-// a full read): changed by this process, not read yet, on their way
-// somewhere, or hinted at by the Nodes.
-func (p *Provider) toRead(now time.Time, names []string, dirty, hinted map[string]bool) []string {
+// a full read): changed by this process or hinted at by the Nodes (dirty),
+// not read yet, or on their way somewhere.
+func (p *Provider) toRead(now time.Time, names []string, dirty map[string]bool) []string {
 	var out []string
 	for _, n := range names {
 		c := p.cache[n]
 		switch {
-		case c == nil, dirty[n], hinted[n]:
+		case c == nil, dirty[n]:
 		case c.transitional() && now.Sub(c.changedAt) < transitionWindow:
 			if p.nodes != nil && now.Sub(c.readAt) < transitionalEvery {
 				continue

@@ -156,14 +156,18 @@ func (p *Provider) Refresh(ctx context.Context) error {
 	now := p.clock.Now()
 	dirty := p.takeDirty()
 	full := p.names == nil || now.Sub(p.listedAt) >= p.listEvery
-	hinted := p.nodeHints(ctx) // on every Refresh: it remembers the Nodes for the next
+	// On every Refresh, as it remembers the Nodes for the next; a hinted
+	// group counts as changed (and stays due should this Refresh fail).
+	for n := range p.nodeHints(ctx) {
+		dirty[n] = true
+	}
 	var names []string
 	var descs map[string]groupDesc
 	var err error
 	if full {
 		names, descs, err = p.readAll(ctx)
 	} else {
-		names = p.toRead(now, p.cachedNames(), dirty, hinted)
+		names = p.toRead(now, p.cachedNames(), dirty)
 		descs, err = p.describeGroups(ctx, names)
 	}
 	if err != nil {
