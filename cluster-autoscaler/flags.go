@@ -317,7 +317,7 @@ func (c *commandLine) markByDesign() {
 
 // registerOtherProviders accepts the flags of cloud providers this build does not ship.
 func (c *commandLine) registerOtherProviders() {
-	c.ignoredBool("aws-use-static-instance-list", false, "AWS: ignored; instance types are always read with DescribeInstanceTypes and cached, no static list is kept.")
+	c.ignoredBool("aws-use-static-instance-list", false, "AWS: no effect (a warning when true); instance types are always read with DescribeInstanceTypes, each once, and kept; no built-in list exists.")
 	c.ignoredBool("bulk-mig-instances-listing-enabled", false, "GCE only.")
 	c.ignoredInt("gce-concurrent-refreshes", 1, "GCE only.")
 	c.ignoredDuration("gce-mig-instances-min-refresh-wait-time", 5*time.Second, "GCE only.")
@@ -404,6 +404,19 @@ func (c *commandLine) parse(args []string) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// staticInstanceListWarning is the start-up warning of
+// --aws-use-static-instance-list=true ("" when it is not set so): upstream
+// then reads no instance type from AWS; this autoscaler has no built-in list
+// and reads each type a template needs with ec2:DescribeInstanceTypes.
+func (c *commandLine) staticInstanceListWarning() string {
+	if v := c.ignored.bools["aws-use-static-instance-list"]; v == nil || !*v {
+		return ""
+	}
+	return "WARNING: --aws-use-static-instance-list=true has no effect: the aws provider has no built-in instance type list; " +
+		"it reads each instance type a template needs with ec2:DescribeInstanceTypes (once per type, kept for the process's life), " +
+		"so its IAM policy must allow that action (a refused call fails the templates of the groups at zero)"
 }
 
 // notices lists, for start-up logging, the flags the user set that this

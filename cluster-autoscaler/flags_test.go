@@ -197,6 +197,12 @@ func TestUpstreamManifestParses(t *testing.T) {
 	if diff := cmp.Diff([]string{"max-empty-bulk-delete"}, removed); diff != "" {
 		t.Errorf("removed notices (-want +got):\n%s", diff)
 	}
+	if w := c.staticInstanceListWarning(); !strings.Contains(w, "ec2:DescribeInstanceTypes") {
+		t.Errorf("--aws-use-static-instance-list=true warning %q, want one naming ec2:DescribeInstanceTypes", w)
+	}
+	if w := newCommandLine().staticInstanceListWarning(); w != "" {
+		t.Errorf("warning %q without the flag", w)
+	}
 }
 
 // A GPU type given twice to --gpu-total keeps its last limit, as upstream's

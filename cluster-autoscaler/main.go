@@ -61,6 +61,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(notYet) > 0 {
 		logger.Info("Flags accepted without effect in this version (not yet implemented, or no such knob in this design; see the FAQ)", "flags", notYet)
 	}
+	if w := cl.staticInstanceListWarning(); w != "" {
+		logger.Info(w)
+	}
 	if len(otherProviders) > 0 {
 		logger.Info("Flags of cloud providers this build does not ship are ignored", "flags", otherProviders)
 	}

@@ -16,7 +16,11 @@
 // per-group options from tags. It deletes instances only by their id, with
 // TerminateInstanceInAutoScalingGroup, and lowers a desired capacity only
 // where no instance stands behind it, with the instances protected from
-// scale-in for the length of the call (cancel.go).
+// scale-in for the length of the call (cancel.go). It keeps the groups'
+// descriptions between loops and reads a group again only when it may
+// have changed (cache.go), but every deletion checks its nodes against a
+// fresh description. The --cloud-config file is upstream's, of which the
+// endpoint overrides act (cloudconfig.go).
 //
 // It must not import the autoscaler's core packages (scaleup, clusterstate,
 // processors...): only cloudprovider and config.

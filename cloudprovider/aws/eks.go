@@ -57,7 +57,14 @@ func WithEKS(c EKSAPI) Option {
 
 // newEKSClient builds the SDK's EKS client from the provider's config
 // (AWS_ENDPOINT_URL_EKS and the shared config's endpoints apply).
-func newEKSClient(cfg aws.Config) EKSAPI { return eks.NewFromConfig(cfg) }
+func newEKSClient(cfg aws.Config, cc cloudConfig) EKSAPI {
+	if o, ok := cc.override("eks", cfg.Region); ok {
+		return eks.NewFromConfig(cfg, func(opts *eks.Options) {
+			opts.BaseEndpoint, opts.Region = aws.String(o.URL), o.SigningRegion
+		})
+	}
+	return eks.NewFromConfig(cfg)
+}
 
 // managedSpec is what a managed node group adds to a template.
 type managedSpec struct {

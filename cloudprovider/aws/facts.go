@@ -14,8 +14,9 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// launchTTL is how long the instance type of a launch template version or
-// launch configuration is kept ($Latest and $Default may move).
+// launchTTL is how long the instance type of a launch template's $Latest or
+// $Default version is kept (they may move). A numbered version and a launch
+// configuration cannot change (AWS creates new ones instead): kept for good.
 const launchTTL = time.Minute
 
 // factCache keeps what AWS says of instance types and subnets (which do
@@ -37,6 +38,7 @@ type factCache struct {
 type launchEntry struct {
 	instanceType string
 	at           time.Time
+	permanent    bool
 }
 
 func newFactCache() *factCache {
@@ -84,24 +86,31 @@ func (p *Provider) instanceTypeFacts(ctx context.Context, name string) (instance
 func (p *Provider) launchInstanceType(ctx context.Context, g *groupDesc) (string, error) {
 	switch {
 	case g.LaunchTemplate != nil:
-		return p.cachedLaunch(ctx, "lt:"+g.LaunchTemplate.String(), func() (string, error) {
+		return p.cachedLaunch(ctx, "lt:"+g.LaunchTemplate.String(), g.LaunchTemplate.numbered(), func() (string, error) {
 			return p.templateVersionType(ctx, *g.LaunchTemplate)
 		})
 	case g.LaunchConfiguration != "":
-		return p.cachedLaunch(ctx, "lc:"+g.LaunchConfiguration, func() (string, error) {
+		return p.cachedLaunch(ctx, "lc:"+g.LaunchConfiguration, true, func() (string, error) {
 			return p.configurationType(ctx, g.LaunchConfiguration)
 		})
 	}
 	return "", fmt.Errorf("the Auto Scaling group %q has neither a launch template nor a launch configuration", g.Name)
 }
 
-func (p *Provider) cachedLaunch(ctx context.Context, key string, read func() (string, error)) (string, error) {
+// numbered reports whether the reference names a numbered version, which
+// never changes (unlike $Default and $Latest).
+func (r launchTemplateRef) numbered() bool {
+	v := r.version()
+	return v != "$Default" && v != "$Latest"
+}
+
+func (p *Provider) cachedLaunch(ctx context.Context, key string, permanent bool, read func() (string, error)) (string, error) {
 	now := p.clock.Now()
 	c := p.facts
 	c.mu.Lock()
 	e, ok := c.launch[key]
 	c.mu.Unlock()
-	if ok && now.Sub(e.at) < launchTTL {
+	if ok && (e.permanent || now.Sub(e.at) < launchTTL) {
 		return e.instanceType, nil
 	}
 	t, err := read()
@@ -109,7 +118,7 @@ func (p *Provider) cachedLaunch(ctx context.Context, key string, read func() (st
 		return "", err
 	}
 	c.mu.Lock()
-	c.launch[key] = launchEntry{instanceType: t, at: now}
+	c.launch[key] = launchEntry{instanceType: t, at: now, permanent: permanent}
 	c.mu.Unlock()
 	klog.FromContext(ctx).V(4).Info("Read the instance type of a launch specification", "launch", key, "instanceType", t)
 	return t, nil

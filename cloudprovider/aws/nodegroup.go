@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
@@ -15,11 +16,15 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 )
 
-// NodeGroup is one Auto Scaling group as the last Refresh read it. Every
-// change reads the group afresh first and checks its request against that.
+// NodeGroup is one Auto Scaling group as the last Refresh knew it (read
+// then, or kept from an earlier read: cache.go). A deletion or decrease
+// reads the group afresh first and checks its request against that; an
+// increase adds to the desired capacity this loop read, or to a fresh one.
+// Every change makes the next Refresh read the group.
 type NodeGroup struct {
 	p         *Provider
 	desc      groupDesc
+	readAt    time.Time // when desc was read
 	min, max  int
 	failure   *launchFailure
 	instances []cloudprovider.Instance
@@ -67,7 +72,7 @@ func (g *NodeGroup) IncreaseSize(ctx context.Context, delta int) error {
 	if delta <= 0 {
 		return fmt.Errorf("size increase of Auto Scaling group %q must be positive, got %d", g.Id(), delta)
 	}
-	d, err := g.p.describeOne(ctx, g.Id())
+	d, err := g.sizeBase(ctx)
 	if err != nil {
 		return err
 	}
@@ -83,7 +88,23 @@ func (g *NodeGroup) IncreaseSize(ctx context.Context, delta int) error {
 	return nil
 }
 
+// sizeBase is the description an increase adds to: the group as this
+// loop's Refresh read it, when it did and nothing changed it since (the
+// core's delta was computed from that very desired capacity); else a fresh
+// one.
+func (g *NodeGroup) sizeBase(ctx context.Context) (groupDesc, error) {
+	p := g.p
+	p.mu.Lock()
+	current := p.state.groups[g.Id()] == g && g.readAt.Equal(p.refreshedAt) && !p.dirty[g.Id()]
+	p.mu.Unlock()
+	if current {
+		return g.desc, nil
+	}
+	return p.describeOne(ctx, g.Id())
+}
+
 func (g *NodeGroup) setDesired(ctx context.Context, n int) error {
+	defer g.p.invalidate(g.Id())
 	_, err := g.p.asg.SetDesiredCapacity(ctx, &autoscaling.SetDesiredCapacityInput{AutoScalingGroupName: aws.String(g.Id()),
 		DesiredCapacity: aws.Int32(int32(n)), HonorCooldown: aws.Bool(false)})
 	return callError(fmt.Sprintf("setting the desired capacity of Auto Scaling group %q to %d", g.Id(), n), err, false)
@@ -118,6 +139,7 @@ func (g *NodeGroup) DeleteNodes(ctx context.Context, nodes []*apiv1.Node) error 
 	}
 	logger := klog.FromContext(ctx)
 	for i, id := range plan.terminate {
+		g.p.invalidate(g.Id())
 		_, err := g.p.asg.TerminateInstanceInAutoScalingGroup(ctx, &autoscaling.TerminateInstanceInAutoScalingGroupInput{
 			InstanceId: aws.String(id), ShouldDecrementDesiredCapacity: aws.Bool(true)})
 		if err != nil {
@@ -203,7 +225,7 @@ func (g *NodeGroup) DecreaseTargetSize(ctx context.Context, delta int) error {
 	if delta >= 0 {
 		return fmt.Errorf("size decrease of Auto Scaling group %q must be negative, got %d", g.Id(), delta)
 	}
-	d, err := g.p.describeOne(ctx, g.Id())
+	d, err := g.sizeBase(ctx)
 	if err != nil {
 		return err
 	}

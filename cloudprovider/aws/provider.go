@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -20,8 +21,8 @@ import (
 const Name = "aws"
 
 // DefaultListInterval is how often the group list is read again (by
-// --nodes names and auto-discovery tags); the groups' state is read on
-// every Refresh.
+// --nodes names and auto-discovery tags), and with it every group; in
+// between a group is read only when it may have changed (cache.go).
 const DefaultListInterval = time.Minute
 
 // availableGPUTypes are GPU types named as gpuType names them, for the
@@ -41,10 +42,15 @@ type Provider struct {
 	clock     clock.PassiveClock
 	listEvery time.Duration
 
-	// refreshMu serialises Refresh.
+	// nodes, when set, lists the cluster's Nodes (hints to read a group).
+	nodes NodeLister
+
+	// refreshMu serialises Refresh and guards what only it uses.
 	refreshMu sync.Mutex
-	names     []string // the group list, as last read
+	names     []string // the group list, as last read in full
 	listedAt  time.Time
+	cache     map[string]*cachedGroup
+	nodeIDs   map[string]bool // the instances that had a Node at the last Refresh
 
 	// facts caches what does not change: instance types, subnet zones.
 	facts *factCache
@@ -55,6 +61,11 @@ type Provider struct {
 	// capacity: a failed scaling activity older than that says nothing of
 	// the capacity asked since.
 	increased map[string]time.Time
+	// dirty are the groups this process changed (or found changed) since
+	// the last Refresh: the next one reads them.
+	dirty map[string]bool
+	// refreshedAt is when the last Refresh ran.
+	refreshedAt time.Time
 }
 
 var _ cloudprovider.CloudProvider = (*Provider)(nil)
@@ -90,16 +101,23 @@ func Build(ctx context.Context, opts cloudprovider.BuildOptions) (cloudprovider.
 	if len(explicit) == 0 && len(discover) == 0 {
 		klog.FromContext(ctx).Info("WARNING: the aws provider has no node groups: give --nodes=<min>:<max>:<asg-name> or --node-group-auto-discovery=asg:tag=<key>[=<value>],...")
 	}
-	if opts.Options.CloudConfig != "" {
-		klog.FromContext(ctx).Info("Ignoring --cloud-config: the aws provider takes its settings from the AWS SDK's environment and shared config", "cloudConfig", opts.Options.CloudConfig)
+	cc, err := readCloudConfig(opts.Options.CloudConfig)
+	if err != nil {
+		return nil, err
 	}
 	cfg, err := loadConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
-	asgClient, ec2Client := newClients(cfg)
+	cc.logIgnored(ctx, cfg.Region)
+	asgClient, ec2Client := newClientsWith(cfg, cc)
 	klog.FromContext(ctx).Info("AWS provider", "region", cfg.Region, "nodeGroups", len(explicit), "autoDiscovery", opts.Options.NodeGroupAutoDiscovery)
-	p := New(asgClient, ec2Client, cfg.Region, explicit, discover, WithResourceLimiter(opts.ResourceLimiter), WithEKS(newEKSClient(cfg)))
+	popts := []Option{WithResourceLimiter(opts.ResourceLimiter), WithEKS(newEKSClient(cfg, cc))}
+	if opts.InformerFactory != nil {
+		// The Nodes' informer is the core's own (one shared factory).
+		popts = append(popts, WithNodeLister(opts.InformerFactory.Core().V1().Nodes().Lister()))
+	}
+	p := New(asgClient, ec2Client, cfg.Region, explicit, discover, popts...)
 	return p, nil
 }
 
@@ -109,7 +127,7 @@ func New(asg AutoScalingAPI, ec2 EC2API, region string, explicit []explicitGroup
 	p := &Provider{asg: asg, ec2: ec2, region: region, explicit: explicit, discover: discover,
 		limiter: cloudprovider.NewResourceLimiter(nil, nil), clock: clock.RealClock{}, listEvery: DefaultListInterval,
 		facts: newFactCache(), state: &snapshot{groups: map[string]*NodeGroup{}, byInstance: map[string]*NodeGroup{}},
-		increased: map[string]time.Time{}}
+		increased: map[string]time.Time{}, dirty: map[string]bool{}, cache: map[string]*cachedGroup{}}
 	for _, o := range opts {
 		o(p)
 	}
@@ -125,35 +143,82 @@ func (p *Provider) current() *snapshot {
 	return p.state
 }
 
-// Refresh implements cloudprovider.CloudProvider: it reads the group list
-// again when DefaultListInterval has passed, then the state of every group
-// (batched, paginated) and the latest scaling activity of the groups whose
-// desired capacity is not all launched. On error the previous state stays
-// and the error (ErrTransient when throttled) aborts the loop.
+// Refresh implements cloudprovider.CloudProvider. Once per list interval
+// it reads the group list and every group (100 per call; the discovery
+// calls' answers serve as the descriptions of the groups they find); in
+// between it reads only the groups that may have changed (see cache.go),
+// and the latest scaling activity of the groups read whose desired capacity
+// is not all launched (at most every activityEvery, sooner after an
+// increase). On error the previous state stays and the error (ErrTransient
+// when throttled) aborts the loop.
 func (p *Provider) Refresh(ctx context.Context) error {
 	p.refreshMu.Lock()
 	defer p.refreshMu.Unlock()
 	now := p.clock.Now()
-	names := p.names
-	if p.names == nil || now.Sub(p.listedAt) >= p.listEvery {
-		var err error
-		if names, err = p.listGroups(ctx); err != nil {
-			return err
-		}
+	dirty := p.takeDirty()
+	full := p.names == nil || now.Sub(p.listedAt) >= p.listEvery
+	// On every Refresh, as it remembers the Nodes for the next; a hinted
+	// group counts as changed (and stays due should this Refresh fail).
+	for n := range p.nodeHints(ctx) {
+		dirty[n] = true
+	}
+	var names []string
+	var descs map[string]groupDesc
+	var err error
+	if full {
+		names, descs, err = p.readAll(ctx)
+	} else {
+		names = p.toRead(now, p.cachedNames(), dirty)
+		descs, err = p.describeGroups(ctx, names)
+	}
+	if err != nil {
+		p.restoreDirty(dirty)
+		return err
+	}
+	p.mergeReads(now, names, descs, full, dirty)
+	if full {
 		p.names, p.listedAt = names, now
 	}
-	descs, err := p.describeGroups(ctx, names)
+	snap, err := p.buildSnapshot(ctx, now, descs)
 	if err != nil {
+		p.restoreDirty(dirty)
 		return err
 	}
-	snap, err := p.buildSnapshot(ctx, descs)
-	if err != nil {
-		return err
-	}
+	klog.FromContext(ctx).V(4).Info("Refreshed the Auto Scaling groups", "full", full, "read", len(descs), "groups", len(snap.order))
 	p.mu.Lock()
-	p.state = snap
+	p.state, p.refreshedAt = snap, now
 	p.mu.Unlock()
 	return nil
+}
+
+// readAll reads the group list and every group: the discovered ones from
+// the discovery calls, the --nodes ones not among them by name.
+func (p *Provider) readAll(ctx context.Context) ([]string, map[string]groupDesc, error) {
+	discovered, err := p.discoverGroups(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	var byName []string
+	for _, e := range p.explicit {
+		if _, ok := discovered[e.Name]; !ok {
+			byName = append(byName, e.Name)
+		}
+	}
+	sort.Strings(byName)
+	descs, err := p.describeGroups(ctx, byName)
+	if err != nil {
+		return nil, nil, err
+	}
+	for n, d := range discovered {
+		descs[n] = d
+	}
+	names := make([]string, 0, len(descs))
+	for n := range descs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	klog.FromContext(ctx).V(2).Info("Read the list of Auto Scaling groups", "groups", len(names))
+	return names, descs, nil
 }
 
 // Cleanup implements cloudprovider.CloudProvider.

@@ -144,24 +144,34 @@ func TestDiscoveryAndExplicitGroups(t *testing.T) {
 		t.Fatalf("node groups %v, want %v", got, want)
 	}
 
-	// The list is read again only after a minute; the state every Refresh.
+	// The list, and with it every group, is read again only after a
+	// minute; steady groups are not read in between.
 	s.AddGroup(awsfake.Group{Name: "auto-2", Min: 0, Max: 5, LaunchTemplate: lt("$Default"), Tags: tags})
 	before := s.Calls()["DescribeAutoScalingGroups"]
 	if err := p.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if n := s.Calls()["DescribeAutoScalingGroups"] - before; n != 1 {
-		t.Errorf("a Refresh within the minute made %d DescribeAutoScalingGroups calls, want 1 (state only)", n)
+	if n := s.Calls()["DescribeAutoScalingGroups"] - before; n != 0 {
+		t.Errorf("a Refresh within the minute made %d DescribeAutoScalingGroups calls, want 0 (every group steady)", n)
 	}
 	if len(p.current().order) != 3 {
 		t.Errorf("the group list changed within the minute: %v", p.current().order)
 	}
 	clk.Step(DefaultListInterval)
+	before = s.Calls()["DescribeAutoScalingGroups"]
 	if err := p.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Contains(p.current().order, "auto-2") {
 		t.Errorf("a new tagged group is not listed after a minute: %v", p.current().order)
+	}
+	// One call per discoverer (its answer describes the groups it finds),
+	// one for the --nodes group.
+	if n := s.Calls()["DescribeAutoScalingGroups"] - before; n != 3 {
+		t.Errorf("the minute's full read made %d DescribeAutoScalingGroups calls, want 3", n)
+	}
+	if g := group(t, p, "explicit"); g.MinSize() != 2 || g.MaxSize() != 4 {
+		t.Errorf("the --nodes group after a full read: min %d max %d, want 2, 4", g.MinSize(), g.MaxSize())
 	}
 }
 
@@ -382,22 +392,25 @@ func TestBatchingAndThrottling(t *testing.T) {
 		s.AddGroup(awsfake.Group{Name: name, Max: 10, Desired: 1, LaunchTemplate: lt("$Default"), Subnets: []string{"subnet-a"}})
 		nodes = append(nodes, "0:10:"+name)
 	}
-	p := newTestProvider(t, nodes, nil)
+	clk := clocktesting.NewFakeClock(time.Now())
+	p := newTestProvider(t, nodes, nil, WithClock(clk))
 	ctx := context.Background()
 	refreshUntil(t, p, "every instance", func() bool { return len(p.current().byInstance) == 120 })
 	const describe = "DescribeAutoScalingGroups"
 	before, retriedBefore := s.Calls()[describe], s.Retries()[describe]
+	clk.Step(DefaultListInterval)
 	if err := p.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// The SDK may retry a call whose connection failed on a loaded machine
 	// (seen once in CI); the batching is about the calls made, not retried.
 	retried := s.Retries()[describe] - retriedBefore
-	if n := s.Calls()[describe] - before - retried; n != 3 {
-		t.Errorf("%d DescribeAutoScalingGroups calls (and %d retries) for 120 groups, want 3 (50 per call)", n, retried)
+	if n := s.Calls()[describe] - before - retried; n != 2 {
+		t.Errorf("%d DescribeAutoScalingGroups calls (and %d retries) for 120 groups, want 2 (100 per call)", n, retried)
 	}
 	s.SetThrottle(30)
 	for range 4 {
+		clk.Step(DefaultListInterval) // each a full read
 		if err := p.Refresh(ctx); err != nil {
 			t.Fatalf("refresh at 30%% throttling: %v", err)
 		}

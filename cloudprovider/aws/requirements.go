@@ -413,10 +413,11 @@ func (p *Provider) groupArchitectures(ctx context.Context, d *groupDesc, ref *la
 }
 
 // templateImageArch reads the image of a launch template version
-// (cached for launchTTL, as its instance type is) and the image's
+// (cached as its instance type is: for launchTTL, or for good for a
+// numbered version) and the image's
 // architecture (cached for ever: an image's architecture never changes).
 func (p *Provider) templateImageArch(ctx context.Context, ref launchTemplateRef) (ec2types.ArchitectureType, error) {
-	image, err := p.cachedLaunch(ctx, "image:"+ref.String(), func() (string, error) { return p.templateImage(ctx, ref) })
+	image, err := p.cachedLaunch(ctx, "image:"+ref.String(), ref.numbered(), func() (string, error) { return p.templateImage(ctx, ref) })
 	if err != nil {
 		return "", err
 	}

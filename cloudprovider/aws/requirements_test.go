@@ -5,10 +5,12 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"k8s.io/autoscaler/cluster-autoscaler/test/awsfake"
 )
@@ -126,7 +128,8 @@ func TestRequirementsAreReadOnce(t *testing.T) {
 	addCatalogue(s)
 	s.AddGroup(absGroup("a", "lt-x86", vcpuMem(2, 4, 1024)))
 	s.AddGroup(absGroup("b", "lt-x86", vcpuMem(2, 4, 1024))) // the same requirements
-	p := newTestProvider(t, []string{"0:5:a", "0:5:b"}, nil)
+	clk := clocktesting.NewFakeClock(time.Now())
+	p := newTestProvider(t, []string{"0:5:a", "0:5:b"}, nil, WithClock(clk))
 	ctx := context.Background()
 	for loop := range 3 {
 		if err := p.Refresh(ctx); err != nil {
@@ -148,8 +151,9 @@ func TestRequirementsAreReadOnce(t *testing.T) {
 			t.Errorf("%s called %d times in 3 loops of 2 groups, want %d", action, calls[action], want)
 		}
 	}
-	// New requirements: asked again.
+	// New requirements (seen at the minute's read of every group): asked again.
 	s.AddGroup(absGroup("a", "lt-x86", vcpuMem(4, 4, 1024)))
+	clk.Step(DefaultListInterval)
 	if err := p.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -15,8 +14,9 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 )
 
-// describeBatch is how many groups one DescribeAutoScalingGroups names.
-const describeBatch = 50
+// describeBatch is how many groups one DescribeAutoScalingGroups names: AWS
+// takes up to 50 names, or up to MaxRecords (at most 100) when that is set.
+const describeBatch = describePage
 
 // describePage is the MaxRecords of a DescribeAutoScalingGroups call.
 const describePage = 100
@@ -44,13 +44,10 @@ type snapshot struct {
 	byInstance map[string]*NodeGroup // instance or placeholder id -> group
 }
 
-// listGroups reads the group list: the --nodes names and the groups every
-// discoverer's tags select.
-func (p *Provider) listGroups(ctx context.Context) ([]string, error) {
-	set := map[string]bool{}
-	for _, e := range p.explicit {
-		set[e.Name] = true
-	}
+// discoverGroups reads the groups every discoverer's tags select (each
+// discoverer's filtered calls, every page), with their descriptions.
+func (p *Provider) discoverGroups(ctx context.Context) (map[string]groupDesc, error) {
+	found := map[string]groupDesc{}
 	for _, d := range p.discover {
 		in := &autoscaling.DescribeAutoScalingGroupsInput{Filters: d.filters(), MaxRecords: aws.Int32(describePage)}
 		pages := autoscaling.NewDescribeAutoScalingGroupsPaginator(p.asg, in, stopOnDuplicateToken)
@@ -69,18 +66,12 @@ func (p *Provider) listGroups(ctx context.Context) ([]string, error) {
 					continue
 				}
 				if d.matches(g.Tags) {
-					set[g.Name] = true
+					found[g.Name] = g
 				}
 			}
 		}
 	}
-	names := make([]string, 0, len(set))
-	for n := range set {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	klog.FromContext(ctx).V(2).Info("Read the list of Auto Scaling groups", "groups", len(names))
-	return names, nil
+	return found, nil
 }
 
 // describeGroups reads the named groups, describeBatch names per call,
@@ -121,8 +112,10 @@ func (p *Provider) addDescriptions(ctx context.Context, out map[string]groupDesc
 	}
 }
 
-// describeOne reads one group afresh (before a change to it).
+// describeOne reads one group afresh (before a change to it); the next
+// Refresh reads it too (a change follows, or the group is gone).
 func (p *Provider) describeOne(ctx context.Context, name string) (groupDesc, error) {
+	p.invalidate(name)
 	descs, err := p.describeGroups(ctx, []string{name})
 	if err != nil {
 		return groupDesc{}, err
@@ -134,23 +127,21 @@ func (p *Provider) describeOne(ctx context.Context, name string) (groupDesc, err
 	return g, nil
 }
 
-// buildSnapshot makes the node groups of descs: bounds from --nodes where
-// given, placeholders for capacity not launched, with the failure of the
-// latest scaling activity when it failed after the last increase.
-func (p *Provider) buildSnapshot(ctx context.Context, descs map[string]groupDesc) (*snapshot, error) {
+// buildSnapshot makes the node groups of the cached groups: bounds from
+// --nodes where given, placeholders for capacity not launched, with the
+// failure of the latest scaling activity when it failed after the last
+// increase. The activities of the groups just read (read) whose capacity
+// is not all launched are read again when due.
+func (p *Provider) buildSnapshot(ctx context.Context, now time.Time, read map[string]groupDesc) (*snapshot, error) {
 	bounds := map[string]explicitGroup{}
 	for _, e := range p.explicit {
 		bounds[e.Name] = e
 	}
 	s := &snapshot{groups: map[string]*NodeGroup{}, byInstance: map[string]*NodeGroup{}}
-	names := make([]string, 0, len(descs))
-	for n := range descs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := p.cachedNames()
 	var subnets []string
-	for _, d := range descs {
-		subnets = append(subnets, d.Subnets...)
+	for _, c := range p.cache {
+		subnets = append(subnets, c.desc.Subnets...)
 	}
 	if err := p.loadSubnets(ctx, subnets); err != nil && !errors.Is(err, errSubnetsRefused) {
 		// Placeholders and templates fall back to the groups' zones (a
@@ -158,7 +149,8 @@ func (p *Provider) buildSnapshot(ctx context.Context, descs map[string]groupDesc
 		klog.FromContext(ctx).Error(err, "Reading the zones of the Auto Scaling groups' subnets")
 	}
 	for _, n := range names {
-		d := descs[n]
+		c := p.cache[n]
+		d := c.desc
 		min, max := d.Min, d.Max
 		if e, ok := bounds[n]; ok {
 			min, max = effectiveBounds(ctx, e, d)
@@ -166,13 +158,16 @@ func (p *Provider) buildSnapshot(ctx context.Context, descs map[string]groupDesc
 				continue
 			}
 		}
-		g := &NodeGroup{p: p, desc: d, min: min, max: max}
+		g := &NodeGroup{p: p, desc: d, readAt: c.readAt, min: min, max: max}
 		if d.Desired > d.live() {
-			failure, err := p.latestFailure(ctx, n)
-			if err != nil {
-				return nil, err
+			if _, justRead := read[n]; justRead && p.activityDue(c, now) {
+				a, err := p.readLatestActivity(ctx, n)
+				if err != nil {
+					return nil, err
+				}
+				c.activity, c.activityAt = a, now
 			}
-			g.failure = failure
+			g.failure = p.failureSinceIncrease(n, c.activity)
 		}
 		g.instances = g.buildInstances()
 		s.order = append(s.order, n)
@@ -182,6 +177,17 @@ func (p *Provider) buildSnapshot(ctx context.Context, descs map[string]groupDesc
 		}
 	}
 	return s, nil
+}
+
+// activityDue reports whether the group's scaling activities are to be
+// read again: never read, read activityEvery ago, or raised since.
+func (p *Provider) activityDue(c *cachedGroup, now time.Time) bool {
+	if c.activityAt.IsZero() || now.Sub(c.activityAt) >= activityEvery {
+		return true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.increased[c.desc.Name].Before(c.activityAt)
 }
 
 // effectiveBounds intersects the --nodes bounds with the group's own: AWS
@@ -199,10 +205,16 @@ func effectiveBounds(ctx context.Context, e explicitGroup, d groupDesc) (int, in
 	return lo, hi
 }
 
-// latestFailure reads the group's latest scaling activity and returns its
-// failure when it failed and started no earlier than this process's last
-// increase of the group.
-func (p *Provider) latestFailure(ctx context.Context, name string) (*launchFailure, error) {
+// latestActivity is a group's latest scaling activity: when it started,
+// and its failure when it failed.
+type latestActivity struct {
+	start   time.Time
+	failure *launchFailure
+}
+
+// readLatestActivity reads the group's latest scaling activity; nil when
+// it has none.
+func (p *Provider) readLatestActivity(ctx context.Context, name string) (*latestActivity, error) {
 	out, err := p.asg.DescribeScalingActivities(ctx, &autoscaling.DescribeScalingActivitiesInput{
 		AutoScalingGroupName: aws.String(name), MaxRecords: aws.Int32(activityRecords)})
 	if err != nil {
@@ -215,19 +227,32 @@ func (p *Provider) latestFailure(ctx context.Context, name string) (*launchFailu
 			latest = a
 		}
 	}
-	if latest == nil || latest.StatusCode != astypes.ScalingActivityStatusCodeFailed {
+	if latest == nil {
 		return nil, nil
+	}
+	la := &latestActivity{start: deref(latest.StartTime)}
+	if latest.StatusCode == astypes.ScalingActivityStatusCodeFailed {
+		f := classifyLaunchFailure(deref(latest.StatusMessage) + " " + deref(latest.Description))
+		f.Message = deref(latest.StatusMessage)
+		la.failure = &f
+	}
+	return la, nil
+}
+
+// failureSinceIncrease returns the failure of the group's latest activity
+// when it started no earlier than this process's last increase of the
+// group (AWS stamps activities to the second, on its own clock).
+func (p *Provider) failureSinceIncrease(name string, a *latestActivity) *launchFailure {
+	if a == nil || a.failure == nil {
+		return nil
 	}
 	p.mu.Lock()
 	since := p.increased[name]
 	p.mu.Unlock()
-	// AWS stamps activities to the second, on its own clock.
-	if !since.IsZero() && deref(latest.StartTime).Before(since.Add(-activitySlack)) {
-		return nil, nil
+	if !since.IsZero() && a.start.Before(since.Add(-activitySlack)) {
+		return nil
 	}
-	f := classifyLaunchFailure(deref(latest.StatusMessage) + " " + deref(latest.Description))
-	f.Message = deref(latest.StatusMessage)
-	return &f, nil
+	return a.failure
 }
 
 // noteIncrease records when the group's desired capacity was raised.

@@ -95,8 +95,14 @@ func (s *Server) describeAutoScalingGroups(form url.Values) (any, *apiError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reconcileLocked()
+	names := listParam(form, "AutoScalingGroupNames.member")
+	// AWS takes up to 50 names, or up to MaxRecords when that is larger.
+	if len(names) > max(50, limit) {
+		return nil, validationError("The number of AutoScalingGroupNames (%d) exceeds the limit (%d); raise MaxRecords to name more.",
+			len(names), max(50, limit))
+	}
 	wanted := map[string]bool{}
-	for _, n := range listParam(form, "AutoScalingGroupNames.member") {
+	for _, n := range names {
 		wanted[n] = true
 	}
 	var keys []string

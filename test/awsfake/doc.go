@@ -9,8 +9,9 @@
 //
 // # Actions
 //
-// Auto Scaling (2011-01-01): DescribeAutoScalingGroups (names, Filters with
-// tag-key, tag-value and tag:<key>, MaxRecords up to 100, NextToken),
+// Auto Scaling (2011-01-01): DescribeAutoScalingGroups (names: up to 50, or
+// up to MaxRecords when larger, else ValidationError; Filters with tag-key,
+// tag-value and tag:<key>, MaxRecords up to 100, NextToken),
 // SetDesiredCapacity (ValidationError above max or below min),
 // TerminateInstanceInAutoScalingGroup (ShouldDecrementDesiredCapacity;
 // ValidationError below min or for an unknown instance,
@@ -39,7 +40,8 @@
 // # Behaviour
 //
 // The fake holds instance types, subnets, launch templates and launch
-// configurations (added by the test) and Auto Scaling groups, and moves each
+// configurations (added by the test) and Auto Scaling groups (AddGroup;
+// DeleteGroup deletes one with its instances), and moves each
 // group towards its desired capacity on its own (on every call and every 50
 // ms): new instances ("i-" and 17 hex digits) are Pending, then InService
 // after the start delay; zones go round-robin over the group's subnets; the

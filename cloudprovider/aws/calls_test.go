@@ -1,0 +1,167 @@
+package aws
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"k8s.io/autoscaler/cluster-autoscaler/test/awsfake"
+)
+
+// ec2Actions are the EC2 actions the provider calls; every other action is
+// Auto Scaling's.
+var ec2Actions = map[string]bool{"DescribeInstanceTypes": true, "DescribeLaunchTemplateVersions": true, "DescribeSubnets": true}
+
+// callCounts splits the calls made since before by service, leaving out
+// the SDK's retries of a failed connection (a loaded machine's noise, not
+// the provider's doing).
+func callCounts(s *awsfake.Server, before, retriedBefore map[string]int) (asg, ec2 int) {
+	retried := s.Retries()
+	for action, n := range s.Calls() {
+		n -= before[action] + retried[action] - retriedBefore[action]
+		if ec2Actions[action] {
+			ec2 += n
+		} else {
+			asg += n
+		}
+	}
+	return asg, ec2
+}
+
+const scanInterval = 10 * time.Second
+
+// loopCalls is what a run of simulated loops cost.
+type loopCalls struct {
+	loops        int
+	asg, ec2     int
+	writes       int // own changes made (each an IncreaseSize or DeleteNodes)
+	asgPerMinute float64
+}
+
+// simulateLoops runs loops of what the core asks of the provider each
+// loop (Refresh, NodeGroups, every group's TargetSize and Nodes, and the
+// template of every group at zero), the clock one scan interval further
+// each time. With busy, every sixth loop (once a minute) scales one group
+// up and deletes one instance of another, as the core's executors would.
+func simulateLoops(t testing.TB, s *awsfake.Server, p *Provider, clk *clocktesting.FakeClock, loops int, busy bool) loopCalls {
+	t.Helper()
+	ctx := klog.NewContext(context.Background(), logr.Discard())
+	before, retriedBefore := s.Calls(), s.Retries()
+	out := loopCalls{loops: loops}
+	for i := range loops {
+		clk.Step(scanInterval)
+		if err := p.Refresh(ctx); err != nil {
+			t.Fatalf("loop %d: refresh: %v", i, err)
+		}
+		groups, _ := p.NodeGroups(ctx)
+		for _, g := range groups {
+			n, _ := g.TargetSize(ctx)
+			if _, err := g.Nodes(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				if _, err := g.TemplateNodeInfo(ctx); err != nil {
+					t.Fatalf("loop %d: template of %s: %v", i, g.Id(), err)
+				}
+			}
+		}
+		if !busy || i%6 != 3 {
+			continue
+		}
+		up := groups[(i/6)%len(groups)]
+		if err := up.IncreaseSize(ctx, 1); err != nil {
+			t.Fatalf("loop %d: %v", i, err)
+		}
+		down := groups[(i/6+len(groups)/2)%len(groups)]
+		ins, _ := down.Nodes(ctx)
+		if len(ins) > 0 && !isPlaceholder(lastSegment(ins[0].Id)) {
+			node := &apiv1.Node{}
+			node.Name, node.Spec.ProviderID = "n", ins[0].Id
+			if err := down.DeleteNodes(ctx, []*apiv1.Node{node}); err != nil {
+				t.Fatalf("loop %d: %v", i, err)
+			}
+			out.writes++
+		}
+		out.writes++
+	}
+	out.asg, out.ec2 = callCounts(s, before, retriedBefore)
+	out.asgPerMinute = float64(out.asg) / (float64(loops) * scanInterval.Seconds() / 60)
+	return out
+}
+
+// callsSetup starts the fake with n groups named by --nodes: one in ten at
+// zero (their templates are asked for each loop), the others with two
+// instances; it returns the provider after its first full read.
+func callsSetup(t testing.TB, n int) (*awsfake.Server, *Provider, *clocktesting.FakeClock) {
+	t.Helper()
+	s := startFakeTB(t)
+	var nodes []string
+	want := 0
+	for i := range n {
+		name := fmt.Sprintf("ng-%04d", i)
+		desired := 2
+		if i%10 == 0 {
+			desired = 0
+		}
+		want += desired
+		s.AddGroup(groupOf(name, desired))
+		nodes = append(nodes, "0:100:"+name)
+	}
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC))
+	p := newTestProviderTB(t, nodes, nil, WithClock(clk))
+	ctx := klog.NewContext(context.Background(), logr.Discard())
+	deadline := time.Now().Add(waitFor)
+	for {
+		clk.Step(2 * time.Minute) // each attempt a full read
+		if err := p.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if len(p.current().byInstance) == want {
+			return s, p, clk
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d instances listed, want %d", len(p.current().byInstance), want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestAPICallsPerLoop measures the AWS calls of ten minutes of loops at a
+// 10 s scan interval, at 100 and 1,000 groups, steady and with a scale-up
+// and a deletion each minute. Steady, the provider must make no more Auto
+// Scaling calls a minute than the floor of upstream's AWS provider, which
+// reads its whole cache again every minute (one DescribeAutoScalingGroups
+// per 100 groups). Busy, each change costs a fresh read and the write,
+// and the next loop reads the changed groups (one call for both): 5 calls
+// a minute on top (upstream's cache makes the 2 writes only, and describes
+// the activities of a group still short at its minute's read). The
+// figures are in docs/benchmarks.md ("AWS API calls").
+func TestAPICallsPerLoop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 1,000 groups on the fake")
+	}
+	for _, n := range []int{100, 1000} {
+		for _, busy := range []bool{false, true} {
+			t.Run(fmt.Sprintf("groups=%d/busy=%t", n, busy), func(t *testing.T) {
+				s, p, clk := callsSetup(t, n)
+				got := simulateLoops(t, s, p, clk, 60, busy)
+				t.Logf("%d groups, busy=%t: %d loops, Auto Scaling %d calls (%.2f per loop, %.1f a minute), EC2 %d calls (%.2f per loop), own writes %d",
+					n, busy, got.loops, got.asg, float64(got.asg)/float64(got.loops), got.asgPerMinute, got.ec2,
+					float64(got.ec2)/float64(got.loops), got.writes)
+				budget := float64((n + 99) / 100)
+				if busy {
+					budget += 2 + 2 + 1
+				}
+				if got.asgPerMinute > budget {
+					t.Errorf("%.1f Auto Scaling calls a minute, want at most %.0f", got.asgPerMinute, budget)
+				}
+			})
+		}
+	}
+}
