@@ -27,7 +27,34 @@ func newEKSTestProvider(t *testing.T, nodes []string, opts ...Option) *Provider 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newTestProvider(t, nodes, nil, append(opts, WithEKS(newEKSClient(cfg)))...)
+	return newTestProvider(t, nodes, nil, append(opts, WithEKS(newEKSClient(cfg, cloudConfig{})))...)
+}
+
+// TestManagedNodegroupThroughCloudConfigOverride: an eks [ServiceOverride]
+// of --cloud-config for the provider's region sends DescribeNodegroup to
+// its URL (AWS_ENDPOINT_URL_EKS points nowhere); one of another region is
+// not applied.
+func TestManagedNodegroupThroughCloudConfigOverride(t *testing.T) {
+	s := startFake(t)
+	s.AddGroup(eksGroup("eks-ng-0001", "prod", "ng", nil))
+	s.AddNodegroup(awsfake.EKSNodegroup{Cluster: "prod", Name: "ng", Labels: map[string]string{"team": "ml"}})
+	t.Setenv("AWS_ENDPOINT_URL_EKS", "http://127.0.0.1:1")
+	t.Setenv("AWS_MAX_ATTEMPTS", "1")
+	cfg, err := loadConfig(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		region string
+		want   bool
+	}{{cfg.Region, true}, {"eu-west-1", false}} {
+		cc := cloudConfig{Overrides: []serviceOverride{{Name: "1", Service: "eks", Region: c.region, URL: s.URL(), SigningRegion: cfg.Region}}}
+		p := newTestProvider(t, []string{"0:10:eks-ng-0001"}, nil, WithEKS(newEKSClient(cfg, cc)))
+		n := template(t, context.Background(), p, "eks-ng-0001")
+		if got := n.Labels["team"] == "ml"; got != c.want {
+			t.Errorf("override for %s: node group label read = %v, want %v (labels %v)", c.region, got, c.want, n.Labels)
+		}
+	}
 }
 
 // eksGroup is a group at zero tagged as EKS tags a managed node group's
