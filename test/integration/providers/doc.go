@@ -1,3 +1,3 @@
 // Package providers tests, against the real local control plane and binary, the cloud providers
-// against their fakes: AWS, Cluster API, external gRPC and kwok.
+// against their fakes: Cluster API, external gRPC and kwok (AWS: test/integration/aws).
 package providers
