@@ -103,7 +103,8 @@ func (r *Registry) countNodes(ctx context.Context, provider cloudprovider.CloudP
 
 // countNode counts node n of group ng (nil when none; gs its state, nil
 // when none) by readiness, and lists it among its group's not started or
-// resource-unready nodes when it is one.
+// resource-unready nodes when it is one. A suspended node counts as
+// suspended only.
 func (r *Registry) countNode(ctx context.Context, devices *deviceCheck, n *apiv1.Node, ng cloudprovider.NodeGroup,
 	gs *GroupState, now time.Time) NodeCounts {
 	startup := r.opts.NodeGroupDefaults.MaxNodeStartupTime
@@ -111,6 +112,13 @@ func (r *Registry) countNode(ctx context.Context, devices *deviceCheck, n *apiv1
 		startup = gs.Options.MaxNodeStartupTime
 	}
 	var c NodeCounts
+	if isBeingDeleted(n) {
+		c.BeingDeleted++
+	}
+	if IsSuspended(n) {
+		c.Suspended++
+		return c
+	}
 	readiness, devicesLate := r.nodeReadiness(ctx, devices, n, ng, now, startup)
 	if devicesLate && gs != nil {
 		gs.ResourceUnreadyNodes = append(gs.ResourceUnreadyNodes, n.Name)
@@ -128,9 +136,6 @@ func (r *Registry) countNode(ctx context.Context, devices *deviceCheck, n *apiv1
 		if gs != nil {
 			gs.NotStartedNodes = append(gs.NotStartedNodes, n.Name)
 		}
-	}
-	if isBeingDeleted(n) {
-		c.BeingDeleted++
 	}
 	return c
 }

@@ -404,7 +404,8 @@ func (a *Autoscaler) observe(ctx context.Context, now time.Time) (*Observation, 
 // report exports what the loop observed.
 func (a *Autoscaler) report(ctx context.Context, obs *Observation) {
 	counts := a.state.ClusterCounts()
-	a.metrics.UpdateNodesCount(counts.Ready, counts.Unready, counts.NotStarted, counts.Unregistered, counts.LongUnregistered)
+	a.metrics.UpdateNodesCount(counts.Ready, counts.Unready, counts.NotStarted, counts.Suspended, counts.Unregistered,
+		counts.LongUnregistered)
 	a.metrics.UpdateNodeGroupsCount(len(obs.NodeGroups))
 	if a.opts.EmitPerNodeGroupMetrics {
 		for _, gs := range a.state.Groups() {
@@ -429,7 +430,7 @@ func (a *Autoscaler) report(ctx context.Context, obs *Observation) {
 		StartupPrefixes: a.opts.ClusterState.Taints.StartupTaintPrefixes, Status: a.opts.ClusterState.Taints.StatusTaints})
 	a.metrics.UpdateLastActivity(metrics.ActivityAutoscaling, obs.Now)
 	klog.FromContext(ctx).V(2).Info("Loop summary", "nodeGroups", len(obs.NodeGroups), "ready", counts.Ready, "unready", counts.Unready,
-		"notStarted", counts.NotStarted, "unregistered", counts.Unregistered, "longUnregistered", counts.LongUnregistered,
+		"notStarted", counts.NotStarted, "suspended", counts.Suspended, "unregistered", counts.Unregistered, "longUnregistered", counts.LongUnregistered,
 		"unschedulablePods", unschedulable)
 }
 

@@ -67,6 +67,8 @@ const (
 	NodeStateReady      = "ready"
 	NodeStateUnready    = "unready"
 	NodeStateNotStarted = "notStarted"
+	// Nodes with the condition Suspended=True.
+	NodeStateSuspended = "suspended"
 	// Instances without a Node, and those without one for longer than the
 	// provision time.
 	NodeStateUnregistered     = "unregistered"
@@ -254,10 +256,11 @@ func (m *Metrics) RegisterError(t ErrorType) {
 }
 
 // UpdateNodesCount sets the node counts by state.
-func (m *Metrics) UpdateNodesCount(ready, unready, notStarted, unregistered, longUnregistered int) {
+func (m *Metrics) UpdateNodesCount(ready, unready, notStarted, suspended, unregistered, longUnregistered int) {
 	m.nodesCount.WithLabelValues(NodeStateReady).Set(float64(ready))
 	m.nodesCount.WithLabelValues(NodeStateUnready).Set(float64(unready))
 	m.nodesCount.WithLabelValues(NodeStateNotStarted).Set(float64(notStarted))
+	m.nodesCount.WithLabelValues(NodeStateSuspended).Set(float64(suspended))
 	m.nodesCount.WithLabelValues(NodeStateUnregistered).Set(float64(unregistered))
 	m.nodesCount.WithLabelValues(NodeStateLongUnregistered).Set(float64(longUnregistered))
 }
