@@ -44,6 +44,11 @@ type deviceCheck struct {
 	slices    SliceLister
 	templates map[string]*cloudprovider.NodeInfo // nil: unknown
 	published map[string]map[string]int          // node -> driver -> devices
+	// nodeSlices are each node's node-local slices of the newest
+	// generation of their pool; incomplete are the driver/pool keys whose
+	// newest generation has fewer slices than it says.
+	nodeSlices map[string][]*resourceapi.ResourceSlice
+	incomplete map[string]bool
 	// listFailed: the slices could not be listed; nothing is checked.
 	listFailed bool
 	// members are the names of each group's nodes (by group id).
@@ -203,10 +208,16 @@ func (d *deviceCheck) publishedOn(nodeName string) map[string]int {
 			k := sl.Spec.Driver + "/" + sl.Spec.Pool.Name
 			newest[k] = max(newest[k], sl.Spec.Pool.Generation)
 		}
+		d.nodeSlices, d.incomplete = map[string][]*resourceapi.ResourceSlice{}, map[string]bool{}
+		seen := map[string]int64{} // driver/pool -> slices of the newest generation
 		for _, sl := range list {
-			if sl.Spec.NodeName == nil || sl.Spec.Pool.Generation < newest[sl.Spec.Driver+"/"+sl.Spec.Pool.Name] {
+			k := sl.Spec.Driver + "/" + sl.Spec.Pool.Name
+			if sl.Spec.NodeName == nil || sl.Spec.Pool.Generation < newest[k] {
 				continue
 			}
+			seen[k]++
+			d.incomplete[k] = seen[k] < sl.Spec.Pool.ResourceSliceCount
+			d.nodeSlices[*sl.Spec.NodeName] = append(d.nodeSlices[*sl.Spec.NodeName], sl)
 			m := d.published[*sl.Spec.NodeName]
 			if m == nil {
 				m = map[string]int{}

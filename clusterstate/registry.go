@@ -163,6 +163,8 @@ type Registry struct {
 	scaleDownProbed time.Time
 	// transitions remember when each reported status last changed.
 	transitions map[string]transition
+	// draMismatches are the last Update's DRATemplateMismatches.
+	draMismatches map[DRAMismatch]int
 }
 
 type transition struct {

@@ -415,6 +415,15 @@ func (a *Autoscaler) report(ctx context.Context, obs *Observation) {
 		}
 	}
 	a.reportClusterSize(obs)
+	mismatches := map[metrics.DRAMismatch]int{}
+	for k, n := range a.state.DRATemplateMismatches() {
+		mismatches[metrics.DRAMismatch{Driver: k.Driver, Type: k.Type}] = n
+	}
+	a.metrics.UpdateDRATemplateMismatches(mismatches)
+	// The check of pending pods against existing and upcoming nodes has no
+	// time budget that could cut it short (--pending-pods-batching-timeout
+	// is accepted without effect): no pod is ever skipped.
+	a.metrics.UpdateSkippedPods(metrics.SkippedPodsFilterOutSchedulable, 0)
 	unschedulable, unprocessed := 0, 0
 	for _, p := range obs.PendingPods {
 		switch {

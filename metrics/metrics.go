@@ -109,6 +109,8 @@ type Metrics struct {
 	oldUnregisteredRemoved   prometheus.Counter
 	unregisteredBreakerOpen  prometheus.Gauge
 	aggregated               *aggregatedDurations
+	draTemplateMismatch      *prometheus.GaugeVec
+	skippedPods              *prometheus.GaugeVec
 }
 
 // New creates the series and registers them on reg.
@@ -218,6 +220,8 @@ func New(reg prometheus.Registerer) *Metrics {
 	reg.MustRegister(m.provreq.collectors()...)
 	m.expanderFallbacks = newExpanderFallbacks()
 	reg.MustRegister(m.expanderFallbacks)
+	m.draTemplateMismatch, m.skippedPods = newDRATemplateMismatch(), newSkippedPods()
+	reg.MustRegister(m.draTemplateMismatch, m.skippedPods)
 	reg.MustRegister(m.clusterSafeToAutoscale, m.lastActivity, m.functionDuration, m.functionDurationQuantile, m.errorsTotal,
 		m.nodesCount, m.unschedulablePodsCount, m.nodeGroupsCount, m.scaledUpNodes, m.failedScaleUps,
 		m.maxNodesCount, m.cpuCurrentCores, m.memoryCurrentBytes, m.cpuLimitsCores, m.memoryLimitsBytes)
