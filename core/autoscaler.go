@@ -291,6 +291,7 @@ func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, 
 	session := a.scaleUp.Begin(ctx, in)
 	productive := a.procs.ProcessCapacity(ctx, obs, session)
 	if len(pending) == 0 {
+		session.NoPending(ctx)
 		status.Added = session.Added()
 		return Result{Productive: productive || session.Added() > 0}, session, nil
 	}
@@ -420,10 +421,6 @@ func (a *Autoscaler) report(ctx context.Context, obs *Observation) {
 		mismatches[metrics.DRAMismatch{Driver: k.Driver, Type: k.Type}] = n
 	}
 	a.metrics.UpdateDRATemplateMismatches(mismatches)
-	// The check of pending pods against existing and upcoming nodes has no
-	// time budget that could cut it short (--pending-pods-batching-timeout
-	// is accepted without effect): no pod is ever skipped.
-	a.metrics.UpdateSkippedPods(metrics.SkippedPodsFilterOutSchedulable, 0)
 	unschedulable, unprocessed := 0, 0
 	for _, p := range obs.PendingPods {
 		switch {

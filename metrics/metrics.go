@@ -222,6 +222,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	reg.MustRegister(m.expanderFallbacks)
 	m.draTemplateMismatch, m.skippedPods = newDRATemplateMismatch(), newSkippedPods()
 	reg.MustRegister(m.draTemplateMismatch, m.skippedPods)
+	m.skippedPods.WithLabelValues(SkippedPodsFilterOutSchedulable).Set(0)
 	reg.MustRegister(m.clusterSafeToAutoscale, m.lastActivity, m.functionDuration, m.functionDurationQuantile, m.errorsTotal,
 		m.nodesCount, m.unschedulablePodsCount, m.nodeGroupsCount, m.scaledUpNodes, m.failedScaleUps,
 		m.maxNodesCount, m.cpuCurrentCores, m.memoryCurrentBytes, m.cpuLimitsCores, m.memoryLimitsBytes)
