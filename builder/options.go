@@ -99,6 +99,8 @@ func ScaleUpOptions(o config.Options) scaleup.Options {
 		MaxNodesPerScaleUp:             o.MaxNodesPerScaleUp,
 		MaxBinpackingTime:              o.MaxBinpackingTime,
 		MaxNodeGroupBinpackingDuration: o.MaxNodeGroupBinpackingDuration,
+		EnableGracefulDegradation:      o.EnableGracefulDegradation,
+		PendingPodsBatchingTimeout:     o.PendingPodsBatchingTimeout,
 		NodeInfoCacheExpireTime:        o.NodeInfoCacheExpireTime,
 		ExpendablePodsPriorityCutoff:   o.ExpendablePodsPriorityCutoff,
 		BalanceSimilarNodeGroups:       o.BalanceSimilarNodeGroups,

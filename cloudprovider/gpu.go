@@ -8,6 +8,70 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 )
 
+// DefaultGPUResource is the extended resource of device-plugin GPUs when
+// nothing names another (upstream's default, NVIDIA's).
+const DefaultGPUResource apiv1.ResourceName = "nvidia.com/gpu"
+
+// GPUResourceNames returns the extended resources counted as GPUs wherever
+// GPUs are counted (--gpu-total, the scale-down GPU utilisation, the
+// readiness of GPU nodes, the GPU metrics' labels): upstream's list. This is
+// the one place that lists them.
+func GPUResourceNames() []apiv1.ResourceName {
+	return []apiv1.ResourceName{DefaultGPUResource, "amd.com/gpu", "gpu.intel.com/xe", "habana.ai/gaudi",
+		"microsoft.com/directx"}
+}
+
+// IsGPUResource reports whether name is one of GPUResourceNames.
+func IsGPUResource(name apiv1.ResourceName) bool {
+	for _, n := range GPUResourceNames() {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// GPUResourceIn returns the first of GPUResourceNames with a positive
+// quantity in l, or "" when there is none.
+func GPUResourceIn(l apiv1.ResourceList) apiv1.ResourceName {
+	for _, n := range GPUResourceNames() {
+		if q, ok := l[n]; ok && q.Sign() > 0 {
+			return n
+		}
+	}
+	return ""
+}
+
+// NodeGPUResource returns the GPU resource node has (its capacity, then its
+// allocatable), or DefaultGPUResource when it has none, as a GPU node whose
+// device plugin has not started yet.
+func NodeGPUResource(n *apiv1.Node) apiv1.ResourceName {
+	if n == nil {
+		return DefaultGPUResource
+	}
+	if r := GPUResourceIn(n.Status.Capacity); r != "" {
+		return r
+	}
+	if r := GPUResourceIn(n.Status.Allocatable); r != "" {
+		return r
+	}
+	return DefaultGPUResource
+}
+
+// LabelledGPUConfig is the GPU configuration of node for a provider that
+// tells GPU nodes by label: nil when node lacks the label, else the
+// label's value as type and node's GPU resource (NodeGPUResource).
+func LabelledGPUConfig(label string, node *apiv1.Node) *GpuConfig {
+	if label == "" || node == nil {
+		return nil
+	}
+	t, ok := node.Labels[label]
+	if !ok {
+		return nil
+	}
+	return &GpuConfig{Label: label, Type: t, ExtendedResourceName: NodeGPUResource(node)}
+}
+
 // GPUsOf returns the GPU type of node, as the provider names it, and how
 // many it has (0 without GPU).
 func GPUsOf(ctx context.Context, provider CloudProvider, n *apiv1.Node) (string, int64) {
@@ -29,7 +93,7 @@ func GPUsWithDevices(ctx context.Context, provider CloudProvider, n *apiv1.Node,
 		typ, draDriver = c.Type, c.DraDriverName
 		name := c.ExtendedResourceName
 		if name == "" {
-			name = "nvidia.com/gpu"
+			name = NodeGPUResource(n)
 		}
 		if q, ok := n.Status.Capacity[name]; ok && q.Value() > 0 {
 			return typ, q.Value()

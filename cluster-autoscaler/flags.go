@@ -196,8 +196,10 @@ func (c *commandLine) registerScaleUp() {
 	c.ignoredBool("parallel-scale-up", false, "Experimental upstream knob: parallel scale-up of node groups.")
 	c.ignoredBool("salvo-scale-up", false, "Upstream knob: several scale-ups per loop. This autoscaler plans a whole backlog in one loop.")
 	c.ignoredDuration("salvo-scale-up-budget", time.Minute, "Upstream knob: time budget of salvo scale-ups.")
-	c.ignoredDuration("pending-pods-batching-timeout", 4*time.Minute, "Upstream knob: time budget of the filter-out-schedulable simulation.")
-	c.ignoredBool("enable-graceful-degradation", false, "Upstream knob: proceed with a subset of pods when simulation times out.")
+	c.fs.DurationVar(&c.opts.PendingPodsBatchingTimeout, "pending-pods-batching-timeout", c.opts.PendingPodsBatchingTimeout,
+		"With --enable-graceful-degradation: time budget of the check of pending pods against existing and upcoming nodes (upstream's filter-out-schedulable); the equivalence groups not reached within it are skipped in this loop.")
+	c.fs.BoolVar(&c.opts.EnableGracefulDegradation, "enable-graceful-degradation", c.opts.EnableGracefulDegradation,
+		"When the check of pending pods runs out of --pending-pods-batching-timeout, scale up for the pods checked and skip the others in this loop (skipped_pods_count, events GracefulDegradationStarted/Stopped).")
 	c.ignoredBool("scaleup-simulation-for-skipped-node-groups-enabled", false, "Upstream knob: simulate skipped node groups for reporting.")
 	c.fs.BoolVar(&c.opts.ProactiveScaleupEnabled, "enable-proactive-scaleup", c.opts.ProactiveScaleupEnabled,
 		"Count the replicas a ReplicaSet has not created yet as pending pods (stand-ins, bounded by --pod-injection-limit), so that a burst gets one scale-up; a ReplicaSet whose replicas are refused (ReplicaFailure) gets none, and one larger than the limit gets its next piece only once half of the replicas counted before exist. On by default here, off upstream; false counts only the pods that exist.")
@@ -309,8 +311,8 @@ func (c *commandLine) registerStatusAndProvReq() {
 // ("Which flags are accepted, and which act?") says why, flag by flag.
 func (c *commandLine) markByDesign() {
 	c.mark(byDesign, "enable-csi-node-aware-scheduling", "node-removal-latency-tracking-enabled",
-		"enable-graceful-degradation", "enable-inter-pod-affinity-hostname-fast-path",
-		"fastpath-binpacking-enabled", "parallel-scale-up", "pending-pods-batching-timeout", "salvo-scale-up",
+		"enable-inter-pod-affinity-hostname-fast-path",
+		"fastpath-binpacking-enabled", "parallel-scale-up", "salvo-scale-up",
 		"salvo-scale-up-budget", "scaleup-simulation-for-skipped-node-groups-enabled", "cluster-snapshot-parallelism")
 	c.mark(otherProvider, "async-node-groups")
 }

@@ -249,6 +249,7 @@ func TestInvalidFlagsNameTheFlag(t *testing.T) {
 		{[]string{"--cores-total=0:9223372036854775807"}, "--cores-total"},
 		{[]string{"--kube-client-qps=+Inf"}, "--kube-client-qps"},
 		{[]string{"--scale-up-batch-idle-duration=-1s"}, "--scale-up-batch-idle-duration"},
+		{[]string{"--pending-pods-batching-timeout=-1m"}, "--pending-pods-batching-timeout"},
 		{[]string{"--scale-up-batch-idle-duration=5s", "--scale-up-batch-max-duration=2s"}, "--scale-up-batch-max-duration"},
 		{[]string{"--scale-down-utilization-threshold=NaN"}, "--scale-down-utilization-threshold"},
 		{[]string{"--max-graceful-termination-sec=9223372036854775807"}, "--max-graceful-termination-sec"},
@@ -301,5 +302,24 @@ func TestKwokProviderEnabledWithKwok(t *testing.T) {
 	}
 	if !c.opts.KwokProviderEnabled {
 		t.Error("--kwok-provider-enabled did not set KwokProviderEnabled")
+	}
+}
+
+// --enable-graceful-degradation and --pending-pods-batching-timeout are
+// upstream's, with upstream's defaults (false, 4m), and act.
+func TestGracefulDegradationFlags(t *testing.T) {
+	c := newCommandLine()
+	if c.opts.EnableGracefulDegradation || c.opts.PendingPodsBatchingTimeout != 4*time.Minute {
+		t.Errorf("defaults %t, %v; want false, 4m", c.opts.EnableGracefulDegradation, c.opts.PendingPodsBatchingTimeout)
+	}
+	if err := c.parse([]string{"--enable-graceful-degradation", "--pending-pods-batching-timeout=90s"}); err != nil {
+		t.Fatal(err)
+	}
+	if !c.opts.EnableGracefulDegradation || c.opts.PendingPodsBatchingTimeout != 90*time.Second {
+		t.Errorf("parsed %t, %v; want true, 1m30s", c.opts.EnableGracefulDegradation, c.opts.PendingPodsBatchingTimeout)
+	}
+	if c.status["enable-graceful-degradation"] != implemented || c.status["pending-pods-batching-timeout"] != implemented {
+		t.Errorf("status %v, %v; want both %v", c.status["enable-graceful-degradation"],
+			c.status["pending-pods-batching-timeout"], implemented)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"runtime"
@@ -53,7 +54,10 @@ import (
 // LOOP_BENCH_SNAPSHOT=<file> runs on a /snapshotz dump instead (Idle: the
 // dump as it is; Burst10000: with the 10,000 pods added, without node
 // selector; ScaleDown2000: the dump with the candidate limits lifted);
-// LOOP_BENCH_FLAGS="--flag=value ..." adds flags to every loop.
+// LOOP_BENCH_FLAGS="--flag=value ..." adds flags to every loop;
+// LOOP_BENCH_PENDING (default 10000) sets the burst's pending pods (the
+// sub-benchmark is then Burst<n>), LOOP_BENCH_PENDING_SET (default 1000)
+// the size of their ReplicaSets (each one equivalence group).
 //
 //	go test -run '^$' -bench BenchmarkLoop -benchtime 5x -benchmem ./cluster-autoscaler
 func BenchmarkLoop(b *testing.B) {
@@ -82,7 +86,7 @@ func BenchmarkLoop(b *testing.B) {
 				b.Fatal(err)
 			}
 			if spec.Pending > 0 {
-				burst := syntheticCluster(synthSpec{Pending: spec.Pending}).PendingPods
+				burst := syntheticCluster(synthSpec{Pending: spec.Pending, PendingPerSet: spec.PendingPerSet}).PendingPods
 				for _, p := range burst {
 					p.Spec.NodeSelector = nil
 				}
@@ -102,8 +106,24 @@ func BenchmarkLoop(b *testing.B) {
 		h := newLoopHarness(b, cluster(b, synthSpec{Nodes: nodes, PodsPerNode: 30}), nil)
 		h.steadyLoops(b, nil)
 	})
-	b.Run("Burst10000", func(b *testing.B) {
-		c := cluster(b, synthSpec{Nodes: nodes, PodsPerNode: 30, Pending: 10000})
+	pending := 10000
+	if s := os.Getenv("LOOP_BENCH_PENDING"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			b.Fatalf("LOOP_BENCH_PENDING=%q: want a positive number", s)
+		}
+		pending = n
+	}
+	perSet := 0
+	if s := os.Getenv("LOOP_BENCH_PENDING_SET"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			b.Fatalf("LOOP_BENCH_PENDING_SET=%q: want a positive number", s)
+		}
+		perSet = n
+	}
+	b.Run(fmt.Sprintf("Burst%d", pending), func(b *testing.B) {
+		c := cluster(b, synthSpec{Nodes: nodes, PodsPerNode: 30, Pending: pending, PendingPerSet: perSet})
 		h := newLoopHarness(b, c, nil)
 		h.burstLoops(b)
 	})

@@ -32,10 +32,11 @@ const groupLabel = "bench.autoscaler/group"
 // replicas (pod g of the cluster on node g mod Nodes); the first LowNodes
 // nodes run small pods (100m / 256 MiB: 19% of the node, below the
 // scale-down threshold), the others 300m / 1 GiB (56%: above it). Pending
-// pods (1 CPU / 1 GiB, unschedulable) come in ReplicaSets of 1,000; those of
-// every second one select the template-only group "new" (16 CPU).
+// pods (1 CPU / 1 GiB, unschedulable) come in ReplicaSets of PendingPerSet
+// (0: 1,000); those of every second one select the template-only group "new"
+// (16 CPU).
 type synthSpec struct {
-	Nodes, PodsPerNode, LowNodes, Pending int
+	Nodes, PodsPerNode, LowNodes, Pending, PendingPerSet int
 }
 
 const synthReplicas = 300
@@ -66,9 +67,13 @@ func syntheticCluster(spec synthSpec) *core.DebuggingSnapshot {
 			snap.NodeList[i].Pods = append(snap.NodeList[i].Pods, p)
 		}
 	}
+	perSet := spec.PendingPerSet
+	if perSet <= 0 {
+		perSet = 1000
+	}
 	for k := 0; k < spec.Pending; k++ {
-		rs := k / 1000
-		p := synthPod(fmt.Sprintf("burst-%d", rs), k%1000, "1", "1Gi", created)
+		rs := k / perSet
+		p := synthPod(fmt.Sprintf("burst-%d", rs), k%perSet, "1", "1Gi", created)
 		if rs%2 == 1 {
 			p.Spec.NodeSelector = map[string]string{groupLabel: "new"}
 		}

@@ -31,10 +31,6 @@ func WithResourceSlices(l SliceLister) RegistryOption {
 	return func(r *Registry) { r.slices = l }
 }
 
-// defaultGPUResource is the extended resource of device-plugin GPUs when
-// the provider names none.
-const defaultGPUResource = "nvidia.com/gpu"
-
 // deviceCheck finds, during one Update, the nodes whose Ready condition is
 // true but whose devices are not there yet: the DRA devices of the group's
 // template not all published as ResourceSlices, or a GPU node (the
@@ -48,6 +44,11 @@ type deviceCheck struct {
 	slices    SliceLister
 	templates map[string]*cloudprovider.NodeInfo // nil: unknown
 	published map[string]map[string]int          // node -> driver -> devices
+	// nodeSlices are each node's node-local slices of the newest
+	// generation of their pool; incomplete are the driver/pool keys whose
+	// newest generation has fewer slices than it says.
+	nodeSlices map[string][]*resourceapi.ResourceSlice
+	incomplete map[string]bool
 	// listFailed: the slices could not be listed; nothing is checked.
 	listFailed bool
 	// members are the names of each group's nodes (by group id).
@@ -62,16 +63,16 @@ func newDeviceCheck(ctx context.Context, provider cloudprovider.CloudProvider, s
 
 // unready returns why node of ng has not got its devices yet, or "".
 func (d *deviceCheck) unready(node *apiv1.Node, ng cloudprovider.NodeGroup) string {
-	gpuResource := apiv1.ResourceName(defaultGPUResource)
+	gpuResource := cloudprovider.NodeGPUResource(node)
 	if c := d.provider.GetNodeGpuConfig(d.ctx, node); c != nil && c.ExtendedResourceName != "" {
-		gpuResource = apiv1.ResourceName(c.ExtendedResourceName)
+		gpuResource = c.ExtendedResourceName
 	}
 	_, labelled := node.Labels[d.provider.GPULabel()]
 	if ng == nil {
 		// A node of no group: only upstream's GPU-label rule applies.
 		return devicesUnready(node, nil, nil, nil, labelled, gpuResource)
 	}
-	if d.slices == nil && (!labelled || hasResource(node.Status.Allocatable, gpuResource)) {
+	if d.slices == nil && (!labelled || hasGPU(node.Status.Allocatable, gpuResource)) {
 		return "" // nothing to check without reading the template
 	}
 	tmpl := d.template(ng)
@@ -122,7 +123,8 @@ func (d *deviceCheck) peerDevices(group string) map[string]int {
 // devicesUnready is the rule: node (labelled with the provider's GPU
 // label or not) lacks devices its group's nodes have: fewer devices
 // published per DRA driver than want, or no GPU resource while tmplNode
-// (the template's node, nil when unknown) has it, or, by upstream's
+// (the template's node, nil when unknown) has it or another of the
+// resources counted as GPUs (cloudprovider.GPUResourceNames), or, by upstream's
 // GPU-label rule, while labelled, unless the group offers its devices
 // through DRA (want not empty: no device plugin resource to wait for).
 func devicesUnready(node, tmplNode *apiv1.Node, want, published map[string]int, labelled bool,
@@ -138,18 +140,32 @@ func devicesUnready(node, tmplNode *apiv1.Node, want, published map[string]int, 
 				drv, published[drv], want[drv])
 		}
 	}
-	if hasResource(node.Status.Allocatable, gpuResource) {
+	if hasGPU(node.Status.Allocatable, gpuResource) {
 		return ""
 	}
 	expected := labelled && len(want) == 0
 	if tmplNode != nil {
-		expected = expected || hasResource(tmplNode.Status.Allocatable, gpuResource) ||
-			hasResource(tmplNode.Status.Capacity, gpuResource)
+		for _, l := range []apiv1.ResourceList{tmplNode.Status.Capacity, tmplNode.Status.Allocatable} {
+			if r := cloudprovider.GPUResourceIn(l); r != "" || hasResource(l, gpuResource) {
+				expected = true
+				if r != "" {
+					gpuResource = r
+				}
+				break
+			}
+		}
 	}
 	if expected {
 		return fmt.Sprintf("GPU resource %s is not allocatable yet", gpuResource)
 	}
 	return ""
+}
+
+// hasGPU reports whether l has a positive quantity of gpuResource (the
+// provider's GPU resource for the node) or of any of the resources counted
+// as GPUs (cloudprovider.GPUResourceNames).
+func hasGPU(l apiv1.ResourceList, gpuResource apiv1.ResourceName) bool {
+	return hasResource(l, gpuResource) || cloudprovider.GPUResourceIn(l) != ""
 }
 
 func hasResource(l apiv1.ResourceList, name apiv1.ResourceName) bool {
@@ -192,10 +208,16 @@ func (d *deviceCheck) publishedOn(nodeName string) map[string]int {
 			k := sl.Spec.Driver + "/" + sl.Spec.Pool.Name
 			newest[k] = max(newest[k], sl.Spec.Pool.Generation)
 		}
+		d.nodeSlices, d.incomplete = map[string][]*resourceapi.ResourceSlice{}, map[string]bool{}
+		seen := map[string]int64{} // driver/pool -> slices of the newest generation
 		for _, sl := range list {
-			if sl.Spec.NodeName == nil || sl.Spec.Pool.Generation < newest[sl.Spec.Driver+"/"+sl.Spec.Pool.Name] {
+			k := sl.Spec.Driver + "/" + sl.Spec.Pool.Name
+			if sl.Spec.NodeName == nil || sl.Spec.Pool.Generation < newest[k] {
 				continue
 			}
+			seen[k]++
+			d.incomplete[k] = seen[k] < sl.Spec.Pool.ResourceSliceCount
+			d.nodeSlices[*sl.Spec.NodeName] = append(d.nodeSlices[*sl.Spec.NodeName], sl)
 			m := d.published[*sl.Spec.NodeName]
 			if m == nil {
 				m = map[string]int{}

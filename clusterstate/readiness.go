@@ -96,6 +96,21 @@ func (t Taints) NodeReadiness(node *apiv1.Node, now time.Time, maxStartup time.D
 	return Unready
 }
 
+// NodeSuspended is the condition type of upstream's suspended nodes.
+const NodeSuspended apiv1.NodeConditionType = "Suspended"
+
+// IsSuspended reports whether node has the condition Suspended=True: it
+// counts as suspended (not ready, unready or not started) in nodes_count
+// and the status ConfigMap, as upstream.
+func IsSuspended(node *apiv1.Node) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == NodeSuspended {
+			return c.Status == apiv1.ConditionTrue
+		}
+	}
+	return false
+}
+
 func readyCondition(node *apiv1.Node) bool {
 	for _, c := range node.Status.Conditions {
 		if c.Type == apiv1.NodeReady {

@@ -23,6 +23,11 @@ const TimeoutErrorCode = "timeout"
 type NodeCounts struct {
 	// Registered nodes by readiness.
 	Ready, Unready, NotStarted int
+	// Suspended are registered nodes with the condition Suspended=True
+	// (upstream's suspended state), whatever their Ready condition: they
+	// are neither ready nor unready, so they never make a group or the
+	// cluster unhealthy.
+	Suspended int
 	// BeingDeleted are registered nodes the autoscaler is deleting.
 	BeingDeleted int
 	// Unregistered instances have no Node yet, LongUnregistered have had none
@@ -37,12 +42,13 @@ type NodeCounts struct {
 }
 
 // Registered is the number of registered nodes.
-func (c NodeCounts) Registered() int { return c.Ready + c.Unready + c.NotStarted }
+func (c NodeCounts) Registered() int { return c.Ready + c.Unready + c.NotStarted + c.Suspended }
 
 func (c *NodeCounts) add(o NodeCounts) {
 	c.Ready += o.Ready
 	c.Unready += o.Unready
 	c.NotStarted += o.NotStarted
+	c.Suspended += o.Suspended
 	c.BeingDeleted += o.BeingDeleted
 	c.Unregistered += o.Unregistered
 	c.LongUnregistered += o.LongUnregistered
@@ -157,6 +163,8 @@ type Registry struct {
 	scaleDownProbed time.Time
 	// transitions remember when each reported status last changed.
 	transitions map[string]transition
+	// draMismatches are the last Update's DRATemplateMismatches.
+	draMismatches map[DRAMismatch]int
 }
 
 type transition struct {

@@ -96,6 +96,7 @@ type RegisteredStat struct {
 	Total        int         `json:"total"`
 	Ready        int         `json:"ready"`
 	NotStarted   int         `json:"notStarted"`
+	Suspended    int         `json:"suspended"`
 	BeingDeleted int         `json:"beingDeleted,omitempty"`
 	Unready      UnreadyStat `json:"unready,omitempty"`
 }
@@ -239,7 +240,7 @@ func (r *Registry) transition(key, value string, probe metav1.Time) metav1.Time 
 func countsStat(c NodeCounts) NodeCountsStat {
 	return NodeCountsStat{LongUnregistered: c.LongUnregistered, Unregistered: c.Unregistered,
 		Registered: RegisteredStat{Total: c.Registered(), Ready: c.Ready, NotStarted: c.NotStarted,
-			BeingDeleted: c.BeingDeleted, Unready: UnreadyStat{Total: c.Unready, ResourceUnready: c.ResourceUnready}}}
+			Suspended: c.Suspended, BeingDeleted: c.BeingDeleted, Unready: UnreadyStat{Total: c.Unready, ResourceUnready: c.ResourceUnready}}}
 }
 
 func truncate(msg string) string {

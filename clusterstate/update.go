@@ -19,7 +19,7 @@ func (r *Registry) Update(ctx context.Context, provider cloudprovider.CloudProvi
 		return err
 	}
 	identities := identify(ctx, provider, nodes, groups)
-	cluster := r.countNodes(ctx, provider, nodes, groups, now)
+	cluster, mismatches := r.countNodes(ctx, provider, nodes, groups, now)
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -36,6 +36,7 @@ func (r *Registry) Update(ctx context.Context, provider cloudprovider.CloudProvi
 	r.firstSeen, r.seenErrors = firstSeen, seenErrors
 	r.forgetGoneGroups(groups)
 	r.groups, r.cluster, r.updated, r.identities = groups, cluster, now, identities
+	r.draMismatches = mismatches
 	r.healthy = r.acceptable(cluster.Unready+cluster.LongUnregistered, cluster.Registered()+cluster.LongUnregistered)
 	return nil
 }
@@ -79,10 +80,13 @@ func identify(ctx context.Context, provider cloudprovider.CloudProvider, nodes [
 }
 
 // countNodes counts the registered nodes by readiness, in the cluster (the
-// counts it returns) and in their groups, and lists each group's nodes.
+// counts it returns) and in their groups, and lists each group's nodes. It
+// also returns the DRA pool mismatches between the ready nodes and their
+// groups' templates (DRATemplateMismatches).
 func (r *Registry) countNodes(ctx context.Context, provider cloudprovider.CloudProvider, nodes []*apiv1.Node,
-	groups map[string]*GroupState, now time.Time) NodeCounts {
+	groups map[string]*GroupState, now time.Time) (NodeCounts, map[DRAMismatch]int) {
 	var cluster NodeCounts
+	mismatches := map[DRAMismatch]int{}
 	nodeGroups, members := nodeGroupsOf(ctx, provider, nodes)
 	devices := newDeviceCheck(ctx, provider, r.slices, members)
 	for i, n := range nodes {
@@ -97,13 +101,17 @@ func (r *Registry) countNodes(ctx context.Context, provider cloudprovider.CloudP
 			gs.Counts.add(c)
 			gs.Nodes = append(gs.Nodes, n)
 		}
+		if c.Ready > 0 {
+			devices.templateMismatches(n.Name, gs, mismatches)
+		}
 	}
-	return cluster
+	return cluster, mismatches
 }
 
 // countNode counts node n of group ng (nil when none; gs its state, nil
 // when none) by readiness, and lists it among its group's not started or
-// resource-unready nodes when it is one.
+// resource-unready nodes when it is one. A suspended node counts as
+// suspended only.
 func (r *Registry) countNode(ctx context.Context, devices *deviceCheck, n *apiv1.Node, ng cloudprovider.NodeGroup,
 	gs *GroupState, now time.Time) NodeCounts {
 	startup := r.opts.NodeGroupDefaults.MaxNodeStartupTime
@@ -111,6 +119,13 @@ func (r *Registry) countNode(ctx context.Context, devices *deviceCheck, n *apiv1
 		startup = gs.Options.MaxNodeStartupTime
 	}
 	var c NodeCounts
+	if isBeingDeleted(n) {
+		c.BeingDeleted++
+	}
+	if IsSuspended(n) {
+		c.Suspended++
+		return c
+	}
 	readiness, devicesLate := r.nodeReadiness(ctx, devices, n, ng, now, startup)
 	if devicesLate && gs != nil {
 		gs.ResourceUnreadyNodes = append(gs.ResourceUnreadyNodes, n.Name)
@@ -128,9 +143,6 @@ func (r *Registry) countNode(ctx context.Context, devices *deviceCheck, n *apiv1
 		if gs != nil {
 			gs.NotStartedNodes = append(gs.NotStartedNodes, n.Name)
 		}
-	}
-	if isBeingDeleted(n) {
-		c.BeingDeleted++
 	}
 	return c
 }

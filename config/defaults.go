@@ -58,6 +58,7 @@ func Defaults() Options {
 		MaxNodesPerScaleUp:             1000,
 		MaxNodeGroupBinpackingDuration: 10 * time.Second,
 		MaxBinpackingTime:              5 * time.Minute,
+		PendingPodsBatchingTimeout:     4 * time.Minute,
 		MaxAllocatableDifferenceRatio:  0.05,
 		MaxFreeDifferenceRatio:         0.05,
 		MemoryDifferenceRatio:          0.015,

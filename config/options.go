@@ -127,6 +127,12 @@ type Options struct {
 	ProactiveScaleupEnabled bool
 	// CapacityQuotasEnabled makes scale-up respect CapacityQuota objects.
 	CapacityQuotasEnabled bool
+	// PendingPodsBatchingTimeout bounds, with EnableGracefulDegradation,
+	// the check of pending pods against existing and upcoming nodes
+	// (upstream's filter-out-schedulable): the equivalence groups not
+	// reached within it are skipped in the loop.
+	PendingPodsBatchingTimeout time.Duration
+	EnableGracefulDegradation  bool
 	// SchedulerVerbosity caps the verbosity of the scheduler framework's
 	// logs (--scheduler-verbosity).
 	SchedulerVerbosity            int

@@ -132,6 +132,7 @@ func (o *Options) validateScaleUp(v *validator) {
 	v.check(o.MaxNodesPerScaleUp > 0, "--max-nodes-per-scaleup", "must be positive, got %d", o.MaxNodesPerScaleUp)
 	v.positive(o.MaxNodeGroupBinpackingDuration, "--max-nodegroup-binpacking-duration")
 	v.positive(o.MaxBinpackingTime, "--max-binpacking-time")
+	v.nonNegative(o.PendingPodsBatchingTimeout, "--pending-pods-batching-timeout")
 	v.nonNegative(o.NewPodScaleUpDelay, "--new-pod-scale-up-delay")
 	v.nonNegative(o.NodeInfoCacheExpireTime, "--node-info-cache-expire-time")
 	v.check(len(o.BalancingLabels) == 0 || len(o.BalancingIgnoreLabels) == 0, "--balancing-label",

@@ -291,6 +291,7 @@ func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, 
 	session := a.scaleUp.Begin(ctx, in)
 	productive := a.procs.ProcessCapacity(ctx, obs, session)
 	if len(pending) == 0 {
+		session.NoPending(ctx)
 		status.Added = session.Added()
 		return Result{Productive: productive || session.Added() > 0}, session, nil
 	}
@@ -404,7 +405,8 @@ func (a *Autoscaler) observe(ctx context.Context, now time.Time) (*Observation, 
 // report exports what the loop observed.
 func (a *Autoscaler) report(ctx context.Context, obs *Observation) {
 	counts := a.state.ClusterCounts()
-	a.metrics.UpdateNodesCount(counts.Ready, counts.Unready, counts.NotStarted, counts.Unregistered, counts.LongUnregistered)
+	a.metrics.UpdateNodesCount(counts.Ready, counts.Unready, counts.NotStarted, counts.Suspended, counts.Unregistered,
+		counts.LongUnregistered)
 	a.metrics.UpdateNodeGroupsCount(len(obs.NodeGroups))
 	if a.opts.EmitPerNodeGroupMetrics {
 		for _, gs := range a.state.Groups() {
@@ -414,6 +416,11 @@ func (a *Autoscaler) report(ctx context.Context, obs *Observation) {
 		}
 	}
 	a.reportClusterSize(obs)
+	mismatches := map[metrics.DRAMismatch]int{}
+	for k, n := range a.state.DRATemplateMismatches() {
+		mismatches[metrics.DRAMismatch{Driver: k.Driver, Type: k.Type}] = n
+	}
+	a.metrics.UpdateDRATemplateMismatches(mismatches)
 	unschedulable, unprocessed := 0, 0
 	for _, p := range obs.PendingPods {
 		switch {
@@ -429,7 +436,7 @@ func (a *Autoscaler) report(ctx context.Context, obs *Observation) {
 		StartupPrefixes: a.opts.ClusterState.Taints.StartupTaintPrefixes, Status: a.opts.ClusterState.Taints.StatusTaints})
 	a.metrics.UpdateLastActivity(metrics.ActivityAutoscaling, obs.Now)
 	klog.FromContext(ctx).V(2).Info("Loop summary", "nodeGroups", len(obs.NodeGroups), "ready", counts.Ready, "unready", counts.Unready,
-		"notStarted", counts.NotStarted, "unregistered", counts.Unregistered, "longUnregistered", counts.LongUnregistered,
+		"notStarted", counts.NotStarted, "suspended", counts.Suspended, "unregistered", counts.Unregistered, "longUnregistered", counts.LongUnregistered,
 		"unschedulablePods", unschedulable)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
@@ -28,6 +29,10 @@ type Reporting struct {
 	// slices lists the cluster's ResourceSlices, for the dra_drivers label
 	// of removed nodes (nil: resource.k8s.io is not served).
 	slices func() ([]*resourceapi.ResourceSlice, error)
+
+	mu sync.Mutex
+	// degraded: the last scale-up skipped pods (graceful degradation).
+	degraded bool
 }
 
 var (
@@ -121,6 +126,24 @@ func (r *Reporting) ScaleUpFailed(ctx context.Context, group cloudprovider.NodeG
 // SkippedScaleUp implements scaleup.Reporter.
 func (r *Reporting) SkippedScaleUp(reason string) {
 	r.metrics.RegisterSkippedScaleEvent(metrics.DirectionScaleUp, reason)
+}
+
+// SkippedPods implements scaleup.Reporter: skipped_pods_count, and the
+// GracefulDegradationStarted (Warning) and GracefulDegradationStopped
+// (Normal) events when pods begin or cease to be skipped.
+func (r *Reporting) SkippedPods(_ context.Context, n int) {
+	r.metrics.UpdateSkippedPods(metrics.SkippedPodsFilterOutSchedulable, n)
+	r.mu.Lock()
+	was := r.degraded
+	r.degraded = n > 0
+	r.mu.Unlock()
+	switch {
+	case n > 0 && !was:
+		r.event(apiv1.EventTypeWarning, "GracefulDegradationStarted",
+			"Graceful degradation started: %d pending pods skipped, their check against existing and upcoming nodes ran out of --pending-pods-batching-timeout", n)
+	case n == 0 && was:
+		r.event(apiv1.EventTypeNormal, "GracefulDegradationStopped", "Graceful degradation stopped: no pending pod skipped")
+	}
 }
 
 // MaxNodesTotalReached implements scaleup.Reporter.

@@ -67,6 +67,8 @@ const (
 	NodeStateReady      = "ready"
 	NodeStateUnready    = "unready"
 	NodeStateNotStarted = "notStarted"
+	// Nodes with the condition Suspended=True.
+	NodeStateSuspended = "suspended"
 	// Instances without a Node, and those without one for longer than the
 	// provision time.
 	NodeStateUnregistered     = "unregistered"
@@ -107,6 +109,8 @@ type Metrics struct {
 	oldUnregisteredRemoved   prometheus.Counter
 	unregisteredBreakerOpen  prometheus.Gauge
 	aggregated               *aggregatedDurations
+	draTemplateMismatch      *prometheus.GaugeVec
+	skippedPods              *prometheus.GaugeVec
 }
 
 // New creates the series and registers them on reg.
@@ -216,6 +220,9 @@ func New(reg prometheus.Registerer) *Metrics {
 	reg.MustRegister(m.provreq.collectors()...)
 	m.expanderFallbacks = newExpanderFallbacks()
 	reg.MustRegister(m.expanderFallbacks)
+	m.draTemplateMismatch, m.skippedPods = newDRATemplateMismatch(), newSkippedPods()
+	reg.MustRegister(m.draTemplateMismatch, m.skippedPods)
+	m.skippedPods.WithLabelValues(SkippedPodsFilterOutSchedulable).Set(0)
 	reg.MustRegister(m.clusterSafeToAutoscale, m.lastActivity, m.functionDuration, m.functionDurationQuantile, m.errorsTotal,
 		m.nodesCount, m.unschedulablePodsCount, m.nodeGroupsCount, m.scaledUpNodes, m.failedScaleUps,
 		m.maxNodesCount, m.cpuCurrentCores, m.memoryCurrentBytes, m.cpuLimitsCores, m.memoryLimitsBytes)
@@ -254,10 +261,11 @@ func (m *Metrics) RegisterError(t ErrorType) {
 }
 
 // UpdateNodesCount sets the node counts by state.
-func (m *Metrics) UpdateNodesCount(ready, unready, notStarted, unregistered, longUnregistered int) {
+func (m *Metrics) UpdateNodesCount(ready, unready, notStarted, suspended, unregistered, longUnregistered int) {
 	m.nodesCount.WithLabelValues(NodeStateReady).Set(float64(ready))
 	m.nodesCount.WithLabelValues(NodeStateUnready).Set(float64(unready))
 	m.nodesCount.WithLabelValues(NodeStateNotStarted).Set(float64(notStarted))
+	m.nodesCount.WithLabelValues(NodeStateSuspended).Set(float64(suspended))
 	m.nodesCount.WithLabelValues(NodeStateUnregistered).Set(float64(unregistered))
 	m.nodesCount.WithLabelValues(NodeStateLongUnregistered).Set(float64(longUnregistered))
 }

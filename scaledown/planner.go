@@ -310,7 +310,7 @@ func (p *Planner) tryRemove(ctx context.Context, c *Candidate, pods []*apiv1.Pod
 func (p *Planner) utilization(n *apiv1.Node, pods []*apiv1.Pod, o config.NodeGroupAutoscalingOptions,
 	s Session) (u float64, accelerator bool) {
 	var cpu, mem, gpu int64
-	gpuName := apiv1.ResourceName("nvidia.com/gpu")
+	gpuName := cloudprovider.NodeGPUResource(n)
 	for _, pod := range pods {
 		if pod.Status.Phase == apiv1.PodSucceeded || pod.Status.Phase == apiv1.PodFailed {
 			continue
@@ -353,8 +353,7 @@ func (p *Planner) isGPUNode(n *apiv1.Node) bool {
 	if _, ok := n.Labels[p.provider.GPULabel()]; ok {
 		return true
 	}
-	q, ok := n.Status.Allocatable["nvidia.com/gpu"]
-	return ok && !q.IsZero()
+	return cloudprovider.GPUResourceIn(n.Status.Allocatable) != ""
 }
 
 // timers sets when each unneeded node became unneeded (the earlier of the

@@ -25,6 +25,13 @@ type Options struct {
 	// MaxNodeGroupBinpackingDuration one group's.
 	MaxBinpackingTime              time.Duration
 	MaxNodeGroupBinpackingDuration time.Duration
+	// With EnableGracefulDegradation (--enable-graceful-degradation), the check
+	// of pending pods against existing and upcoming nodes stops after
+	// PendingPodsBatchingTimeout (--pending-pods-batching-timeout): the
+	// equivalence groups it did not reach are skipped in this loop (not
+	// scaled up for), counted in Result.Skipped.
+	EnableGracefulDegradation  bool
+	PendingPodsBatchingTimeout time.Duration
 	// NodeInfoCacheExpireTime: how long a template made from a group's
 	// node stands in for the group without a ready node.
 	NodeInfoCacheExpireTime time.Duration
@@ -57,6 +64,7 @@ func DefaultOptions() Options {
 		MaxNodesPerScaleUp:             1000,
 		MaxBinpackingTime:              5 * time.Minute,
 		MaxNodeGroupBinpackingDuration: 10 * time.Second,
+		PendingPodsBatchingTimeout:     4 * time.Minute,
 		NodeInfoCacheExpireTime:        87600 * time.Hour,
 		ExpendablePodsPriorityCutoff:   -10,
 		MaxAllocatableDifferenceRatio:  0.05,

@@ -59,6 +59,10 @@ type Result struct {
 	Increases []Increase
 	// FitExisting counts pending pods that fit existing or upcoming nodes.
 	FitExisting int
+	// Skipped counts pending pods not checked against existing and upcoming
+	// nodes, nor scaled up for, in this loop: --enable-graceful-degradation
+	// and --pending-pods-batching-timeout ran out.
+	Skipped int
 	// Nominated counts pending pods counted on the node the scheduler
 	// nominated them to (Begin placed them there).
 	Nominated int
@@ -85,6 +89,10 @@ type Orchestrator struct {
 	fromNodes map[string]*cloudprovider.NodeInfo
 	// fromNodesAt is when each of fromNodes was made (--node-info-cache-expire-time).
 	fromNodesAt map[string]time.Time
+	// skippedLast are the pods the last scale-up skipped (graceful
+	// degradation), each with its group's rank among the skipped ones: the
+	// next one checks their groups first, in that order.
+	skippedLast map[types.UID]int
 	// countDeletions records rolled back instances (deleted_nodes_total).
 	countDeletions func(reason string, n int)
 	// instancePods tells a rollback what runs on its instances' nodes.
@@ -230,10 +238,20 @@ func (s *Session) ScaleUp(ctx context.Context, pendingPods []*apiv1.Pod) Result 
 	res.Nominated = len(nominated)
 	o.explain.Nominated(nominated)
 	pending := o.dropExpendable(pendingPods)
-	var remaining []*apiv1.Pod
-	o.timed(metrics.FunctionFilterOutSchedulable, func() { remaining = o.fitExisting(ctx, pending, false) })
-	res.FitExisting = len(pending) - len(remaining)
-	o.recordFitting(pending, remaining)
+	var remaining, skipped []*apiv1.Pod
+	var checkUntil time.Time
+	if o.opts.EnableGracefulDegradation && o.opts.PendingPodsBatchingTimeout > 0 {
+		checkUntil = o.clock.Now().Add(o.opts.PendingPodsBatchingTimeout)
+	}
+	o.timed(metrics.FunctionFilterOutSchedulable, func() { remaining, skipped = o.fitExistingWithin(ctx, pending, checkUntil) })
+	res.Skipped = len(skipped)
+	o.report.SkippedPods(ctx, len(skipped))
+	if len(skipped) > 0 {
+		logger.Info("Pending pods skipped: their check against existing and upcoming nodes ran out of --pending-pods-batching-timeout",
+			"skipped", len(skipped), "checked", len(pending)-len(skipped), "timeout", o.opts.PendingPodsBatchingTimeout)
+	}
+	res.FitExisting = len(pending) - len(remaining) - len(skipped)
+	o.recordFitting(pending, append(remaining[:len(remaining):len(remaining)], skipped...))
 	if len(remaining) == 0 {
 		return res
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 
 	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"k8s.io/autoscaler/cluster-autoscaler/estimator"
@@ -24,7 +26,7 @@ import (
 // as one equivalence group, its pods are not compared.
 func (s *Session) Place(ctx context.Context, sets [][]*apiv1.Pod, realOnly bool) []*apiv1.Pod {
 	placed, tell := s.o.placements()
-	rest := s.o.fitGroupsTold(ctx, s.o.groupsOf(sets), realOnly, tell)
+	rest, _ := s.o.fitGroupsTold(ctx, s.o.groupsOf(sets), realOnly, tell, time.Time{})
 	s.o.recordCheck(ctx, slices.Concat(sets...), rest, placed, realOnly, true, nil)
 	return rest
 }
@@ -50,7 +52,7 @@ func (s *Session) FitAll(ctx context.Context, sets [][]*apiv1.Pod, realOnly bool
 	snap := s.o.sim.Snapshot()
 	snap.Fork()
 	placed, tell := s.o.placements()
-	rest := s.o.fitGroupsTold(ctx, s.o.groupsOf(sets), realOnly, tell)
+	rest, _ := s.o.fitGroupsTold(ctx, s.o.groupsOf(sets), realOnly, tell, time.Time{})
 	// Asked before the revert: the refusals see the nodes as the
 	// request's other pods left them.
 	refused := s.o.refusalsOf(ctx, rest, realOnly)
@@ -90,13 +92,49 @@ func (o *Orchestrator) fitExisting(ctx context.Context, pending []*apiv1.Pod, re
 
 // fitGroups is fitExisting for pods already in equivalence groups.
 func (o *Orchestrator) fitGroups(ctx context.Context, groups []*estimator.Group, realOnly bool) []*apiv1.Pod {
-	return o.fitGroupsTold(ctx, groups, realOnly, nil)
+	rest, _ := o.fitGroupsTold(ctx, groups, realOnly, nil, time.Time{})
+	return rest
+}
+
+// fitExistingWithin is fitExisting that, past deadline (unless zero),
+// checks no further equivalence group: their pods are returned as skipped.
+// The groups the previous call skipped go first, in the order it skipped
+// them, so that a backlog too large for one deadline is checked round-robin
+// over several loops rather than the same first groups each time.
+func (o *Orchestrator) fitExistingWithin(ctx context.Context, pending []*apiv1.Pod, deadline time.Time) (rest,
+	skipped []*apiv1.Pod) {
+	groups := estimator.GroupPods(pending)
+	if len(o.skippedLast) > 0 {
+		rank := func(g *estimator.Group) int {
+			if r, ok := o.skippedLast[g.Representative().UID]; ok {
+				return r
+			}
+			return len(groups) // after the skipped ones, in their order
+		}
+		slices.SortStableFunc(groups, func(a, b *estimator.Group) int { return rank(a) - rank(b) })
+	}
+	rest, skipped = o.fitGroupsTold(ctx, groups, false, nil, deadline)
+	// Groups are skipped whole, from the first one reached past deadline
+	// on: the last len(groups)-k groups for some k.
+	o.skippedLast = make(map[types.UID]int, len(skipped))
+	first := len(groups)
+	for n := len(skipped); first > 0 && n > 0; {
+		first--
+		n -= len(groups[first].Pods)
+	}
+	for r, g := range groups[first:] {
+		for _, p := range g.Pods {
+			o.skippedLast[p.UID] = r
+		}
+	}
+	return rest, skipped
 }
 
 // fitGroupsTold is fitGroups that tells placed, when not nil, how many
-// pods it placed on each node.
+// pods it placed on each node, and skips the groups it reaches past
+// deadline (unless zero).
 func (o *Orchestrator) fitGroupsTold(ctx context.Context, groups []*estimator.Group, realOnly bool,
-	placed func(node string, n int)) []*apiv1.Pod {
+	placed func(node string, n int), deadline time.Time) (rest, skipped []*apiv1.Pod) {
 	if placed == nil {
 		placed = func(string, int) {}
 	}
@@ -114,8 +152,11 @@ func (o *Orchestrator) fitGroupsTold(ctx context.Context, groups []*estimator.Gr
 		}
 		nodes = real
 	}
-	var rest []*apiv1.Pod
 	for _, g := range groups {
+		if !deadline.IsZero() && o.clock.Now().After(deadline) {
+			skipped = append(skipped, g.Pods...)
+			continue
+		}
 		var shape *framework.PodShape
 		if !g.Interacting && o.sim.PodByPodReason(g.Representative()) == "" {
 			shape, _ = framework.NewPodShape(g.Representative()) // on error, pod by pod
@@ -164,5 +205,5 @@ func (o *Orchestrator) fitGroupsTold(ctx context.Context, groups []*estimator.Gr
 		}
 		rest = append(rest, pods...)
 	}
-	return rest
+	return rest, skipped
 }

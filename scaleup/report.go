@@ -42,6 +42,9 @@ type Reporter interface {
 	// whose pending pods form more than maxGroupsPerController equivalence
 	// groups (upstream's overflowing controllers).
 	OverflowingControllers(n int)
+	// SkippedPods is called by each scale-up with the number of pending
+	// pods it skipped (EnableGracefulDegradation), 0 included.
+	SkippedPods(ctx context.Context, n int)
 }
 
 // WithReporter reports the scale-ups' actions and step durations to r.
@@ -59,6 +62,12 @@ func (nopReporter) MaxNodesTotalReached(context.Context, int) {}
 func (nopReporter) Binpacking(*apiv1.Node, int, int)          {}
 func (nopReporter) UpdateDuration(string, time.Duration)      {}
 func (nopReporter) OverflowingControllers(int)                {}
+func (nopReporter) SkippedPods(context.Context, int)          {}
+
+// NoPending tells the reporter that this loop had no pending pod to scale
+// up for, so none was skipped (skipped_pods_count, graceful degradation
+// over).
+func (s *Session) NoPending(ctx context.Context) { s.o.report.SkippedPods(ctx, 0) }
 
 // grow is grow for gs, reported: the increase about to be made, what took
 // effect and what failed.

@@ -299,11 +299,7 @@ func (p *Provider) GetAvailableGPUTypes(context.Context) map[string]struct{} { r
 
 // GetNodeGpuConfig implements cloudprovider.CloudProvider.
 func (p *Provider) GetNodeGpuConfig(_ context.Context, node *apiv1.Node) *cloudprovider.GpuConfig {
-	t, ok := node.Labels[GPULabel]
-	if !ok {
-		return nil
-	}
-	return &cloudprovider.GpuConfig{Label: GPULabel, Type: t, ExtendedResourceName: "nvidia.com/gpu"}
+	return cloudprovider.LabelledGPUConfig(GPULabel, node)
 }
 
 // Cleanup implements cloudprovider.CloudProvider.

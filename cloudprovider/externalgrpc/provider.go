@@ -31,10 +31,6 @@ const Name = "externalgrpc"
 // an instance count); a larger one is taken for a broken answer.
 const MaxSize = 1_000_000
 
-// gpuResourceName is the extended resource of GPUs, as upstream assumes for
-// providers that only name a GPU label.
-const gpuResourceName apiv1.ResourceName = "nvidia.com/gpu"
-
 // ErrBadAnswer marks an answer of the server that makes no sense; the group
 // it concerns is left out of the loop.
 var ErrBadAnswer = errors.New("invalid answer from the external gRPC cloud provider")
@@ -526,15 +522,7 @@ func (p *Provider) GetAvailableGPUTypes(ctx context.Context) map[string]struct{}
 
 // GetNodeGpuConfig implements cloudprovider.CloudProvider from the GPU label.
 func (p *Provider) GetNodeGpuConfig(_ context.Context, node *apiv1.Node) *cloudprovider.GpuConfig {
-	label := p.GPULabel()
-	if label == "" {
-		return nil
-	}
-	t, ok := node.Labels[label]
-	if !ok {
-		return nil
-	}
-	return &cloudprovider.GpuConfig{Label: label, Type: t, ExtendedResourceName: gpuResourceName}
+	return cloudprovider.LabelledGPUConfig(p.GPULabel(), node)
 }
 
 // Pricing implements cloudprovider.CloudProvider; a server without pricing

@@ -273,10 +273,7 @@ func (p *Provider) GetAvailableGPUTypes(context.Context) map[string]struct{} { r
 
 // GetNodeGpuConfig implements cloudprovider.CloudProvider.
 func (p *Provider) GetNodeGpuConfig(_ context.Context, node *apiv1.Node) *cloudprovider.GpuConfig {
-	if t, ok := node.Labels[p.GPULabel()]; ok {
-		return &cloudprovider.GpuConfig{Label: p.GPULabel(), Type: t, ExtendedResourceName: "nvidia.com/gpu"}
-	}
-	return nil
+	return cloudprovider.LabelledGPUConfig(p.GPULabel(), node)
 }
 
 // Refresh implements cloudprovider.CloudProvider.

@@ -511,11 +511,7 @@ func (p *Provider) GetAvailableGPUTypes(context.Context) map[string]struct{} {
 
 // GetNodeGpuConfig implements cloudprovider.CloudProvider.
 func (p *Provider) GetNodeGpuConfig(_ context.Context, node *apiv1.Node) *cloudprovider.GpuConfig {
-	t, ok := node.Labels[p.GPULabel()]
-	if !ok {
-		return nil
-	}
-	return &cloudprovider.GpuConfig{Label: p.GPULabel(), Type: t, ExtendedResourceName: "nvidia.com/gpu"}
+	return cloudprovider.LabelledGPUConfig(p.GPULabel(), node)
 }
 
 // Refresh implements cloudprovider.CloudProvider; the state is kept live by the informer.
