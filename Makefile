@@ -8,7 +8,7 @@ LDFLAGS := -X main.version=$(VERSION)
 TEST_TIMEOUT ?= 60m
 # How many control-plane test packages run at once (go test's default is GOMAXPROCS: 2 on CI). The
 # packages of test/integration each start a control plane of their own and mostly wait on timers, so more
-# of them than cores fit; make test runs the unit packages and the fuzzing beside them (hack/test.sh;
+# of them than cores fit; make test runs the unit packages beside them (hack/test.sh;
 # docs/test-times.md has the measurements).
 TEST_P ?= 5
 
@@ -22,16 +22,17 @@ build: ## the cluster-autoscaler binary in _output/bin
 tools: ## the local control plane (etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kubectl, kwok)
 	hack/build-tools.sh
 
-test: tools ## unit and integration tests, as CI runs them, then a short fuzzing run
-	TEST_P=$(TEST_P) TEST_TIMEOUT=$(TEST_TIMEOUT) FUZZ_TIME=$(FUZZ_TIME) FUZZ_TARGETS="$(FUZZ_TARGETS)" hack/test.sh
+test: tools ## unit and integration tests, as CI runs them (make test-slow: the slow ones and the fuzzing)
+	TEST_P=$(TEST_P) TEST_TIMEOUT=$(TEST_TIMEOUT) hack/test.sh
 
 # The slow fault and failover tests (test/integration/faults skips them without INTEGRATION_SLOW), the image
-# test for both architectures (make test builds the machine's own only: the other is a second compile) and a
-# short soak; CI runs this after make test while its time budget allows (.ci/run).
+# test for both architectures (make test builds the machine's own only: the other is a second compile), the
+# fuzzing (each target's build is instrumented: another compile) and a short soak; CI runs this after make test while its time budget allows (.ci/run).
 SOAK_CHECK := SOAK_DURATION=2m SOAK_STEP=30s
-test-slow: tools ## the slow fault and failover tests, the image of both architectures and a 2-minute soak
+test-slow: tools ## the slow fault and failover tests, the image of both architectures, the fuzzing and a 2-minute soak
 	INTEGRATION_SLOW=1 go test -race -count=1 -timeout $(TEST_TIMEOUT) ./test/integration/faults/
 	IMAGE_TEST_ARCHS= go test -count=1 -timeout $(TEST_TIMEOUT) ./test/image/
+	$(MAKE) fuzz
 	$(SOAK_CHECK) go test -count=1 -run xxx -bench Soak -benchtime 1x -timeout 15m ./test/integration/bench/
 
 # Every integration package against the binary built with -race (test/integration/scaledown uses it in

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# make test: every test package with -race, then a short fuzzing run, in two streams at once.
+# make test: every test package with -race, in two streams at once.
 #
 # - The control-plane packages (test/..., provreq/client) mostly wait on timers: they run TEST_P at a
 #   time (default 5), the longest first, so the last to start is a short one (docs/test-times.md has
 #   the per-package times this order comes from; a package not named below runs after those named).
-# - The other packages (unit tests: compile-bound) run beside them, 2 at a time, then `make fuzz`'s
-#   targets: the CPU the waiting packages leave idle is what they use.
+# - The other packages (unit tests: compile-bound) run beside them, 2 at a time: the CPU the waiting
+#   packages leave idle is what they use.
+# The fuzzing runs in make test-slow (each target's build is instrumented: on a cold cache that is one more
+# compile of the module, some 700 s here; docs/test-times.md); go test runs every seed corpus here.
 # go test gives one -p to compiles and runs alike, so in one go test the long packages would hold every
 # slot while they wait and the unit packages would compile only after them.
 # Both streams always run to the end; the script fails if either failed.
@@ -53,12 +55,7 @@ long_pid=$!
   status=0
   go test -race -count=1 -p 2 -timeout "$timeout" "${unit[@]}" || status=$?
   stamp "unit packages (${#unit[@]})" "$status"
-  fuzz=0
-  # shellcheck disable=SC2086 # FUZZ_TARGETS is a space-separated list
-  # One worker per target: the control-plane packages still run beside it.
-  FUZZ_PARALLEL=${FUZZ_PARALLEL:-1} FUZZ_TIME=${FUZZ_TIME:-10s} hack/fuzz.sh ${FUZZ_TARGETS:?} || fuzz=$?
-  stamp "fuzzing" "$fuzz"
-  [ "$status" -eq 0 ] && [ "$fuzz" -eq 0 ]
+  exit "$status"
 ) &
 unit_pid=$!
 
