@@ -184,3 +184,36 @@ func TestCancellingCapacityRefusesWhatItCannotMakeSafe(t *testing.T) {
 		}
 	})
 }
+
+// TestDecreaseReadsTheGroupAfresh: placeholders that failed when the loop's
+// Refresh read the group launch before the core cancels them. The decrease
+// must judge by the group as it is now (its instances are live: nothing
+// is cancelled), never by the loop's kept description, which would cancel
+// two launched instances.
+func TestDecreaseReadsTheGroupAfresh(t *testing.T) {
+	s := startFake(t)
+	p := newTestProvider(t, []string{"0:100:ng"}, nil)
+	oldAndPlaceholders(t, s, p, 2, 2)
+	s.FailLaunches("ng", "", "") // the launches succeed now, unseen by the provider
+	ctx := context.Background()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		// Any call lets the fake reconcile; this one goes around the provider.
+		if _, err := p.asg.DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{}); err != nil {
+			t.Fatal(err)
+		}
+		if active, _ := activeIDs(s, "ng"); len(active) == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the placeholders never launched")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := group(t, p, "ng").DecreaseTargetSize(ctx, -2); err == nil {
+		t.Error("DecreaseTargetSize cancelled capacity that has launched since the loop's Refresh")
+	}
+	if active, _ := activeIDs(s, "ng"); len(active) != 4 || s.GroupState("ng").Desired != 4 {
+		t.Errorf("active %v, desired %d after the refused decrease: want 4 and 4", active, s.GroupState("ng").Desired)
+	}
+}

@@ -225,7 +225,10 @@ func (g *NodeGroup) DecreaseTargetSize(ctx context.Context, delta int) error {
 	if delta >= 0 {
 		return fmt.Errorf("size decrease of Auto Scaling group %q must be negative, got %d", g.Id(), delta)
 	}
-	d, err := g.sizeBase(ctx)
+	// Fresh, never the loop's kept description: an instance launched or
+	// gone Pending since then must stop the cancellation (cancelCapacity
+	// protects the instances this lists).
+	d, err := g.p.describeOne(ctx, g.Id())
 	if err != nil {
 		return err
 	}
