@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cleanup"
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
@@ -51,6 +52,10 @@ type Inputs struct {
 	// LeaseLost, when set, reports whether the lead ended while the process
 	// goes on: the status ConfigMap is then left to the new leader.
 	LeaseLost func() bool
+	// Clock is what every timer of the loop reads (the loop's own, the
+	// scale-up trigger's, the soft-taint budget's and the removals'); nil
+	// is the real clock. Tests drive the loop with a fake one.
+	Clock clock.WithTicker
 }
 
 // Loop is what NewLoop built: the loop's options and the parts its caller
@@ -76,6 +81,8 @@ type Loop struct {
 	Buffers *Buffers
 	// Stop ends the loop's context: removals in flight stop.
 	Stop context.CancelFunc
+	// Clock is Inputs.Clock, the real clock when that was nil.
+	Clock clock.WithTicker
 }
 
 // NewLoop wires the loop's subsystems, each step from the ones before:
@@ -87,7 +94,10 @@ type Loop struct {
 // is what the informers NewLoop starts run on.
 func NewLoop(ctx, informerCtx context.Context, in Inputs, stack *Stack) (*Loop, context.Context, error) {
 	opts := in.Opts
-	l := &Loop{}
+	l := &Loop{Clock: in.Clock}
+	if l.Clock == nil {
+		l.Clock = clock.RealClock{}
+	}
 	dra, err := NewDRASource(ctx, in.Client, in.Informers.Factory)
 	if err != nil {
 		return nil, nil, err
@@ -113,7 +123,7 @@ func NewLoop(ctx, informerCtx context.Context, in Inputs, stack *Stack) (*Loop, 
 		l.Options = append(l.Options, core.WithStatusWriter(status))
 	}
 	l.ScaleDown, l.Taints = NewScaleDown(opts, in.Client, in.Informers.Factory, in.Provider, in.Recorder, in.Metrics,
-		reporting, in.ReadOnly)
+		reporting, in.ReadOnly, l.Clock)
 	if in.Explainer != nil {
 		scaledown.WithExplainer(in.Explainer)(l.ScaleDown)
 	}

@@ -10,7 +10,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
@@ -115,7 +114,7 @@ func NewRunner(opts config.Options, inf *Informers, provider cloudprovider.Cloud
 	}
 	autoscaler := core.NewAutoscaler(CoreOptions(opts), inf.Listers, provider, m, loopOpts...)
 	return core.NewRunner(autoscaler, opts.ScanInterval, health, m, core.WithFrequentLoops(opts.FrequentLoopsEnabled),
-		core.WithPodBatching(opts.ScaleUpBatchIdle, opts.ScaleUpBatchMax))
+		core.WithPodBatching(opts.ScaleUpBatchIdle, opts.ScaleUpBatchMax), core.WithClock(loop.Clock))
 }
 
 // Watch makes new ProvisioningRequests, buffers, unschedulable pods and
@@ -138,7 +137,7 @@ func Watch(ctx, informerCtx context.Context, opts config.Options, inf *Informers
 		}
 	}
 	replicaSets := inf.Factory.Apps().V1().ReplicaSets().Lister()
-	if _, err := inf.Factory.Core().V1().Pods().Informer().AddEventHandler(core.UnschedulablePodTrigger(runner, clock.RealClock{},
+	if _, err := inf.Factory.Core().V1().Pods().Informer().AddEventHandler(core.UnschedulablePodTrigger(runner, loop.Clock,
 		opts.AllowedSchedulerNames, opts.BypassedSchedulerNames, func(pod *apiv1.Pod) bool {
 			// The default processors count a ReplicaSet larger than the
 			// limit in pieces (processors.ReplicaPlans), unless

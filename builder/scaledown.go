@@ -21,10 +21,10 @@ import (
 )
 
 // NewScaleDown wires the planner (with the drain rules on informer
-// listers) and the actuator.
+// listers) and the actuator; both time what they wait for on clk.
 func NewScaleDown(opts config.Options, client kubernetes.Interface, factory informers.SharedInformerFactory,
 	provider cloudprovider.CloudProvider, recorder record.EventRecorder, m *metrics.Metrics,
-	reporting *core.Reporting, readOnly bool) (*scaledown.ScaleDown, *scaledown.Taints) {
+	reporting *core.Reporting, readOnly bool, clk clock.Clock) (*scaledown.ScaleDown, *scaledown.Taints) {
 	rules := drain.NewRules(DrainOptions(opts), drain.Listers{
 		ReplicationControllers: factory.Core().V1().ReplicationControllers().Lister(),
 		ReplicaSets:            factory.Apps().V1().ReplicaSets().Lister(),
@@ -33,7 +33,7 @@ func NewScaleDown(opts config.Options, client kubernetes.Interface, factory info
 		Jobs:                   factory.Batch().V1().Jobs().Lister(),
 		PodDisruptionBudgets:   factory.Policy().V1().PodDisruptionBudgets().Lister(),
 	})
-	taintOpts := []scaledown.TaintsOption{scaledown.WithSoftTaintTime(opts.MaxBulkSoftTaintTime, clock.RealClock{})}
+	taintOpts := []scaledown.TaintsOption{scaledown.WithSoftTaintTime(opts.MaxBulkSoftTaintTime, clk)}
 	var sdOpts []scaledown.Option
 	if readOnly {
 		taintOpts = append(taintOpts, scaledown.WithoutCandidateWrites())
@@ -46,7 +46,7 @@ func NewScaleDown(opts config.Options, client kubernetes.Interface, factory info
 	if opts.DynamicNodeDeleteDelayAfterTaint {
 		actOpts = append(actOpts, scaledown.WithDynamicDeleteDelay(factory.Core().V1().Nodes().Lister()))
 	}
-	actuator := scaledown.NewActuator(sd, client, taints, recorder, reporting, clock.RealClock{}, actOpts...)
+	actuator := scaledown.NewActuator(sd, client, taints, recorder, reporting, clk, actOpts...)
 	return scaledown.New(sd, planner, actuator, m, sdOpts...), taints
 }
 

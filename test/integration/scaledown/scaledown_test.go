@@ -2,7 +2,6 @@ package scaledown
 
 import (
 	"context"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -130,81 +129,6 @@ func TestNodesKeptForTheirReasons(t *testing.T) {
 	}
 	if !p.Log.Contains("Scaled down an empty node") {
 		t.Error("the empty node's removal is not logged")
-	}
-}
-
-// TestEmptyNodesGoInOneBulkAndDelayAfterAdd: a scale-up adds three nodes;
-// --scale-down-delay-after-add keeps them after their pods are gone, then
-// all three go in one loop.
-func TestEmptyNodesGoInOneBulkAndDelayAfterAdd(t *testing.T) {
-	e := framework.New(t)
-	group := framework.UniqueName("bulk")
-	path := itest.GroupsConfig(e, group)
-	itest.DumpPods(e)
-	itest.CreatePods(e, "job", 3, "3", map[string]string{"pool": group}) // one node each
-	started := time.Now()                                                // the scale-up comes after this
-	p := itest.StartAutoscaler(t, "autoscaler", itest.ScaleUpArgs(e, path, "--scale-down-unneeded-time=1s",
-		"--scale-down-delay-after-add=15s")...)
-	e.Eventually(60*time.Second, "3 pods Running", func(ctx context.Context) (bool, error) { return itest.AllRunning(ctx, e, 3) })
-	if err := e.Client.CoreV1().Pods(e.Namespace).DeleteCollection(e.Context(), metav1.DeleteOptions{GracePeriodSeconds: new(int64)},
-		metav1.ListOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	e.Eventually(20*time.Second, "in cooldown", func(ctx context.Context) (bool, error) {
-		_, body, err := p.Get(ctx, "/metrics")
-		return strings.Contains(body, "cluster_autoscaler_scale_down_in_cooldown 1"), err
-	})
-	e.Eventually(60*time.Second, "the three nodes removed", func(context.Context) (bool, error) {
-		return len(itest.NodeNames(e, group)) == 0 && strings.Count(p.Log.String(), `"Scaled down an empty node"`) >= 3, nil
-	})
-	if since := time.Since(started); since < 15*time.Second {
-		t.Errorf("nodes removed %v after the autoscaler started, within --scale-down-delay-after-add of its scale-up", since)
-	}
-	loops := map[string]bool{}
-	for _, m := range regexp.MustCompile(`"Scaled down an empty node" loop=(\d+)`).FindAllStringSubmatch(p.Log.String(), -1) {
-		loops[m[1]] = true
-	}
-	if n := strings.Count(p.Log.String(), `"Scaled down an empty node"`); n != 3 || len(loops) != 1 {
-		t.Errorf("%d empty-node removals in loops %v, want 3 in one loop", n, loops)
-	}
-}
-
-// TestRestartKeepsTheUnneededTimer: the unneeded time is 12 s; the first
-// autoscaler runs 8 s and stops; the second removes the node about 4 s
-// later, not 12 s, because the time it became unneeded is on the node.
-func TestRestartKeepsTheUnneededTimer(t *testing.T) {
-	e := framework.New(t)
-	group := framework.UniqueName("timer")
-	path := itest.GroupsConfig(e, group)
-	itest.GroupNode(e, group, group+"-n", nil)
-	args := itest.ScaleDownArgs(e, path, "--scale-down-unneeded-time=12s", "--leader-elect=false")
-	first := itest.StartAutoscaler(t, "first", args...)
-	e.Eventually(20*time.Second, "the node marked", func(ctx context.Context) (bool, error) {
-		n, err := e.Client.CoreV1().Nodes().Get(ctx, group+"-n", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, taint := range n.Spec.Taints {
-			if taint.Key == "DeletionCandidateOfClusterAutoscaler" {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	marked := time.Now()
-	time.Sleep(8 * time.Second)
-	if code := first.Terminate(30 * time.Second); code != 0 {
-		t.Fatalf("first autoscaler exit code %d", code)
-	}
-	if len(itest.NodeNames(e, group)) != 1 {
-		t.Fatal("the node went before its time")
-	}
-	itest.StartAutoscaler(t, "second", args...)
-	e.Eventually(30*time.Second, "the node removed", func(context.Context) (bool, error) {
-		return len(itest.NodeNames(e, group)) == 0, nil
-	})
-	if took := time.Since(marked); took > 19*time.Second {
-		t.Errorf("removed %v after it was marked: the restart reset the 12 s timer", took)
 	}
 }
 
