@@ -3,6 +3,7 @@ package scaledown
 import (
 	"context"
 	"sort"
+	"strings"
 
 	apiv1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -10,7 +11,6 @@ import (
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
-	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 )
 
 // groupRoom is what a group can lose this loop.
@@ -72,7 +72,7 @@ func (p *Planner) room(ctx context.Context, in Input) map[string]*groupRoom {
 // zeroOrMaxNodeScaling group loses all its nodes at once or none.
 func (p *Planner) pick(ctx context.Context, plan *Plan, in Input) {
 	room := p.room(ctx, in)
-	left := p.resourcesLeft(in)
+	floors := p.floorsLeft(ctx, in)
 	sort.SliceStable(plan.Unneeded, func(i, j int) bool { return plan.Unneeded[i].Since.Before(plan.Unneeded[j].Since) })
 	atomic := map[string][]*Candidate{}
 	for _, c := range plan.Unneeded {
@@ -90,9 +90,13 @@ func (p *Planner) pick(ctx context.Context, plan *Plan, in Input) {
 			atomic[id] = append(atomic[id], c)
 		case r == nil || r.left <= 0:
 			plan.Unremovable[c.Node.Name] = ReasonNodeGroupMinSizeReached
-		case !left.take(c.Node, p.report):
-			plan.Unremovable[c.Node.Name] = ReasonMinimalResourceLimit
+		case floors.failed != nil:
+			plan.Unremovable[c.Node.Name] = ReasonUnexpectedError
 		default:
+			if over := floors.take(c.Node, p.report); len(over) > 0 {
+				keepForMinimums(ctx, plan, c.Node.Name, over)
+				continue
+			}
 			r.left--
 			plan.Removable = append(plan.Removable, c)
 		}
@@ -105,6 +109,21 @@ func (p *Planner) pick(ctx context.Context, plan *Plan, in Input) {
 	for _, id := range ids {
 		cs := atomic[id]
 		reason := atomicVerdict(in.State.Group(id), cs, room[id])
+		if reason == "" && floors.failed != nil {
+			reason = ReasonUnexpectedError
+		}
+		if reason == "" {
+			nodes := make([]*apiv1.Node, len(cs))
+			for i, c := range cs {
+				nodes[i] = c.Node
+			}
+			if over := floors.takeAll(nodes, p.report); len(over) > 0 {
+				for _, c := range cs {
+					keepForMinimums(ctx, plan, c.Node.Name, over)
+				}
+				continue
+			}
+		}
 		if reason != "" {
 			klog.FromContext(ctx).V(4).Info("A zeroOrMaxNodeScaling group keeps its nodes", "nodeGroup", id,
 				"removable", len(cs), "reason", reason)
@@ -137,16 +156,6 @@ func atomicVerdict(gs *clusterstate.GroupState, cs []*Candidate, r *groupRoom) s
 	return ""
 }
 
-// resources are the cores and memory the cluster has above the
-// --cores-total and --memory-total minimums; a minimum of 0 is no limit.
-type resources struct {
-	milliCPU, memory      int64
-	limitCPU, limitMemory bool
-	// gpus are the GPUs above the --gpu-total minimums, for the limited types.
-	gpus  map[string]int64
-	gpuOf func(*apiv1.Node) (string, int64)
-}
-
 // gpusOf tells a node's GPU type and count: its extended GPU resource or
 // the GPU devices of the ResourceSlices it publishes in the session.
 func (p *Planner) gpusOf(s Session) func(*apiv1.Node) (string, int64) {
@@ -159,63 +168,14 @@ func (p *Planner) gpusOf(s Session) func(*apiv1.Node) (string, int64) {
 	}
 }
 
-// resourcesLeft counts the nodes that stay: not being deleted already.
-func (p *Planner) resourcesLeft(in Input) *resources {
-	r := &resources{milliCPU: -p.opts.Cores.Min * 1000, memory: -(p.opts.MemoryGiB.Min << 30),
-		limitCPU: p.opts.Cores.Min > 0, limitMemory: p.opts.MemoryGiB.Min > 0}
-	for _, l := range p.opts.GPUTotal {
-		if l.Min > 0 {
-			if r.gpus == nil {
-				r.gpus = map[string]int64{}
-				r.gpuOf = p.gpusOf(in.Session)
-			}
-			r.gpus[l.Type] = -l.Min
-		}
+// keepForMinimums keeps a node because its removal would take the
+// resources of the nodes some minimums count below them (over names them).
+func keepForMinimums(ctx context.Context, plan *Plan, node string, over []string) {
+	klog.FromContext(ctx).V(2).Info("Skipping scale down of a node in this batch: it would violate minimum limits",
+		"node", node, "minimums", over)
+	plan.Unremovable[node] = ReasonMinimalResourceLimit
+	if plan.Details == nil {
+		plan.Details = map[string]string{}
 	}
-	for _, n := range in.Nodes {
-		if hasTaint(n, ToBeDeletedTaint) || in.deleting[n.Name] != "" || in.deleted[n.Name] {
-			continue
-		}
-		r.milliCPU += n.Status.Capacity.Cpu().MilliValue()
-		r.memory += n.Status.Capacity.Memory().Value()
-		if r.gpuOf != nil {
-			if gpu, c := r.gpuOf(n); c > 0 {
-				if _, limited := r.gpus[gpu]; limited {
-					r.gpus[gpu] += c
-				}
-			}
-		}
-	}
-	return r
-}
-
-// take removes node's cores and memory when the minimums allow it; when
-// they do not, it counts a skipped scale-down per limit hit and reports false.
-func (r *resources) take(node *apiv1.Node, report Reporter) bool {
-	cpu, mem := node.Status.Capacity.Cpu().MilliValue(), node.Status.Capacity.Memory().Value()
-	overCPU := r.limitCPU && r.milliCPU-cpu < 0
-	overMemory := r.limitMemory && r.memory-mem < 0
-	if report != nil {
-		if overCPU {
-			report.RegisterSkippedScaleEvent(metrics.DirectionScaleDown, metrics.CPUResourceLimit)
-		}
-		if overMemory {
-			report.RegisterSkippedScaleEvent(metrics.DirectionScaleDown, metrics.MemoryResourceLimit)
-		}
-	}
-	gpu, gpus := "", int64(0)
-	if r.gpuOf != nil {
-		gpu, gpus = r.gpuOf(node)
-	}
-	left, limitedGPU := r.gpus[gpu]
-	overGPU := limitedGPU && gpus > 0 && left-gpus < 0
-	if overCPU || overMemory || overGPU {
-		return false
-	}
-	r.milliCPU -= cpu
-	r.memory -= mem
-	if limitedGPU && gpus > 0 {
-		r.gpus[gpu] -= gpus
-	}
-	return true
+	plan.Details[node] = "would go below the minimum of " + strings.Join(over, "; ")
 }

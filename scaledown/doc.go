@@ -8,7 +8,9 @@
 // time each became unneeded in memory and
 // in its DeletionCandidate taint (so restarts do not reset the clock, unless
 // soft taints are off), and picks the removable ones within each group's
-// room above its min size, counting the removals in flight; a
+// room above its min size, counting the removals in flight, and above the
+// minimums (--cores-total, --memory-total, --gpu-total and a fork's, see
+// minimums.go), counting the loop's removals together; a
 // zeroOrMaxNodeScaling group goes whole or not at all. The actuator runs
 // each removal in the background on the loop's context: ToBeDeleted taint,
 // the delay after tainting, a drain through the Eviction API (in priority

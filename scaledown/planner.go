@@ -37,6 +37,9 @@ const (
 	ReasonBlockedByPod                = "BlockedByPod"
 	ReasonBookedCapacity              = "BookedCapacity"
 	ReasonNotStarted                  = "NotStarted"
+	// ReasonUnexpectedError: what the decision needs could not be read
+	// (a fork's scale-down minimums).
+	ReasonUnexpectedError = "UnexpectedError"
 	// ReasonRecentlyUnremovable: the simulation found the node unremovable
 	// less than --unremovable-node-recheck-timeout ago; it is not simulated
 	// again until then.
@@ -130,6 +133,8 @@ type Planner struct {
 	// blockers holds what the last simulation of each node kept for
 	// NoPlaceToMovePods said (ExplainingSession), for Plan.Details.
 	blockers map[string]string
+	// minimums adds a fork's minimums to the flags' (WithMinimums).
+	minimums MinimumSource
 }
 
 type recheckEntry struct {
