@@ -42,6 +42,18 @@ type loopCalls struct {
 	asg, ec2     int
 	writes       int // own changes made (each an IncreaseSize or DeleteNodes)
 	asgPerMinute float64
+	// The describe calls by who made them: Refresh, IncreaseSize (its
+	// fresh base) and DeleteNodes (its fresh listing).
+	refreshReads, increaseReads, deleteReads int
+}
+
+// describes counts the DescribeAutoScalingGroups calls of fn (without the
+// SDK's retries).
+func describes(s *awsfake.Server, fn func()) int {
+	const d = "DescribeAutoScalingGroups"
+	before := s.Calls()[d] - s.Retries()[d]
+	fn()
+	return s.Calls()[d] - s.Retries()[d] - before
 }
 
 // simulateLoops runs loops of what the core asks of the provider each
@@ -56,7 +68,9 @@ func simulateLoops(t testing.TB, s *awsfake.Server, p *Provider, clk *clocktesti
 	out := loopCalls{loops: loops}
 	for i := range loops {
 		clk.Step(scanInterval)
-		if err := p.Refresh(ctx); err != nil {
+		var err error
+		out.refreshReads += describes(s, func() { err = p.Refresh(ctx) })
+		if err != nil {
 			t.Fatalf("loop %d: refresh: %v", i, err)
 		}
 		groups, _ := p.NodeGroups(ctx)
@@ -75,7 +89,8 @@ func simulateLoops(t testing.TB, s *awsfake.Server, p *Provider, clk *clocktesti
 			continue
 		}
 		up := groups[(i/6)%len(groups)]
-		if err := up.IncreaseSize(ctx, 1); err != nil {
+		out.increaseReads += describes(s, func() { err = up.IncreaseSize(ctx, 1) })
+		if err != nil {
 			t.Fatalf("loop %d: %v", i, err)
 		}
 		down := groups[(i/6+len(groups)/2)%len(groups)]
@@ -83,7 +98,8 @@ func simulateLoops(t testing.TB, s *awsfake.Server, p *Provider, clk *clocktesti
 		if len(ins) > 0 && !isPlaceholder(lastSegment(ins[0].Id)) {
 			node := &apiv1.Node{}
 			node.Name, node.Spec.ProviderID = "n", ins[0].Id
-			if err := down.DeleteNodes(ctx, []*apiv1.Node{node}); err != nil {
+			out.deleteReads += describes(s, func() { err = down.DeleteNodes(ctx, []*apiv1.Node{node}) })
+			if err != nil {
 				t.Fatalf("loop %d: %v", i, err)
 			}
 			out.writes++
@@ -151,9 +167,10 @@ func TestAPICallsPerLoop(t *testing.T) {
 			t.Run(fmt.Sprintf("groups=%d/busy=%t", n, busy), func(t *testing.T) {
 				s, p, clk := callsSetup(t, n)
 				got := simulateLoops(t, s, p, clk, 60, busy)
-				t.Logf("%d groups, busy=%t: %d loops, Auto Scaling %d calls (%.2f per loop, %.1f a minute), EC2 %d calls (%.2f per loop), own writes %d",
+				t.Logf("%d groups, busy=%t: %d loops, Auto Scaling %d calls (%.2f per loop, %.1f a minute), EC2 %d calls (%.2f per loop), own writes %d; "+
+					"describe calls of Refresh %d, of IncreaseSize %d, of DeleteNodes %d",
 					n, busy, got.loops, got.asg, float64(got.asg)/float64(got.loops), got.asgPerMinute, got.ec2,
-					float64(got.ec2)/float64(got.loops), got.writes)
+					float64(got.ec2)/float64(got.loops), got.writes, got.refreshReads, got.increaseReads, got.deleteReads)
 				budget := float64((n + 99) / 100)
 				if busy {
 					budget += 2 + 2 + 1
