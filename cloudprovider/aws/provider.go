@@ -20,9 +20,10 @@ import (
 // Name is the --cloud-provider value of this provider.
 const Name = "aws"
 
-// DefaultListInterval is how often the group list is read again (by
-// --nodes names and auto-discovery tags), and with it every group; in
-// between a group is read only when it may have changed (cache.go).
+// DefaultListInterval is how often the group list is read again (the
+// auto-discovery tags, and the --nodes names not kept), and the longest a
+// group's description is kept; in between a group is read only when it may
+// have changed (cache.go).
 const DefaultListInterval = time.Minute
 
 // availableGPUTypes are GPU types named as gpuType names them, for the
