@@ -70,8 +70,9 @@ func targetOf(t *testing.T, p *Provider, name string) int {
 	return n
 }
 
-// TestOwnChangesAreReadAtOnce: whatever this process changes is read at
-// the next Refresh, and a second increase in one loop adds to the first.
+// TestOwnChangesAreReadAtOnce: whatever this process changes shows at the
+// next Refresh (applied to the kept description, or read), and a second
+// increase in one loop adds to the first.
 func TestOwnChangesAreReadAtOnce(t *testing.T) {
 	s := startFake(t)
 	s.AddGroup(groupOf("ng", 1))
@@ -96,7 +97,7 @@ func TestOwnChangesAreReadAtOnce(t *testing.T) {
 		t.Fatalf("two increases by 1 from 1 left desired %d, want 3", got)
 	}
 	if n := step(t, s, p, clk, 10*time.Second); n != 1 {
-		t.Errorf("the Refresh after an increase made %d describe calls, want 1 (the changed group)", n)
+		t.Errorf("the Refresh after an increase made %d describe calls, want 1 (the group, on its way up)", n)
 	}
 	if got := targetOf(t, p, "ng"); got != 3 {
 		t.Errorf("target size %d after the increase, want 3 (read at once, not after a minute)", got)
