@@ -16,22 +16,29 @@ import (
 // of the account, so a group's description is kept between loops and read
 // again only when something may have changed it:
 //
-//   - its age reaches the list interval (a minute): every group is read
-//     again then, with the group list (the discovery calls' answers are the
-//     descriptions of the groups they find: no second call for them);
-//   - this process changed it (SetDesiredCapacity, a termination, scale-in
-//     protection): the next Refresh reads it;
-//   - it is on its way somewhere (placeholders, Pending or Terminating
-//     instances) and changed in the last transitionWindow: read each loop,
-//     or, when the provider sees the Nodes, every transitionalEvery and at
-//     once when a Node hints at it (below);
+//   - its age reaches the list interval (a minute): a group is never kept
+//     longer. Every read fills its last call up to 100 names with the kept
+//     groups read longest ago (pad), so the reads a change needs (below)
+//     spare the minute's reads of as many groups; the group list (the
+//     auto-discovery calls, whose answers are the descriptions of the groups
+//     they find, and the --nodes groups not kept) is read once a minute;
+//   - this process changed it in a way it cannot reckon (capacity
+//     cancelled, scale-in protection, a failed write): the next Refresh reads
+//     it. The writes whose effect is known are applied to the kept
+//     description instead (writes.go);
+//   - it is on its way somewhere (placeholders, Pending instances, or
+//     Terminating ones this process did not terminate) and changed in the
+//     last transitionWindow: read each loop, or, when the provider sees the
+//     Nodes, every transitionalEvery and at once when a Node hints at it
+//     (below);
 //   - a Node hints at it: a Node appeared whose instance no group lists
 //     (the groups with capacity on its way are read), or the Node of an
 //     instance a group lists as running is gone (that group is read).
 //
 // Every change of a group still reads the group afresh first where the
 // change depends on what the group has (deletions, cancellations), so a
-// description kept for a minute never decides which instance goes.
+// description kept for a minute never decides which instance goes; such a
+// read is kept too (for the groups it covers that no write moved meanwhile).
 
 // transitionWindow is how long after its last change a group with capacity
 // on its way is read more often than once per list interval: a group that
@@ -65,6 +72,9 @@ type cachedGroup struct {
 	// (activityAt; zero when never).
 	activity   *latestActivity
 	activityAt time.Time
+	// seq numbers the read desc comes from: a read started earlier never
+	// replaces it.
+	seq uint64
 }
 
 // transitional reports whether the group has capacity on its way in or out.
@@ -106,16 +116,20 @@ func (p *Provider) restoreDirty(d map[string]bool) {
 	}
 }
 
-// toRead picks the groups of names to read at now (a Refresh that is not
-// a full read): changed by this process or hinted at by the Nodes (dirty),
-// not read yet, or on their way somewhere.
-func (p *Provider) toRead(now time.Time, names []string, dirty map[string]bool) []string {
+// toRead picks the groups of names to read at now, but those the list
+// read described already (listed): not kept, read a list interval ago,
+// changed by this process or hinted at by the Nodes (dirty), or on their
+// way somewhere. Called under refreshMu.
+func (p *Provider) toRead(now time.Time, names []string, dirty map[string]bool, listed map[string]groupDesc) []string {
 	var out []string
 	for _, n := range names {
+		if _, ok := listed[n]; ok {
+			continue
+		}
 		c := p.cache[n]
 		switch {
-		case c == nil, dirty[n]:
-		case c.transitional() && now.Sub(c.changedAt) < transitionWindow:
+		case c == nil, dirty[n], now.Sub(c.readAt) >= p.listEvery:
+		case p.moving(c) && now.Sub(c.changedAt) < transitionWindow:
 			if p.nodes != nil && now.Sub(c.readAt) < transitionalEvery {
 				continue
 			}
@@ -179,13 +193,19 @@ func (p *Provider) nodeHints(ctx context.Context) map[string]bool {
 	return out
 }
 
-// mergeReads updates the cache with the groups read at now: wanted are the
-// names read, descs what AWS described. A wanted group AWS did not describe
-// is gone and leaves the cache; with full, so does every group not read.
-func (p *Provider) mergeReads(now time.Time, wanted []string, descs map[string]groupDesc, full bool, dirty map[string]bool) {
-	if full {
+// mergeReads updates the cache with the groups read at now by read seq:
+// wanted are the names read by name, descs what AWS described (with the
+// list read's groups). A wanted group AWS did not describe is gone and
+// leaves the cache; after a list read (listed), so does every group neither
+// listed nor named by --nodes.
+func (p *Provider) mergeReads(now time.Time, seq uint64, wanted []string, descs map[string]groupDesc, listed bool, dirty map[string]bool) {
+	if listed {
+		explicit := map[string]bool{}
+		for _, e := range p.explicit {
+			explicit[e.Name] = true
+		}
 		for n := range p.cache {
-			if _, ok := descs[n]; !ok {
+			if _, ok := descs[n]; !ok && !explicit[n] {
 				delete(p.cache, n)
 			}
 		}
@@ -198,14 +218,15 @@ func (p *Provider) mergeReads(now time.Time, wanted []string, descs map[string]g
 	for n, d := range descs {
 		c := p.cache[n]
 		if c == nil {
-			p.cache[n] = &cachedGroup{desc: d, readAt: now, changedAt: now}
+			p.cache[n] = &cachedGroup{desc: d, readAt: now, changedAt: now, seq: seq}
 			continue
 		}
 		if dirty[n] || !reflect.DeepEqual(c.desc, d) {
 			c.changedAt = now
 		}
-		c.desc, c.readAt = d, now
+		c.desc, c.readAt, c.seq = d, now, seq
 	}
+	p.forgetTerminations()
 }
 
 // cachedNames returns the names of the cached groups, sorted.

@@ -70,8 +70,9 @@ func targetOf(t *testing.T, p *Provider, name string) int {
 	return n
 }
 
-// TestOwnChangesAreReadAtOnce: whatever this process changes is read at
-// the next Refresh, and a second increase in one loop adds to the first.
+// TestOwnChangesAreReadAtOnce: whatever this process changes shows at the
+// next Refresh (applied to the kept description, or read), and a second
+// increase in one loop adds to the first.
 func TestOwnChangesAreReadAtOnce(t *testing.T) {
 	s := startFake(t)
 	s.AddGroup(groupOf("ng", 1))
@@ -96,7 +97,7 @@ func TestOwnChangesAreReadAtOnce(t *testing.T) {
 		t.Fatalf("two increases by 1 from 1 left desired %d, want 3", got)
 	}
 	if n := step(t, s, p, clk, 10*time.Second); n != 1 {
-		t.Errorf("the Refresh after an increase made %d describe calls, want 1 (the changed group)", n)
+		t.Errorf("the Refresh after an increase made %d describe calls, want 1 (the group, on its way up)", n)
 	}
 	if got := targetOf(t, p, "ng"); got != 3 {
 		t.Errorf("target size %d after the increase, want 3 (read at once, not after a minute)", got)
@@ -208,19 +209,28 @@ func TestNodesHintAtChanges(t *testing.T) {
 		t.Fatalf("%d describe calls with Nodes agreeing, want 0", n)
 	}
 
-	// A scale-up whose launch fails first: read after the increase (a
-	// placeholder), then not before transitionalEvery unless a Node of an
-	// instance no group lists appears.
+	// A scale-up whose launch fails first: the increase reads the group
+	// afresh (its base: the loop's Refresh did not read it) and is applied
+	// to the kept description (a placeholder at once, no read after it);
+	// the group, now on its way up, is read transitionalEvery after that
+	// read, then not before transitionalEvery
+	// again unless a Node of an instance no group lists appears.
 	s.SetStartDelay(time.Hour)
 	s.FailLaunches("ng", "InsufficientInstanceCapacity", "no room")
 	if err := group(t, p, "ng").IncreaseSize(context.Background(), 1); err != nil {
 		t.Fatal(err)
 	}
-	if n := step(t, s, p, clk, 10*time.Second); n != 1 {
-		t.Errorf("%d describe calls after an increase, want 1", n)
+	if n := step(t, s, p, clk, 10*time.Second); n != 0 {
+		t.Errorf("%d describe calls 10 s after an increase, want 0 (the increase is applied)", n)
+	}
+	if _, creating, failed := states(group(t, p, "ng").instances); creating != 1 || failed != 0 {
+		t.Fatalf("%d placeholders creating and %d failed after the increase, want 1 creating (applied, not read yet)", creating, failed)
+	}
+	if n := step(t, s, p, clk, transitionalEvery-10*time.Second); n != 1 {
+		t.Errorf("%d describe calls transitionalEvery after the increase's read, want 1", n)
 	}
 	if _, creating, failed := states(group(t, p, "ng").instances); creating+failed != 1 {
-		t.Fatalf("%d placeholders after the failed launch, want 1", creating+failed)
+		t.Fatalf("%d placeholders after the failed launch was read, want 1", creating+failed)
 	}
 	if n := step(t, s, p, clk, 10*time.Second); n != 0 {
 		t.Errorf("%d describe calls 10 s later with nothing new, want 0", n)

@@ -52,7 +52,7 @@ func (g *NodeGroup) cancelCapacity(ctx context.Context, d groupDesc, want int) e
 		return fmt.Errorf("protecting the instances of Auto Scaling group %q from scale-in before cancelling capacity; nothing cancelled: %w",
 			g.Id(), err)
 	}
-	if err := g.setDesired(ctx, want); err != nil {
+	if err := g.setDesired(ctx, want, nil); err != nil {
 		g.unprotect(ctx, protect, "the decrease failed")
 		return err
 	}
@@ -66,7 +66,7 @@ func (g *NodeGroup) cancelCapacity(ctx context.Context, d groupDesc, want int) e
 	}
 	if live := after.live(); live > after.Desired {
 		// The group launched in the window: keep what it has.
-		if err := g.setDesired(ctx, live); err != nil {
+		if err := g.setDesired(ctx, live, nil); err != nil {
 			logger.Error(err, "The Auto Scaling group launched while its capacity was cancelled, and raising it back failed; "+
 				"its instances stay protected from scale-in", "nodeGroup", g.Id(), "instances", protect)
 			return nil
@@ -93,8 +93,11 @@ func (g *NodeGroup) unprotect(ctx context.Context, ids []string, why string) {
 func (g *NodeGroup) setProtection(ctx context.Context, ids []string, protected bool) error {
 	for start := 0; start < len(ids); start += protectionBatch {
 		batch := ids[start:min(start+protectionBatch, len(ids))]
+		g.p.beginWrite(g.Id())
 		_, err := g.p.asg.SetInstanceProtection(ctx, &autoscaling.SetInstanceProtectionInput{
 			AutoScalingGroupName: aws.String(g.Id()), InstanceIds: batch, ProtectedFromScaleIn: aws.Bool(protected)})
+		g.p.endWrite(g.Id())
+		g.p.invalidate(g.Id())
 		if err == nil {
 			continue
 		}

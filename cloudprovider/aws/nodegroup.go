@@ -20,7 +20,8 @@ import (
 // then, or kept from an earlier read: cache.go). A deletion or decrease
 // reads the group afresh first and checks its request against that; an
 // increase adds to the desired capacity this loop read, or to a fresh one.
-// Every change makes the next Refresh read the group.
+// A change is applied to the kept description when its effect is known,
+// else the next Refresh reads the group (writes.go).
 type NodeGroup struct {
 	p         *Provider
 	desc      groupDesc
@@ -81,7 +82,7 @@ func (g *NodeGroup) IncreaseSize(ctx context.Context, delta int) error {
 		return fmt.Errorf("size increase of Auto Scaling group %q too large: %d + %d exceeds max %d", g.Id(), d.Desired, delta, min(g.max, d.Max))
 	}
 	g.p.noteIncrease(g.Id(), g.p.clock.Now())
-	if err := g.setDesired(ctx, want); err != nil {
+	if err := g.setDesired(ctx, want, desiredSet(want)); err != nil {
 		return err
 	}
 	klog.FromContext(ctx).Info("Set the desired capacity of an Auto Scaling group", "nodeGroup", g.Id(), "from", d.Desired, "to", want)
@@ -91,11 +92,12 @@ func (g *NodeGroup) IncreaseSize(ctx context.Context, delta int) error {
 // sizeBase is the description an increase adds to: the group as this
 // loop's Refresh read it, when it did and nothing changed it since (the
 // core's delta was computed from that very desired capacity); else a fresh
-// one.
+// one. A write of this process to the group since that Refresh makes it a
+// fresh one.
 func (g *NodeGroup) sizeBase(ctx context.Context) (groupDesc, error) {
 	p := g.p
 	p.mu.Lock()
-	current := p.state.groups[g.Id()] == g && g.readAt.Equal(p.refreshedAt) && !p.dirty[g.Id()]
+	current := p.state.groups[g.Id()] == g && g.readAt.Equal(p.refreshedAt) && !p.dirty[g.Id()] && !p.written[g.Id()]
 	p.mu.Unlock()
 	if current {
 		return g.desc, nil
@@ -103,10 +105,19 @@ func (g *NodeGroup) sizeBase(ctx context.Context) (groupDesc, error) {
 	return p.describeOne(ctx, g.Id())
 }
 
-func (g *NodeGroup) setDesired(ctx context.Context, n int) error {
-	defer g.p.invalidate(g.Id())
+// setDesired sets the desired capacity to n; on success apply (when not
+// nil) is applied to the kept description, else the next Refresh reads
+// the group.
+func (g *NodeGroup) setDesired(ctx context.Context, n int, apply func(*groupDesc) bool) error {
+	g.p.beginWrite(g.Id())
 	_, err := g.p.asg.SetDesiredCapacity(ctx, &autoscaling.SetDesiredCapacityInput{AutoScalingGroupName: aws.String(g.Id()),
 		DesiredCapacity: aws.Int32(int32(n)), HonorCooldown: aws.Bool(false)})
+	g.p.endWrite(g.Id())
+	if err == nil && apply != nil {
+		g.p.applyWrite(g.Id(), apply)
+	} else {
+		g.p.invalidate(g.Id())
+	}
 	return callError(fmt.Sprintf("setting the desired capacity of Auto Scaling group %q to %d", g.Id(), n), err, false)
 }
 
@@ -139,13 +150,16 @@ func (g *NodeGroup) DeleteNodes(ctx context.Context, nodes []*apiv1.Node) error 
 	}
 	logger := klog.FromContext(ctx)
 	for i, id := range plan.terminate {
-		g.p.invalidate(g.Id())
+		g.p.beginWrite(g.Id())
 		_, err := g.p.asg.TerminateInstanceInAutoScalingGroup(ctx, &autoscaling.TerminateInstanceInAutoScalingGroupInput{
 			InstanceId: aws.String(id), ShouldDecrementDesiredCapacity: aws.Bool(true)})
+		g.p.endWrite(g.Id())
 		if err != nil {
+			g.p.invalidate(g.Id())
 			return fmt.Errorf("%w (terminated before it: %v)", callError(fmt.Sprintf("terminating instance %s of Auto Scaling group %q", id, g.Id()), err, false),
 				plan.terminate[:i])
 		}
+		g.p.applyWrite(g.Id(), g.p.terminatedIn(id))
 		logger.Info("Terminated an instance of an Auto Scaling group", "nodeGroup", g.Id(), "instance", id)
 	}
 	if plan.cancel > 0 {

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
@@ -20,9 +20,10 @@ import (
 // Name is the --cloud-provider value of this provider.
 const Name = "aws"
 
-// DefaultListInterval is how often the group list is read again (by
-// --nodes names and auto-discovery tags), and with it every group; in
-// between a group is read only when it may have changed (cache.go).
+// DefaultListInterval is how often the group list is read again (the
+// auto-discovery tags, and the --nodes names not kept), and the longest a
+// group's description is kept; in between a group is read only when it may
+// have changed (cache.go).
 const DefaultListInterval = time.Minute
 
 // availableGPUTypes are GPU types named as gpuType names them, for the
@@ -47,10 +48,15 @@ type Provider struct {
 
 	// refreshMu serialises Refresh and guards what only it uses.
 	refreshMu sync.Mutex
-	names     []string // the group list, as last read in full
+	listed    bool // the group list was read once
 	listedAt  time.Time
 	cache     map[string]*cachedGroup
 	nodeIDs   map[string]bool // the instances that had a Node at the last Refresh
+	// ownTerminations are the instances this process terminated (with
+	// their group), as long as their group lists them (writes.go).
+	ownTerminations map[string]string
+	// seq numbers the reads, in the order they start.
+	seq atomic.Uint64
 
 	// facts caches what does not change: instance types, subnet zones.
 	facts *factCache
@@ -66,6 +72,11 @@ type Provider struct {
 	dirty map[string]bool
 	// refreshedAt is when the last Refresh ran.
 	refreshedAt time.Time
+	// writeGen counts, by group, the starts and ends of this process's
+	// writes; written are the groups written since the last Refresh
+	// (writes.go).
+	writeGen map[string]int
+	written  map[string]bool
 }
 
 var _ cloudprovider.CloudProvider = (*Provider)(nil)
@@ -127,7 +138,8 @@ func New(asg AutoScalingAPI, ec2 EC2API, region string, explicit []explicitGroup
 	p := &Provider{asg: asg, ec2: ec2, region: region, explicit: explicit, discover: discover,
 		limiter: cloudprovider.NewResourceLimiter(nil, nil), clock: clock.RealClock{}, listEvery: DefaultListInterval,
 		facts: newFactCache(), state: &snapshot{groups: map[string]*NodeGroup{}, byInstance: map[string]*NodeGroup{}},
-		increased: map[string]time.Time{}, dirty: map[string]bool{}, cache: map[string]*cachedGroup{}}
+		increased: map[string]time.Time{}, dirty: map[string]bool{}, cache: map[string]*cachedGroup{},
+		ownTerminations: map[string]string{}, writeGen: map[string]int{}, written: map[string]bool{}}
 	for _, o := range opts {
 		o(p)
 	}
@@ -144,81 +156,69 @@ func (p *Provider) current() *snapshot {
 }
 
 // Refresh implements cloudprovider.CloudProvider. Once per list interval
-// it reads the group list and every group (100 per call; the discovery
-// calls' answers serve as the descriptions of the groups they find); in
-// between it reads only the groups that may have changed (see cache.go),
-// and the latest scaling activity of the groups read whose desired capacity
-// is not all launched (at most every activityEvery, sooner after an
-// increase). On error the previous state stays and the error (ErrTransient
-// when throttled) aborts the loop.
+// it reads the group list (the auto-discovery calls, 100 groups a page,
+// whose answers serve as the descriptions of the groups they find, and the
+// --nodes groups not kept); it reads by name, 100 per call, the groups that
+// may have changed or whose description is a list interval old (see
+// cache.go), and the latest scaling activity of the groups read whose
+// desired capacity is not all launched (at most every activityEvery, sooner
+// after an increase). On error the previous state stays and the error
+// (ErrTransient when throttled) aborts the loop.
 func (p *Provider) Refresh(ctx context.Context) error {
 	p.refreshMu.Lock()
 	defer p.refreshMu.Unlock()
 	now := p.clock.Now()
+	seq := p.seq.Add(1)
 	dirty := p.takeDirty()
-	full := p.names == nil || now.Sub(p.listedAt) >= p.listEvery
+	listDue := !p.listed || now.Sub(p.listedAt) >= p.listEvery
 	// On every Refresh, as it remembers the Nodes for the next; a hinted
 	// group counts as changed (and stays due should this Refresh fail).
 	for n := range p.nodeHints(ctx) {
 		dirty[n] = true
 	}
-	var names []string
-	var descs map[string]groupDesc
+	var listed map[string]groupDesc
 	var err error
-	if full {
-		names, descs, err = p.readAll(ctx)
-	} else {
-		names = p.toRead(now, p.cachedNames(), dirty)
-		descs, err = p.describeGroups(ctx, names)
+	if listDue && len(p.discover) > 0 {
+		if listed, err = p.discoverGroups(ctx); err != nil {
+			p.restoreDirty(dirty)
+			return err
+		}
 	}
+	candidates := p.cachedNames()
+	if listDue {
+		for _, e := range p.explicit {
+			if p.cache[e.Name] == nil {
+				candidates = append(candidates, e.Name)
+			}
+		}
+	}
+	names := p.pad(p.toRead(now, candidates, dirty, listed), listed)
+	descs, err := p.describeGroups(ctx, names)
 	if err != nil {
 		p.restoreDirty(dirty)
 		return err
 	}
-	p.mergeReads(now, names, descs, full, dirty)
-	if full {
-		p.names, p.listedAt = names, now
+	for n, d := range listed {
+		descs[n] = d
+	}
+	p.mergeReads(now, seq, names, descs, listed != nil, dirty)
+	if listDue {
+		p.listed, p.listedAt = true, now
+		klog.FromContext(ctx).V(2).Info("Read the list of Auto Scaling groups", "groups", len(p.cache))
 	}
 	snap, err := p.buildSnapshot(ctx, now, descs)
 	if err != nil {
 		p.restoreDirty(dirty)
 		return err
 	}
-	klog.FromContext(ctx).V(4).Info("Refreshed the Auto Scaling groups", "full", full, "read", len(descs), "groups", len(snap.order))
+	klog.FromContext(ctx).V(4).Info("Refreshed the Auto Scaling groups", "list", listDue, "read", len(descs), "groups", len(snap.order))
 	p.mu.Lock()
 	p.state, p.refreshedAt = snap, now
+	// Writes from now on are marked afresh; one that ran during this
+	// Refresh could not be applied and marked its group dirty.
+	p.written = map[string]bool{}
 	p.mu.Unlock()
 	return nil
-}
-
-// readAll reads the group list and every group: the discovered ones from
-// the discovery calls, the --nodes ones not among them by name.
-func (p *Provider) readAll(ctx context.Context) ([]string, map[string]groupDesc, error) {
-	discovered, err := p.discoverGroups(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	var byName []string
-	for _, e := range p.explicit {
-		if _, ok := discovered[e.Name]; !ok {
-			byName = append(byName, e.Name)
-		}
-	}
-	sort.Strings(byName)
-	descs, err := p.describeGroups(ctx, byName)
-	if err != nil {
-		return nil, nil, err
-	}
-	for n, d := range discovered {
-		descs[n] = d
-	}
-	names := make([]string, 0, len(descs))
-	for n := range descs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	klog.FromContext(ctx).V(2).Info("Read the list of Auto Scaling groups", "groups", len(names))
-	return names, descs, nil
 }
 
 // Cleanup implements cloudprovider.CloudProvider.

@@ -112,17 +112,31 @@ func (p *Provider) addDescriptions(ctx context.Context, out map[string]groupDesc
 	}
 }
 
-// describeOne reads one group afresh (before a change to it); the next
-// Refresh reads it too (a change follows, or the group is gone).
+// describeOne reads one group afresh (before a change to it), in a call
+// filled with the kept groups read longest ago (pad); the read is kept for
+// the groups it covers (keepFresh). When the group's own read could not be
+// kept, or it is gone, the next Refresh reads it.
 func (p *Provider) describeOne(ctx context.Context, name string) (groupDesc, error) {
-	p.invalidate(name)
-	descs, err := p.describeGroups(ctx, []string{name})
+	names := []string{name}
+	if p.refreshMu.TryLock() {
+		names = p.pad(names, nil)
+		p.refreshMu.Unlock()
+	}
+	gens := p.writeGens(names)
+	start, seq := p.clock.Now(), p.seq.Add(1)
+	descs, err := p.describeGroups(ctx, names)
 	if err != nil {
+		p.invalidate(name)
 		return groupDesc{}, err
 	}
+	kept := p.keepFresh(start, seq, names, descs, gens)
 	g, ok := descs[name]
 	if !ok {
+		p.invalidate(name)
 		return groupDesc{}, fmt.Errorf("group %q: %w", name, errGroupGone)
+	}
+	if !kept[name] {
+		p.invalidate(name)
 	}
 	return g, nil
 }
