@@ -160,7 +160,7 @@ func TestUnremovableReasonLabels(t *testing.T) {
 	for reason, want := range map[string]string{"NoReason": "0", "ScaleDownDisabledAnnotation": "1", "NotAutoscaled": "3",
 		"NotUnneededLongEnough": "4", "NodeGroupMinSizeReached": "6", "AtomicScaleDownFailed": "8",
 		"MinimalResourceLimitExceeded": "9", "CurrentlyBeingDeleted": "10", "NotUnderutilized": "11",
-		"NoPlaceToMovePods": "14", "BlockedByPod": "15", "BookedCapacity": "12", "NotStarted": "5", "unknown": "0"} {
+		"NoPlaceToMovePods": "14", "BlockedByPod": "15", "BookedCapacity": "12", "NodeGroupScaleDownBlocked": "12", "NotStarted": "5", "unknown": "0"} {
 		if got := UnremovableReasonLabel(reason); got != want {
 			t.Errorf("%s -> %q, want %q", reason, got, want)
 		}

@@ -101,9 +101,11 @@ var upstreamUnremovableReasons = []string{
 }
 
 // reasonAliases map this autoscaler's own reasons to upstream's nearest:
-// a node kept for booked capacity is not unneeded for another reason; a
-// node not started yet is unready, not for long enough.
-var reasonAliases = map[string]string{"BookedCapacity": "NotUnneededOtherReason", "NotStarted": "NotUnreadyLongEnough"}
+// a node kept for booked capacity, or because its group blocks scale-down
+// (upstream leaves those out of the count), is not unneeded for another
+// reason; a node not started yet is unready, not for long enough.
+var reasonAliases = map[string]string{"BookedCapacity": "NotUnneededOtherReason", "NodeGroupScaleDownBlocked": "NotUnneededOtherReason",
+	"NotStarted": "NotUnreadyLongEnough"}
 
 // UnremovableReasonLabel is the unremovable_nodes_count label of a
 // scale-down reason name: upstream's enum number ("NoReason" = "0" for a

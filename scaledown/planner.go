@@ -40,6 +40,11 @@ const (
 	// ReasonUnexpectedError: what the decision needs could not be read
 	// (a fork's scale-down minimums).
 	ReasonUnexpectedError = "UnexpectedError"
+	// ReasonNodeGroupScaleDownBlocked: the node's group says none of its
+	// nodes may go now (cloudprovider.ScaleDownBlocker, e.g. a Cluster API
+	// MachineDeployment rolling out); Plan.Details says why. Upstream drops
+	// such nodes from the scale-down candidates without a reason.
+	ReasonNodeGroupScaleDownBlocked = "NodeGroupScaleDownBlocked"
 	// ReasonRecentlyUnremovable: the simulation found the node unremovable
 	// less than --unremovable-node-recheck-timeout ago; it is not simulated
 	// again until then.
@@ -208,9 +213,20 @@ func (p *Planner) Update(ctx context.Context, in Input) *Plan {
 		}
 	}
 	p.forgetRechecks(nodes, in.Now)
+	blocked := blockedGroups(ctx, in.State.Groups())
 	var eligible []*Candidate
 	podsOf := map[*Candidate][]*apiv1.Pod{}
 	for _, n := range nodes {
+		if gs := groupOf[n.Name]; gs != nil && blocked[gs.NodeGroup.Id()] != "" {
+			logger.V(4).Info("Node will be skipped: its node group blocks scale-down", "node", n.Name,
+				"nodeGroup", gs.NodeGroup.Id(), "why", blocked[gs.NodeGroup.Id()])
+			plan.Unremovable[n.Name] = ReasonNodeGroupScaleDownBlocked
+			if plan.Details == nil {
+				plan.Details = map[string]string{}
+			}
+			plan.Details[n.Name] = blocked[gs.NodeGroup.Id()]
+			continue
+		}
 		c, reason := p.eligible(n, groupOf[n.Name], podsByNode[n.Name], in)
 		if c != nil {
 			plan.Utilization[n.Name] = [2]float64{c.Utilization, c.Threshold}
@@ -231,6 +247,20 @@ func (p *Planner) Update(ctx context.Context, in Input) *Plan {
 	p.explain(plan)
 	p.timers(ctx, plan, in, skipped)
 	return plan
+}
+
+// blockedGroups asks each group that can block scale-down
+// (cloudprovider.ScaleDownBlocker) once: the ids of those that do, with why.
+func blockedGroups(ctx context.Context, groups []*clusterstate.GroupState) map[string]string {
+	out := map[string]string{}
+	for _, gs := range groups {
+		if b, ok := gs.NodeGroup.(cloudprovider.ScaleDownBlocker); ok {
+			if why := b.ScaleDownBlocked(ctx); why != "" {
+				out[gs.NodeGroup.Id()] = why
+			}
+		}
+	}
+	return out
 }
 
 // eligible applies the cheap checks to one node (group, annotations,

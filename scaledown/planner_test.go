@@ -194,6 +194,35 @@ func TestPlannerReasonsAndTimers(t *testing.T) {
 	}
 }
 
+// TestPlannerKeepsNodesOfABlockedGroup: while the group says its nodes may
+// not go (cloudprovider.ScaleDownBlocker), every node of it is kept with
+// the reason NodeGroupScaleDownBlocked and the group's words as the detail,
+// none is a candidate (no candidate taint); once it no longer does, they
+// are planned as before.
+func TestPlannerKeepsNodesOfABlockedGroup(t *testing.T) {
+	f := newFixture(t, 0, map[string]string{"empty": "", "light": "1"}, nil)
+	f.g.SetScaleDownBlocked("rolling out")
+	plan := f.plan(t, t0)
+	for _, n := range []string{"empty", "light"} {
+		if plan.Unremovable[n] != ReasonNodeGroupScaleDownBlocked || plan.Details[n] != "rolling out" {
+			t.Errorf("%s: reason %q detail %q, want %q with the group's reason", n, plan.Unremovable[n], plan.Details[n],
+				ReasonNodeGroupScaleDownBlocked)
+		}
+		cur, _ := f.client.CoreV1().Nodes().Get(context.Background(), n, metav1.GetOptions{})
+		if _, ok := taintTime(cur, DeletionCandidateTaint); ok {
+			t.Errorf("%s of a blocked group got the candidate taint", n)
+		}
+	}
+	if len(plan.Unneeded) != 0 || len(plan.Removable) != 0 {
+		t.Errorf("unneeded %v, removable %v: want none while blocked", names(plan.Unneeded), names(plan.Removable))
+	}
+	f.g.SetScaleDownBlocked("")
+	plan = f.plan(t, t0.Add(time.Minute))
+	if got := names(plan.Unneeded); !got["empty"] || !got["light"] {
+		t.Errorf("unneeded %v after the block ended, want empty and light", got)
+	}
+}
+
 func TestPlannerTimerComesFromTheTaint(t *testing.T) {
 	f := newFixture(t, 0, map[string]string{"a": ""}, nil)
 	// A previous run marked it 9 minutes ago.

@@ -9,11 +9,15 @@
 // the MachineSets no MachineDeployment owns and the MachinePools that carry
 // both size annotations and match --node-group-auto-discovery=clusterapi:...
 // A group whose annotations do not parse is logged and left out; it is never
-// scaled. Sizes change through the scale subresource; DeleteNodes marks the
+// scaled. So is a paused one (cluster.x-k8s.io/paused), as upstream; the
+// nodes of a MachineDeployment rolling out are kept by scale-down
+// (cloudprovider.ScaleDownBlocker), and DeleteNodes refuses both as the API
+// server has them at the time of the call (lifecycle.go). Sizes change through the scale subresource; DeleteNodes marks the
 // named Machines with the delete-machine annotation before lowering the
 // replicas so Cluster API removes exactly those. Templates for scale from zero
 // come from the capacity.cluster-autoscaler.kubernetes.io annotations,
-// ResourceSlices included (dra-driver with gpu-count).
+// ResourceSlices included (dra-driver with gpu-count), with the taints of
+// spec.template.spec.taints under the taints annotation's.
 //
 // Objects are watched with dynamic informers; each Refresh takes one
 // consistent view of them for the loop.

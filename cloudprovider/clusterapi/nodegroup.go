@@ -26,6 +26,9 @@ type NodeGroup struct {
 	minSize, maxSize int
 	machines         []*unstructured.Unstructured
 	instances        []cloudprovider.Instance
+	// sets are a MachineDeployment's MachineSets (by owner or by
+	// DeploymentNameLabel), to tell whether it is rolling out.
+	sets []*unstructured.Unstructured
 
 	mu     sync.Mutex
 	target int
@@ -161,12 +164,19 @@ func (g *NodeGroup) scale(ctx context.Context, old, replicas int) error {
 
 // DeleteNodes marks the Machine of each node with the delete-machine
 // annotation, then lowers replicas by the number of Machines marked, so that
-// Cluster API deletes exactly those. Nodes of other groups, and a request
-// that would go below the min size, are refused before anything changes.
+// Cluster API deletes exactly those. Nodes of other groups, a request that
+// would go below the min size, and any request while the group is paused
+// or (a MachineDeployment) rolling out, as the API server says now, are
+// refused before anything changes.
 func (g *NodeGroup) DeleteNodes(ctx context.Context, nodes []*apiv1.Node) error {
 	logger := klog.FromContext(ctx)
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if why := g.deletionBlocked(ctx); why != "" {
+		logger.Info("Refusing to delete nodes of a paused or rolling out Cluster API node group", "nodeGroup", g.Id(),
+			"nodes", len(nodes), "why", why)
+		return fmt.Errorf("deleting %d nodes of node group %q: refused: %s", len(nodes), g.Id(), why)
+	}
 	var marked []*unstructured.Unstructured
 	seen := map[string]bool{}
 	for _, n := range nodes {

@@ -452,8 +452,10 @@ func (p *Provider) buildSnapshot(ctx context.Context, lists map[string][]unstruc
 	}
 	setsOf := map[string][]string{} // MachineDeployment ns/name -> MachineSet ns/names
 	var candidates []*NodeGroup
+	allSets := make([]*unstructured.Unstructured, 0, len(lists[kindMachineSet]))
 	for i := range lists[kindMachineSet] {
 		ms := &lists[kindMachineSet][i]
+		allSets = append(allSets, ms)
 		if md := ownerOfKind(ms, p.group, kindMachineDeployment); md != "" {
 			setsOf[key(ms.GetNamespace(), md)] = append(setsOf[key(ms.GetNamespace(), md)], key(ms.GetNamespace(), ms.GetName()))
 			continue
@@ -463,7 +465,7 @@ func (p *Provider) buildSnapshot(ctx context.Context, lists map[string][]unstruc
 	}
 	for i := range lists[kindMachineDeployment] {
 		md := &lists[kindMachineDeployment][i]
-		g := &NodeGroup{kind: kindMachineDeployment, obj: md}
+		g := &NodeGroup{kind: kindMachineDeployment, obj: md, sets: setsOfDeployment(p.group, md, allSets)}
 		for _, ms := range setsOf[key(md.GetNamespace(), md.GetName())] {
 			g.machines = append(g.machines, machinesOf[kindMachineSet+"/"+ms]...)
 		}
@@ -474,6 +476,7 @@ func (p *Provider) buildSnapshot(ctx context.Context, lists map[string][]unstruc
 		candidates = append(candidates, &NodeGroup{kind: kindMachinePool, obj: mp,
 			machines: machinesOf[kindMachinePool+"/"+key(mp.GetNamespace(), mp.GetName())]})
 	}
+	var pausedClusters []clusterKey
 	for _, g := range candidates {
 		if !matchesAny(p.specs, g.obj) {
 			continue
@@ -485,6 +488,15 @@ func (p *Provider) buildSnapshot(ctx context.Context, lists map[string][]unstruc
 		if err != nil {
 			logger.Error(err, "Skipping a Cluster API node group with invalid size annotations",
 				"kind", g.kind, "object", klog.KObj(g.obj))
+			continue
+		}
+		if paused(g.obj) {
+			// Cluster API does not reconcile it: not a node group (no
+			// scale-up, and its nodes belong to no group, so none is
+			// scaled down), as upstream. Its Cluster stays the autoscaler's.
+			logger.V(4).Info("Discovered a paused node group; leaving it out", "kind", g.kind, "object", klog.KObj(g.obj),
+				"annotation", PausedAnnotation)
+			pausedClusters = append(pausedClusters, clusterOf(g.obj))
 			continue
 		}
 		target, _ := replicas(g.obj)
@@ -501,6 +513,9 @@ func (p *Provider) buildSnapshot(ctx context.Context, lists map[string][]unstruc
 	s.scope = scope{specs: p.specs, groups: map[clusterKey]bool{}}
 	for _, g := range s.groups {
 		s.scope.groups[clusterOf(g.obj)] = true
+	}
+	for _, c := range pausedClusters {
+		s.scope.groups[c] = true
 	}
 	sort.Slice(s.groups, func(i, j int) bool { return s.groups[i].Id() < s.groups[j].Id() })
 	logger.V(4).Info("Cluster API node groups", "groups", len(s.groups), "machines", len(s.machines))

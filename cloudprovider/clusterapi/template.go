@@ -50,7 +50,7 @@ func (g *NodeGroup) TemplateNodeInfo(ctx context.Context) (*cloudprovider.NodeIn
 	if err != nil {
 		return nil, fmt.Errorf("template of node group %q: %w", g.Id(), err)
 	}
-	node, err := templateNode(g.Id(), g.obj.GetName(), g.obj.GetAnnotations(), infra)
+	node, err := templateNode(g.Id(), g.obj.GetName(), g.obj.GetAnnotations(), infra, specTaints(ctx, g.obj))
 	if err != nil {
 		return nil, fmt.Errorf("template of node group %q: %w", g.Id(), err)
 	}
@@ -154,7 +154,10 @@ func (g *NodeGroup) readInfraTemplate(ctx context.Context, logger klog.Logger, g
 	return facts, nil
 }
 
-func templateNode(id, name string, a map[string]string, infra *infraFacts) (*apiv1.Node, error) {
+// templateNode builds the template node from the annotations a, the
+// infrastructure template's facts and the taints of the group's own spec
+// (specTaints), which the taints annotation overrides (mergeTaints).
+func templateNode(id, name string, a map[string]string, infra *infraFacts, spec []apiv1.Taint) (*apiv1.Node, error) {
 	capacity := apiv1.ResourceList{}
 	if infra != nil {
 		for k, v := range infra.capacity {
@@ -229,10 +232,11 @@ func templateNode(id, name string, a map[string]string, infra *infraFacts) (*api
 		labels[k] = v
 	}
 	labels["kubernetes.io/hostname"] = nodeName
-	taints, err := parseTaints(a[TaintsAnnotation])
+	annotated, err := parseTaints(a[TaintsAnnotation])
 	if err != nil {
 		return nil, err
 	}
+	taints := mergeTaints(spec, annotated)
 	return &apiv1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: nodeName, Labels: labels},
 		Spec:       apiv1.NodeSpec{ProviderID: PlaceholderPrefix + "template/" + id, Taints: taints},
@@ -295,6 +299,54 @@ func parseTaints(s string) ([]apiv1.Taint, error) {
 		out = append(out, apiv1.Taint{Key: k, Value: v, Effect: apiv1.TaintEffect(effect)})
 	}
 	return out, nil
+}
+
+// specTaints reads spec.template.spec.taints of a scalable resource: the
+// taints Cluster API (v1.12 and later, feature gate MachineTaintPropagation)
+// puts on the Machines' Nodes. Their propagation field is not looked at, as
+// upstream. An entry without a key or with an effect a Node cannot have is
+// logged at --v=4 and left out (Cluster API's validation rejects both).
+func specTaints(ctx context.Context, obj *unstructured.Unstructured) []apiv1.Taint {
+	items, found, err := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "taints")
+	if !found || err != nil {
+		return nil
+	}
+	var out []apiv1.Taint
+	for _, item := range items {
+		m, _ := item.(map[string]any)
+		key, _ := m["key"].(string)
+		value, _ := m["value"].(string)
+		effect, _ := m["effect"].(string)
+		switch e := apiv1.TaintEffect(effect); {
+		case key == "":
+		case e == apiv1.TaintEffectNoSchedule, e == apiv1.TaintEffectPreferNoSchedule, e == apiv1.TaintEffectNoExecute:
+			out = append(out, apiv1.Taint{Key: key, Value: value, Effect: e})
+			continue
+		}
+		klog.FromContext(ctx).V(4).Info("Ignoring an invalid taint in spec.template.spec.taints", "object", klog.KObj(obj), "taint", item)
+	}
+	return out
+}
+
+// mergeTaints is the template's taints: those of the spec, in order, each
+// replaced in place by an annotation taint of the same key and effect, then
+// the other annotation taints in order (upstream's precedence: the
+// annotation wins).
+func mergeTaints(spec, annotated []apiv1.Taint) []apiv1.Taint {
+	out := append([]apiv1.Taint(nil), spec...)
+	for _, t := range annotated {
+		replaced := false
+		for i := range out {
+			if out[i].Key == t.Key && out[i].Effect == t.Effect {
+				out[i], replaced = t, true
+				break
+			}
+		}
+		if !replaced {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // templateSlices is the ResourceSlice the template node nodeName publishes

@@ -222,3 +222,58 @@ func TestInfrastructureTemplateIsCachedForAMinute(t *testing.T) {
 		t.Errorf("cpu = %s after a minute, want the re-read 16", got)
 	}
 }
+
+// TestTemplateTaintsFromSpec: the taints of spec.template.spec.taints
+// (Cluster API v1.12's MachineTaintPropagation) are the template's, in
+// order, their propagation not looked at; a taints-annotation taint of the
+// same key and effect replaces one in place, the others are added after;
+// an entry without a key or with an unknown effect is left out.
+func TestTemplateTaintsFromSpec(t *testing.T) {
+	spec := []any{
+		map[string]any{"key": "dedicated", "value": "gpu", "effect": "NoSchedule", "propagation": "Always"},
+		map[string]any{"key": "spot", "effect": "PreferNoSchedule", "propagation": "OnInitialization"},
+		map[string]any{"key": "dedicated", "value": "gpu", "effect": "NoExecute"},
+		map[string]any{"value": "nokey", "effect": "NoSchedule"},
+		map[string]any{"key": "bad", "effect": "Never"},
+	}
+	tests := []struct {
+		name   string
+		spec   []any
+		taints string // the taints annotation; "" for none
+		want   []apiv1.Taint
+	}{
+		{name: "neither", want: nil},
+		{name: "spec only", spec: spec, want: []apiv1.Taint{
+			{Key: "dedicated", Value: "gpu", Effect: apiv1.TaintEffectNoSchedule},
+			{Key: "spot", Effect: apiv1.TaintEffectPreferNoSchedule},
+			{Key: "dedicated", Value: "gpu", Effect: apiv1.TaintEffectNoExecute},
+		}},
+		{name: "annotation only", taints: "a=b:NoSchedule", want: []apiv1.Taint{{Key: "a", Value: "b", Effect: apiv1.TaintEffectNoSchedule}}},
+		{name: "annotation wins on key and effect", spec: spec, taints: "dedicated=override:NoSchedule,extra:NoExecute", want: []apiv1.Taint{
+			{Key: "dedicated", Value: "override", Effect: apiv1.TaintEffectNoSchedule},
+			{Key: "spot", Effect: apiv1.TaintEffectPreferNoSchedule},
+			{Key: "dedicated", Value: "gpu", Effect: apiv1.TaintEffectNoExecute},
+			{Key: "extra", Effect: apiv1.TaintEffectNoExecute},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := makeObj(kindMachineDeployment, "ns", "md").sizes("0", "3").replicas(0).
+				ann(CPUAnnotation, "2").ann(MemoryAnnotation, "8Gi")
+			if tc.spec != nil {
+				o.set(tc.spec, "spec", "template", "spec", "taints")
+			}
+			if tc.taints != "" {
+				o.ann(TaintsAnnotation, tc.taints)
+			}
+			p, _ := newProvider(t, nil, o)
+			ni, err := onlyGroup(t, p).TemplateNodeInfo(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, ni.Node.Spec.Taints); diff != "" {
+				t.Errorf("taints (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

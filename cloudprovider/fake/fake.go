@@ -300,9 +300,29 @@ type NodeGroup struct {
 	created   int
 	// unlisted are created instances Nodes does not list yet (DelayListing).
 	unlisted []cloudprovider.Instance
+	// blocked is what ScaleDownBlocked says.
+	blocked string
 }
 
-var _ cloudprovider.NodeGroup = (*NodeGroup)(nil)
+var (
+	_ cloudprovider.NodeGroup        = (*NodeGroup)(nil)
+	_ cloudprovider.ScaleDownBlocker = (*NodeGroup)(nil)
+)
+
+// SetScaleDownBlocked sets why ScaleDownBlocked keeps the group's nodes
+// ("" for not).
+func (g *NodeGroup) SetScaleDownBlocked(why string) {
+	g.provider.mu.Lock()
+	defer g.provider.mu.Unlock()
+	g.blocked = why
+}
+
+// ScaleDownBlocked implements cloudprovider.ScaleDownBlocker.
+func (g *NodeGroup) ScaleDownBlocked(context.Context) string {
+	g.provider.mu.Lock()
+	defer g.provider.mu.Unlock()
+	return g.blocked
+}
 
 // SetOptions sets the per-group overrides GetOptions returns.
 func (g *NodeGroup) SetOptions(o *config.NodeGroupAutoscalingOptions) {

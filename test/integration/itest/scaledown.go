@@ -7,10 +7,13 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	apiv1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider/kwok"
+	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 )
 
@@ -96,4 +99,25 @@ func HasTaintKey(n *apiv1.Node, key string) bool {
 		}
 	}
 	return false
+}
+
+// UnremovableNodes reads the status ConfigMap's unremovable nodes (the
+// autoscaler's --namespace is the test's), by node; none before it is written.
+func UnremovableNodes(ctx context.Context, e *framework.Env) (map[string]clusterstate.UnremovableNode, error) {
+	cm, err := e.Client.CoreV1().ConfigMaps(e.Namespace).Get(ctx, "cluster-autoscaler-status", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var kept []clusterstate.UnremovableNode
+	if err := yaml.Unmarshal([]byte(cm.Data[clusterstate.UnremovableDataKey]), &kept); err != nil {
+		return nil, err
+	}
+	out := map[string]clusterstate.UnremovableNode{}
+	for _, u := range kept {
+		out[u.Name] = u
+	}
+	return out, nil
 }
