@@ -200,7 +200,8 @@ func (c *commandLine) registerScaleUp() {
 		"With --enable-graceful-degradation: time budget of the check of pending pods against existing and upcoming nodes (upstream's filter-out-schedulable); the equivalence groups not reached within it are skipped in this loop.")
 	c.fs.BoolVar(&c.opts.EnableGracefulDegradation, "enable-graceful-degradation", c.opts.EnableGracefulDegradation,
 		"When the check of pending pods runs out of --pending-pods-batching-timeout, scale up for the pods checked and skip the others in this loop (skipped_pods_count, events GracefulDegradationStarted/Stopped).")
-	c.ignoredBool("scaleup-simulation-for-skipped-node-groups-enabled", false, "Upstream knob: simulate skipped node groups for reporting.")
+	c.fs.BoolVar(&c.opts.ScaleUpSimulationForSkippedNodeGroups, "scaleup-simulation-for-skipped-node-groups-enabled", c.opts.ScaleUpSimulationForSkippedNodeGroups,
+		"Check the pods a scale-up leaves against the templates of the node groups skipped in the loop (backed off, not ready, ...), for reporting only: a skipped group whose template refuses the pods is reported to them with the scheduler's reason instead of as skipped. Timed as function_duration_seconds{function=\"scaleUp:skippedNodeGroupsSimulation\"}.")
 	c.fs.BoolVar(&c.opts.ProactiveScaleupEnabled, "enable-proactive-scaleup", c.opts.ProactiveScaleupEnabled,
 		"Count the replicas a ReplicaSet has not created yet as pending pods (stand-ins, bounded by --pod-injection-limit), so that a burst gets one scale-up; a ReplicaSet whose replicas are refused (ReplicaFailure) gets none, and one larger than the limit gets its next piece only once half of the replicas counted before exist. On by default here, off upstream; false counts only the pods that exist.")
 	c.fs.StringVar(&c.estimator, "estimator", "binpacking", "Estimator; only binpacking exists (anything else is a flag error, as upstream).")
@@ -313,7 +314,7 @@ func (c *commandLine) markByDesign() {
 	c.mark(byDesign, "enable-csi-node-aware-scheduling", "node-removal-latency-tracking-enabled",
 		"enable-inter-pod-affinity-hostname-fast-path",
 		"fastpath-binpacking-enabled", "parallel-scale-up", "salvo-scale-up",
-		"salvo-scale-up-budget", "scaleup-simulation-for-skipped-node-groups-enabled", "cluster-snapshot-parallelism")
+		"salvo-scale-up-budget", "cluster-snapshot-parallelism")
 	c.mark(otherProvider, "async-node-groups")
 }
 

@@ -133,6 +133,10 @@ type Options struct {
 	// reached within it are skipped in the loop.
 	PendingPodsBatchingTimeout time.Duration
 	EnableGracefulDegradation  bool
+	// ScaleUpSimulationForSkippedNodeGroups checks the pods a scale-up
+	// leaves against the templates of the node groups it skipped, for
+	// reporting only (--scaleup-simulation-for-skipped-node-groups-enabled).
+	ScaleUpSimulationForSkippedNodeGroups bool
 	// SchedulerVerbosity caps the verbosity of the scheduler framework's
 	// logs (--scheduler-verbosity).
 	SchedulerVerbosity            int

@@ -28,6 +28,7 @@ const (
 	FunctionScaleUp                   = "scaleUp"
 	FunctionBuildPodEquivalenceGroups = "scaleUp:buildPodEquivalenceGroups"
 	FunctionEstimate                  = "scaleUp:estimate"
+	FunctionSkippedNodeGroups         = "scaleUp:skippedNodeGroupsSimulation"
 	FunctionFindUnneeded              = "findUnneeded"
 	FunctionScaleDown                 = "scaleDown"
 	FunctionScaleDownNodeDeletion     = "scaleDown:nodeDeletion"

@@ -164,6 +164,9 @@ func (o *Orchestrator) recordRound(podGroups []*estimator.Group, options []expan
 		for id, v := range refused.verdicts {
 			if !seen[id] {
 				seen[id] = true
+				if rej, ok := refused.skipRejected[g][id]; ok {
+					v = rej.verdict
+				}
 				rec.NodeGroups = append(rec.NodeGroups, v)
 			}
 		}

@@ -32,6 +32,12 @@ type Options struct {
 	// scaled up for), counted in Result.Skipped.
 	EnableGracefulDegradation  bool
 	PendingPodsBatchingTimeout time.Duration
+	// ScaleUpSimulationForSkippedNodeGroups (--scaleup-simulation-for-skipped-node-groups-enabled):
+	// the pods a scale-up leaves are checked against the templates of the
+	// node groups skipped in the loop, so that their reasons (events, the
+	// explainer) tell a skipped group that would not take them anyway; the
+	// check is timed as function_duration_seconds{function="scaleUp:skippedNodeGroupsSimulation"}.
+	ScaleUpSimulationForSkippedNodeGroups bool
 	// NodeInfoCacheExpireTime: how long a template made from a group's
 	// node stands in for the group without a ready node.
 	NodeInfoCacheExpireTime time.Duration

@@ -269,6 +269,18 @@ func (s *Session) ScaleUp(ctx context.Context, pendingPods []*apiv1.Pod) Result 
 	// All the estimates of this scale-up share --max-binpacking-time; past
 	// it, the options already estimated are all the expander sees.
 	deadline := o.clock.Now().Add(o.opts.MaxBinpackingTime)
+	// The pods left are checked against the skipped groups' templates
+	// (simulateSkipped); the time is observed once per scale-up, as
+	// upstream's, also when no pod is left.
+	var simulating time.Duration
+	if o.opts.ScaleUpSimulationForSkippedNodeGroups {
+		defer func() { o.report.UpdateDuration(metrics.FunctionSkippedNodeGroups, simulating) }()
+	}
+	simulateLeft := func(left []*estimator.Group, refused *refusals) {
+		if o.opts.ScaleUpSimulationForSkippedNodeGroups {
+			simulating += o.simulateSkipped(ctx, left, groups, refused)
+		}
+	}
 	for len(podGroups) > 0 {
 		options, infos, refused := o.options(ctx, podGroups, groups, totals, deadline)
 		message := func(g *estimator.Group) string {
@@ -278,6 +290,7 @@ func (s *Session) ScaleUp(ctx context.Context, pendingPods []*apiv1.Pod) Result 
 			return refused.message(g)
 		}
 		if len(options) == 0 {
+			simulateLeft(podGroups, refused)
 			o.recordRound(podGroups, nil, nil, refused, nil, message)
 			for _, g := range podGroups {
 				reason := message(g)
@@ -289,6 +302,7 @@ func (s *Session) ScaleUp(ctx context.Context, pendingPods []*apiv1.Pod) Result 
 		}
 		best := o.chain.BestOption(ctx, options, infos)
 		if best == nil {
+			simulateLeft(podGroups, refused)
 			o.recordRound(podGroups, options, nil, refused, nil,
 				func(*estimator.Group) string { return "expansion options filtered out" })
 			for _, g := range podGroups {

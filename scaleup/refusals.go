@@ -56,6 +56,10 @@ type refusals struct {
 	// pods of one group.
 	verdicts    map[string]explain.NodeGroupVerdict
 	podVerdicts map[*estimator.Group]map[string]explain.NodeGroupVerdict
+	// skipRejected are, per pod group, the skipped node groups whose
+	// template refuses its pods too (simulateSkipped): they give those
+	// pods the scheduler's reasons instead of their skip reason.
+	skipRejected map[*estimator.Group]map[string]skipRejection
 }
 
 func newRefusals() *refusals {
@@ -205,6 +209,14 @@ func (r *refusals) message(g *estimator.Group) string {
 	counts := maps.Clone(r.whole)
 	for reason, n := range r.byPods[g] {
 		counts[reason] += n
+	}
+	for _, rej := range r.skipRejected[g] {
+		if counts[rej.skip]--; counts[rej.skip] <= 0 {
+			delete(counts, rej.skip)
+		}
+		for _, reason := range rej.reasons {
+			counts[reason]++
+		}
 	}
 	if unknown := r.estimated - r.refusedBy[g]; unknown > 0 {
 		counts[reasonNoRefusalKnown] += unknown
