@@ -32,7 +32,8 @@ import (
 const injectionFieldManager = "cluster-autoscaler"
 
 // Buffers is the CapacityBuffer wiring: one informer, the loop's injector
-// (--capacity-buffer-pod-injection-enabled) and the controller
+// (--capacity-buffer-pod-injection-enabled, which also writes readyReplicas
+// with --capacity-buffer-ready-replicas-enabled) and the controller
 // (--capacity-buffer-controller-enabled), each nil when its flag is off.
 type Buffers struct {
 	informer   cache.SharedIndexInformer
@@ -63,9 +64,14 @@ func NewBuffers(ctx context.Context, opts config.Options, restConfig *rest.Confi
 	lister := cbclient.NewLister(b.informer.GetIndexer())
 	templateLister := factory.Core().V1().PodTemplates().Lister()
 	if opts.CapacityBufferPodInjectionEnabled {
+		iopts := []capacitybuffers.Option{capacitybuffers.WithEventRecorder(recorder),
+			capacitybuffers.WithInjectionLimit(opts.PodInjectionLimit)}
+		if opts.CapacityBufferReadyReplicasEnabled {
+			iopts = append(iopts, capacitybuffers.WithReadyReplicas(
+				cbclient.NewStatusWriter(c, capacitybuffers.ReadyReplicasFieldManager)))
+		}
 		b.Injector = capacitybuffers.New(lister, cbclient.NewPodTemplates(templateLister),
-			cbclient.NewStatusWriter(c, injectionFieldManager),
-			capacitybuffers.WithEventRecorder(recorder), capacitybuffers.WithInjectionLimit(opts.PodInjectionLimit))
+			cbclient.NewStatusWriter(c, injectionFieldManager), iopts...)
 	}
 	if !opts.CapacityBufferControllerEnabled {
 		return b, nil
