@@ -22,7 +22,8 @@ const ReadyReplicasFieldManager = "capacitybuffer-ready-replicas-controller"
 
 // WithReadyReplicas writes, through w, status.readyReplicas of every buffer
 // the loop looked at (--capacity-buffer-ready-replicas-enabled); without
-// it the field is never written.
+// it the field is never written. The builder gives an AsyncWriter, so that
+// the loop does not wait for these writes.
 func WithReadyReplicas(w StatusWriter) Option { return func(i *Injector) { i.ready = w } }
 
 // readyReplicasCounted reports whether the loop writes b's readyReplicas:
@@ -77,6 +78,6 @@ func (in *Injector) writeReadyReplicas(ctx context.Context, loop *processors.Loo
 			logger.Error(err, "Writing the readyReplicas of a CapacityBuffer", "buffer", klog.KObj(b))
 			continue
 		}
-		logger.V(4).Info("CapacityBuffer readyReplicas written", "buffer", klog.KObj(b), "readyReplicas", n)
+		logger.V(4).Info("CapacityBuffer readyReplicas changed", "buffer", klog.KObj(b), "readyReplicas", n)
 	}
 }
