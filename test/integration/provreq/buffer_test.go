@@ -138,7 +138,7 @@ func (e *bufferEnv) readyReplicas(name string, want int32, timeout time.Duration
 func readyReplicasOwners(b *v1.CapacityBuffer) []string {
 	var out []string
 	for _, mf := range b.ManagedFields {
-		if mf.FieldsV1 != nil && strings.Contains(string(mf.FieldsV1.Raw), `"f:readyReplicas"`) {
+		if mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), `"f:readyReplicas"`) {
 			out = append(out, mf.Manager+"/"+mf.Subresource)
 		}
 	}
