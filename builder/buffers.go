@@ -3,6 +3,7 @@ package builder
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,13 +33,20 @@ import (
 const injectionFieldManager = "cluster-autoscaler"
 
 // Buffers is the CapacityBuffer wiring: one informer, the loop's injector
-// (--capacity-buffer-pod-injection-enabled) and the controller
+// (--capacity-buffer-pod-injection-enabled, which also writes readyReplicas
+// with --capacity-buffer-ready-replicas-enabled) and the controller
 // (--capacity-buffer-controller-enabled), each nil when its flag is off.
 type Buffers struct {
 	informer   cache.SharedIndexInformer
 	Injector   *capacitybuffers.Injector
 	controller *controller.Controller
+	// ready applies the injector's readyReplicas off the loop; nil unless
+	// --capacity-buffer-ready-replicas-enabled.
+	ready *capacitybuffers.AsyncWriter
 }
+
+// readyReplicasWorkers apply readyReplicas at once, as upstream's.
+const readyReplicasWorkers = 10
 
 // NewBuffers wires what the CapacityBuffer flags ask for; nil when none.
 // It fails when the CRD is not served, as --enable-provisioning-requests does.
@@ -63,9 +71,20 @@ func NewBuffers(ctx context.Context, opts config.Options, restConfig *rest.Confi
 	lister := cbclient.NewLister(b.informer.GetIndexer())
 	templateLister := factory.Core().V1().PodTemplates().Lister()
 	if opts.CapacityBufferPodInjectionEnabled {
+		iopts := []capacitybuffers.Option{capacitybuffers.WithEventRecorder(recorder),
+			capacitybuffers.WithInjectionLimit(opts.PodInjectionLimit)}
+		if opts.CapacityBufferReadyReplicasEnabled {
+			// A client of its own: a burst of these writes waits on its
+			// own rate limiter, not on the Provisioning condition's.
+			rc, err := cbclient.NewForConfig(restConfig)
+			if err != nil {
+				return nil, fmt.Errorf("building the CapacityBuffer readyReplicas client: %w", err)
+			}
+			b.ready = capacitybuffers.NewAsyncWriter(cbclient.NewStatusWriter(rc, capacitybuffers.ReadyReplicasFieldManager))
+			iopts = append(iopts, capacitybuffers.WithReadyReplicas(b.ready))
+		}
 		b.Injector = capacitybuffers.New(lister, cbclient.NewPodTemplates(templateLister),
-			cbclient.NewStatusWriter(c, injectionFieldManager),
-			capacitybuffers.WithEventRecorder(recorder), capacitybuffers.WithInjectionLimit(opts.PodInjectionLimit))
+			cbclient.NewStatusWriter(c, injectionFieldManager), iopts...)
 	}
 	if !opts.CapacityBufferControllerEnabled {
 		return b, nil
@@ -135,18 +154,18 @@ func (b *Buffers) StartInformer(ctx, informerCtx context.Context, runner core.Lo
 	return nil
 }
 
-// RunController runs the controller until ctx ends; the returned function
-// waits for it to stop.
+// RunController runs the controller and the readyReplicas writer, those
+// that are on, until ctx ends; the returned function waits for them to
+// stop.
 func (b *Buffers) RunController(ctx context.Context) (wait func()) {
-	if b.controller == nil {
-		return func() {}
+	var wg sync.WaitGroup
+	if b.controller != nil {
+		wg.Go(func() { b.controller.Run(ctx) })
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		b.controller.Run(ctx)
-	}()
-	return func() { <-done }
+	if b.ready != nil {
+		wg.Go(func() { b.ready.Run(ctx, readyReplicasWorkers) })
+	}
+	return wg.Wait
 }
 
 // translationTrigger asks for a loop when a buffer's translation (template,

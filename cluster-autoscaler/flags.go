@@ -220,8 +220,8 @@ func (c *commandLine) registerScaleUp() {
 		"Inject, after the real pending pods, status.replicas pods of every ready CapacityBuffer's template into the scale-up (never created in the API), so that their room is kept free on running nodes; sets the Provisioning condition.")
 	c.fs.BoolVar(&c.opts.CapacityBufferPodDryRunEnabled, "capacity-buffer-pod-dry-run-enabled", c.opts.CapacityBufferPodDryRunEnabled,
 		"Shape each CapacityBuffer's pod by a server dry-run create (defaulting, LimitRanges, webhooks; nothing is stored), kept in a PodTemplate the buffer owns; needs permission to create pods. Acts only with --capacity-buffer-controller-enabled.")
-	c.ignoredBool("capacity-buffer-ready-replicas-enabled", false,
-		"Newer upstream knob: keep a readyReplicas count in each CapacityBuffer's status. Accepted, not acted on: this version's CapacityBuffer status has no readyReplicas field.")
+	c.fs.BoolVar(&c.opts.CapacityBufferReadyReplicasEnabled, "capacity-buffer-ready-replicas-enabled", c.opts.CapacityBufferReadyReplicasEnabled,
+		"Write each CapacityBuffer's status.readyReplicas after every loop: how many of its pods the loop placed on existing nodes (not on nodes still to come). Acts only with --capacity-buffer-pod-injection-enabled.")
 	c.fs.BoolVar(&c.opts.DebuggingSnapshotEnabled, "debugging-snapshot-enabled", c.opts.DebuggingSnapshotEnabled,
 		"Serve /snapshotz on --address: a GET waits for the next loop and answers its view of the cluster (nodes with their pods, each group's template node, the pending pods, the node groups' sizes and instances, each node's group) as JSON, which cluster-autoscaler explain --snapshot reads.")
 	c.fs.BoolVar(&c.opts.ExplainEnabled, "explain-enabled", c.opts.ExplainEnabled,

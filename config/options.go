@@ -215,6 +215,9 @@ type Options struct {
 	CapacityBufferControllerEnabled   bool
 	CapacityBufferPodInjectionEnabled bool
 	CapacityBufferPodDryRunEnabled    bool
+	// CapacityBufferReadyReplicasEnabled writes each buffer's
+	// status.readyReplicas from the loop; it needs the pod injection.
+	CapacityBufferReadyReplicasEnabled bool
 }
 
 // LeaderElection configures the Lease lock the autoscaler holds while it acts.

@@ -106,13 +106,15 @@ func TestOddValuesUpstreamAcceptsAreWarnings(t *testing.T) {
 	o.InitialNodeGroupBackoff, o.MaxNodeGroupBackoff = 10*time.Minute, time.Minute
 	o.ProvReqInitialBackoff, o.ProvReqMaxBackoff = 10*time.Minute, time.Minute
 	o.MaxTotalUnreadyPercentage = 150
+	o.CapacityBufferReadyReplicasEnabled = true
 	if err := o.Validate(); err != nil {
 		t.Fatalf("refused: %v", err)
 	}
 	warns := strings.Join(o.Warnings(), "\n")
 	for _, flag := range []string{"--namespace", "--scale-down-utilization-threshold", "--max-free-difference-ratio",
 		"--max-scale-down-parallelism", "--max-drain-parallelism", "--max-node-group-backoff-duration",
-		"--provisioning-request-max-backoff-time", "--max-total-unready-percentage"} {
+		"--provisioning-request-max-backoff-time", "--max-total-unready-percentage",
+		"--capacity-buffer-ready-replicas-enabled"} {
 		if !strings.Contains(warns, flag) {
 			t.Errorf("no warning names %s:\n%s", flag, warns)
 		}

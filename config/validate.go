@@ -66,6 +66,9 @@ func (o *Options) validate() *validator {
 	o.validateCleanup(v)
 	o.validateProvReqLifetimes(v)
 	v.check(o.EnableDynamicResourceAllocation, "--enable-dynamic-resource-allocation", "is locked to true")
+	// As upstream, a no-op without the injection, not an error.
+	v.odd(!o.CapacityBufferReadyReplicasEnabled || o.CapacityBufferPodInjectionEnabled, "--capacity-buffer-ready-replicas-enabled",
+		"does nothing without --capacity-buffer-pod-injection-enabled: no buffer's readyReplicas is written")
 	return v
 }
 

@@ -289,6 +289,7 @@ func (a *Autoscaler) runScaleUp(ctx context.Context, obs *Observation) (Result, 
 	in := a.sessionInput(obs)
 	in.Excluded = a.procs.ExcludedNodeGroups(ctx, obs)
 	session := a.scaleUp.Begin(ctx, in)
+	status.Session = session
 	productive := a.procs.ProcessCapacity(ctx, obs, session)
 	if len(pending) == 0 {
 		session.NoPending(ctx)

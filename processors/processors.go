@@ -64,6 +64,10 @@ type ScaleUpStatus struct {
 	// Added is the number of nodes added by the step, capacity processors'
 	// scale-ups included.
 	Added int
+	// Session is the loop's scale-up session, as the scale-up left it (the
+	// pods it placed on existing and upcoming nodes); nil when none began.
+	// Read it only: the scale-down goes on with it.
+	Session *scaleup.Session
 }
 
 // ScaleUpStatusProcessor is told what the scale-up step did, in every loop

@@ -4,7 +4,10 @@
 // status.replicas pods of its template to the pending pods (marked as the
 // buffer's, never created in the API), and a scale-up status processor that
 // writes the buffers' Provisioning condition and records TriggeredScaleUp and
-// NotTriggerScaleUp on them.
+// NotTriggerScaleUp on them; with WithReadyReplicas
+// (--capacity-buffer-ready-replicas-enabled) it also writes each buffer's
+// status.readyReplicas: how many of its pods the loop placed on existing
+// nodes, as a field manager of its own.
 //
 // The injected pods come last in the list, after every real pending pod, so
 // that room on existing nodes goes to real pods first; those that fit

@@ -52,7 +52,9 @@ type Injector struct {
 	status    StatusWriter
 	recorder  record.EventRecorder
 	limit     int
-	loop      *injection
+	// ready writes status.readyReplicas (WithReadyReplicas); nil: never.
+	ready StatusWriter
+	loop  *injection
 }
 
 // injection is one loop's state, from the pod list to the status.
@@ -61,6 +63,8 @@ type injection struct {
 	owner map[types.UID]*v1.CapacityBuffer
 	// conditions are the Provisioning conditions the buffers should have.
 	conditions []provisioning
+	// counted are the buffers whose readyReplicas the loop writes.
+	counted []*v1.CapacityBuffer
 }
 
 type provisioning struct {
@@ -111,6 +115,9 @@ func (in *Injector) ProcessPods(ctx context.Context, loop *processors.Loop, pods
 	for _, b := range buffers {
 		if !capacitybuffer.Handled(b) {
 			continue
+		}
+		if in.ready != nil && readyReplicasCounted(b) {
+			in.loop.counted = append(in.loop.counted, b)
 		}
 		cond, fake := in.provision(b, room)
 		if cond == nil {
@@ -176,8 +183,9 @@ func (in *Injector) provision(b *v1.CapacityBuffer, room int) (*metav1.Condition
 }
 
 // ScaleUpDone implements processors.ScaleUpStatusProcessor: events on the
-// buffers whose pods a scale-up served or could not serve, and the
-// Provisioning conditions that changed.
+// buffers whose pods a scale-up served or could not serve, the
+// Provisioning conditions that changed and, WithReadyReplicas, the
+// readyReplicas that changed.
 func (in *Injector) ScaleUpDone(ctx context.Context, loop *processors.Loop, status processors.ScaleUpStatus) {
 	if in.loop == nil {
 		return
@@ -200,6 +208,7 @@ func (in *Injector) ScaleUpDone(ctx context.Context, loop *processors.Loop, stat
 			logger.Error(err, "Writing the Provisioning condition of a CapacityBuffer", "buffer", klog.KObj(p.buffer))
 		}
 	}
+	in.writeReadyReplicas(ctx, loop, status)
 }
 
 // events records, per buffer, TriggeredScaleUp when a scale-up served its

@@ -35,9 +35,16 @@ func fourCPUNode(name string) *apiv1.Node {
 // node of group g (max 5).
 func session(t *testing.T) (*scaleup.Session, *fakeprovider.Provider) {
 	t.Helper()
+	return sessionOfTarget(t, 1)
+}
+
+// sessionOfTarget is session with group g's target at target: the nodes
+// beyond n1 are upcoming.
+func sessionOfTarget(t *testing.T, target int) (*scaleup.Session, *fakeprovider.Provider) {
+	t.Helper()
 	ctx := context.Background()
 	provider := fakeprovider.NewProvider()
-	provider.AddNodeGroup("g", 0, 5, 1, fourCPUNode("template"))
+	provider.AddNodeGroup("g", 0, 5, target, fourCPUNode("template"))
 	node := fourCPUNode("n1")
 	provider.AddNode("g", node)
 	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)

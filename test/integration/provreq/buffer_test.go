@@ -3,6 +3,7 @@ package provreq
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/capacitybuffer/crd"
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
 	"k8s.io/autoscaler/cluster-autoscaler/customresources"
+	"k8s.io/autoscaler/cluster-autoscaler/processors/capacitybuffers"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
 )
@@ -120,6 +122,29 @@ func (e *bufferEnv) bufferEvent(name, reason, text string) {
 	})
 }
 
+// readyReplicas waits until the buffer's status.readyReplicas is want.
+func (e *bufferEnv) readyReplicas(name string, want int32, timeout time.Duration) *v1.CapacityBuffer {
+	e.T.Helper()
+	var got *v1.CapacityBuffer
+	e.Eventually(timeout, fmt.Sprintf("buffer %s readyReplicas %d", name, want), func(ctx context.Context) (bool, error) {
+		b, err := e.buffers.Get(ctx, name, metav1.GetOptions{})
+		got = b
+		return err == nil && b.Status.ReadyReplicas != nil && *b.Status.ReadyReplicas == want, err
+	})
+	return got
+}
+
+// readyReplicasOwners names the field managers of b's status.readyReplicas.
+func readyReplicasOwners(b *v1.CapacityBuffer) []string {
+	var out []string
+	for _, mf := range b.ManagedFields {
+		if mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), `"f:readyReplicas"`) {
+			out = append(out, mf.Manager+"/"+mf.Subresource)
+		}
+	}
+	return out
+}
+
 func bufferArgs(e *bufferEnv, path string, extra ...string) []string {
 	return itest.ScaleDownArgs(e.Env, path, append([]string{"--capacity-buffer-controller-enabled",
 		"--capacity-buffer-pod-injection-enabled"}, extra...)...)
@@ -161,7 +186,10 @@ func unremovable(e *framework.Env) map[string]string {
 // the autoscaler add one 4-CPU node and keep it while it is empty; a
 // Deployment of the same shape then runs on that node at once, without a
 // scale-up of its own, and the buffer is provisioned again on a new node;
-// once the buffer is deleted, its empty node is scaled down.
+// once the buffer is deleted, its empty node is scaled down. With
+// --capacity-buffer-ready-replicas-enabled, status.readyReplicas is 2 once
+// the node exists, and 0 for a buffer whose pods fit no node group; its
+// field manager is the only one of the field.
 func TestCapacityBufferHoldsSpareCapacity(t *testing.T) {
 	e := newBufferEnv(t)
 	itest.DumpPods(e.Env)
@@ -169,7 +197,10 @@ func TestCapacityBufferHoldsSpareCapacity(t *testing.T) {
 	path := itest.GroupsConfig(e.Env, pool)
 	e.podTemplate("shape", "2", pool)
 	e.create("spare", v1.CapacityBufferSpec{PodTemplateRef: &v1.LocalObjectRef{Name: "shape"}, Replicas: ptr.To[int32](2)})
-	p := itest.StartAutoscaler(t, "autoscaler", bufferArgs(e, path, "--unremovable-node-recheck-timeout=0s")...)
+	e.podTemplate("nowhere", "1", framework.UniqueName("nowhere")) // no group has this pool
+	e.create("stuck", v1.CapacityBufferSpec{PodTemplateRef: &v1.LocalObjectRef{Name: "nowhere"}, Replicas: ptr.To[int32](1)})
+	p := itest.StartAutoscaler(t, "autoscaler", bufferArgs(e, path, "--unremovable-node-recheck-timeout=0s",
+		"--capacity-buffer-ready-replicas-enabled")...)
 
 	// The controller's dry-run keeps the shape in a template the buffer owns.
 	b := e.condition("spare", capacitybuffer.ConditionReadyForProvisioning, metav1.ConditionTrue,
@@ -188,6 +219,14 @@ func TestCapacityBufferHoldsSpareCapacity(t *testing.T) {
 	})
 	e.bufferEvent("spare", "TriggeredScaleUp", "capacity buffer 2 fake pods triggered scale-up")
 	first := itest.NodeNames(e.Env, pool)[0]
+	// Once the node is registered, the loop places both pods on it.
+	ready := e.readyReplicas("spare", 2, 30*time.Second)
+	stuck := e.readyReplicas("stuck", 0, 30*time.Second)
+	for _, b := range []*v1.CapacityBuffer{ready, stuck} {
+		if got, want := readyReplicasOwners(b), []string{capacitybuffers.ReadyReplicasFieldManager + "/status"}; !slices.Equal(got, want) {
+			t.Errorf("buffer %s: readyReplicas owned by %v, want %v", b.Name, got, want)
+		}
+	}
 
 	// Empty but held: loops well past --scale-down-unneeded-time keep it.
 	time.Sleep(8 * time.Second)
@@ -212,6 +251,7 @@ func TestCapacityBufferHoldsSpareCapacity(t *testing.T) {
 	e.Eventually(30*time.Second, "a second node for the buffer", func(context.Context) (bool, error) {
 		return len(itest.NodeNames(e.Env, pool)) == 2, nil
 	})
+	e.readyReplicas("spare", 2, 30*time.Second) // on the second node
 	events, err := e.Client.CoreV1().Events(e.Namespace).List(e.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -325,6 +365,18 @@ func TestCapacityBufferBadInputGetsAReason(t *testing.T) {
 
 	if code, _, err := p.Get(e.Context(), "/health-check"); err != nil || code != 200 {
 		t.Errorf("/health-check: %d %v", code, err)
+	}
+	// Without --capacity-buffer-ready-replicas-enabled, no loop wrote
+	// readyReplicas, though every loop since the first looked at these
+	// buffers (with it, each would have 0).
+	all, err := e.buffers.List(e.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range all.Items {
+		if b.Status.ReadyReplicas != nil {
+			t.Errorf("buffer %s: readyReplicas %d written with the flag off", b.Name, *b.Status.ReadyReplicas)
+		}
 	}
 	if n := itest.NodeNames(e.Env, pool); len(n) != 0 {
 		t.Errorf("nodes %v added for buffers that cannot be provisioned", n)

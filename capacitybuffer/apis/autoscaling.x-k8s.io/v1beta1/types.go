@@ -131,6 +131,14 @@ type CapacityBufferStatus struct {
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
 
+	// ReadyReplicas is the number of chunks that have room on existing
+	// nodes: in the autoscaler's last loop, that many of the buffer's pods
+	// were placed on registered nodes, not on nodes still to come. Written
+	// by the autoscaler only with --capacity-buffer-ready-replicas-enabled.
+	//
+	// +optional
+	ReadyReplicas *int32 `json:"readyReplicas,omitempty"`
+
 	// PodTemplateGeneration is the generation of the PodTemplate that
 	// replicas was computed from.
 	//

@@ -129,6 +129,11 @@ func (in *CapacityBufferStatus) DeepCopyInto(out *CapacityBufferStatus) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.ReadyReplicas != nil {
+		in, out := &in.ReadyReplicas, &out.ReadyReplicas
+		*out = new(int32)
+		**out = **in
+	}
 	if in.PodTemplateGeneration != nil {
 		in, out := &in.PodTemplateGeneration, &out.PodTemplateGeneration
 		*out = new(int64)
