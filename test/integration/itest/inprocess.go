@@ -11,6 +11,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"k8s.io/autoscaler/cluster-autoscaler/builder"
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/core"
 	"k8s.io/autoscaler/cluster-autoscaler/explain"
@@ -33,6 +34,8 @@ type InProcess struct {
 	// Explainer keeps the last loop's verdicts (as /explainz serves them):
 	// a failing test says why with NodeVerdict.
 	Explainer *explain.Recorder
+	// Provider is the kwok provider the loop scales.
+	Provider cloudprovider.CloudProvider
 	// Informers are what the loop reads: a test that wrote objects waits
 	// for them there before RunOnce.
 	Informers *builder.Informers
@@ -111,7 +114,7 @@ func StartInProcess(e *framework.Env, clk *clocktesting.FakeClock, opts config.O
 	}
 	builder.CleanStaleTaints(ctx, inf.Listers.Nodes, provider, p.Loop.Taints, recorder)
 	p.autoscaler = core.NewAutoscaler(builder.CoreOptions(opts), inf.Listers, provider, m, p.Loop.Options...)
-	p.Informers = inf
+	p.Informers, p.Provider = inf, provider
 	return p
 }
 

@@ -127,4 +127,3 @@ func waitCachedRequestCondition(e *itest.ProvreqEnv, p *itest.InProcess, name, t
 		return false, nil
 	})
 }
-
