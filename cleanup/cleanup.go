@@ -5,7 +5,9 @@
 // and is recorded (metric, event, one V(0) log line). A circuit breaker
 // stops the deletion of unregistered instances when so many look
 // unregistered at once that the cause is more likely a provider-ID mismatch
-// than broken machines. It decides from the cluster state registry and
+// than broken machines. An instance it deleted is not deleted again while
+// its provider still lists it, for the group's provision time: a deletion
+// is asked for, and counted, once. It decides from the cluster state registry and
 // acts through the cloud provider; it must not import core/ or scaleup/.
 package cleanup
 
@@ -64,7 +66,12 @@ type Cleaner struct {
 	target *apiv1.ObjectReference
 	// drift remembers since when a group's target exceeds its instances.
 	drift map[string]driftState
+	// deleted remembers when each instance (by group and id) was deleted,
+	// while its provider still lists it.
+	deleted map[inflightKey]time.Time
 }
+
+type inflightKey struct{ group, id string }
 
 type driftState struct {
 	target, instances int
@@ -82,7 +89,8 @@ func WithEvents(r record.EventRecorder, target *apiv1.ObjectReference) Option {
 
 // New builds a Cleaner.
 func New(opts Options, provider cloudprovider.CloudProvider, m Metrics, options ...Option) *Cleaner {
-	c := &Cleaner{opts: opts, provider: provider, metrics: m, drift: map[string]driftState{}}
+	c := &Cleaner{opts: opts, provider: provider, metrics: m, drift: map[string]driftState{},
+		deleted: map[inflightKey]time.Time{}}
 	for _, o := range options {
 		o(c)
 	}
@@ -124,11 +132,15 @@ func (c *Cleaner) Run(ctx context.Context, state *clusterstate.Registry, now tim
 		res.BreakerOpen = append(res.BreakerOpen, "cluster")
 	}
 	budget := c.opts.MaxDeletionsPerLoop
+	c.forgetGone(groups)
 	for _, gs := range groups {
 		id := gs.NodeGroup.Id()
 		room := gs.Target - gs.NodeGroup.MinSize() // deletions allowed before the minimum
 		var failed, unregistered []victim
 		for _, in := range gs.FailedInstances {
+			if c.inFlight(ctx, gs, in.Id, now) {
+				continue
+			}
 			detail := "creation failed"
 			if in.Status != nil && in.Status.ErrorInfo != nil {
 				detail = fmt.Sprintf("creation failed: %s: %s", in.Status.ErrorInfo.ErrorCode, in.Status.ErrorInfo.ErrorMessage)
@@ -147,6 +159,9 @@ func (c *Cleaner) Run(ctx context.Context, state *clusterstate.Registry, now tim
 			for _, u := range gs.LongUnregistered {
 				if u.Node != "" {
 					c.lookalike(ctx, id, u)
+					continue
+				}
+				if c.inFlight(ctx, gs, u.Id, now) {
 					continue
 				}
 				unregistered = append(unregistered, victim{id: u.Id, reason: ReasonUnregistered,
@@ -174,7 +189,7 @@ func (c *Cleaner) Run(ctx context.Context, state *clusterstate.Registry, now tim
 			if len(vs) == 0 {
 				continue
 			}
-			n := c.delete(ctx, gs.NodeGroup, vs, batch.force)
+			n := c.delete(ctx, gs.NodeGroup, vs, batch.force, now)
 			budget -= n
 			room -= n
 			res.Deleted += n
@@ -185,6 +200,45 @@ func (c *Cleaner) Run(ctx context.Context, state *clusterstate.Registry, now tim
 	}
 	c.metrics.UpdateUnregisteredBreaker(len(res.BreakerOpen) > 0)
 	return res
+}
+
+// forgetGone drops the deletions of instances no group lists any more.
+func (c *Cleaner) forgetGone(groups []*clusterstate.GroupState) {
+	if len(c.deleted) == 0 {
+		return
+	}
+	listed := map[inflightKey]bool{}
+	for _, gs := range groups {
+		for _, in := range gs.Instances {
+			listed[inflightKey{gs.NodeGroup.Id(), in.Id}] = true
+		}
+	}
+	for k := range c.deleted {
+		if !listed[k] {
+			delete(c.deleted, k)
+		}
+	}
+}
+
+// inFlight reports whether instance id of gs was deleted by this Cleaner
+// less than the group's provision time ago: its provider has not caught up
+// yet, and deleting it again would ask (and count) twice. Past that time
+// the deletion is taken for lost and asked for again.
+func (c *Cleaner) inFlight(ctx context.Context, gs *clusterstate.GroupState, id string, now time.Time) bool {
+	k := inflightKey{gs.NodeGroup.Id(), id}
+	at, ok := c.deleted[k]
+	if !ok {
+		return false
+	}
+	if wait := gs.Options.MaxNodeProvisionTime; now.Sub(at) <= wait {
+		klog.FromContext(ctx).V(4).Info("Broken instance deleted already, deletion in flight; not deleting it again",
+			"instance", id, "nodeGroup", k.group, "deletedAt", at)
+		return true
+	}
+	klog.FromContext(ctx).Info("Broken instance deleted a while ago is still listed; deleting it again", "instance", id,
+		"nodeGroup", k.group, "deletedAt", at, "wait", gs.Options.MaxNodeProvisionTime)
+	delete(c.deleted, k)
+	return false
 }
 
 // tripped applies the circuit breaker to long unregistered out of total.
@@ -226,7 +280,7 @@ func (c *Cleaner) lookalike(ctx context.Context, group string, u clusterstate.Un
 }
 
 // delete removes the victims of one group by name and records each.
-func (c *Cleaner) delete(ctx context.Context, ng cloudprovider.NodeGroup, vs []victim, force bool) int {
+func (c *Cleaner) delete(ctx context.Context, ng cloudprovider.NodeGroup, vs []victim, force bool, now time.Time) int {
 	logger := klog.FromContext(ctx)
 	if c.opts.DryRun {
 		for _, v := range vs {
@@ -258,6 +312,7 @@ func (c *Cleaner) delete(ctx context.Context, ng cloudprovider.NodeGroup, vs []v
 		return 0
 	}
 	for _, v := range vs {
+		c.deleted[inflightKey{ng.Id(), v.id}] = now
 		logger.Info("Deleted broken instance", "instance", v.id, "nodeGroup", ng.Id(), "reason", v.reason, "detail", v.detail)
 		c.event(apiv1.EventTypeNormal, "DeleteUnregistered", "Deleted instance %s of %s (%s): %s", v.id, ng.Id(), v.reason, v.detail)
 	}

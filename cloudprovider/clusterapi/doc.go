@@ -13,8 +13,10 @@
 // nodes of a MachineDeployment rolling out are kept by scale-down
 // (cloudprovider.ScaleDownBlocker), and DeleteNodes refuses both as the API
 // server has them at the time of the call (lifecycle.go). Sizes change through the scale subresource; DeleteNodes marks the
-// named Machines with the delete-machine annotation before lowering the
-// replicas so Cluster API removes exactly those. Templates for scale from zero
+// named Machines with the delete-machine annotation, and with its own
+// OwnDeletionAnnotation, before lowering the replicas so Cluster API removes
+// exactly those; a Machine that carries its own mark is being deleted and
+// never lowers the replicas a second time (deletion.go). Templates for scale from zero
 // come from the capacity.cluster-autoscaler.kubernetes.io annotations,
 // ResourceSlices included (dra-driver with gpu-count), with the taints of
 // spec.template.spec.taints under the taints annotation's.

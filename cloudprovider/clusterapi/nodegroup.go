@@ -2,7 +2,9 @@ package clusterapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -11,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
@@ -154,6 +155,9 @@ func (g *NodeGroup) scale(ctx context.Context, old, replicas int) error {
 			return nil
 		}
 		if !apierrors.IsConflict(err) {
+			if !refused(err) {
+				err = fmt.Errorf("%w: %w", errOutcomeUnknown, err)
+			}
 			return fmt.Errorf("updating the scale of %s/%s: %w", g.obj.GetNamespace(), g.obj.GetName(), err)
 		}
 		lastErr = err
@@ -162,68 +166,16 @@ func (g *NodeGroup) scale(ctx context.Context, old, replicas int) error {
 		g.obj.GetNamespace(), g.obj.GetName(), lastErr)
 }
 
-// DeleteNodes marks the Machine of each node with the delete-machine
-// annotation, then lowers replicas by the number of Machines marked, so that
-// Cluster API deletes exactly those. Nodes of other groups, a request that
-// would go below the min size, and any request while the group is paused
-// or (a MachineDeployment) rolling out, as the API server says now, are
-// refused before anything changes.
-func (g *NodeGroup) DeleteNodes(ctx context.Context, nodes []*apiv1.Node) error {
-	logger := klog.FromContext(ctx)
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if why := g.deletionBlocked(ctx); why != "" {
-		logger.Info("Refusing to delete nodes of a paused or rolling out Cluster API node group", "nodeGroup", g.Id(),
-			"nodes", len(nodes), "why", why)
-		return fmt.Errorf("deleting %d nodes of node group %q: refused: %s", len(nodes), g.Id(), why)
+// refused reports whether err is the API server's answer that it did not
+// apply a write: a 4xx status other than a timeout. Anything else (a
+// server error, a timeout, no answer) may come after the write was applied.
+func refused(err error) bool {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return false
 	}
-	var marked []*unstructured.Unstructured
-	seen := map[string]bool{}
-	for _, n := range nodes {
-		m := g.machineOf(n)
-		if m == nil && g.kind == kindMachinePool && g.hasInstance(n.Spec.ProviderID) {
-			return fmt.Errorf("deleting node %s of node group %q: %w: a MachinePool instance without a Machine",
-				n.Name, g.Id(), cloudprovider.ErrNotImplemented)
-		}
-		if m == nil {
-			return fmt.Errorf("deleting nodes of node group %q: node %s (provider ID %q) has no Machine in this group",
-				g.Id(), n.Name, n.Spec.ProviderID)
-		}
-		if seen[m.GetName()] || m.GetDeletionTimestamp() != nil {
-			continue // already going; do not lower replicas twice
-		}
-		seen[m.GetName()] = true
-		marked = append(marked, m)
-	}
-	if len(marked) == 0 {
-		return nil
-	}
-	if g.target-len(marked) < g.minSize {
-		return fmt.Errorf("deleting %d nodes of node group %q: size %d would go below min size %d",
-			len(marked), g.Id(), g.target-len(marked), g.minSize)
-	}
-	machines := g.provider.client.Resource(g.provider.gvr(kindMachine)).Namespace(g.obj.GetNamespace())
-	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, DeleteMachineAnnotation, g.provider.clock.Now().UTC().Format(time.RFC3339))
-	for _, m := range marked {
-		if _, err := machines.Patch(ctx, m.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			return fmt.Errorf("marking Machine %s/%s of node group %q for deletion: %w", m.GetNamespace(), m.GetName(), g.Id(), err)
-		}
-		logger.Info("Marked a Cluster API Machine for deletion", "nodeGroup", g.Id(), "machine", klog.KObj(m))
-	}
-	if err := g.scale(ctx, g.target, g.target-len(marked)); err != nil {
-		// Unmark, so that a later shrink by someone else does not pick
-		// these Machines; best effort, the error that matters is err.
-		unmark := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:null}}}`, DeleteMachineAnnotation)
-		for _, m := range marked {
-			if _, uerr := machines.Patch(ctx, m.GetName(), types.MergePatchType, unmark, metav1.PatchOptions{}); uerr != nil {
-				logger.Error(uerr, "Could not remove the delete-machine annotation after a failed scale-down", "machine", klog.KObj(m))
-			}
-		}
-		return fmt.Errorf("deleting %d nodes of node group %q: %w", len(marked), g.Id(), err)
-	}
-	logger.Info("Scaled Cluster API node group down", "nodeGroup", g.Id(), "from", g.target, "to", g.target-len(marked))
-	g.target -= len(marked)
-	return nil
+	code := st.Status().Code
+	return code >= 400 && code < 500 && code != http.StatusRequestTimeout
 }
 
 func (g *NodeGroup) hasInstance(id string) bool {
@@ -294,6 +246,10 @@ func (g *NodeGroup) buildInstances() []cloudprovider.Instance {
 // infrastructure machine gave in status.deprecated.v1beta1.
 func machineStatus(m *unstructured.Unstructured) *cloudprovider.InstanceStatus {
 	if m.GetDeletionTimestamp() != nil {
+		return &cloudprovider.InstanceStatus{State: cloudprovider.InstanceDeleting}
+	}
+	if _, ours := m.GetAnnotations()[OwnDeletionAnnotation]; ours {
+		// Marked by DeleteNodes, its replica decrease made: going.
 		return &cloudprovider.InstanceStatus{State: cloudprovider.InstanceDeleting}
 	}
 	phase, _, _ := unstructured.NestedString(m.Object, "status", "phase")

@@ -49,6 +49,11 @@ type Provider struct {
 	infraMu    sync.Mutex
 	infraCache map[string]infraCacheEntry // by group/kind/namespace/name
 
+	// deleteMu makes DeleteNodes calls, of any group, one at a time.
+	deleteMu sync.Mutex
+	stuckMu  sync.Mutex
+	stuck    map[string]bool // marked Machines reported as stuck (reportStuck)
+
 	mu      sync.Mutex
 	snap    *snapshot
 	listers map[string]cache.GenericLister // by kind, after Watch
@@ -81,7 +86,8 @@ func WithResourceLimiter(l *cloudprovider.ResourceLimiter) Option {
 // templates (scale from zero from their status.capacity) are found.
 func WithRESTMapper(m meta.RESTMapper) Option { return func(p *Provider) { p.mapper = m } }
 
-// WithClock sets the clock that stamps the delete-machine annotation.
+// WithClock sets the clock that stamps the delete-machine annotation and
+// times how long a marked Machine waits for its deletion.
 func WithClock(c clock.PassiveClock) Option { return func(p *Provider) { p.clock = c } }
 
 // New returns a provider reading group/version objects through client.
@@ -438,6 +444,9 @@ func (p *Provider) buildSnapshot(ctx context.Context, lists map[string][]unstruc
 	for i := range lists[kindMachine] {
 		m := &lists[kindMachine][i]
 		s.machines = append(s.machines, m)
+		if _, ours := m.GetAnnotations()[OwnDeletionAnnotation]; ours {
+			p.reportStuck(ctx, m)
+		}
 		s.machinesByInstance[machineInstanceID(m)] = append(s.machinesByInstance[machineInstanceID(m)], m)
 		norm := cloudprovider.NormalizeProviderID(machineInstanceID(m))
 		s.machinesByNormID[norm] = append(s.machinesByNormID[norm], m)
