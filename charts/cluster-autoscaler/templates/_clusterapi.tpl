@@ -200,8 +200,9 @@ scale subresource, read and then updated) and only patches Machines. */}}
 - apiGroups: [{{ $group | quote }}]
   resources: [machinedeployments, machinesets, machinepools, machines]
   verbs: [get, list, watch, update]
-# Ours: scale-down marks the Machine of the node to delete with the delete-machine annotation
-# (a merge patch; upstream's chart grants update instead).
+# Ours: scale-down marks the Machine of the node to delete with the delete-machine annotation and
+# its own cluster-autoscaler.kubernetes.io/machine-deletion mark, reading the Machine first (get;
+# a merge patch; upstream's chart grants update instead).
 - apiGroups: [{{ $group | quote }}]
   resources: [machines]
   verbs: [patch]
