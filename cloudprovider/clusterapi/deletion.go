@@ -99,7 +99,8 @@ func (g *NodeGroup) DeleteNodes(ctx context.Context, nodes []*apiv1.Node) error 
 	if len(marked) == 0 {
 		return nil
 	}
-	if err := g.scale(ctx, g.target, g.target-len(marked)); err != nil {
+	from, to, err := g.scale(ctx, g.target, g.target-len(marked), true)
+	if err != nil {
 		if errors.Is(err, errOutcomeUnknown) {
 			// The replicas may have been lowered: the marks stay, so that
 			// Cluster API removes these Machines and no other, and so that
@@ -112,8 +113,8 @@ func (g *NodeGroup) DeleteNodes(ctx context.Context, nodes []*apiv1.Node) error 
 		g.unmark(ctx, marked)
 		return fmt.Errorf("deleting %d nodes of node group %q: %w", len(marked), g.Id(), err)
 	}
-	logger.Info("Scaled Cluster API node group down", "nodeGroup", g.Id(), "from", g.target, "to", g.target-len(marked))
-	g.target -= len(marked)
+	logger.Info("Scaled Cluster API node group down", "nodeGroup", g.Id(), "from", from, "to", to)
+	g.target = to
 	return nil
 }
 

@@ -335,3 +335,76 @@ func TestConcurrentMarkIsNotTakenTwice(t *testing.T) {
 		t.Errorf("replicas = %d, want 3: the other writer lowers them for m1", got)
 	}
 }
+
+// TestRemovalsOfOverlappingLoopsEachLowerOnce: two loops' snapshots read
+// the same replicas (3); the first loop's removal lowers them to 2 after
+// the second loop's snapshot was read. The second loop's removal of
+// another Machine finds 2, the first one's own write, and lowers them to 1
+// (it used to refuse, "not 3 as last seen", and the node's removal
+// failed). A change by anyone else is still refused.
+func TestRemovalsOfOverlappingLoopsEachLowerOnce(t *testing.T) {
+	ctx := context.Background()
+	p, c := newProvider(t, nil, threeMachines()...)
+	first := groupOf(t, p)
+	if err := p.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second := groupOf(t, p)
+	if first == second {
+		t.Fatal("the two loops share one snapshot of the group")
+	}
+	if err := first.DeleteNodes(ctx, []*apiv1.Node{node("n1", "aws:///i-1")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.DeleteNodes(ctx, []*apiv1.Node{node("n2", "aws:///i-2")}); err != nil {
+		t.Fatalf("the second loop's removal: %v", err)
+	}
+	if got := getReplicas(t, c, kindMachineDeployment, "ns", "md"); got != 1 {
+		t.Errorf("replicas = %d after two removals of two loops, want 1", got)
+	}
+	if size, _ := second.TargetSize(ctx); size != 1 {
+		t.Errorf("the second snapshot's target size = %d, want 1", size)
+	}
+
+	// Someone else sets the replicas: a snapshot read before that refuses.
+	third := groupOf(t, p)
+	if err := p.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	setReplicas(t, c, p, 2)
+	if err := third.DeleteNodes(ctx, []*apiv1.Node{node("n3", "aws:///i-3")}); !errors.Is(err, cloudprovider.ErrTransient) {
+		t.Errorf("removal after another writer's change: err = %v, want a transient refusal", err)
+	}
+	if got := getReplicas(t, c, kindMachineDeployment, "ns", "md"); got != 2 {
+		t.Errorf("replicas = %d, want the other writer's 2", got)
+	}
+	if _, marked := machineAnnotations(t, c, "ns", "m3")[OwnDeletionAnnotation]; marked {
+		t.Error("m3 stays marked after a refused removal")
+	}
+}
+
+// TestRebaseKeepsTheMinSize: the second loop's removal, rebased on the
+// first one's write, would go below the min size: refused, nothing marked.
+func TestRebaseKeepsTheMinSize(t *testing.T) {
+	ctx := context.Background()
+	objs := threeMachines()
+	objs[0] = makeObj(kindMachineDeployment, "ns", "md").sizes("2", "5").replicas(3)
+	p, c := newProvider(t, nil, objs...)
+	first := groupOf(t, p)
+	if err := p.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second := groupOf(t, p)
+	if err := first.DeleteNodes(ctx, []*apiv1.Node{node("n1", "aws:///i-1")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.DeleteNodes(ctx, []*apiv1.Node{node("n2", "aws:///i-2")}); err == nil {
+		t.Error("a removal below the min size after the first loop's removal succeeded")
+	}
+	if got := getReplicas(t, c, kindMachineDeployment, "ns", "md"); got != 2 {
+		t.Errorf("replicas = %d, want 2 (the min)", got)
+	}
+	if _, marked := machineAnnotations(t, c, "ns", "m2")[OwnDeletionAnnotation]; marked {
+		t.Error("m2 stays marked after a refused removal")
+	}
+}

@@ -87,11 +87,12 @@ func (g *NodeGroup) IncreaseSize(ctx context.Context, delta int) error {
 		return fmt.Errorf("increasing size of node group %q by %d: %d is above max size %d",
 			g.Id(), delta, g.target+delta, g.maxSize)
 	}
-	if err := g.scale(ctx, g.target, g.target+delta); err != nil {
+	from, to, err := g.scale(ctx, g.target, g.target+delta, true)
+	if err != nil {
 		return fmt.Errorf("increasing size of node group %q by %d: %w", g.Id(), delta, err)
 	}
-	klog.FromContext(ctx).Info("Scaled Cluster API node group up", "nodeGroup", g.Id(), "from", g.target, "to", g.target+delta)
-	g.target += delta
+	klog.FromContext(ctx).Info("Scaled Cluster API node group up", "nodeGroup", g.Id(), "from", from, "to", to)
+	g.target = to
 	return nil
 }
 
@@ -107,7 +108,9 @@ func (g *NodeGroup) DecreaseTargetSize(ctx context.Context, delta int) error {
 		return fmt.Errorf("decreasing target size of node group %q by %d: %d would be below its %d existing instances",
 			g.Id(), -delta, g.target+delta, len(g.instances))
 	}
-	if err := g.scale(ctx, g.target, g.target+delta); err != nil {
+	// Never rebased on the autoscaler's own writes: what may be cancelled
+	// is reckoned from this snapshot's instances.
+	if _, _, err := g.scale(ctx, g.target, g.target+delta, false); err != nil {
 		return fmt.Errorf("decreasing target size of node group %q by %d: %w", g.Id(), -delta, err)
 	}
 	klog.FromContext(ctx).Info("Lowered the target of a Cluster API node group", "nodeGroup", g.Id(), "from", g.target, "to", g.target+delta)
@@ -124,45 +127,60 @@ func (g *NodeGroup) DecreaseTargetSize(ctx context.Context, delta int) error {
 // the write is tried again, a few times, with the new resourceVersion.
 // (A JSON patch with a test operation cannot be used: a Scale of 0 replicas
 // omits spec.replicas.)
-func (g *NodeGroup) scale(ctx context.Context, old, replicas int) error {
+//
+// With rebase, replicas that differ from old only by the autoscaler's own
+// earlier writes (another loop's, made after this snapshot was read: see
+// Provider.ownScales) are taken as the new old, and the change is applied
+// to them, within the group's min and max; replicas anyone else changed
+// are refused as above. It returns the replicas it found and wrote.
+func (g *NodeGroup) scale(ctx context.Context, old, replicas int, rebase bool) (int, int, error) {
 	res := g.provider.client.Resource(g.provider.gvr(g.kind)).Namespace(g.obj.GetNamespace())
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
 		if attempt > 0 {
 			select {
 			case <-ctx.Done():
-				return ctx.Err()
+				return old, replicas, ctx.Err()
 			case <-time.After(time.Duration(attempt*50) * time.Millisecond):
 			}
 		}
 		sc, err := res.Get(ctx, g.obj.GetName(), metav1.GetOptions{}, "scale")
 		if err != nil {
-			return fmt.Errorf("reading the scale of %s/%s: %w", g.obj.GetNamespace(), g.obj.GetName(), err)
+			return old, replicas, fmt.Errorf("reading the scale of %s/%s: %w", g.obj.GetNamespace(), g.obj.GetName(), err)
 		}
 		cur, _, err := unstructured.NestedInt64(sc.Object, "spec", "replicas") // absent means 0
 		if err != nil {
-			return fmt.Errorf("reading the scale of %s/%s: %w", g.obj.GetNamespace(), g.obj.GetName(), err)
+			return old, replicas, fmt.Errorf("reading the scale of %s/%s: %w", g.obj.GetNamespace(), g.obj.GetName(), err)
+		}
+		if int(cur) != old && rebase && g.provider.ownScalesLead(g.scaleKey(), old, int(cur)) {
+			delta := replicas - old
+			old, replicas = int(cur), int(cur)+delta
+			if replicas < g.minSize || replicas > g.maxSize {
+				return old, replicas, fmt.Errorf("replicas of %s/%s are %d after the autoscaler's own earlier change: %d is outside %d..%d",
+					g.obj.GetNamespace(), g.obj.GetName(), cur, replicas, g.minSize, g.maxSize)
+			}
 		}
 		if int(cur) != old {
-			return fmt.Errorf("%w: replicas of %s/%s are %d, not %d as last seen", cloudprovider.ErrTransient,
+			return old, replicas, fmt.Errorf("%w: replicas of %s/%s are %d, not %d as last seen", cloudprovider.ErrTransient,
 				g.obj.GetNamespace(), g.obj.GetName(), cur, old)
 		}
 		if err := unstructured.SetNestedField(sc.Object, int64(replicas), "spec", "replicas"); err != nil {
-			return err
+			return old, replicas, err
 		}
 		_, err = res.Update(ctx, sc, metav1.UpdateOptions{}, "scale")
 		if err == nil {
-			return nil
+			g.provider.recordOwnScale(g.scaleKey(), old, replicas)
+			return old, replicas, nil
 		}
 		if !apierrors.IsConflict(err) {
 			if !refused(err) {
 				err = fmt.Errorf("%w: %w", errOutcomeUnknown, err)
 			}
-			return fmt.Errorf("updating the scale of %s/%s: %w", g.obj.GetNamespace(), g.obj.GetName(), err)
+			return old, replicas, fmt.Errorf("updating the scale of %s/%s: %w", g.obj.GetNamespace(), g.obj.GetName(), err)
 		}
 		lastErr = err
 	}
-	return fmt.Errorf("%w: replicas of %s/%s changed meanwhile: %w", cloudprovider.ErrTransient,
+	return old, replicas, fmt.Errorf("%w: replicas of %s/%s changed meanwhile: %w", cloudprovider.ErrTransient,
 		g.obj.GetNamespace(), g.obj.GetName(), lastErr)
 }
 

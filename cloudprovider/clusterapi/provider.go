@@ -53,6 +53,10 @@ type Provider struct {
 	deleteMu sync.Mutex
 	stuckMu  sync.Mutex
 	stuck    map[string]bool // marked Machines reported as stuck (reportStuck)
+	// ownMu guards ownScales: the autoscaler's own replicas writes per
+	// scalable object (scaleKey), the last maxOwnScales of each.
+	ownMu     sync.Mutex
+	ownScales map[string][]ownScale
 
 	mu      sync.Mutex
 	snap    *snapshot
