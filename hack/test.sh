@@ -20,8 +20,9 @@ module=$(go list -m)
 
 # Longest first (seconds on the 2-core CI, docs/test-times.md).
 order=(
-  test/integration/fencing test/integration/scaledown test/integration/providers test/integration/fencingcapi
-  test/integration/healing test/integration/scaleup test/chart test/integration/dra test/integration/provreq
+  test/integration/clusterapi test/integration/fencingcapi test/integration/scaledown test/integration/fencing
+  test/integration/healing test/integration/scaleup test/chart test/integration/providers test/integration/dra
+  test/integration/provreq
   test/integration/lifecycle test/image test/integration/burst test/integration/explain test/integration/aws
 )
 

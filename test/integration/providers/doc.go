@@ -1,3 +1,4 @@
 // Package providers tests, against the real local control plane and binary, the cloud providers
-// against their fakes: Cluster API, external gRPC and kwok (AWS: test/integration/aws).
+// against their fakes: external gRPC and kwok (Cluster API: test/integration/clusterapi; AWS:
+// test/integration/aws).
 package providers

@@ -1,0 +1,10 @@
+package clusterapi
+
+import (
+	"os"
+	"testing"
+
+	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
+)
+
+func TestMain(m *testing.M) { os.Exit(itest.Main(m)) }
