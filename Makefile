@@ -25,12 +25,14 @@ tools: ## the local control plane (etcd, kube-apiserver, kube-scheduler, kube-co
 test: tools ## unit and integration tests, as CI runs them (make test-slow: the slow ones and the fuzzing)
 	TEST_P=$(TEST_P) TEST_TIMEOUT=$(TEST_TIMEOUT) hack/test.sh
 
-# The slow fault and failover tests (test/integration/faults skips them without INTEGRATION_SLOW), the image
+# The slow fault and failover tests (test/integration/faults skips them without INTEGRATION_SLOW), the AWS
+# provider's call counts at 1,000 groups (cloudprovider/aws runs them at 100 groups only without it), the image
 # test for both architectures (make test builds the machine's own only: the other is a second compile), the
 # fuzzing (each target's build is instrumented: another compile) and a short soak; CI runs this after make test while its time budget allows (.ci/run).
 SOAK_CHECK := SOAK_DURATION=2m SOAK_STEP=30s
 test-slow: tools ## the slow fault and failover tests, the image of both architectures, the fuzzing and a 2-minute soak
 	INTEGRATION_SLOW=1 go test -race -count=1 -timeout $(TEST_TIMEOUT) ./test/integration/faults/
+	INTEGRATION_SLOW=1 go test -race -count=1 -run TestAPICallsPerLoop -timeout $(TEST_TIMEOUT) ./cloudprovider/aws/
 	IMAGE_TEST_ARCHS= go test -count=1 -timeout $(TEST_TIMEOUT) ./test/image/
 	$(MAKE) fuzz
 	$(SOAK_CHECK) go test -count=1 -run xxx -bench Soak -benchtime 1x -timeout 15m ./test/integration/bench/

@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -165,6 +166,10 @@ func callsSetup(t testing.TB, n int) (*awsfake.Server, *Provider, *clocktesting.
 // (the writes applied to the kept descriptions, each read filled with the
 // groups read longest ago). The figures are in docs/benchmarks.md ("AWS
 // API calls").
+// slowEnv is itest.SlowEnv (make test-slow sets it): with it, the call
+// counts run at 1,000 groups too.
+const slowEnv = "INTEGRATION_SLOW"
+
 func TestAPICallsPerLoop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts 1,000 groups on the fake")
@@ -172,6 +177,11 @@ func TestAPICallsPerLoop(t *testing.T) {
 	for _, n := range []int{100, 1000} {
 		for _, busy := range []bool{false, true} {
 			t.Run(fmt.Sprintf("groups=%d/busy=%t", n, busy), func(t *testing.T) {
+				if n > 100 && os.Getenv(slowEnv) == "" {
+					// 50 of the package's 66 CPU-seconds under -race: make
+					// test-slow runs these (CI, while its budget allows).
+					t.Skipf("the 1,000-group runs are slow: make test-slow (%s=1) runs them", slowEnv)
+				}
 				s, p, clk := callsSetup(t, n)
 				got := simulateLoops(t, s, p, clk, 60, busy)
 				minutes := float64(got.loops) * scanInterval.Seconds() / 60
