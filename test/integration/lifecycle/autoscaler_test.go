@@ -12,6 +12,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	"k8s.io/autoscaler/cluster-autoscaler/leaderlease"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
@@ -205,7 +206,10 @@ func TestLeaseOfAnotherProcessOfTheSameHostname(t *testing.T) {
 	})
 
 	// The twin takes the Lease back: the replica must stop, not renew it as its own.
-	if _, err := e.Client.CoordinationV1().Leases(e.Namespace).Update(e.Context(), twin(lease(t, e)), metav1.UpdateOptions{}); err != nil {
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error { // the replica renews it meanwhile
+		_, err := e.Client.CoordinationV1().Leases(e.Namespace).Update(e.Context(), twin(lease(t, e)), metav1.UpdateOptions{})
+		return err
+	}); err != nil {
 		t.Fatalf("the twin taking the Lease: %v", err)
 	}
 	if code := p.WaitExit(20 * time.Second); code != 1 {
@@ -229,15 +233,20 @@ func TestLostLeaseStopsTheLoop(t *testing.T) {
 		return p.Log.Contains(itest.Acquired), nil
 	})
 
-	// Another holder takes the Lease with a long duration and keeps it.
-	l := lease(t, e)
+	// Another holder takes the Lease with a long duration and keeps it. The
+	// replica renews it meanwhile: a write on a copy it renewed since
+	// conflicts, and is made again on the fresh one.
 	intruder := "intruder"
-	l.Spec.HolderIdentity = &intruder
-	duration := int32(3600)
-	l.Spec.LeaseDurationSeconds = &duration
-	now := metav1.NewMicroTime(time.Now())
-	l.Spec.AcquireTime, l.Spec.RenewTime = &now, &now
-	if _, err := e.Client.CoordinationV1().Leases(e.Namespace).Update(e.Context(), l, metav1.UpdateOptions{}); err != nil {
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		l := lease(t, e)
+		l.Spec.HolderIdentity = &intruder
+		duration := int32(3600)
+		l.Spec.LeaseDurationSeconds = &duration
+		now := metav1.NewMicroTime(time.Now())
+		l.Spec.AcquireTime, l.Spec.RenewTime = &now, &now
+		_, err := e.Client.CoordinationV1().Leases(e.Namespace).Update(e.Context(), l, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
 		t.Fatalf("taking the Lease: %v", err)
 	}
 	if code := p.WaitExit(20 * time.Second); code != 1 {
