@@ -56,7 +56,7 @@ long_pid=$!
   status=0
   # Niced: the control-plane stream is the longer one, and its tests' bursts (a loop, a drain, a
   # controller's reconcile) are what its timers wait for; the unit stream takes the CPU they leave.
-  nice -n 10 go test -race -count=1 -p 2 -timeout "$timeout" "${unit[@]}" || status=$?
+  nice -n 5 go test -race -count=1 -p 2 -timeout "$timeout" "${unit[@]}" || status=$?
   stamp "unit packages (${#unit[@]})" "$status"
   exit "$status"
 ) &
