@@ -227,15 +227,5 @@ func checkMetrics(t *testing.T, l *upstreamList) {
 			t.Errorf("%s differs from upstream's (-upstream +ours):\n%s", name, diff)
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(have)) {
-		_, upstream := l.metrics[name]
-		_, listed := l.ours["metric"][name]
-		switch {
-		case upstream && listed:
-			t.Errorf("%s: listed as ours, but upstream has it now: drop its ours line", name)
-		case !upstream && !listed:
-			t.Errorf("%s: exported, not upstream's, and not listed as ours", name)
-		}
-	}
-	checkStale(t, l, "metric", "", have, l.metrics)
+	checkOurs(t, l, "metric", "", have, l.metrics)
 }

@@ -166,17 +166,7 @@ func checkFlags(t *testing.T, l *upstreamList) {
 			t.Errorf("--%s default = %q, upstream's is %q", name, def, up)
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(ours)) {
-		_, upstream := l.flags[name]
-		_, listed := l.ours["flag"][name]
-		switch {
-		case upstream && listed:
-			t.Errorf("--%s: listed as ours, but upstream has it now: drop its ours line", name)
-		case !upstream && !listed:
-			t.Errorf("--%s: ours, not upstream's, and not listed as ours", name)
-		}
-	}
-	checkStale(t, l, "flag", "--", ours, l.flags)
+	checkOurs(t, l, "flag", "--", ours, l.flags)
 }
 
 // checkStale fails on keep and ours lines of kind that name nothing: a
@@ -226,12 +216,21 @@ func compareSets(t *testing.T, l *upstreamList, kind, prefix string, ours, upstr
 			t.Errorf("%s%s: upstream's, not ours", prefix, name)
 		}
 	}
+	checkOurs(t, l, kind, prefix, ours, upstream)
+}
+
+// checkOurs checks each of our names of kind against upstream's: one
+// upstream has now must lose its ours line, one it does not have must
+// have one; then that no keep or ours line is stale (checkStale).
+func checkOurs[O, U any](t *testing.T, l *upstreamList, kind, prefix string, ours map[string]O, upstream map[string]U) {
+	t.Helper()
 	for _, name := range slices.Sorted(maps.Keys(ours)) {
+		_, isUpstream := upstream[name]
 		_, listed := l.ours[kind][name]
 		switch {
-		case upstream[name] && listed:
+		case isUpstream && listed:
 			t.Errorf("%s%s: listed as ours, but upstream has it now: drop its ours line", prefix, name)
-		case !upstream[name] && !listed:
+		case !isUpstream && !listed:
 			t.Errorf("%s%s: ours, not upstream's, and not listed as ours", prefix, name)
 		}
 	}
