@@ -1,0 +1,54 @@
+package disruption
+
+import "fmt"
+
+// Reason is why a node is disrupted; it labels metrics and events and keys
+// the budgets.
+type Reason string
+
+// The reasons, as metrics and budgets name them.
+const (
+	Unhealthy      Reason = "unhealthy"
+	Empty          Reason = "empty"
+	Underutilized  Reason = "underutilized"
+	Consolidatable Reason = "consolidatable"
+	Drifted        Reason = "drifted"
+	Expired        Reason = "expired"
+	Interrupted    Reason = "interrupted"
+)
+
+// Reasons lists every reason, in the order the engine serves them when
+// several sources propose the same node (the first wins).
+var Reasons = []Reason{Interrupted, Unhealthy, Expired, Drifted, Consolidatable, Empty, Underutilized}
+
+// ParseReason returns the reason named s.
+func ParseReason(s string) (Reason, error) {
+	for _, r := range Reasons {
+		if string(r) == s {
+			return r, nil
+		}
+	}
+	return "", fmt.Errorf("unknown disruption reason %q (one of %v)", s, Reasons)
+}
+
+// Replacement is new capacity asked for before the nodes it replaces are
+// drained: Count nodes of node group Group.
+type Replacement struct {
+	Group string
+	Count int
+}
+
+// Candidate is one disruption a source proposes: the Nodes (node names, one
+// unless a consolidation removes a set together) go for Reason, after the
+// Replacement (none: delete only) is Ready.
+type Candidate struct {
+	Reason Reason
+	Nodes  []string
+	// Replacement is empty when the nodes' pods fit on the nodes that stay.
+	Replacement []Replacement
+	// SavingPerHour is the estimated cost per hour saved (consolidation;
+	// 0 when unknown or not the point).
+	SavingPerHour float64
+	// Message says why, for events, logs and the explainer.
+	Message string
+}
