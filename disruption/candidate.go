@@ -1,6 +1,11 @@
 package disruption
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/autoscaler/cluster-autoscaler/processors"
+)
 
 // Reason is why a node is disrupted; it labels metrics and events and keys
 // the budgets.
@@ -51,4 +56,14 @@ type Candidate struct {
 	SavingPerHour float64
 	// Message says why, for events, logs and the explainer.
 	Message string
+}
+
+// Source proposes candidates from one loop's facts; it is a pure decision
+// (no API server, no cloud provider writes). The engine asks every source
+// once per loop, drops what protections and budgets hold back, and starts
+// the rest; a candidate a source stops proposing before its drain began is
+// cancelled (the reason no longer holds).
+type Source interface {
+	Reason() Reason
+	Propose(ctx context.Context, loop *processors.Loop) []Candidate
 }

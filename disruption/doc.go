@@ -12,5 +12,5 @@
 // The types of this file are the contract between the sources and the
 // engine. Sources are pure decisions over the loop's facts: they never call
 // the API server or the cloud provider's mutating methods. Only the engine
-// acts. It must not import core/, scaleup/ or scaledown/.
+// acts. It must not import core/ or scaledown/.
 package disruption
