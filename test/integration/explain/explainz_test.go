@@ -154,14 +154,23 @@ func TestExplainzShowsChosenGroupAndSelector(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := itest.StartAutoscaler(t, "autoscaler", itest.ScaleUpArgs(e, path)...)
+	// The text is read right after the JSON that shows the choice: the
+	// loop after a scale-up runs at once, and its record (the pod fits the
+	// upcoming node) replaces the one that chose.
+	var text string
 	got := explainPod(e, p, "fit-0", "fit-0 shown its chosen group", func(g explainedPod) bool {
 		for _, v := range g.NodeGroups {
 			if v.Chosen {
-				return true
+				_, t, err := p.Explainz(e.Context(), "pod="+e.Namespace+"/fit-0")
+				text = t
+				return err == nil && strings.Contains(t, "Loop at "+g.At.UTC().Format(time.RFC3339)+"\n")
 			}
 		}
 		return false
 	})
+	if !strings.Contains(text, "*  "+small+"  fits") {
+		t.Errorf("/explainz text does not mark %s as chosen:\n%s", small, text)
+	}
 	chosen := got.NodeGroups[0]
 	if !chosen.Chosen || !chosen.Fits || chosen.Nodes != 1 || chosen.Pods != 1 || chosen.NodeGroup != small ||
 		!strings.Contains(chosen.Why, "--expander=least-waste") {
@@ -175,13 +184,6 @@ func TestExplainzShowsChosenGroupAndSelector(t *testing.T) {
 	})
 	if got := itest.NodesPerPool(e); got[large] != 0 {
 		t.Errorf("nodes per pool %v, want only %s's", got, small)
-	}
-	_, text, err := p.Explainz(e.Context(), "pod="+e.Namespace+"/fit-0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(text, "*  "+small+"  fits") {
-		t.Errorf("/explainz text does not mark %s as chosen:\n%s", small, text)
 	}
 	sel := explainPod(e, p, "selector", "selector refused by NodeAffinity everywhere", func(g explainedPod) bool {
 		return len(g.NodeGroups) == 2
