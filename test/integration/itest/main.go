@@ -4,7 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 )
@@ -32,8 +34,18 @@ func mainWith(m *testing.M, race bool) int {
 		return 1
 	}
 	AutoscalerBinary = bin
-	return framework.Main(m)
+	code := framework.Main(m)
+	if n := processes.Load(); n > 0 {
+		fmt.Fprintf(os.Stderr, "itest: %d processes started by the tests (autoscalers, servers): %.0f CPU-s\n", n,
+			time.Duration(processNanos.Load()).Seconds())
+	}
+	return code
 }
+
+// processes and processNanos count the processes startProcess started and
+// the CPU time they used, for docs/test-times.md (which part of a package's
+// CPU is the binaries under test, which the control plane).
+var processes, processNanos atomic.Int64
 
 // MainBenchmarks is Main for a package of benchmarks only: without -test.bench
 // there is nothing to run, so it neither builds the binary nor starts a

@@ -82,8 +82,12 @@ func startProcess(t testing.TB, binary string, env []string, name string, explai
 	if err := p.Cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", name, err)
 	}
+	processes.Add(1)
 	go func() {
 		p.ExitErr = p.Cmd.Wait()
+		if st := p.Cmd.ProcessState; st != nil {
+			processNanos.Add(int64(st.UserTime() + st.SystemTime()))
+		}
 		close(p.Done)
 	}()
 	t.Cleanup(func() {
