@@ -43,6 +43,9 @@
 //	nodes=0;reasons=consolidatable,underutilized;schedule=0 9 * * 1-5;duration=8h
 //
 // The package is pure (no clock of its own: now is passed in; no I/O). It
-// imports the disruption contract and the cron parser only; it must not
-// import the engine, the cloud provider, core/, scaledown/ or client-go.
+// imports the disruption contract (for Reason) and the cron parser only; it
+// must not import directly the engine's code, the cloud provider, core/,
+// scaledown/ or client-go. Through the contract it depends on processors/
+// and, transitively, on config/: config/ cannot import it, so Options keep
+// the flag's raw values and the command line or the builder parses them.
 package budget
