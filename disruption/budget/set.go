@@ -56,22 +56,19 @@ type Limit struct {
 // default for a voluntary reason, and no limit (the group's size) for an
 // involuntary one.
 func (s Set) Limit(group string, reason disruption.Reason, groupNodes int, now time.Time) Limit {
-	var (
-		best  Limit
-		found bool
-	)
+	best, bestNodes := -1, 0
 	for i := range s.budgets {
 		b := &s.budgets[i]
 		if !b.Matches(group, reason) || !b.Active(now) {
 			continue
 		}
-		if n := b.Nodes.Of(groupNodes); !found || n < best.Nodes {
-			best, found = Limit{Nodes: n, By: b.String()}, true
+		if n := b.Nodes.Of(groupNodes); best < 0 || n < bestNodes {
+			best, bestNodes = i, n
 		}
 	}
 	switch {
-	case found:
-		return best
+	case best >= 0:
+		return Limit{Nodes: bestNodes, By: s.budgets[best].String()}
 	case Voluntary(reason):
 		return Limit{Nodes: Default.Of(groupNodes), By: "default"}
 	default:

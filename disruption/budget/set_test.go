@@ -154,3 +154,23 @@ func TestSetString(t *testing.T) {
 		t.Errorf("zero Set Limit (-want +got):\n%s", diff)
 	}
 }
+
+// BenchmarkAllowed is one engine question against five budgets, two of
+// them scheduled.
+func BenchmarkAllowed(b *testing.B) {
+	set, err := ParseSet([]string{
+		"nodes=10%",
+		"nodes=3;node-groups=^spot-",
+		"nodes=0;reasons=consolidatable,underutilized;schedule=0 9 * * 1-5;duration=8h",
+		"nodes=50%;reasons=expired;schedule=0 22 * * *;duration=8h",
+		"nodes=2;reasons=unhealthy",
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := utc(30, 10, 0)
+	b.ReportAllocs()
+	for b.Loop() {
+		set.Allowed("spot-a", disruption.Drifted, 100, 3, now)
+	}
+}

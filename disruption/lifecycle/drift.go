@@ -34,7 +34,7 @@ func (d *Drift) Reason() disruption.Reason { return disruption.Drifted }
 // An error means not drifted (logged at V(4)).
 func (d *Drift) Propose(ctx context.Context, loop *processors.Loop) []disruption.Candidate {
 	logger := klog.FromContext(ctx)
-	var out []disruption.Candidate
+	var out []proposal
 	for _, gn := range eligible(ctx, d.groups, loop.Nodes, "drift") {
 		detector, ok := gn.group.(cloudprovider.DriftDetector)
 		if !ok {
@@ -54,12 +54,12 @@ func (d *Drift) Propose(ctx context.Context, loop *processors.Loop) []disruption
 			msg += ": " + why
 		}
 		logger.V(4).Info("Node drifted", "node", klog.KObj(gn.node), "nodeGroup", id, "why", why)
-		out = append(out, disruption.Candidate{
+		out = append(out, proposal{created: gn.node.CreationTimestamp.Time, candidate: disruption.Candidate{
 			Reason:      disruption.Drifted,
 			Nodes:       []string{gn.node.Name},
 			Replacement: []disruption.Replacement{{Group: id, Count: 1}},
 			Message:     msg,
-		})
+		}})
 	}
-	return out
+	return oldestFirst(out)
 }

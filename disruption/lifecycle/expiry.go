@@ -60,7 +60,7 @@ func (e *Expiry) Propose(ctx context.Context, loop *processors.Loop) []disruptio
 	}
 	logger := klog.FromContext(ctx)
 	lifetimes := map[string]time.Duration{}
-	var out []disruption.Candidate
+	var out []proposal
 	for _, gn := range eligible(ctx, e.groups, loop.Nodes, "expiry") {
 		id := gn.group.Id()
 		lifetime, ok := lifetimes[id]
@@ -82,12 +82,12 @@ func (e *Expiry) Propose(ctx context.Context, loop *processors.Loop) []disruptio
 		msg := fmt.Sprintf("node is %s old, past the maximum lifetime of %s for node group %s",
 			age.Truncate(time.Second), lifetime, id)
 		logger.V(4).Info("Node expired", "node", klog.KObj(gn.node), "nodeGroup", id, "age", age, "lifetime", lifetime)
-		out = append(out, disruption.Candidate{
+		out = append(out, proposal{created: gn.node.CreationTimestamp.Time, candidate: disruption.Candidate{
 			Reason:      disruption.Expired,
 			Nodes:       []string{gn.node.Name},
 			Replacement: []disruption.Replacement{{Group: id, Count: 1}},
 			Message:     msg,
-		})
+		}})
 	}
-	return out
+	return oldestFirst(out)
 }

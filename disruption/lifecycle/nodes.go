@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"time"
 
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+	"k8s.io/autoscaler/cluster-autoscaler/disruption"
 )
 
 // GroupLookup finds the node group of a node; cloudprovider.CloudProvider
@@ -29,7 +31,7 @@ type groupNode struct {
 }
 
 // eligible returns the nodes of nodes that a lifecycle source may propose,
-// oldest first (then by name), each with its group: Ready nodes of a node
+// each with its group: Ready nodes of a node
 // group that are not being deleted. A node that is not Ready is node
 // healing's to judge (the unhealthy reason, under healing's breaker): were
 // expiry or drift to replace it, a cluster-wide failure that makes many
@@ -37,7 +39,7 @@ type groupNode struct {
 // Ready again it is proposed in the next loop.
 func eligible(ctx context.Context, groups GroupLookup, nodes []*apiv1.Node, source string) []groupNode {
 	logger := klog.FromContext(ctx)
-	var out []groupNode
+	out := make([]groupNode, 0, len(nodes))
 	for _, n := range nodes {
 		switch {
 		case n.DeletionTimestamp != nil:
@@ -58,12 +60,31 @@ func eligible(ctx context.Context, groups GroupLookup, nodes []*apiv1.Node, sour
 		}
 		out = append(out, groupNode{node: n, group: g})
 	}
-	slices.SortStableFunc(out, func(a, b groupNode) int {
-		if c := a.node.CreationTimestamp.Time.Compare(b.node.CreationTimestamp.Time); c != 0 {
+	return out
+}
+
+// proposal is a candidate with its node's creation time, to sort by.
+type proposal struct {
+	created   time.Time
+	candidate disruption.Candidate
+}
+
+// oldestFirst returns the candidates of ps, the oldest node first (then by
+// name): a budget that lets some go lets the oldest go first.
+func oldestFirst(ps []proposal) []disruption.Candidate {
+	if len(ps) == 0 {
+		return nil
+	}
+	slices.SortFunc(ps, func(a, b proposal) int {
+		if c := a.created.Compare(b.created); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.node.Name, b.node.Name)
+		return cmp.Compare(a.candidate.Nodes[0], b.candidate.Nodes[0])
 	})
+	out := make([]disruption.Candidate, len(ps))
+	for i := range ps {
+		out[i] = ps[i].candidate
+	}
 	return out
 }
 
