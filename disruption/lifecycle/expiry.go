@@ -82,7 +82,7 @@ func (e *Expiry) Propose(ctx context.Context, loop *processors.Loop) []disruptio
 		msg := fmt.Sprintf("node is %s old, past the maximum lifetime of %s for node group %s",
 			age.Truncate(time.Second), lifetime, id)
 		logger.V(4).Info("Node expired", "node", klog.KObj(gn.node), "nodeGroup", id, "age", age, "lifetime", lifetime)
-		out = append(out, proposal{created: gn.node.CreationTimestamp.Time, candidate: disruption.Candidate{
+		out = append(out, proposal{created: created, candidate: disruption.Candidate{
 			Reason:      disruption.Expired,
 			Nodes:       []string{gn.node.Name},
 			Replacement: []disruption.Replacement{{Group: id, Count: 1}},

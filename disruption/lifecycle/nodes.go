@@ -31,9 +31,8 @@ type groupNode struct {
 }
 
 // eligible returns the nodes of nodes that a lifecycle source may propose,
-// each with its group: Ready nodes of a node
-// group that are not being deleted. A node that is not Ready is node
-// healing's to judge (the unhealthy reason, under healing's breaker): were
+// each with its group: Ready nodes of an existing node group that are not
+// being deleted. A node that is not Ready is node healing's to judge (the unhealthy reason, under healing's breaker): were
 // expiry or drift to replace it, a cluster-wide failure that makes many
 // nodes not Ready would be replaced around the breaker. Once the node is
 // Ready again it is proposed in the next loop.
