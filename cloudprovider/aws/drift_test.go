@@ -267,3 +267,59 @@ func TestDriftUnsureAndUpstreamPolicy(t *testing.T) {
 		t.Errorf("drifted (%q, %v) with a template AWS cannot resolve", why, err)
 	}
 }
+
+// TestDriftAPICalls measures the calls Drifted adds: ten minutes of loops
+// at a 10 s scan interval over 100 groups ($Default of one template, 180
+// instances), every instance asked each loop, nothing changing. Drifted
+// makes no Auto Scaling call (it reads the kept descriptions) and one
+// DescribeLaunchTemplates call per minute (the kept version numbers'
+// lifetime) for all the groups' templates; none for numbered versions.
+func TestDriftAPICalls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 100 groups on the fake")
+	}
+	s, p, clk := callsSetup(t, 100)
+	ctx := context.Background()
+	const loops = 60
+	drift := map[string]int{}
+	asked := 0
+	for i := range loops {
+		clk.Step(scanInterval)
+		if err := p.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		groups, _ := p.NodeGroups(ctx)
+		before := s.Calls()
+		for _, ng := range groups {
+			g := ng.(*NodeGroup)
+			for _, in := range g.instances {
+				if isPlaceholder(lastSegment(in.Id)) {
+					continue
+				}
+				n := &apiv1.Node{}
+				n.Name, n.Spec.ProviderID = lastSegment(in.Id), in.Id
+				d, why, err := g.Drifted(ctx, n)
+				if d || err != nil {
+					t.Fatalf("loop %d: %s drifted %v (%q), err %v; nothing changed", i, n.Name, d, why, err)
+				}
+				asked++
+			}
+		}
+		for action, n := range s.Calls() {
+			if n -= before[action]; n > 0 {
+				drift[action] += n
+			}
+		}
+	}
+	minutes := float64(loops) * scanInterval.Seconds() / 60
+	t.Logf("%d loops (%.0f minutes), %d Drifted calls: API calls made by Drifted %v (%.1f a minute)", loops, minutes, asked,
+		drift, float64(drift["DescribeLaunchTemplates"])/minutes)
+	if got, limit := drift["DescribeLaunchTemplates"], int(minutes)+1; got > limit || got == 0 {
+		t.Errorf("%d DescribeLaunchTemplates calls, want between 1 and %d (one a minute)", got, limit)
+	}
+	for action, n := range drift {
+		if action != "DescribeLaunchTemplates" {
+			t.Errorf("Drifted made %d %s calls, want none", n, action)
+		}
+	}
+}
