@@ -280,9 +280,74 @@ func TestDriftAPICalls(t *testing.T) {
 	}
 	s, p, clk := callsSetup(t, 100)
 	ctx := context.Background()
-	const loops = 60
-	drift := map[string]int{}
-	asked := 0
+	steady := runDriftLoops(t, s, p, clk, 60, nil)
+	steady.check(t, "steady")
+	for _, d := range steady.drifted {
+		if d != 0 {
+			t.Fatalf("steady: %v drifted a loop; nothing changed", steady.drifted)
+		}
+	}
+
+	// The template's default version moves to 2; each loop one group gets
+	// a new instance (from version 2). Every old instance is drifted once
+	// the kept numbers are read again; no new one ever is.
+	old := map[string]bool{}
+	for id := range p.current().byInstance {
+		old[id] = true
+	}
+	if _, err := ec2.NewFromConfig(mustConfig(t)).ModifyLaunchTemplate(ctx, &ec2.ModifyLaunchTemplateInput{
+		LaunchTemplateId: aws.String("lt-0001"), DefaultVersion: aws.String("2")}); err != nil {
+		t.Fatal(err)
+	}
+	rolling := runDriftLoops(t, s, p, clk, 12, func(i int, g *NodeGroup, id string, drifted bool) {
+		if drifted != old[id] {
+			if !old[id] || i >= 6 { // the kept numbers may stand for a minute
+				t.Errorf("loop %d: instance %s (old %v) drifted %v", i, id, old[id], drifted)
+			}
+		}
+	})
+	rolling.check(t, "rolling")
+}
+
+func mustConfig(t *testing.T) aws.Config {
+	t.Helper()
+	cfg, err := loadConfig(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// driftRun is what a run of loops asking every instance cost.
+type driftRun struct {
+	loops, asked int
+	calls        map[string]int // by action, made by Drifted
+	drifted      []int          // per loop
+}
+
+func (r driftRun) check(t *testing.T, what string) {
+	t.Helper()
+	minutes := float64(r.loops) * scanInterval.Seconds() / 60
+	t.Logf("%s: %d loops (%.0f minutes), %d Drifted calls: API calls made by Drifted %v (%.1f a minute); drifted per loop %v",
+		what, r.loops, minutes, r.asked, r.calls, float64(r.calls["DescribeLaunchTemplates"])/minutes, r.drifted)
+	if got, limit := r.calls["DescribeLaunchTemplates"], int(minutes)+1; got > limit || got == 0 {
+		t.Errorf("%s: %d DescribeLaunchTemplates calls, want between 1 and %d (one a minute)", what, got, limit)
+	}
+	for action, n := range r.calls {
+		if action != "DescribeLaunchTemplates" {
+			t.Errorf("%s: Drifted made %d %s calls, want none", what, n, action)
+		}
+	}
+}
+
+// runDriftLoops runs loops of Refresh then Drifted for every launched
+// instance; with each (not nil), each loop also scales one group up by one
+// and each answer is passed to it.
+func runDriftLoops(t *testing.T, s *awsfake.Server, p *Provider, clk *clocktesting.FakeClock, loops int,
+	each func(loop int, g *NodeGroup, id string, drifted bool)) driftRun {
+	t.Helper()
+	ctx := context.Background()
+	r := driftRun{loops: loops, calls: map[string]int{}}
 	for i := range loops {
 		clk.Step(scanInterval)
 		if err := p.Refresh(ctx); err != nil {
@@ -290,36 +355,43 @@ func TestDriftAPICalls(t *testing.T) {
 		}
 		groups, _ := p.NodeGroups(ctx)
 		before := s.Calls()
+		drifted := 0
 		for _, ng := range groups {
 			g := ng.(*NodeGroup)
 			for _, in := range g.instances {
-				if isPlaceholder(lastSegment(in.Id)) {
+				id := lastSegment(in.Id)
+				if isPlaceholder(id) {
 					continue
 				}
 				n := &apiv1.Node{}
-				n.Name, n.Spec.ProviderID = lastSegment(in.Id), in.Id
+				n.Name, n.Spec.ProviderID = id, in.Id
 				d, why, err := g.Drifted(ctx, n)
-				if d || err != nil {
-					t.Fatalf("loop %d: %s drifted %v (%q), err %v; nothing changed", i, n.Name, d, why, err)
+				if err != nil {
+					t.Fatalf("loop %d: %s: %v", i, id, err)
 				}
-				asked++
+				if d {
+					drifted++
+					if !strings.Contains(why, "version 1, now 2 ($Default)") {
+						t.Errorf("loop %d: %s: why %q", i, id, why)
+					}
+				}
+				if each != nil {
+					each(i, g, id, d)
+				}
+				r.asked++
 			}
 		}
 		for action, n := range s.Calls() {
 			if n -= before[action]; n > 0 {
-				drift[action] += n
+				r.calls[action] += n
+			}
+		}
+		r.drifted = append(r.drifted, drifted)
+		if each != nil {
+			if err := groups[(i*7+1)%len(groups)].IncreaseSize(ctx, 1); err != nil {
+				t.Fatal(err)
 			}
 		}
 	}
-	minutes := float64(loops) * scanInterval.Seconds() / 60
-	t.Logf("%d loops (%.0f minutes), %d Drifted calls: API calls made by Drifted %v (%.1f a minute)", loops, minutes, asked,
-		drift, float64(drift["DescribeLaunchTemplates"])/minutes)
-	if got, limit := drift["DescribeLaunchTemplates"], int(minutes)+1; got > limit || got == 0 {
-		t.Errorf("%d DescribeLaunchTemplates calls, want between 1 and %d (one a minute)", got, limit)
-	}
-	for action, n := range drift {
-		if action != "DescribeLaunchTemplates" {
-			t.Errorf("Drifted made %d %s calls, want none", n, action)
-		}
-	}
+	return r
 }
