@@ -17,7 +17,8 @@ import (
 
 // ec2Actions are the EC2 actions the provider calls; every other action is
 // Auto Scaling's.
-var ec2Actions = map[string]bool{"DescribeInstanceTypes": true, "DescribeLaunchTemplateVersions": true, "DescribeSubnets": true}
+var ec2Actions = map[string]bool{"DescribeInstanceTypes": true, "DescribeLaunchTemplateVersions": true, "DescribeSubnets": true,
+	"DescribeLaunchTemplates": true}
 
 // callCounts splits the calls made since before by service, leaving out
 // the SDK's retries of a failed connection (a loaded machine's noise, not

@@ -37,6 +37,9 @@ type groupDesc struct {
 	// MixedRequirements are the overrides that select instance types by
 	// their attributes (requirements.go).
 	MixedRequirements []requirementsOverride
+	// OverrideTemplates are the launch templates overrides name for
+	// themselves (instances of those overrides are launched with them).
+	OverrideTemplates []launchTemplateRef
 	Mixed             bool
 	Subnets           []string
 	Zones             []string
@@ -48,6 +51,10 @@ type instanceDesc struct {
 	// Protected is the instance's scale-in protection: the group does not
 	// pick it when its desired capacity goes below its instances.
 	Protected bool
+	// LaunchTemplate (its version a number) or LaunchConfiguration is what
+	// the instance was launched with, as AWS reports it (drift.go).
+	LaunchTemplate      *launchTemplateRef
+	LaunchConfiguration string
 }
 
 // launchTemplateRef names a launch template version: by ID or Name, and
@@ -144,8 +151,12 @@ func describeGroup(a astypes.AutoScalingGroup) (groupDesc, error) {
 			return groupDesc{}, badDescription("the Auto Scaling group %q lists an instance without an id or twice (%q)", name, id)
 		}
 		seen[id] = true
-		g.Instances = append(g.Instances, instanceDesc{ID: id, Zone: deref(in.AvailabilityZone),
-			Lifecycle: string(in.LifecycleState), Type: deref(in.InstanceType), Protected: deref(in.ProtectedFromScaleIn)})
+		d := instanceDesc{ID: id, Zone: deref(in.AvailabilityZone), Lifecycle: string(in.LifecycleState),
+			Type: deref(in.InstanceType), Protected: deref(in.ProtectedFromScaleIn), LaunchConfiguration: deref(in.LaunchConfigurationName)}
+		if lt := in.LaunchTemplate; lt != nil {
+			d.LaunchTemplate = &launchTemplateRef{ID: deref(lt.LaunchTemplateId), Name: deref(lt.LaunchTemplateName), Version: deref(lt.Version)}
+		}
+		g.Instances = append(g.Instances, d)
 	}
 	sort.Slice(g.Instances, func(i, j int) bool { return g.Instances[i].ID < g.Instances[j].ID })
 	for _, t := range a.Tags {
@@ -164,6 +175,9 @@ func describeGroup(a astypes.AutoScalingGroup) (groupDesc, error) {
 		for _, o := range mp.LaunchTemplate.Overrides {
 			if t := deref(o.InstanceType); t != "" {
 				g.MixedOverrides = append(g.MixedOverrides, t)
+			}
+			if ref := overrideTemplate(o); ref != nil {
+				g.OverrideTemplates = append(g.OverrideTemplates, *ref)
 			}
 			if r := o.InstanceRequirements; r != nil {
 				g.MixedRequirements = append(g.MixedRequirements, requirementsOverride{Requirements: *r, LaunchTemplate: overrideTemplate(o)})

@@ -20,7 +20,11 @@
 // descriptions between loops and reads a group again only when it may
 // have changed (cache.go), but every deletion checks its nodes against a
 // fresh description. The --cloud-config file is upstream's, of which the
-// endpoint overrides act (cloudconfig.go).
+// endpoint overrides act (cloudconfig.go). A node group tells whether an
+// instance was launched otherwise than the group would launch it now (its
+// launch template or version, launch configuration, or a mixed-instances
+// type no longer allowed) from the kept descriptions and the version
+// numbers of $Latest / $Default templates (drift.go).
 //
 // It must not import the autoscaler's core packages (scaleup, clusterstate,
 // processors...): only cloudprovider and config.

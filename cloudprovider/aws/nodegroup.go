@@ -26,6 +26,7 @@ type NodeGroup struct {
 	p         *Provider
 	desc      groupDesc
 	readAt    time.Time // when desc was read
+	seq       uint64    // the number of the read desc comes from (drift.go)
 	min, max  int
 	failure   *launchFailure
 	instances []cloudprovider.Instance

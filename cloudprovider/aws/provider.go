@@ -60,6 +60,8 @@ type Provider struct {
 
 	// facts caches what does not change: instance types, subnet zones.
 	facts *factCache
+	// drift keeps the launch templates' version numbers (drift.go).
+	drift *driftCache
 
 	mu    sync.Mutex
 	state *snapshot
@@ -137,7 +139,7 @@ func Build(ctx context.Context, opts cloudprovider.BuildOptions) (cloudprovider.
 func New(asg AutoScalingAPI, ec2 EC2API, region string, explicit []explicitGroup, discover []tagDiscoverer, opts ...Option) *Provider {
 	p := &Provider{asg: asg, ec2: ec2, region: region, explicit: explicit, discover: discover,
 		limiter: cloudprovider.NewResourceLimiter(nil, nil), clock: clock.RealClock{}, listEvery: DefaultListInterval,
-		facts: newFactCache(), state: &snapshot{groups: map[string]*NodeGroup{}, byInstance: map[string]*NodeGroup{}},
+		facts: newFactCache(), drift: newDriftCache(), state: &snapshot{groups: map[string]*NodeGroup{}, byInstance: map[string]*NodeGroup{}},
 		increased: map[string]time.Time{}, dirty: map[string]bool{}, cache: map[string]*cachedGroup{},
 		ownTerminations: map[string]string{}, writeGen: map[string]int{}, written: map[string]bool{}}
 	for _, o := range opts {

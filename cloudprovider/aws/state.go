@@ -172,7 +172,7 @@ func (p *Provider) buildSnapshot(ctx context.Context, now time.Time, read map[st
 				continue
 			}
 		}
-		g := &NodeGroup{p: p, desc: d, readAt: c.readAt, min: min, max: max}
+		g := &NodeGroup{p: p, desc: d, readAt: c.readAt, seq: c.seq, min: min, max: max}
 		if d.Desired > d.live() {
 			if _, justRead := read[n]; justRead && p.activityDue(c, now) {
 				a, err := p.readLatestActivity(ctx, n)

@@ -8,5 +8,8 @@
 // IDs, API errors and lost responses) make the autoscaler's failure handling
 // testable. Instances that have not registered are persisted in a ConfigMap;
 // registered ones are derived from the Node objects, so the state survives an
-// autoscaler restart.
+// autoscaler restart. Each Node carries a hash of the template it was made
+// from (TemplateHashAnnotation): a group reports a Node whose hash differs
+// from its current template's as drifted (drift.go); the config is read at
+// start, so templates change when the autoscaler restarts with another one.
 package kwok

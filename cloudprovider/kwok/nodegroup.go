@@ -427,11 +427,15 @@ func (g *NodeGroup) newNode(name string) *apiv1.Node {
 	case g.cfg.Faults.NodeProviderIDSpelling == "upperScheme":
 		providerID = "KWOK://" + name
 	}
-	return &apiv1.Node{
+	node := &apiv1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations},
 		Spec:       apiv1.NodeSpec{ProviderID: providerID, Taints: append([]apiv1.Taint(nil), t.Taints...)},
 		Status:     apiv1.NodeStatus{Capacity: t.Capacity.DeepCopy(), Allocatable: t.Allocatable.DeepCopy()},
 	}
+	if h := templateHash(node, t.Devices); h != "" {
+		annotations[TemplateHashAnnotation] = h // drift.go
+	}
+	return node
 }
 
 // pricing prices nodes by their group's hourly price and pods by their share

@@ -208,7 +208,7 @@ func (s *Server) xmlGroup(g *groupState) xmlGroup {
 	sort.Strings(out.AvailabilityZones)
 	for _, in := range g.members {
 		if in.Lifecycle != LifecycleTerminated {
-			out.Instances = append(out.Instances, s.xmlGroupInstance(in, g))
+			out.Instances = append(out.Instances, s.xmlGroupInstance(in))
 		}
 	}
 	keys := make([]string, 0, len(g.Tags))
@@ -234,7 +234,7 @@ func (s *Server) xmlLTSpec(spec LaunchTemplateSpec) *xmlLTSpec {
 }
 
 // xmlGroupInstance renders an instance as a member of its group.
-func (s *Server) xmlGroupInstance(in *Instance, g *groupState) xmlGroupInstance {
+func (s *Server) xmlGroupInstance(in *Instance) xmlGroupInstance {
 	out := xmlGroupInstance{
 		InstanceID:           in.ID,
 		InstanceType:         in.InstanceType,
@@ -243,13 +243,12 @@ func (s *Server) xmlGroupInstance(in *Instance, g *groupState) xmlGroupInstance 
 		HealthStatus:         "Healthy",
 		ProtectedFromScaleIn: in.ProtectedFromScaleIn,
 	}
-	switch {
-	case g.MixedInstances != nil:
-		out.LaunchTemplate = s.xmlLTSpec(g.MixedInstances.LaunchTemplate)
-	case g.LaunchTemplate != nil:
-		out.LaunchTemplate = s.xmlLTSpec(*g.LaunchTemplate)
-	default:
-		out.LaunchConfigurationName = g.LaunchConfigurationName
+	// What the instance was launched with (its version a number, as AWS
+	// reports it), not the group's launch specification now.
+	if lt := in.LaunchTemplate; lt.ID != "" || lt.Name != "" {
+		out.LaunchTemplate = &xmlLTSpec{LaunchTemplateID: lt.ID, LaunchTemplateName: lt.Name, Version: lt.Version}
+	} else {
+		out.LaunchConfigurationName = in.LaunchConfigurationName
 	}
 	return out
 }
@@ -482,7 +481,7 @@ func (s *Server) describeAutoScalingInstances(form url.Values) (any, *apiError) 
 	}{NextToken: next}
 	for _, id := range page {
 		in := s.byID[id]
-		gi := s.xmlGroupInstance(in, s.groups[in.Group])
+		gi := s.xmlGroupInstance(in)
 		gi.HealthStatus = "HEALTHY"
 		out.AutoScalingInstances = append(out.AutoScalingInstances, xmlASI{xmlGroupInstance: gi, AutoScalingGroupName: in.Group})
 	}

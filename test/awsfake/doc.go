@@ -23,7 +23,12 @@
 // EC2 (2016-11-15): DescribeInstanceTypes (InstanceType.N, MaxResults 5-100,
 // NextToken), DescribeLaunchTemplateVersions (LaunchTemplateId or
 // LaunchTemplateName, LaunchTemplateVersion.N with $Default, $Latest or a
-// number; all versions in one answer), DescribeSubnets (SubnetId.N),
+// number; all versions in one answer), DescribeLaunchTemplates
+// (LaunchTemplateId.N, LaunchTemplateName.N, MaxResults 1-200, NextToken;
+// latestVersionNumber and defaultVersionNumber; a template that does not
+// exist fails the call), CreateLaunchTemplateVersion (SourceVersion,
+// LaunchTemplateData.InstanceType and .ImageId; numbered after the latest),
+// ModifyLaunchTemplate (SetDefaultVersion), DescribeSubnets (SubnetId.N),
 // DescribeImages (ImageId.N, the images AddImage registered),
 // GetInstanceTypesFromInstanceRequirements (ArchitectureType.N,
 // VirtualizationType.N, InstanceRequirements: the fields it honours are
@@ -48,7 +53,10 @@
 // instance type is the first mixed-instances override (with
 // InstanceRequirements, the smallest matching type of the launch template
 // image's architecture), else the launch template version's, else the
-// launch configuration's. A desired capacity
+// launch configuration's. Each instance remembers what it was launched with
+// and DescribeAutoScalingGroups reports that, not the group's settings now:
+// the launch template's ID, name and version number ($Default and $Latest
+// resolved at launch), or the launch configuration. A desired capacity
 // below the active instances terminates some that are not protected from
 // scale-in (from the most populated zone; the newest first, or the oldest
 // first for a group whose TerminationPolicies start with OldestInstance); with

@@ -62,6 +62,9 @@ var actions = map[string]map[string]handler{
 	svcEC2: {
 		"DescribeInstanceTypes":                    (*Server).describeInstanceTypes,
 		"DescribeLaunchTemplateVersions":           (*Server).describeLaunchTemplateVersions,
+		"DescribeLaunchTemplates":                  (*Server).describeLaunchTemplates,
+		"CreateLaunchTemplateVersion":              (*Server).createLaunchTemplateVersion,
+		"ModifyLaunchTemplate":                     (*Server).modifyLaunchTemplate,
 		"DescribeSubnets":                          (*Server).describeSubnets,
 		"DescribeImages":                           (*Server).describeImages,
 		"GetInstanceTypesFromInstanceRequirements": (*Server).getInstanceTypesFromInstanceRequirements,

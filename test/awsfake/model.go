@@ -96,6 +96,13 @@ type Instance struct {
 	// its desired capacity goes below its active instances
 	// (SetInstanceProtection); terminating it by ID still works.
 	ProtectedFromScaleIn bool
+	// LaunchTemplate is the launch template the instance was launched
+	// with: its ID, name and version number, as DescribeAutoScalingGroups
+	// reports it (zero when launched from a launch configuration);
+	// LaunchConfigurationName the launch configuration otherwise. Neither
+	// changes when the group's launch specification does.
+	LaunchTemplate          LaunchTemplateSpec
+	LaunchConfigurationName string
 }
 
 // Lifecycle states of an instance.

@@ -76,8 +76,9 @@ func (s *Server) reconcileGroup(g *groupState, now time.Time) {
 			}
 			return
 		}
+		lt, lc := s.launchOrigin(g)
 		for range g.Desired - len(act) {
-			s.launch(g, instanceType, now, len(act))
+			s.launch(g, instanceType, lt, lc, now, len(act))
 		}
 	case len(act) > g.Desired:
 		for _, in := range scaleInVictims(act, len(act)-g.Desired, g.TerminationPolicies) {
@@ -89,7 +90,7 @@ func (s *Server) reconcileGroup(g *groupState, now time.Time) {
 }
 
 // launch starts one instance of the group.
-func (s *Server) launch(g *groupState, instanceType string, now time.Time, from int) {
+func (s *Server) launch(g *groupState, instanceType string, lt LaunchTemplateSpec, lc string, now time.Time, from int) {
 	zone, _ := s.nextZone(g)
 	in := &Instance{
 		ID:           "i-" + randomHex(17),
@@ -98,6 +99,9 @@ func (s *Server) launch(g *groupState, instanceType string, now time.Time, from 
 		InstanceType: instanceType,
 		Lifecycle:    LifecyclePending,
 		Launched:     now,
+
+		LaunchTemplate:          lt,
+		LaunchConfigurationName: lc,
 
 		ProtectedFromScaleIn: g.NewInstancesProtectedFromScaleIn,
 	}
@@ -200,6 +204,29 @@ func (s *Server) launchSpec(g *groupState) (string, *launchFailure) {
 	default:
 		return "", &launchFailure{code: "ValidationError", message: "the group has no launch template, launch configuration or mixed instances policy"}
 	}
+}
+
+// launchOrigin is what a launch of the group uses, as its instances
+// remember it: the launch template (of the mixed-instances policy, or the
+// group's) with $Default or $Latest resolved to the version number, else
+// the launch configuration. Called once launchSpec found it launchable.
+func (s *Server) launchOrigin(g *groupState) (LaunchTemplateSpec, string) {
+	spec := g.LaunchTemplate
+	if g.MixedInstances != nil {
+		spec = &g.MixedInstances.LaunchTemplate
+	}
+	if spec == nil {
+		return LaunchTemplateSpec{}, g.LaunchConfigurationName
+	}
+	lt := s.findTemplate(spec.ID, spec.Name)
+	if lt == nil {
+		return LaunchTemplateSpec{}, ""
+	}
+	v, ok := resolveVersion(lt, spec.Version)
+	if !ok {
+		return LaunchTemplateSpec{}, ""
+	}
+	return LaunchTemplateSpec{ID: lt.ID, Name: lt.Name, Version: strconv.FormatInt(v.Number, 10)}, ""
 }
 
 // templateInstanceType resolves a launch template spec to its version's
