@@ -42,6 +42,7 @@ func NewCluster(t testing.TB, opts ClusterOptions) *Env {
 	start := time.Now()
 	c, err := localcluster.Start(context.Background(), localcluster.Config{
 		BinDir: filepath.Join(root, "_output", "bin"), StagesDir: filepath.Join(root, "_output", "kwok-stages"), Dir: dir,
+		GOGC:             controlPlaneGOGC,
 		NodeLeaseSeconds: opts.NodeLeaseSeconds, KwokParallelism: opts.KwokParallelism,
 		KwokIgnorePodLabel: opts.KwokIgnorePodLabel,
 	})

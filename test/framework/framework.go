@@ -59,6 +59,7 @@ func Main(m *testing.M) int {
 	start := time.Now()
 	c, err := localcluster.Start(context.Background(), localcluster.Config{
 		BinDir: filepath.Join(root, "_output", "bin"), StagesDir: filepath.Join(root, "_output", "kwok-stages"), Dir: dir,
+		GOGC: controlPlaneGOGC,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "framework: starting the local control plane (logs in %s): %v\n", dir, err)
@@ -238,3 +239,8 @@ func reportCPU(start time.Time) {
 	fmt.Fprintf(os.Stderr, "framework: %.0f s of wall time, %.0f CPU-s: %.0f in the tests, %.0f in the control plane and the processes they ran\n",
 		time.Since(start).Seconds(), sec(self)+sec(children), sec(self), sec(children))
 }
+
+// controlPlaneGOGC is the GOGC of the test control planes' components: their
+// collections were about a tenth of kube-apiserver's CPU, and memory is
+// plentiful next to the two cores the whole of make test shares.
+const controlPlaneGOGC = 400

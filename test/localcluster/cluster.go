@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -41,6 +43,10 @@ type Config struct {
 	// pod's status alone (its pod-ready stage skips pods carrying it), for
 	// a test that writes the status of many pods itself.
 	KwokIgnorePodLabel string
+	// GOGC, when positive, is the components' GOGC: the test framework
+	// trades their memory for CPU (at 400 the control plane of a test
+	// package used about 8% less CPU; docs/test-times.md).
+	GOGC int
 }
 
 // State is what a running cluster records in Dir/state.json.
@@ -148,7 +154,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	}
 	for _, s := range steps {
 		proc, err := startProcess(filepath.Join(cfg.BinDir, s.name), s.args,
-			filepath.Join(cfg.Dir, "logs", s.name+".log"), cfg.Detach)
+			filepath.Join(cfg.Dir, "logs", s.name+".log"), cfg.Detach, cfg.GOGC)
 		if err != nil {
 			return nil, fmt.Errorf("starting %s: %w", s.name, err)
 		}
@@ -197,7 +203,7 @@ func (c *Cluster) RestartAPIServer(ctx context.Context, downtime time.Duration) 
 	}
 	logPath := filepath.Join(c.cfg.Dir, "logs", name+".log")
 	proc, err := startProcess(filepath.Join(c.cfg.BinDir, name), apiserverArgs(c.cfg, c.Ports, c.pki, c.tokenFile),
-		logPath, c.cfg.Detach)
+		logPath, c.cfg.Detach, c.cfg.GOGC)
 	if err != nil {
 		return fmt.Errorf("starting kube-apiserver again: %w", err)
 	}
@@ -239,6 +245,7 @@ func (c *Cluster) RESTConfig() (*rest.Config, error) {
 // waits for them; a process that ignores SIGTERM for 10 s is killed.
 func (c *Cluster) Stop() error {
 	var errs []error
+	c.reportCPU()
 	for i := len(components) - 1; i >= 0; i-- {
 		name := components[i]
 		pid, ok := c.PIDs[name]
@@ -371,3 +378,52 @@ func (c *Cluster) Running() bool {
 	}
 	return true
 }
+
+// reportCPU prints, on standard error, the CPU time each component of a
+// cluster this process started has used (docs/test-times.md: which part of
+// a test package's time is the control plane, and which component).
+func (c *Cluster) reportCPU() {
+	if len(c.procs) == 0 {
+		return
+	}
+	var parts []string
+	total := 0.0
+	for _, name := range components {
+		pid, ok := c.PIDs[name]
+		if !ok {
+			continue
+		}
+		if sec, err := cpuSeconds(pid); err == nil {
+			parts = append(parts, fmt.Sprintf("%s %.0f", name, sec))
+			total += sec
+		}
+	}
+	fmt.Fprintf(os.Stderr, "localcluster: %.0f CPU-s in the control plane (%s)\n", total, strings.Join(parts, ", "))
+}
+
+// cpuSeconds is the user and system time process pid has used, from
+// /proc/<pid>/stat (Linux).
+func cpuSeconds(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command's name (in parentheses, may hold spaces).
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
+	}
+	utime, err1 := strconv.ParseFloat(f[11], 64)
+	stime, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
+	}
+	return (utime + stime) / clockTicks, nil
+}
+
+// clockTicks is USER_HZ, 100 on every Linux the project runs on.
+const clockTicks = 100
