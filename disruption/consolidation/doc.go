@@ -18,19 +18,28 @@
 //
 // The plan, deterministic for the same input within its work budget:
 //
-//  1. delete-only: candidates in order of value (price per hour over the
-//     pods to move), each removed in the simulation when its pods (and the
-//     pods earlier removals moved onto it) fit, with every Filter plugin,
-//     on the nodes that stay; the removals accumulate, so the set of all
-//     delete-only candidates fits together, and since a removal only takes
-//     room, each one also fits without the others;
+//  1. delete-only: candidates in order of value (price per hour per pod
+//     to move, a pod behind an exhausted PDB counting more; sizes stand in
+//     for prices when there are none), each removed in the simulation when
+//     its pods (and the pods earlier removals moved onto it) fit, with
+//     every PreFilter and Filter plugin, on the nodes that stay. Pods look
+//     for room on the nodes least likely to go first: the nodes that are
+//     no candidate, then the candidates from the last to the first. The
+//     removals accumulate, so all delete-only candidates fit together, and
+//     since one removal only takes room from the next ones, each also fits
+//     without the others (up to inter-pod affinity to a moved pod);
 //  2. replacement (with prices only): for each group with a template and
-//     room, one new template node is added and the remaining candidates
-//     are removed greedily onto the rest plus that node (at most
-//     Options.MaxNodesPerReplacement); the group saving most, above the
-//     threshold, wins: k nodes replaced by one node of that group (k = 1:
-//     one node replaced by a cheaper one). The new node then serves only
-//     that candidate. This repeats up to Options.MaxReplacements times.
+//     room, one new template node is added and the remaining candidates,
+//     the most price per share of that node their pods would take first
+//     (a knapsack's greedy), are removed onto the rest plus that node (at
+//     most Options.MaxNodesPerReplacement); the group saving most, above
+//     the threshold, wins: k nodes replaced by one node of that group
+//     (k = 1: one node replaced by a cheaper one). The new node then serves
+//     only that candidate. This repeats up to Options.MaxReplacements
+//     times.
+//
+// SavingPerHour is the price of the removed nodes minus the replacement's,
+// over the hour from Input.Now; 0 without prices.
 //
 // Removals never take a group below its min size, counting every candidate
 // of the plan together; replacements never take a group above its max.

@@ -3,11 +3,14 @@ package consolidation
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 
 	"k8s.io/klog/v2"
 
 	"k8s.io/autoscaler/cluster-autoscaler/disruption"
+	"k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
 )
 
 // deleteOnly removes, in the simulation, every candidate whose pods fit on
@@ -148,9 +151,9 @@ func (p *Planner) fill(ctx context.Context, w *work, g *groupState, rest []*node
 	}
 	f := &fill{group: g}
 	removed := map[*groupState]int{}
-	candidates := rest
-	if only != nil {
-		candidates = only
+	candidates := only
+	if only == nil {
+		candidates = w.byDensity(g, rest)
 	}
 	for _, ns := range candidates {
 		if len(f.nodes) >= p.opts.MaxNodesPerReplacement {
@@ -178,6 +181,34 @@ func (p *Planner) fill(ctx context.Context, w *work, g *groupState, rest []*node
 		keep = true
 	}
 	return f
+}
+
+// byDensity orders rest for a fill of a new node of g: the most price
+// per share of that node their pods (and those moved onto them) would take
+// first, as a knapsack's greedy does; ties keep rest's order.
+func (w *work) byDensity(g *groupState, rest []*nodeState) []*nodeState {
+	alloc := g.Template.Node.Status.Allocatable
+	cpu, mem := float64(alloc.Cpu().MilliValue()), float64(alloc.Memory().Value())
+	density := make(map[*nodeState]float64, len(rest))
+	for _, ns := range rest {
+		var r framework.Request
+		for _, p := range slices.Concat(ns.move, w.sim.moved[ns.node.Name]) {
+			pr := w.sim.request(p)
+			r.MilliCPU += pr.MilliCPU
+			r.Memory += pr.Memory
+		}
+		share := 1e-6
+		if cpu > 0 {
+			share = max(share, float64(r.MilliCPU)/cpu)
+		}
+		if mem > 0 {
+			share = max(share, float64(r.Memory)/mem)
+		}
+		density[ns] = ns.price / share
+	}
+	out := slices.Clone(rest)
+	sort.SliceStable(out, func(i, j int) bool { return density[out[i]] > density[out[j]] })
+	return out
 }
 
 func describeNodes(set []*nodeState) string {

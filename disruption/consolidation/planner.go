@@ -263,7 +263,9 @@ func (p *Planner) newWork(ctx context.Context, in Input, reasons map[string]stri
 		w.order = append(w.order, ns)
 	}
 	for _, ns := range w.order {
-		cost := 1 + float64(len(ns.move)) + p.opts.PDBBlockedPodWeight*float64(ns.waiting)
+		// What is saved per pod disrupted; an empty node costs next to
+		// nothing, and goes first among nodes of its price.
+		cost := 0.01 + float64(len(ns.move)) + p.opts.PDBBlockedPodWeight*float64(ns.waiting)
 		worth := proxyPrice(ns.node)
 		if w.allPriced {
 			worth = ns.price

@@ -97,11 +97,7 @@ func (s *sim) place(ctx context.Context, pod *apiv1.Pod, extra string) (string, 
 	if err := check.Err(); err != nil {
 		return "", err
 	}
-	r, ok := s.reqs[pod]
-	if !ok {
-		r = framework.RequestOf(pod)
-		s.reqs[pod] = r
-	}
+	r := s.request(pod)
 	dest := ""
 	for k, n := 0, len(s.dest); k < n && dest == ""; k++ {
 		i := (s.next + k) % n
@@ -121,6 +117,16 @@ func (s *sim) place(ctx context.Context, pod *apiv1.Pod, extra string) (string, 
 		return "", err
 	}
 	return dest, nil
+}
+
+// request is pod's cpu and memory request, computed once per plan.
+func (s *sim) request(pod *apiv1.Pod) framework.Request {
+	r, ok := s.reqs[pod]
+	if !ok {
+		r = framework.RequestOf(pod)
+		s.reqs[pod] = r
+	}
+	return r
 }
 
 // addTemplate adds a new node of group id made from info to the snapshot,
