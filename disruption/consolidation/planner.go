@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -70,9 +71,12 @@ type Input struct {
 	// Nodes are the registered nodes: the candidates, and the only nodes
 	// moved pods may go to (not upcoming template nodes).
 	Nodes []*apiv1.Node
-	// Pods are the scheduled pods as observed (bound, not terminal); a node
-	// the snapshot gives more pods than these holds capacity the loop
-	// booked or gave a pending pod, and is kept.
+	// Pods are the scheduled pods as observed (bound, not terminal). A node
+	// on which the snapshot holds a pod that is none of these holds
+	// capacity the loop booked or gave a pending pod, and is kept; a pod
+	// observed on another node that the snapshot holds here (an earlier
+	// simulated removal of the loop, scale-down's, moved it) moves again
+	// with the node.
 	Pods   []*apiv1.Pod
 	Groups []Group
 	// Pricing prices nodes; nil: delete-only consolidation.
@@ -229,6 +233,10 @@ func (p *Planner) newWork(ctx context.Context, in Input, reasons map[string]stri
 	}
 	sort.Slice(w.groups, func(i, j int) bool { return w.groups[i].ID < w.groups[j].ID })
 	observed := framework.PodsByNode(in.Pods)
+	byUID := make(map[types.UID]*apiv1.Pod, len(in.Pods))
+	for _, pod := range in.Pods {
+		byUID[pod.UID] = pod
+	}
 	nodes := append([]*apiv1.Node(nil), in.Nodes...)
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	snap := in.Sim.Snapshot()
@@ -246,7 +254,8 @@ func (p *Planner) newWork(ctx context.Context, in Input, reasons map[string]stri
 			reasons[n.Name] = ReasonNotReady
 			continue
 		}
-		ns, reason := p.eligible(n, w.groupOf[n.Name], observed[n.Name], len(simulated), in)
+		carried, booked := carriedPods(n.Name, simulated, byUID)
+		ns, reason := p.eligible(n, w.groupOf[n.Name], observed[n.Name], booked, in)
 		if reason != "" {
 			w.keepers = append(w.keepers, n.Name)
 			if reason != ReasonNotAutoscaled {
@@ -255,7 +264,7 @@ func (p *Planner) newWork(ctx context.Context, in Input, reasons map[string]stri
 			logger.V(4).Info("Node is not a consolidation candidate", "node", n.Name, "reason", reason)
 			continue
 		}
-		ns.price, ns.priced = 0, false
+		ns.move = append(ns.move, carried...)
 		if in.Pricing != nil {
 			ns.price, ns.priced = p.price(ctx, in, n)
 		}
@@ -278,7 +287,7 @@ func (p *Planner) newWork(ctx context.Context, in Input, reasons map[string]stri
 
 // eligible applies the protections to one node of the simulation; it
 // returns the candidate or why the node is not one.
-func (p *Planner) eligible(n *apiv1.Node, g *groupState, pods []*apiv1.Pod, simulated int, in Input) (*nodeState, string) {
+func (p *Planner) eligible(n *apiv1.Node, g *groupState, pods []*apiv1.Pod, booked bool, in Input) (*nodeState, string) {
 	switch {
 	case g == nil:
 		return nil, ReasonNotAutoscaled
@@ -290,7 +299,7 @@ func (p *Planner) eligible(n *apiv1.Node, g *groupState, pods []*apiv1.Pod, simu
 		return nil, ReasonTooYoung
 	case !g.canRemove():
 		return nil, ReasonMinSize
-	case simulated > len(pods):
+	case booked:
 		return nil, ReasonBooked
 	}
 	for _, pod := range pods {
@@ -311,6 +320,23 @@ func (p *Planner) eligible(n *apiv1.Node, g *groupState, pods []*apiv1.Pod, simu
 		}
 	}
 	return ns, ""
+}
+
+// carriedPods returns the observed pods of other nodes the snapshot holds
+// on node (moved there by an earlier simulated removal), as observed, in
+// the snapshot's order; booked is set when it holds a pod that was not
+// observed at all.
+func carriedPods(node string, simulated []*apiv1.Pod, byUID map[types.UID]*apiv1.Pod) (carried []*apiv1.Pod, booked bool) {
+	for _, sp := range simulated {
+		op, ok := byUID[sp.UID]
+		switch {
+		case !ok:
+			return nil, true
+		case op.Spec.NodeName != node:
+			carried = append(carried, op)
+		}
+	}
+	return carried, false
 }
 
 // price is what node costs per hour, per in.Pricing.

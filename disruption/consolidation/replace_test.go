@@ -301,3 +301,45 @@ func TestSimCarriesMovedPods(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanAfterEarlierRemovals: on a session in which an earlier
+// simulation (scale-down's) removed a node and moved its pod, that node is
+// no candidate and the moved pod moves again with the node it went to.
+func TestPlanAfterEarlierRemovals(t *testing.T) {
+	h := newHandle(t)
+	for _, tc := range []struct {
+		name     string
+		keepRoom int
+		want     []verdict
+	}{
+		{"room for n1's pod and the moved one", 2, []verdict{{Nodes: []string{"n1"}}}},
+		{"room for n1's own pod only", 1, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &cluster{groups: oneGroup}
+			c.node("gone", "g")
+			moved := c.pod("moved", "web", "1", "gone").Obj()
+			c.node("n1", "g")
+			c.fill("n1", "web", 1)
+			c.node("keep", "g").Obj().Annotations = map[string]string{ScaleDownDisabledAnnotation: "true"}
+			c.fill("keep", "db", 10-tc.keepRoom)
+			in := c.input(h)
+			snap := h.Snapshot()
+			if err := snap.RemoveNode("gone"); err != nil {
+				t.Fatal(err)
+			}
+			cp := *moved
+			cp.Spec.NodeName = "n1"
+			if err := snap.AddPod(&cp, "n1"); err != nil {
+				t.Fatal(err)
+			}
+			res := NewPlanner(DefaultOptions()).PlanDetailed(context.Background(), in)
+			if diff := cmp.Diff(tc.want, verdicts(res.Candidates)); diff != "" {
+				t.Errorf("candidates (-want +got):\n%s", diff)
+			}
+			if got := res.NotCandidates["gone"]; got != ReasonNotInSimulation {
+				t.Errorf("removed node: reason %q, want %q", got, ReasonNotInSimulation)
+			}
+		})
+	}
+}
