@@ -38,8 +38,14 @@
 //     only that candidate. This repeats up to Options.MaxReplacements
 //     times.
 //
+// Before both, the nodes being deleted (Input.Deleting, the ToBeDeleted
+// taint) leave the simulation and the pods their drains evict are placed
+// where they fit: the candidates do not count on the room those take.
+//
 // SavingPerHour is the price of the removed nodes minus the replacement's,
-// over the hour from Input.Now; 0 without prices.
+// over the hour from Input.Now; unpriced nodes count 0. Replacements are
+// proposed only when every candidate node and the group's template are
+// priced.
 //
 // Removals never take a group below its min size, counting every candidate
 // of the plan together; replacements never take a group above its max.

@@ -7,11 +7,39 @@ import (
 	"sort"
 	"strings"
 
+	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"k8s.io/autoscaler/cluster-autoscaler/disruption"
 	"k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
 )
+
+// settleDraining removes the nodes being deleted from the simulation and
+// places the pods their drains evict where they fit (the nodes that stay
+// first), so that no candidate counts on the room they will take. A pod
+// that fits nowhere is left out: it will wait for new capacity whatever
+// this plan proposes.
+func (p *Planner) settleDraining(ctx context.Context, w *work) {
+	logger := klog.FromContext(ctx)
+	for _, ns := range w.draining {
+		if err := w.sim.snap.RemoveNode(ns.node.Name); err != nil {
+			continue
+		}
+		lost := 0
+		for _, pod := range ns.move {
+			dest, err := w.sim.place(ctx, pod, "")
+			if err != nil {
+				lost++
+				continue
+			}
+			w.sim.moved[dest] = slices.Concat(w.sim.moved[dest], []*apiv1.Pod{pod})
+		}
+		if lost > 0 {
+			logger.V(2).Info("Consolidation: pods of a node being deleted fit no other node", "node", ns.node.Name, "pods", lost)
+		}
+	}
+	w.sim.next = 0
+}
 
 // deleteOnly removes, in the simulation, every candidate whose pods fit on
 // the nodes that stay, best value first; it returns those and the rest.
@@ -48,14 +76,18 @@ func (p *Planner) deleteCandidates(w *work, deleted []*nodeState) []disruption.C
 	for start := 0; start < len(deleted); start += p.opts.DeleteSetSize {
 		set := deleted[start:min(start+p.opts.DeleteSetSize, len(deleted))]
 		c := disruption.Candidate{Reason: disruption.Consolidatable}
+		priced := true
 		for _, ns := range set {
 			c.Nodes = append(c.Nodes, ns.node.Name)
-			if w.allPriced {
-				c.SavingPerHour += ns.price
-			}
+			c.SavingPerHour += ns.price // 0 when unknown
+			priced = priced && ns.priced
+		}
+		saving := ""
+		if priced {
+			saving = fmt.Sprintf(": saves %.4g/h", c.SavingPerHour)
 		}
 		c.Message = fmt.Sprintf("the pods of %s (%d to move) fit on the nodes that stay%s%s",
-			describeNodes(set), movedPods(set), savingText(w, c.SavingPerHour), waitingText(set))
+			describeNodes(set), movedPods(set), saving, waitingText(set))
 		out = append(out, c)
 	}
 	return out
@@ -228,13 +260,6 @@ func movedPods(set []*nodeState) int {
 		n += len(ns.move)
 	}
 	return n
-}
-
-func savingText(w *work, saving float64) string {
-	if !w.allPriced {
-		return ""
-	}
-	return fmt.Sprintf(": saves %.4g/h", saving)
 }
 
 func waitingText(set []*nodeState) string {

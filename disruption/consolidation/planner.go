@@ -3,6 +3,7 @@ package consolidation
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -134,6 +135,7 @@ func (p *Planner) PlanDetailed(ctx context.Context, in Input) Result {
 	snap.Fork()
 	defer snap.Revert()
 	w.sim = newSim(in.Sim, w.destinations())
+	p.settleDraining(ctx, w)
 
 	deletes, rest := p.deleteOnly(ctx, w)
 	res.Candidates = append(res.Candidates, p.deleteCandidates(w, deletes)...)
@@ -181,11 +183,14 @@ func (g *groupState) canAdd() bool    { return g.Template != nil && g.Size+g.add
 
 // work is one plan's state.
 type work struct {
-	in          Input
-	groups      []*groupState
-	groupOf     map[string]*groupState
-	order       []*nodeState // candidates, best first
-	keepers     []string     // destinations that are not candidates, by name
+	in      Input
+	groups  []*groupState
+	groupOf map[string]*groupState
+	order   []*nodeState // candidates, best first
+	keepers []string     // destinations that are not candidates, by name
+	// draining are the nodes being deleted, with the pods their drain
+	// evicts: those need room too.
+	draining    []*nodeState
 	allPriced   bool
 	sim         *sim
 	deadline    time.Time
@@ -248,13 +253,14 @@ func (p *Planner) newWork(ctx context.Context, in Input, reasons map[string]stri
 		}
 		if in.Deleting[n.Name] || hasTaint(n, clusterstate.ToBeDeletedTaint) {
 			reasons[n.Name] = ReasonBeingDeleted
+			w.draining = append(w.draining, &nodeState{node: n, move: slices.Concat(evicted(observed[n.Name]), carried(n.Name, simulated, byUID))})
 			continue
 		}
 		if !ready(n) {
 			reasons[n.Name] = ReasonNotReady
 			continue
 		}
-		carried, booked := carriedPods(n.Name, simulated, byUID)
+		moved, booked := carriedPods(n.Name, simulated, byUID)
 		ns, reason := p.eligible(n, w.groupOf[n.Name], observed[n.Name], booked, in)
 		if reason != "" {
 			w.keepers = append(w.keepers, n.Name)
@@ -264,7 +270,7 @@ func (p *Planner) newWork(ctx context.Context, in Input, reasons map[string]stri
 			logger.V(4).Info("Node is not a consolidation candidate", "node", n.Name, "reason", reason)
 			continue
 		}
-		ns.move = append(ns.move, carried...)
+		ns.move = append(ns.move, moved...)
 		if in.Pricing != nil {
 			ns.price, ns.priced = p.price(ctx, in, n)
 		}
@@ -337,6 +343,28 @@ func carriedPods(node string, simulated []*apiv1.Pod, byUID map[types.UID]*apiv1
 		}
 	}
 	return carried, false
+}
+
+// carried is carriedPods without booked pods.
+func carried(node string, simulated []*apiv1.Pod, byUID map[types.UID]*apiv1.Pod) []*apiv1.Pod {
+	var out []*apiv1.Pod
+	for _, sp := range simulated {
+		if op, ok := byUID[sp.UID]; ok && op.Spec.NodeName != node {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+// evicted are the pods a drain evicts: not DaemonSet or mirror pods.
+func evicted(pods []*apiv1.Pod) []*apiv1.Pod {
+	var out []*apiv1.Pod
+	for _, p := range pods {
+		if !drain.IsDaemonSetPod(p) && !drain.IsMirrorPod(p) {
+			out = append(out, p)
+		}
+	}
+	return sortedBySize(out)
 }
 
 // price is what node costs per hour, per in.Pricing.

@@ -343,3 +343,35 @@ func TestPlanAfterEarlierRemovals(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanCountsDrainingPods: the pods of a node being deleted take room
+// the candidates cannot count on.
+func TestPlanCountsDrainingPods(t *testing.T) {
+	h := newHandle(t)
+	for _, tc := range []struct {
+		name     string
+		draining bool
+		want     []verdict
+	}{
+		{"d being deleted: its pods take keep's room", true, nil},
+		{"d not being deleted", false, []verdict{{Nodes: []string{"n1"}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &cluster{groups: oneGroup}
+			c.node("keep", "g").Obj().Annotations = map[string]string{ScaleDownDisabledAnnotation: "true"}
+			c.fill("keep", "db", 8)
+			c.node("d", "g")
+			c.fill("d", "web", 2)
+			c.node("n1", "g")
+			c.fill("n1", "web", 1)
+			in := c.input(h)
+			if tc.draining {
+				in.Deleting = map[string]bool{"d": true}
+			}
+			got := NewPlanner(DefaultOptions()).Plan(context.Background(), in)
+			if diff := cmp.Diff(tc.want, verdicts(got)); diff != "" {
+				t.Errorf("candidates (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
