@@ -25,7 +25,8 @@ const groupLabel = "test/group"
 
 var now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
-// testGroup is a node group of a test cluster: its shape and price.
+// testGroup is a node group of a test cluster: its shape and price (a
+// negative price: none).
 type testGroup struct {
 	id       string
 	cpu      string
@@ -133,7 +134,9 @@ func (c *cluster) input(h *framework.Handle) Input {
 		tmpl := testbuild.Node("template-"+tg.id).Resources(tg.cpu, "64Gi", "110").Label(groupLabel, tg.id).Obj()
 		g.Template = &cloudprovider.NodeInfo{Node: tmpl}
 		in.Groups = append(in.Groups, g)
-		pr[tg.id] = tg.price
+		if tg.price >= 0 {
+			pr[tg.id] = tg.price
+		}
 	}
 	if !c.unpriced {
 		in.Pricing = pr

@@ -43,9 +43,8 @@
 // where they fit: the candidates do not count on the room those take.
 //
 // SavingPerHour is the price of the removed nodes minus the replacement's,
-// over the hour from Input.Now; unpriced nodes count 0. Replacements are
-// proposed only when every candidate node and the group's template are
-// priced.
+// over the hour from Input.Now; unpriced nodes count 0. A replacement
+// takes priced nodes only, to a group whose template is priced.
 //
 // Removals never take a group below its min size, counting every candidate
 // of the plan together; replacements never take a group above its max.

@@ -139,7 +139,7 @@ func (p *Planner) PlanDetailed(ctx context.Context, in Input) Result {
 
 	deletes, rest := p.deleteOnly(ctx, w)
 	res.Candidates = append(res.Candidates, p.deleteCandidates(w, deletes)...)
-	if in.Pricing != nil && w.allPriced {
+	if in.Pricing != nil {
 		res.Candidates = append(res.Candidates, p.replacements(ctx, w, &rest)...)
 	}
 	for _, ns := range rest {

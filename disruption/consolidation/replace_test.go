@@ -105,6 +105,19 @@ func TestPlanReplacement(t *testing.T) {
 			c.fill("l1", "web", 3)
 		},
 	}, {
+		name: "a group without a price: its nodes stay, the others are replaced",
+		build: func(c *cluster) {
+			c.groups = append(c.groups, testGroup{id: "odd", cpu: "4", price: -1})
+			c.node("o1", "odd")
+			for _, name := range []string{"o-a", "o-b", "o-c", "o-d"} {
+				c.pod(name, "db", "1", "o1").Selector(groupLabel, "odd")
+			}
+			c.node("l1", "large")
+			c.fill("l1", "web", 3)
+		},
+		want:   []verdict{{Nodes: []string{"l1"}, Group: "small"}},
+		saving: 0.8 - 0.25,
+	}, {
 		name: "no price: delete-only",
 		build: func(c *cluster) {
 			c.unpriced = true
