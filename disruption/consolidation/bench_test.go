@@ -73,3 +73,41 @@ func BenchmarkPlan200(b *testing.B) {
 	b.ReportMetric(float64(res.Simulations), "simulations/plan")
 	b.ReportMetric(saving, "saving/h")
 }
+
+// BenchmarkPlan200Replace: 100 small and 100 medium nodes at 75% and an
+// empty large group, cheapest per core: after the delete-only removals,
+// the replacements by large nodes save the most.
+func BenchmarkPlan200Replace(b *testing.B) {
+	h := newHandle(b)
+	c := &cluster{groups: threeGroups}
+	pod := 0
+	for gi, g := range threeGroups[:2] {
+		for i := 0; i < 100; i++ {
+			name := fmt.Sprintf("%s-%03d", g.id, i)
+			c.node(name, g.id)
+			for k := 0; k < 3*(gi+1); k++ {
+				c.pod(fmt.Sprintf("p-%05d", pod), fmt.Sprintf("app-%02d", pod%20), "1", name)
+				pod++
+			}
+		}
+	}
+	in := c.input(h)
+	p := NewPlanner(DefaultOptions())
+	var res Result
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res = p.PlanDetailed(context.Background(), in)
+	}
+	b.StopTimer()
+	replaced, saving := 0, 0.0
+	for _, cand := range res.Candidates {
+		if len(cand.Replacement) > 0 {
+			replaced += len(cand.Nodes)
+		}
+		saving += cand.SavingPerHour
+	}
+	b.ReportMetric(float64(len(res.Candidates)), "candidates/plan")
+	b.ReportMetric(float64(replaced), "replaced-nodes/plan")
+	b.ReportMetric(float64(res.Simulations), "simulations/plan")
+	b.ReportMetric(saving, "saving/h")
+}

@@ -39,6 +39,7 @@ func (p *Planner) settleDraining(ctx context.Context, w *work) {
 		}
 	}
 	w.sim.next = 0
+	w.sim.measureRoom()
 }
 
 // deleteOnly removes, in the simulation, every candidate whose pods fit on
@@ -53,7 +54,6 @@ func (p *Planner) deleteOnly(ctx context.Context, w *work) (deleted, rest []*nod
 			w.reason(ns, ReasonOutOfBudget)
 		case w.sim.tryRemove(ctx, ns, ""):
 			ns.group.removed++
-			w.sim.closed[ns.node.Name] = true
 			deleted = append(deleted, ns)
 			logger.V(4).Info("Consolidation: node's pods fit on the nodes that stay", "node", ns.node.Name,
 				"pods", len(ns.move), "waitingForPDB", ns.waiting)
@@ -181,6 +181,7 @@ func (p *Planner) fill(ctx context.Context, w *work, g *groupState, rest []*node
 		klog.FromContext(ctx).V(2).Info("Consolidation: no replacement trial", "nodeGroup", g.ID, "err", err)
 		return nil
 	}
+	s.open(extra)
 	f := &fill{group: g}
 	removed := map[*groupState]int{}
 	candidates := only
@@ -198,7 +199,6 @@ func (p *Planner) fill(ctx context.Context, w *work, g *groupState, rest []*node
 			break
 		}
 		if s.tryRemove(ctx, ns, extra) {
-			s.closed[ns.node.Name] = true
 			removed[ns.group]++
 			f.nodes = append(f.nodes, ns)
 			f.removed += ns.price
@@ -209,7 +209,7 @@ func (p *Planner) fill(ctx context.Context, w *work, g *groupState, rest []*node
 	}
 	f.saving = f.removed - g.price
 	if only != nil {
-		s.closed[extra] = true
+		s.close(extra)
 		keep = true
 	}
 	return f

@@ -27,7 +27,8 @@ type sim struct {
 	// where the next pod's search starts (where the previous one went),
 	// so that the nodes earlier pods filled are not asked again for
 	// every pod.
-	dest []string
+	dest   []string
+	isDest map[string]bool
 	simState
 	reqs  map[*apiv1.Pod]framework.Request
 	tries int
@@ -44,16 +45,26 @@ type simState struct {
 	// plan moved onto it: removing that node moves them again. Slices are
 	// never appended to in place, so a copy of the map is a snapshot.
 	moved map[string][]*apiv1.Pod
+	// room is the cpu and memory left on the open destinations (and a
+	// replacement's new node while it is tried), summed: a node whose
+	// pods ask more is not simulated.
+	room framework.Request
 }
 
 func (s simState) clone() simState {
-	return simState{next: s.next, closed: maps.Clone(s.closed), moved: maps.Clone(s.moved)}
+	return simState{next: s.next, closed: maps.Clone(s.closed), moved: maps.Clone(s.moved), room: s.room}
 }
 
 func newSim(h *framework.Handle, dest []string) *sim {
-	return &sim{h: h, snap: h.Snapshot(), memo: h.NewCheckMemo(), dest: dest,
+	s := &sim{h: h, snap: h.Snapshot(), memo: h.NewCheckMemo(), dest: dest,
 		simState: simState{closed: map[string]bool{}, moved: map[string][]*apiv1.Pod{}},
 		reqs:     map[*apiv1.Pod]framework.Request{}}
+	s.isDest = make(map[string]bool, len(dest))
+	for _, d := range dest {
+		s.isDest[d] = true
+	}
+	s.measureRoom()
+	return s
 }
 
 // tryRemove removes ns's node and moves its pods (and those earlier
@@ -61,9 +72,22 @@ func newSim(h *framework.Handle, dest []string) *sim {
 // replacement's new node; "" for none). When every pod fits, the removal
 // stays in the snapshot and true is returned; otherwise nothing changes.
 func (s *sim) tryRemove(ctx context.Context, ns *nodeState, extra string) bool {
-	s.tries++
 	name := ns.node.Name
 	pods := slices.Concat(ns.move, s.moved[name])
+	var own framework.Request
+	if s.isDest[name] && !s.closed[name] {
+		own = s.free(name) // counted in s.room
+	}
+	var need framework.Request
+	for _, p := range pods {
+		r := s.request(p)
+		need.MilliCPU += r.MilliCPU
+		need.Memory += r.Memory
+	}
+	if need.MilliCPU > s.room.MilliCPU-own.MilliCPU || need.Memory > s.room.Memory-own.Memory {
+		return false
+	}
+	s.tries++
 	s.snap.Fork()
 	if err := s.snap.RemoveNode(name); err != nil {
 		s.snap.Revert()
@@ -81,6 +105,8 @@ func (s *sim) tryRemove(ctx context.Context, ns *nodeState, extra string) bool {
 		placed[dest] = append(placed[dest], p)
 	}
 	s.snap.Commit()
+	s.room.MilliCPU -= own.MilliCPU + need.MilliCPU
+	s.room.Memory -= own.Memory + need.Memory
 	delete(s.moved, name)
 	for d, ps := range placed {
 		s.moved[d] = slices.Concat(s.moved[d], ps)
@@ -117,6 +143,42 @@ func (s *sim) place(ctx context.Context, pod *apiv1.Pod, extra string) (string, 
 		return "", err
 	}
 	return dest, nil
+}
+
+// free is what node has left (none when overcommitted or gone).
+func (s *sim) free(node string) framework.Request {
+	cpu, mem, _, err := s.snap.Free(node)
+	if err != nil {
+		return framework.Request{}
+	}
+	return framework.Request{MilliCPU: max(cpu, 0), Memory: max(mem, 0)}
+}
+
+// open adds node's free room to s.room (a destination or a new node).
+func (s *sim) open(node string) {
+	f := s.free(node)
+	s.room.MilliCPU += f.MilliCPU
+	s.room.Memory += f.Memory
+}
+
+// close makes node take no more pods.
+func (s *sim) close(node string) {
+	if !s.closed[node] {
+		f := s.free(node)
+		s.room.MilliCPU -= f.MilliCPU
+		s.room.Memory -= f.Memory
+		s.closed[node] = true
+	}
+}
+
+// measureRoom sums the room of the open destinations.
+func (s *sim) measureRoom() {
+	s.room = framework.Request{}
+	for _, d := range s.dest {
+		if !s.closed[d] {
+			s.open(d)
+		}
+	}
 }
 
 // request is pod's cpu and memory request, computed once per plan.
