@@ -253,7 +253,8 @@ func (p *Planner) newWork(ctx context.Context, in Input, reasons map[string]stri
 		}
 		if in.Deleting[n.Name] || hasTaint(n, clusterstate.ToBeDeletedTaint) {
 			reasons[n.Name] = ReasonBeingDeleted
-			w.draining = append(w.draining, &nodeState{node: n, move: slices.Concat(evicted(observed[n.Name]), carried(n.Name, simulated, byUID))})
+			moved, _ := carriedPods(n.Name, simulated, byUID)
+			w.draining = append(w.draining, &nodeState{node: n, move: slices.Concat(evicted(observed[n.Name]), moved)})
 			continue
 		}
 		if !ready(n) {
@@ -337,23 +338,12 @@ func carriedPods(node string, simulated []*apiv1.Pod, byUID map[types.UID]*apiv1
 		op, ok := byUID[sp.UID]
 		switch {
 		case !ok:
-			return nil, true
+			booked = true
 		case op.Spec.NodeName != node:
 			carried = append(carried, op)
 		}
 	}
-	return carried, false
-}
-
-// carried is carriedPods without booked pods.
-func carried(node string, simulated []*apiv1.Pod, byUID map[types.UID]*apiv1.Pod) []*apiv1.Pod {
-	var out []*apiv1.Pod
-	for _, sp := range simulated {
-		if op, ok := byUID[sp.UID]; ok && op.Spec.NodeName != node {
-			out = append(out, op)
-		}
-	}
-	return out
+	return carried, booked
 }
 
 // evicted are the pods a drain evicts: not DaemonSet or mirror pods.
