@@ -245,3 +245,60 @@ func TestPlanProtected(t *testing.T) {
 		t.Errorf("unprotected: candidates %+v, want n1", got)
 	}
 }
+
+// steppingClock moves on by step at each reading.
+type steppingClock struct {
+	t    time.Time
+	step time.Duration
+}
+
+func (c *steppingClock) Now() time.Time {
+	c.t = c.t.Add(c.step)
+	return c.t
+}
+
+func (c *steppingClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+// TestPlanTimeBudget: once Options.Timeout has passed, no more node is
+// simulated.
+func TestPlanTimeBudget(t *testing.T) {
+	h := newHandle(t)
+	c := &cluster{groups: oneGroup}
+	for _, n := range []string{"a", "b", "c"} {
+		c.node(n, "g")
+	}
+	opts := DefaultOptions()
+	opts.Timeout = 2 * time.Second
+	// Read once for the deadline, then once per node before its simulation.
+	clk := &steppingClock{t: now, step: time.Second}
+	res := NewPlanner(opts, WithClock(clk)).PlanDetailed(context.Background(), c.input(h))
+	if diff := cmp.Diff([]verdict{{Nodes: []string{"a"}}}, verdicts(res.Candidates)); diff != "" {
+		t.Errorf("candidates (-want +got):\n%s", diff)
+	}
+	for _, n := range []string{"b", "c"} {
+		if got := res.NotCandidates[n]; got != ReasonOutOfBudget {
+			t.Errorf("node %s: reason %q, want %q", n, got, ReasonOutOfBudget)
+		}
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	if err := DefaultOptions().Validate(); err != nil {
+		t.Errorf("defaults: %v", err)
+	}
+	for name, mutate := range map[string]func(o *Options){
+		"negative settle time":  func(o *Options) { o.SettleTime = -time.Second },
+		"ratio above 1":         func(o *Options) { o.MinSavingRatio = 1.5 },
+		"no node per set":       func(o *Options) { o.MaxNodesPerReplacement = 0 },
+		"no simulation":         func(o *Options) { o.MaxSimulations = 0 },
+		"delete set size 0":     func(o *Options) { o.DeleteSetSize = 0 },
+		"negative PDB weight":   func(o *Options) { o.PDBBlockedPodWeight = -1 },
+		"negative saving /hour": func(o *Options) { o.MinSavingPerHour = -1 },
+	} {
+		o := DefaultOptions()
+		mutate(&o)
+		if o.Validate() == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
