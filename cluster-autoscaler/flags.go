@@ -82,6 +82,7 @@ func newCommandLine() *commandLine {
 	c.registerStatusAndProvReq()
 	c.registerLogging()
 	c.registerHealing()
+	c.registerDisruption()
 	c.registerOtherProviders()
 	c.registerRemoved()
 	c.markByDesign()

@@ -126,5 +126,13 @@ func Defaults() Options {
 		ProvReqRetentionTime:            7 * 24 * time.Hour,
 		ProvReqMaxPods:                  50000,
 		CapacityBufferPodDryRunEnabled:  true,
+		Disruption: Disruption{
+			ConsolidationSettleTime:             5 * time.Minute,
+			ConsolidationMinSavingRatio:         0.1,
+			ConsolidationMaxNodesPerReplacement: 10,
+			ConsolidationMaxReplacementsPerLoop: 10,
+			ConsolidationMaxSimulationsPerLoop:  1000,
+			ConsolidationSimulationTimeout:      5 * time.Second,
+		},
 	}
 }

@@ -218,6 +218,37 @@ type Options struct {
 	// CapacityBufferReadyReplicasEnabled writes each buffer's
 	// status.readyReplicas from the loop; it needs the pod injection.
 	CapacityBufferReadyReplicasEnabled bool
+
+	// Disruption (package disruption and its sources; issue 40): all off
+	// by default. Not upstream.
+	Disruption Disruption
+}
+
+// Disruption configures the reasons the disruption engine replaces nodes
+// for, besides healing: consolidation, drift and expiry, and the budgets.
+type Disruption struct {
+	// Budgets are --disruption-budget's values (disruption/budget's syntax,
+	// parsed by the builder).
+	Budgets []string
+	// DriftEnabled replaces nodes whose group's template changed.
+	DriftEnabled bool
+	// MaxNodeLifetime replaces nodes older than this (0: never).
+	MaxNodeLifetime time.Duration
+	// Consolidation: the planner's switch and settings
+	// (disruption/consolidation.Options).
+	ConsolidationEnabled                bool
+	ConsolidationSettleTime             time.Duration
+	ConsolidationMinSavingRatio         float64
+	ConsolidationMinSavingPerHour       float64
+	ConsolidationMaxNodesPerReplacement int
+	ConsolidationMaxReplacementsPerLoop int
+	ConsolidationMaxSimulationsPerLoop  int
+	ConsolidationSimulationTimeout      time.Duration
+}
+
+// Any reports whether a reason besides healing is on.
+func (d Disruption) Any() bool {
+	return d.DriftEnabled || d.MaxNodeLifetime > 0 || d.ConsolidationEnabled
 }
 
 // LeaderElection configures the Lease lock the autoscaler holds while it acts.

@@ -65,6 +65,7 @@ func (o *Options) validate() *validator {
 	o.validateProvReq(v)
 	o.validateCleanup(v)
 	o.validateProvReqLifetimes(v)
+	o.validateDisruption(v)
 	v.check(o.EnableDynamicResourceAllocation, "--enable-dynamic-resource-allocation", "is locked to true")
 	// As upstream, a no-op without the injection, not an error.
 	v.odd(!o.CapacityBufferReadyReplicasEnabled || o.CapacityBufferPodInjectionEnabled, "--capacity-buffer-ready-replicas-enabled",
@@ -308,3 +309,22 @@ func (v *validator) ratio(f float64, flag string) {
 }
 
 func (v *validator) err() error { return errors.Join(v.errs...) }
+
+// validateDisruption checks the disruption reasons' numbers; the budgets'
+// syntax is checked where they are parsed (the builder).
+func (o *Options) validateDisruption(v *validator) {
+	d := o.Disruption
+	v.nonNegative(d.MaxNodeLifetime, "--max-node-lifetime")
+	v.nonNegative(d.ConsolidationSettleTime, "--consolidation-settle-time")
+	v.check(d.ConsolidationMinSavingRatio >= 0 && d.ConsolidationMinSavingRatio <= 1, "--consolidation-min-saving-ratio",
+		"must be within [0, 1], got %v", d.ConsolidationMinSavingRatio)
+	v.check(d.ConsolidationMinSavingPerHour >= 0 && !math.IsInf(d.ConsolidationMinSavingPerHour, 1),
+		"--consolidation-min-saving-per-hour", "must be zero or positive and finite, got %v", d.ConsolidationMinSavingPerHour)
+	v.check(d.ConsolidationMaxNodesPerReplacement >= 1, "--consolidation-max-nodes-per-replacement",
+		"must be at least 1, got %d", d.ConsolidationMaxNodesPerReplacement)
+	v.check(d.ConsolidationMaxReplacementsPerLoop >= 0, "--consolidation-max-replacements-per-loop",
+		"must not be negative, got %d", d.ConsolidationMaxReplacementsPerLoop)
+	v.check(d.ConsolidationMaxSimulationsPerLoop >= 1, "--consolidation-max-simulations-per-loop",
+		"must be at least 1, got %d", d.ConsolidationMaxSimulationsPerLoop)
+	v.nonNegative(d.ConsolidationSimulationTimeout, "--consolidation-simulation-timeout")
+}

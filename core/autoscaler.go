@@ -52,6 +52,8 @@ type Autoscaler struct {
 	firstLoop time.Time
 	// explain, when set, is told where each loop begins and ends.
 	explain LoopRecorder
+	// consolidation, when set, runs after the scale-down (consolidation.go).
+	consolidation *Consolidation
 }
 
 // LoopRecorder keeps the reasons of the last complete loop (the
@@ -167,9 +169,13 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (Result, error)
 	}
 	session, grown := a.enforceMinSizes(ctx, obs, session)
 	res.Productive = res.Productive || grown
+	if session == nil && (a.scaleDn != nil || a.consolidation != nil) {
+		session = a.scaleUp.Begin(ctx, a.sessionInput(obs))
+	}
 	if a.scaleDn != nil && a.runScaleDown(ctx, obs, session, res.Productive) {
 		res.Productive = true
 	}
+	a.consolidate(ctx, obs, session)
 	return res, nil
 }
 

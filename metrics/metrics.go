@@ -33,6 +33,9 @@ const (
 	FunctionScaleDown                 = "scaleDown"
 	FunctionScaleDownNodeDeletion     = "scaleDown:nodeDeletion"
 	FunctionScaleDownSoftTaint        = "scaleDown:softTaintUnneeded"
+	// FunctionConsolidation is ours: the consolidation planner's step
+	// (--consolidation-enabled); upstream has no consolidation.
+	FunctionConsolidation = "consolidation"
 )
 
 // Reasons and directions of skipped_scale_events_count, upstream's values.

@@ -225,3 +225,17 @@ func (s *ScaleDown) MaxNodeSkipEval() (time.Duration, bool) { return s.planner.M
 
 // Wait waits for drains in flight.
 func (s *ScaleDown) Wait() { s.actuator.Wait() }
+
+// UnneededNodes names the last plan's unneeded nodes (those scale-down will
+// remove once their unneeded time has passed), so that the consolidation
+// planner leaves them to it.
+func (s *ScaleDown) UnneededNodes() map[string]bool {
+	out := map[string]bool{}
+	if s.last == nil {
+		return out
+	}
+	for _, c := range s.last.Unneeded {
+		out[c.Node.Name] = true
+	}
+	return out
+}

@@ -1,0 +1,100 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
+	"k8s.io/autoscaler/cluster-autoscaler/disruption"
+	"k8s.io/autoscaler/cluster-autoscaler/disruption/consolidation"
+	"k8s.io/autoscaler/cluster-autoscaler/metrics"
+	"k8s.io/autoscaler/cluster-autoscaler/scaleup"
+	simdrain "k8s.io/autoscaler/cluster-autoscaler/simulator/drain"
+)
+
+// Consolidation is the loop's consolidation step (--consolidation-enabled):
+// after the scale-down, on the loop's scale-up session (its snapshot holds
+// what the scale-up placed and booked), the planner proposes nodes to
+// remove, or to replace by cheaper capacity; the disruption engine is
+// offered the plan and carries it out from its next repair on, within its
+// budgets. Scale-down's unneeded nodes and the engine's own are left out.
+type Consolidation struct {
+	Planner *consolidation.Planner
+	Rules   *simdrain.Rules
+	// Offer hands the plan to the disruption engine (it replaces the
+	// previous plan).
+	Offer func(reason disruption.Reason, cands []disruption.Candidate)
+	// InFlight names the nodes the engine is disrupting (nil: none).
+	InFlight func() map[string]bool
+}
+
+// WithConsolidation adds the consolidation step.
+func WithConsolidation(c *Consolidation) AutoscalerOption {
+	return func(a *Autoscaler) { a.consolidation = c }
+}
+
+// consolidate runs the consolidation planner on the loop's session and
+// offers its candidates to the engine.
+func (a *Autoscaler) consolidate(ctx context.Context, obs *Observation, session *scaleup.Session) {
+	c := a.consolidation
+	if c == nil || session == nil {
+		return
+	}
+	start := a.clock.Now()
+	deleting := map[string]bool{}
+	if a.scaleDn != nil {
+		for n := range a.scaleDn.UnneededNodes() {
+			deleting[n] = true
+		}
+	}
+	if c.InFlight != nil {
+		for n := range c.InFlight() {
+			deleting[n] = true
+		}
+	}
+	in := consolidation.Input{Now: obs.Now, Sim: session.Simulator(), Nodes: obs.Nodes, Pods: obs.ScheduledPods,
+		Groups: a.consolidationGroups(session), Pricing: a.pricing(ctx), Rules: c.Rules, Deleting: deleting}
+	if c.Rules != nil {
+		pdbs, err := c.Rules.NewPDBs()
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Consolidation skipped this loop: reading PodDisruptionBudgets")
+			return
+		}
+		in.PDBs = pdbs
+	}
+	cands := c.Planner.Plan(ctx, in)
+	c.Offer(disruption.Consolidatable, cands)
+	took := a.clock.Since(start)
+	observeDuration(a.metrics, metrics.FunctionConsolidation, took)
+	klog.FromContext(ctx).V(2).Info("Consolidation planned", "candidates", len(cands), "took", took.Round(time.Millisecond))
+}
+
+// consolidationGroups describes the autoscaled node groups for the planner.
+func (a *Autoscaler) consolidationGroups(session *scaleup.Session) []consolidation.Group {
+	var out []consolidation.Group
+	for _, gs := range a.state.Groups() {
+		g := consolidation.Group{ID: gs.NodeGroup.Id(), Size: gs.Target, Min: gs.NodeGroup.MinSize(),
+			Max: gs.NodeGroup.MaxSize(), Template: session.Template(gs.NodeGroup.Id())}
+		for _, n := range gs.Nodes {
+			g.Nodes = append(g.Nodes, n.Name)
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// pricing is the provider's pricing model, or nil when it has none (the
+// plan is then delete-only).
+func (a *Autoscaler) pricing(ctx context.Context) cloudprovider.PricingModel {
+	p, err := a.provider.Pricing(ctx)
+	if err != nil {
+		if !errors.Is(err, cloudprovider.ErrNotImplemented) {
+			klog.FromContext(ctx).V(2).Info("No pricing model; consolidation deletes only", "err", err)
+		}
+		return nil
+	}
+	return p
+}
