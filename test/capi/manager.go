@@ -23,10 +23,15 @@ type Manager struct {
 	done chan struct{}
 }
 
-// StartManager runs _output/bin/cluster-api against the cluster of
-// kubeconfig, reconciling namespace only, and waits until it is healthy. It
-// is stopped when the test ends (its log is printed if the test failed).
-// Its webhooks serve on loopback with throw-away certificates; nothing
+// ManagerEnv, when set, names the controller manager binary to run instead
+// of _output/bin/cluster-api (e.g. one built from a newer tools module before
+// _output/bin is rebuilt). It must match Module's CRDs.
+const ManagerEnv = "CAPI_TEST_MANAGER"
+
+// StartManager runs _output/bin/cluster-api (or $CAPI_TEST_MANAGER) against
+// the cluster of kubeconfig, reconciling namespace only, and waits until it
+// is healthy. It is stopped when the test ends (its log is printed if the
+// test failed). Its webhooks serve on loopback with throw-away certificates; nothing
 // registers them with the API server, so objects must be complete as
 // created (see the builders of this package).
 func StartManager(t testing.TB, kubeconfig, namespace string) *Manager {
@@ -36,6 +41,9 @@ func StartManager(t testing.TB, kubeconfig, namespace string) *Manager {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(root, "_output", "bin", "cluster-api")
+	if env := os.Getenv(ManagerEnv); env != "" {
+		bin = env
+	}
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("Cluster API's manager is not built (run hack/build-tools.sh): %v", err)
 	}
