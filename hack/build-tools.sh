@@ -43,15 +43,19 @@ fresh() {
   for b in "$@"; do [ -x "$out/$b" ] || return 1; done
 }
 
+# build builds the packages of a tools module into $out, each binary named
+# after its package's last path element, or $bin_name (one package only).
 build() {
   local mod=$1 ldflags=$2; shift 2
-  local bins=("$@") tags=${build_tags:-}
-  if fresh "$mod" "${bins[@]##*/}"; then return 0; fi
-  echo "building ${bins[*]##*/} (module hack/tools/$mod)" >&2
+  local bins=("$@") tags=${build_tags:-} name=${bin_name:-}
+  local names=("${bins[@]##*/}")
+  if [ -n "$name" ]; then names=("$name"); fi
+  if fresh "$mod" "${names[@]}"; then return 0; fi
+  echo "building ${names[*]} (module hack/tools/$mod)" >&2
   local start=$SECONDS
-  (cd "$root/hack/tools/$mod" && go build -trimpath -tags "$tags" -ldflags "$ldflags" -o "$out/" "${bins[@]}")
+  (cd "$root/hack/tools/$mod" && go build -trimpath -tags "$tags" -ldflags "$ldflags" -o "$out/$name" "${bins[@]}")
   stamp "$mod" > "$out/.stamp-$mod"
-  echo "built ${bins[*]##*/} in $((SECONDS - start))s" >&2
+  echo "built ${names[*]} in $((SECONDS - start))s" >&2
 }
 
 build etcd "-s -w" k8s.io/autoscaler/cluster-autoscaler/hack/tools/etcd
@@ -63,8 +67,9 @@ build kube "$kube_ldflags" \
   k8s.io/kubernetes/cmd/kubectl
 if [ "$tools_set" = all ]; then
   # Cluster API's core controller manager (MachineDeployment, MachineSet, Machine,
-  # Cluster controllers) for the clusterapi provider's integration tests.
-  build capi "-s -w" sigs.k8s.io/cluster-api
+  # Cluster controllers) for the clusterapi provider's integration tests; its
+  # main package is sigs.k8s.io/cluster-api/core since v1.14.
+  bin_name=cluster-api build capi "-s -w" sigs.k8s.io/cluster-api/core
   build helm "-s -w -X helm.sh/helm/v4/internal/version.version=v4.3.1" helm.sh/helm/v4/cmd/helm
 fi
 # Prometheus (for the chart's alerts and dashboard: test/chart, test/integration,

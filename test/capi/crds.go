@@ -21,12 +21,18 @@ import (
 
 // Module is the Cluster API release whose CRDs and controllers the tests run;
 // hack/tools/capi/go.mod pins the same version for the controller manager.
-const Module = "sigs.k8s.io/cluster-api@v1.11.3"
+// Its Machine template spec has taints (v1.11's has not, so the API server
+// pruned them), and it builds on the autoscaler's Kubernetes minor (v0.36).
+const Module = "sigs.k8s.io/cluster-api@v1.14.2"
+
+// crdSubdir is where Module keeps the core CRDs (config/crd/bases until
+// v1.13; the core controllers moved under core/ in v1.14).
+const crdSubdir = "core/config/crd/bases"
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // CRDDir downloads Module through the Go module proxy (or finds it in the
-// module cache) and returns its config/crd/bases directory.
+// module cache) and returns the directory of its core CRDs.
 func CRDDir(ctx context.Context) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", Module)
 	cmd.Dir = os.TempDir() // outside this module: the download does not touch go.mod
@@ -42,7 +48,7 @@ func CRDDir(ctx context.Context) (string, error) {
 	if info.Error != "" || info.Dir == "" {
 		return "", fmt.Errorf("go mod download %s: %s", Module, info.Error)
 	}
-	return filepath.Join(info.Dir, "config", "crd", "bases"), nil
+	return filepath.Join(info.Dir, filepath.FromSlash(crdSubdir)), nil
 }
 
 // InstallCRDs creates (or leaves in place) every CRD of Cluster API's core

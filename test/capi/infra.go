@@ -162,7 +162,10 @@ func (in *Infra) finishDeletion(ctx context.Context, tm *unstructured.Unstructur
 }
 
 // ensureNode creates the kwok Node of a Machine: the capacity and labels of
-// its infrastructure machine's spec (4 CPU, 16Gi by default), 110 pods.
+// its infrastructure machine's spec (4 CPU, 16Gi by default), 110 pods, and
+// the Machine's spec.taints, registered with the Node as a kubelet given
+// them by its bootstrap data would (so that no pod lands on the Node before
+// they are there).
 func (in *Infra) ensureNode(ctx context.Context, machine, tm *unstructured.Unstructured, providerID string) error {
 	cpu, _, _ := unstructured.NestedString(tm.Object, "spec", "cpu")
 	mem, _, _ := unstructured.NestedString(tm.Object, "spec", "memory")
@@ -191,9 +194,13 @@ func (in *Infra) ensureNode(ctx context.Context, machine, tm *unstructured.Unstr
 	for k, v := range in.nodeLabels {
 		labels[k] = v
 	}
+	taints, err := machineTaints(machine)
+	if err != nil {
+		return err
+	}
 	n := &apiv1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}},
-		Spec:       apiv1.NodeSpec{ProviderID: providerID},
+		Spec:       apiv1.NodeSpec{ProviderID: providerID, Taints: taints},
 		Status:     apiv1.NodeStatus{Capacity: rl, Allocatable: rl.DeepCopy()},
 	}
 	_, err = in.kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
@@ -201,4 +208,21 @@ func (in *Infra) ensureNode(ctx context.Context, machine, tm *unstructured.Unstr
 		return fmt.Errorf("creating node %s: %w", name, err)
 	}
 	return nil
+}
+
+// machineTaints reads a Machine's spec.taints (Cluster API v1beta2).
+func machineTaints(machine *unstructured.Unstructured) ([]apiv1.Taint, error) {
+	items, _, err := unstructured.NestedSlice(machine.Object, "spec", "taints")
+	if err != nil {
+		return nil, fmt.Errorf("Machine %s: spec.taints: %w", machine.GetName(), err)
+	}
+	var out []apiv1.Taint
+	for _, item := range items {
+		m, _ := item.(map[string]any)
+		key, _ := m["key"].(string)
+		value, _ := m["value"].(string)
+		effect, _ := m["effect"].(string)
+		out = append(out, apiv1.Taint{Key: key, Value: value, Effect: apiv1.TaintEffect(effect)})
+	}
+	return out, nil
 }

@@ -23,10 +23,16 @@ type Manager struct {
 	done chan struct{}
 }
 
-// StartManager runs _output/bin/cluster-api against the cluster of
-// kubeconfig, reconciling namespace only, and waits until it is healthy. It
-// is stopped when the test ends (its log is printed if the test failed).
-// Its webhooks serve on loopback with throw-away certificates; nothing
+// ManagerEnv, when set, names the controller manager binary to run instead
+// of _output/bin/cluster-api (e.g. one built from a newer tools module before
+// _output/bin is rebuilt). It must match Module's CRDs.
+const ManagerEnv = "CAPI_TEST_MANAGER"
+
+// StartManager runs _output/bin/cluster-api (or $CAPI_TEST_MANAGER) against
+// the cluster of kubeconfig, for the test of namespace (yet reconciling every
+// namespace: see below), and waits until it
+// is healthy. It is stopped when the test ends (its log is printed if the
+// test failed). Its webhooks serve on loopback with throw-away certificates; nothing
 // registers them with the API server, so objects must be complete as
 // created (see the builders of this package).
 func StartManager(t testing.TB, kubeconfig, namespace string) *Manager {
@@ -36,6 +42,9 @@ func StartManager(t testing.TB, kubeconfig, namespace string) *Manager {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(root, "_output", "bin", "cluster-api")
+	if env := os.Getenv(ManagerEnv); env != "" {
+		bin = env
+	}
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("Cluster API's manager is not built (run hack/build-tools.sh): %v", err)
 	}
@@ -51,8 +60,17 @@ func StartManager(t testing.TB, kubeconfig, namespace string) *Manager {
 	health := addrs[0]
 	webhookPort := strings.TrimPrefix(addrs[1], "127.0.0.1:")
 	m := &Manager{Log: &framework.SyncBuffer{}, done: make(chan struct{})}
+	// No --namespace: Cluster API v1.14's controllers check that their cache
+	// has caught up with their own writes through each informer's store,
+	// which a namespace-scoped cache (controller-runtime's multi-namespace
+	// cache) does not give ("failed to cast MachineSet informer to
+	// SharedIndexInformer"), so every MachineDeployment and MachineSet
+	// reconcile after a write failed. The manager watches every namespace;
+	// the tests that start one do not run in parallel, and the
+	// infrastructure side (Infra) still serves the test's namespace only.
+	_ = namespace // kept for the callers; see above
 	m.cmd = exec.Command(bin,
-		"--kubeconfig="+kubeconfig, "--namespace="+namespace,
+		"--kubeconfig="+kubeconfig,
 		"--health-addr="+health, "--insecure-diagnostics", "--diagnostics-address="+addrs[2],
 		"--webhook-port="+webhookPort, "--webhook-cert-dir="+dir,
 		"--skip-crd-migration-phases=StorageVersionMigration,CleanupManagedFields",

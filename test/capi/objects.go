@@ -184,6 +184,22 @@ func MachineDeployment(namespace, cluster, name, template string, replicas int64
 	return u
 }
 
+// SetTaints writes taints to the spec.template.spec.taints of a
+// MachineDeployment or MachineSet (the field Cluster API copies to its
+// Machines, and with feature gate MachineTaintPropagation to their Nodes),
+// each with propagation Always.
+func SetTaints(obj *unstructured.Unstructured, taints []apiv1.Taint) error {
+	items := make([]any, 0, len(taints))
+	for _, t := range taints {
+		item := map[string]any{"key": t.Key, "effect": string(t.Effect), "propagation": "Always"}
+		if t.Value != "" {
+			item["value"] = t.Value
+		}
+		items = append(items, item)
+	}
+	return unstructured.SetNestedSlice(obj.Object, items, "spec", "template", "spec", "taints")
+}
+
 // ReleaseNamespace removes the finalizers of Cluster API's objects in
 // namespace, so that deleting the namespace completes once the manager that
 // would have run them has stopped.
