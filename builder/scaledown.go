@@ -17,7 +17,6 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/core"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 	"k8s.io/autoscaler/cluster-autoscaler/scaledown"
-	"k8s.io/autoscaler/cluster-autoscaler/simulator/drain"
 )
 
 // NewScaleDown wires the planner (with the drain rules on informer
@@ -25,14 +24,7 @@ import (
 func NewScaleDown(opts config.Options, client kubernetes.Interface, factory informers.SharedInformerFactory,
 	provider cloudprovider.CloudProvider, recorder record.EventRecorder, m *metrics.Metrics,
 	reporting *core.Reporting, readOnly bool, clk clock.Clock) (*scaledown.ScaleDown, *scaledown.Taints) {
-	rules := drain.NewRules(DrainOptions(opts), drain.Listers{
-		ReplicationControllers: factory.Core().V1().ReplicationControllers().Lister(),
-		ReplicaSets:            factory.Apps().V1().ReplicaSets().Lister(),
-		StatefulSets:           factory.Apps().V1().StatefulSets().Lister(),
-		DaemonSets:             factory.Apps().V1().DaemonSets().Lister(),
-		Jobs:                   factory.Batch().V1().Jobs().Lister(),
-		PodDisruptionBudgets:   factory.Policy().V1().PodDisruptionBudgets().Lister(),
-	})
+	rules := NewDrainRules(opts, factory)
 	taintOpts := []scaledown.TaintsOption{scaledown.WithSoftTaintTime(opts.MaxBulkSoftTaintTime, clk)}
 	var sdOpts []scaledown.Option
 	if readOnly {
