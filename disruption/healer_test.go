@@ -32,6 +32,7 @@ func readyNode(name string, annotations map[string]string, conds ...apiv1.NodeCo
 }
 
 type fixture struct {
+	t        *testing.T
 	client   *fake.Clientset
 	provider *cpfake.Provider
 	healer   *Engine
@@ -46,7 +47,7 @@ func newFixture(t *testing.T, opts Options, nodes ...*apiv1.Node) *fixture {
 
 // newSizedFixture is newFixture with the group's min and max sizes.
 func newSizedFixture(t *testing.T, opts Options, minSize, maxSize int, nodes ...*apiv1.Node) *fixture {
-	f := &fixture{client: fake.NewSimpleClientset(), provider: cpfake.NewProvider(), events: record.NewFakeRecorder(100), nodes: nodes}
+	f := &fixture{t: t, client: fake.NewSimpleClientset(), provider: cpfake.NewProvider(), events: record.NewFakeRecorder(100), nodes: nodes}
 	f.provider.AddNodeGroup("g", minSize, maxSize, len(nodes), nil)
 	for _, n := range nodes {
 		f.provider.AddNode("g", n)
