@@ -316,3 +316,49 @@ func TestPlanOfSeveralNodes(t *testing.T) {
 		t.Errorf("deletions %q, want each node by name", got)
 	}
 }
+
+// TestNodeProtectedBeforeItsDrainIsGivenBack: a pod annotated
+// do-not-disrupt on a node waiting for its replacement cancels the plan.
+func TestNodeProtectedBeforeItsDrainIsGivenBack(t *testing.T) {
+	f := newFixture(t, Options{}, readyNode("a", nil), readyNode("b", nil))
+	f.healer.AddSource(&fakeSource{reason: Expired, cands: []Candidate{{Nodes: []string{"a"}, Replacement: []Replacement{{Group: "g", Count: 1}}}}})
+	f.loop(0)
+	if f.phase("a") != PhaseSurging {
+		t.Fatalf("phase %q, want Surging", f.phase("a"))
+	}
+	p := podOn("a", "batch-0")
+	p.Annotations = map[string]string{DoNotDisrupt: "true"}
+	f.addPod(t, p)
+	f.loop(time.Minute)
+	if len(f.healer.st.Heals) != 0 || f.decisions(Expired, ActionCancelled) != 1 {
+		t.Fatalf("plans %d, cancelled %v: want the plan cancelled", len(f.healer.st.Heals), f.decisions(Expired, ActionCancelled))
+	}
+	if n := f.node(t, "a"); n.Spec.Unschedulable || hasTaintKey(n, Taint) {
+		t.Error("the node was not given back")
+	}
+}
+
+// TestOldRecordIsRewrittenWithItsReason: a heal recorded by a version that
+// only healed is resumed as Unhealthy and written back in the current form.
+func TestOldRecordIsRewrittenWithItsReason(t *testing.T) {
+	f := newFixture(t, Options{}, readyNode("sick", map[string]string{Annotation: "disk"}), readyNode("ok", nil))
+	f.addPod(t, podOn("sick", "web-0"))
+	f.saveOldState(t, `{"heals":{"sick":{"node":"sick","group":"g","providerID":"fake://sick","reason":"annotation: disk",`+
+		`"phase":"Draining","started":"2026-01-01T00:00:00Z","phaseSince":"2026-01-01T00:00:00Z","readyBefore":1,"targetBefore":2,`+
+		`"increased":true,"deleteIssued":false,"before":{"unschedulable":false}}},"cooldown":{}}`)
+	f.loop(time.Second)
+	cm, err := f.client.CoreV1().ConfigMaps("kube-system").Get(context.Background(), StateConfigMap, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := cm.Data["state"]
+	for _, want := range []string{`"for":"unhealthy"`, `"nodes":[{"node":"sick","group":"g","providerID":"fake://sick","before":{"unschedulable":false}}]`,
+		`"replacements":[{"group":"g","count":1,"readyBefore":1,"targetBefore":2,"increased":true}]`} {
+		if !strings.Contains(data, want) {
+			t.Errorf("state %s lacks %s", data, want)
+		}
+	}
+	if f.phase("sick") != PhaseDraining || f.calls("IncreaseSize") != 0 {
+		t.Errorf("phase %q, IncreaseSize %d: want the heal resumed in its drain, the replacement not asked again", f.phase("sick"), f.calls("IncreaseSize"))
+	}
+}
