@@ -60,7 +60,11 @@ func (s *step) deleting(ctx context.Context) bool {
 				return s.retry(err, "Deleting a node being disrupted")
 			}
 			m.DeleteIssued, s.changed = true, true
-			s.logger.Info("Deleted a node being disrupted", "deleted", m.Node, "providerID", m.ProviderID, "fence", m.Fence)
+			if r.For == Unhealthy {
+				s.logger.Info("Deleted a node being healed", "providerID", m.ProviderID, "fence", m.Fence)
+			} else {
+				s.logger.Info("Deleted a node being disrupted", "deleted", m.Node, "providerID", m.ProviderID, "fence", m.Fence)
+			}
 			if !s.save() {
 				return false
 			}
