@@ -98,6 +98,9 @@ type Engine struct {
 	// failed write keeps it and is retried, a conflict (another writer)
 	// drops it and the next loop reads the ConfigMap again.
 	st *state
+	// assigned is this loop's replacement nodes per replacement
+	// (assignReplacements).
+	assigned map[*replacement]int
 	// offersMu guards offers and sources.
 	offersMu sync.Mutex
 	offers   map[Reason][]Candidate
@@ -246,6 +249,7 @@ func (h *Engine) Repair(ctx context.Context, loop *processors.Loop) bool {
 	if h.start(ctx, st, loop, props) && !save() {
 		return false
 	}
+	h.assigned = h.assignReplacements(ctx, st, loop)
 	changed := false
 	names := make([]string, 0, len(st.Heals))
 	for n := range st.Heals {

@@ -353,12 +353,43 @@ func TestOldRecordIsRewrittenWithItsReason(t *testing.T) {
 	}
 	data := cm.Data["state"]
 	for _, want := range []string{`"for":"unhealthy"`, `"nodes":[{"node":"sick","group":"g","providerID":"fake://sick","before":{"unschedulable":false}}]`,
-		`"replacements":[{"group":"g","count":1,"readyBefore":1,"targetBefore":2,"increased":true}]`} {
+		`"replacements":[{"group":"g","count":1,"readyBefore":1,"targetBefore":2,"increased":true,"known":null}]`} {
 		if !strings.Contains(data, want) {
 			t.Errorf("state %s lacks %s", data, want)
 		}
 	}
 	if f.phase("sick") != PhaseDraining || f.calls("IncreaseSize") != 0 {
 		t.Errorf("phase %q, IncreaseSize %d: want the heal resumed in its drain, the replacement not asked again", f.phase("sick"), f.calls("IncreaseSize"))
+	}
+}
+
+// TestEachPlanWaitsForItsOwnReplacement: two plans replacing into the same
+// group do not share a new node: the older drains with the first one Ready,
+// the other waits for the second.
+func TestEachPlanWaitsForItsOwnReplacement(t *testing.T) {
+	f := newFixture(t, Options{Budget: fixedBudget(100)}, readyNode("a", nil), readyNode("b", nil), readyNode("c", nil))
+	src := &fakeSource{reason: Drifted, cands: []Candidate{{Nodes: []string{"a"}, Replacement: []Replacement{{Group: "g", Count: 1}}}}}
+	f.healer.AddSource(src)
+	f.addPod(t, podOn("a", "pa"))
+	f.addPod(t, podOn("b", "pb"))
+	f.loop(0)
+	src.cands = append(src.cands, Candidate{Nodes: []string{"b"}, Replacement: []Replacement{{Group: "g", Count: 1}}})
+	f.loop(time.Second)
+	if f.phase("a") != PhaseSurging || f.phase("b") != PhaseSurging {
+		t.Fatalf("phases %q %q, want both Surging", f.phase("a"), f.phase("b"))
+	}
+	n1 := readyNode("new-1", nil)
+	f.provider.AddNode("g", n1)
+	f.nodes = append(f.nodes, n1)
+	f.loop(time.Minute)
+	if f.phase("a") != PhaseDraining || f.phase("b") != PhaseSurging {
+		t.Fatalf("phases %q %q with one new node, want a (the older) Draining, b Surging", f.phase("a"), f.phase("b"))
+	}
+	n2 := readyNode("new-2", nil)
+	f.provider.AddNode("g", n2)
+	f.nodes = append(f.nodes, n2)
+	f.loop(2 * time.Minute)
+	if f.phase("b") != PhaseDraining {
+		t.Errorf("phase of b %q with its own new node Ready, want Draining", f.phase("b"))
 	}
 }

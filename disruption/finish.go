@@ -135,7 +135,7 @@ func (s *step) fencing(ctx context.Context) bool {
 }
 
 func (s *step) replacing(ctx context.Context) bool {
-	if !s.h.replacementsReady(ctx, s.r, s.loop) {
+	if (s.r.For == Unhealthy || !s.r.Replaced) && !s.h.replacementsReady(ctx, s.r, s.loop) {
 		if s.loop.Now.Sub(s.r.PhaseSince) > s.h.opts.MaxNodeProvisionTime {
 			s.h.finish(s.st, s.r, s.loop.Now, "failed", "ReplacementNotReady",
 				fmt.Sprintf("no replacement Ready within --max-node-provision-time (%v)", s.h.opts.MaxNodeProvisionTime))

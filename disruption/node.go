@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 
 	apiv1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -263,8 +264,9 @@ func (h *Engine) readyCount(ctx context.Context, loop *processors.Loop, exclude 
 	return ready
 }
 
-// replacementsReady reports whether every replacement of r is Ready: its
-// group counts Count more Ready nodes than when the plan started.
+// replacementsReady reports whether every replacement of r is Ready: a
+// heal's when its group counts more Ready nodes than when it started; any
+// other plan's when its new nodes are Ready (assignReplacements).
 func (h *Engine) replacementsReady(ctx context.Context, r *plan, loop *processors.Loop) bool {
 	if len(r.Replacements) == 0 {
 		return true
@@ -273,13 +275,94 @@ func (h *Engine) replacementsReady(ctx context.Context, r *plan, loop *processor
 	for _, m := range r.Nodes {
 		exclude[m.Node] = true
 	}
-	ready := h.readyCount(ctx, loop, exclude)
+	var ready map[string]int
 	for _, rp := range r.Replacements {
+		if rp.Known != nil {
+			if h.assigned[rp] < rp.Count {
+				return false
+			}
+			continue
+		}
+		if ready == nil {
+			ready = h.readyCount(ctx, loop, exclude)
+		}
 		if ready[rp.Group] < rp.ReadyBefore+max(1, rp.Count) {
 			return false
 		}
 	}
 	return true
+}
+
+// groupNodeNames names the loop's nodes of group id.
+func (h *Engine) groupNodeNames(ctx context.Context, loop *processors.Loop, id string) []string {
+	out := []string{}
+	for _, n := range loop.Nodes {
+		if g, err := h.provider.NodeGroupForNode(ctx, n); err == nil && g != nil && g.Id() == id {
+			out = append(out, n.Name)
+		}
+	}
+	return out
+}
+
+// assignReplacements hands the Ready nodes that are new to a group (not
+// Known when a plan asked for its replacement, not being disrupted) to the
+// plans that asked for them, the oldest plan first, each node to one plan;
+// it returns how many each replacement has.
+func (h *Engine) assignReplacements(ctx context.Context, st *state, loop *processors.Loop) map[*replacement]int {
+	out := map[*replacement]int{}
+	var plans []*plan
+	members := map[string]bool{}
+	for _, r := range st.Heals {
+		for _, m := range r.Nodes {
+			members[m.Node] = true
+		}
+		for _, rp := range r.Replacements {
+			if rp.Known != nil && rp.Increased {
+				plans = append(plans, r)
+				break
+			}
+		}
+	}
+	if len(plans) == 0 {
+		return out
+	}
+	sort.Slice(plans, func(i, j int) bool {
+		if !plans[i].Started.Equal(plans[j].Started) {
+			return plans[i].Started.Before(plans[j].Started)
+		}
+		return plans[i].Node < plans[j].Node
+	})
+	ready := map[string][]string{}
+	for _, n := range loop.Nodes {
+		if members[n.Name] || !nodeReady(n) || hasTaintKey(n, Taint) || n.DeletionTimestamp != nil {
+			continue
+		}
+		if g, err := h.provider.NodeGroupForNode(ctx, n); err == nil && g != nil {
+			ready[g.Id()] = append(ready[g.Id()], n.Name)
+		}
+	}
+	taken := map[string]bool{}
+	for _, r := range plans {
+		for _, rp := range r.Replacements {
+			if rp.Known == nil || !rp.Increased {
+				continue
+			}
+			known := map[string]bool{}
+			for _, n := range rp.Known {
+				known[n] = true
+			}
+			for _, n := range ready[rp.Group] {
+				if out[rp] >= rp.Count {
+					break
+				}
+				if !known[n] && !taken[n] {
+					taken[n] = true
+					out[rp]++
+				}
+			}
+		}
+	}
+	return out
 }
 
 func nodeReady(n *apiv1.Node) bool {

@@ -332,6 +332,9 @@ func (s *step) startingPlan(ctx context.Context) bool {
 		if rp.Increased {
 			continue
 		}
+		if rp.Known == nil {
+			rp.Known = h.groupNodeNames(ctx, s.loop, rp.Group)
+		}
 		ok, err := h.increaseOnce(ctx, groups[rp.Group], rp, targets[rp.Group], s.save)
 		switch {
 		case errors.Is(err, errNotRecorded):
@@ -387,6 +390,8 @@ func (s *step) surging(ctx context.Context) bool {
 			return true
 		}
 		s.logger.Info("The replacement is not Ready within --max-node-provision-time; draining all the same")
+	} else {
+		s.r.Replaced = true
 	}
 	s.setPhase(PhaseDraining)
 	return true

@@ -107,6 +107,11 @@ type replacement struct {
 	TargetBefore *int `json:"targetBefore,omitempty"`
 	// Increased: the replacement was asked for (IncreaseSize).
 	Increased bool `json:"increased"`
+	// Known names the group's nodes when the replacement was asked for
+	// (every reason but Unhealthy): a Ready node of the group not among
+	// them is a replacement, each taken by one plan, the oldest first.
+	// Nil in heals, which count Ready nodes against ReadyBefore.
+	Known []string `json:"known"`
 }
 
 // plan is one disruption in flight: its nodes go for Reason, after its
@@ -143,6 +148,9 @@ type plan struct {
 	// DrainStarted: the plan reached Draining; a voluntary plan is no
 	// longer cancelled when its source stops proposing it.
 	DrainStarted bool `json:"drainStarted,omitempty"`
+	// Replaced: the replacement was seen Ready before the drain (a plan
+	// other than a heal does not wait for it again after the deletion).
+	Replaced bool `json:"replaced,omitempty"`
 	// LastError is the last transient error met in the current phase, for
 	// the message of a phase that runs out of time.
 	LastError string `json:"lastError,omitempty"`
