@@ -23,11 +23,12 @@ type DisruptionInputs struct {
 
 // addDisruption adds the disruption engine to the loop's repairs, and its
 // sections to the status ConfigMap (status, when written), when node
-// healing is on or some source is given; it returns the engine (nil when
-// off), which sources that run elsewhere in the loop Offer to.
+// healing is on or some source is given, never in a read-only loop
+// (explain); it returns the engine (nil when off), which sources that run
+// elsewhere in the loop Offer to.
 func addDisruption(ctx context.Context, opts config.Options, in Inputs, procs *processors.Set,
 	status *clusterstate.StatusWriter) (*disruption.Engine, error) {
-	if !opts.NodeHealingEnabled && len(in.Disruption.Sources) == 0 {
+	if in.ReadOnly || (!opts.NodeHealingEnabled && len(in.Disruption.Sources) == 0) {
 		return nil, nil
 	}
 	dopts, err := HealingOptions(opts)

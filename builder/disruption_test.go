@@ -25,17 +25,19 @@ func (noSource) Propose(context.Context, *processors.Loop) []disruption.Candidat
 // the loop when healing is on or a source is given, and absent otherwise.
 func TestDisruptionEngineRunsWithHealingOrASource(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		healing bool
-		sources []disruption.Source
-		want    bool
-	}{{"off", false, nil, false}, {"healing", true, nil, true}, {"a source", false, []disruption.Source{noSource{}}, true}} {
+		name     string
+		healing  bool
+		sources  []disruption.Source
+		readOnly bool
+		want     bool
+	}{{"off", false, nil, false, false}, {"healing", true, nil, false, true}, {"a source", false, []disruption.Source{noSource{}}, false, true},
+		{"read-only", true, []disruption.Source{noSource{}}, true, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := config.Defaults()
 			opts.NodeHealingEnabled = tc.healing
 			in := Inputs{Opts: opts, Client: fake.NewSimpleClientset(), Provider: cpfake.NewProvider(),
 				Recorder: record.NewFakeRecorder(1), Metrics: metrics.New(prometheus.NewRegistry()),
-				Disruption: DisruptionInputs{Sources: tc.sources}}
+				Disruption: DisruptionInputs{Sources: tc.sources}, ReadOnly: tc.readOnly}
 			var procs processors.Set
 			engine, err := addDisruption(context.Background(), opts, in, &procs, nil)
 			if err != nil {
