@@ -145,6 +145,12 @@ func (h *Engine) AddSource(s Source) {
 // Offer hands the engine the candidates of a source that runs elsewhere in
 // the loop (the consolidation planner beside scale-down): it replaces the
 // previous offer of that reason and is consumed at the next Repair.
+//
+// A source (asked or offering) must go on proposing the nodes of a plan in
+// flight (they carry the Taint, cordoned) while its reason holds: until its
+// drain begins, a voluntary plan whose nodes the source's latest answer
+// leaves out is cancelled. A reason with no answer in a loop (no offer since
+// the last Repair) re-checks nothing.
 func (h *Engine) Offer(reason Reason, cands []Candidate) {
 	h.offersMu.Lock()
 	defer h.offersMu.Unlock()
