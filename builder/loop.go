@@ -18,6 +18,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/core"
+	"k8s.io/autoscaler/cluster-autoscaler/disruption"
 	"k8s.io/autoscaler/cluster-autoscaler/explain"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 	"k8s.io/autoscaler/cluster-autoscaler/processors/capacitybuffers"
@@ -56,6 +57,9 @@ type Inputs struct {
 	// scale-up trigger's, the soft-taint budget's and the removals'); nil
 	// is the real clock. Tests drive the loop with a fake one.
 	Clock clock.WithTicker
+	// Disruption is what the disruption engine gets besides the flags
+	// (its sources, budget and protections).
+	Disruption DisruptionInputs
 }
 
 // Loop is what NewLoop built: the loop's options and the parts its caller
@@ -83,6 +87,10 @@ type Loop struct {
 	Stop context.CancelFunc
 	// Clock is Inputs.Clock, the real clock when that was nil.
 	Clock clock.WithTicker
+	// Disruption is the disruption engine (node healing and every other
+	// reason); nil unless healing is on or a source was given. Sources that
+	// run elsewhere in the loop Offer their candidates to it.
+	Disruption *disruption.Engine
 }
 
 // NewLoop wires the loop's subsystems, each step from the ones before:
@@ -144,10 +152,8 @@ func NewLoop(ctx, informerCtx context.Context, in Inputs, stack *Stack) (*Loop, 
 		injector = l.Buffers.Injector
 	}
 	procs := NewProcessors(opts, in.Informers.Factory, in.Recorder, l.Requests, injector)
-	if opts.NodeHealingEnabled {
-		if err := addHealer(ctx, opts, in, &procs, status); err != nil {
-			return nil, nil, err
-		}
+	if l.Disruption, err = addDisruption(ctx, opts, in, &procs, status); err != nil {
+		return nil, nil, err
 	}
 	l.Options = append(l.Options, core.WithProcessors(procs))
 	return l, loopCtx, nil

@@ -1,6 +1,7 @@
 package main
 
-// registerHealing adds the node healing flags (not upstream's).
+// registerHealing adds the node healing and disruption engine flags (not
+// upstream's).
 func (c *commandLine) registerHealing() {
 	o, fs := &c.opts, c.fs
 	fs.BoolVar(&o.NodeHealingEnabled, "node-healing-enabled", o.NodeHealingEnabled,
@@ -18,4 +19,6 @@ func (c *commandLine) registerHealing() {
 		"Report the nodes that would be healed (HealSkipped events, reason DryRun) without touching them. Not upstream.")
 	fs.BoolVar(&o.NodeHealingReplaceFirst, "node-healing-replace-first", o.NodeHealingReplaceFirst,
 		"Ask for the replacement before removing the node when its group is below its max size, so capacity never dips. Not upstream.")
+	fs.DurationVar(&o.DisruptionSettleTime, "disruption-settle-time", o.DisruptionSettleTime,
+		"Nodes younger than this are never disrupted for a voluntary reason (consolidation, drift, expiry); healing keeps its own rules. Not upstream.")
 }

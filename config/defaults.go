@@ -25,6 +25,7 @@ func Defaults() Options {
 		NodeHealingCooldown:            30 * time.Minute,
 		NodeHealingMaxUnhealthyPercent: 40,
 		NodeHealingReplaceFirst:        true,
+		DisruptionSettleTime:           10 * time.Minute,
 		NodeInfoCacheExpireTime:        87600 * time.Hour,
 		Namespace:                      "kube-system",
 		KubeClientQPS:                  5,

@@ -61,6 +61,9 @@ type Options struct {
 	NodeHealingMaxUnhealthyPercent float64
 	NodeHealingDryRun              bool
 	NodeHealingReplaceFirst        bool
+	// DisruptionSettleTime: nodes younger than this are kept from the
+	// voluntary disruption reasons (package disruption); not upstream.
+	DisruptionSettleTime time.Duration
 
 	// NodeInfoCacheExpireTime: a template made from a group's node stands in
 	// for the group while it has no ready node for at most this long.

@@ -1,4 +1,4 @@
-package healing
+package disruption
 
 import (
 	"context"
@@ -182,12 +182,11 @@ func TestHealEndOwedSurvivesARestartInRestoring(t *testing.T) {
 	log, hooks := newHookLog(t)
 	f := newFixture(t, hookOpts(hooks, Options{}), readyNode("sick", map[string]string{Annotation: "x"}),
 		readyNode("b", nil), readyNode("c", nil))
-	st := &state{Heals: map[string]*heal{"sick": {Node: "sick", Group: "g", Phase: PhaseRestoring, Started: t0, PhaseSince: t0,
-		StartHooked: true, Before: &nodeBefore{}, // as a record written before StartCalled existed
-		End: &ending{Result: "failed", Reason: "EvictionTimeout", Message: "pods left"}}}, Cooldown: map[string]time.Time{}}
-	if err := f.healer.store.save(context.Background(), st); err != nil {
-		t.Fatal(err)
-	}
+	// As a record written before StartCalled existed (and before reasons).
+	f.saveOldState(t, `{"heals":{"sick":{"node":"sick","group":"g","providerID":"","reason":"annotation: x","phase":"Restoring",`+
+		`"started":"2026-01-01T00:00:00Z","phaseSince":"2026-01-01T00:00:00Z","readyBefore":0,"increased":false,"deleteIssued":false,`+
+		`"startHooked":true,"before":{"unschedulable":false},`+
+		`"end":{"result":"failed","reason":"EvictionTimeout","message":"pods left"}}},"cooldown":{}}`)
 	f.loop(time.Second)
 	f.loop(2 * time.Second)
 	if got, want := log.String(), "heal_end:restored/EvictionTimeout"; got != want {

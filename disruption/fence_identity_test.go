@@ -1,4 +1,4 @@
-package healing
+package disruption
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // instance was deleted by name and the heal fences; standing is the
 // instance that, as the provider lists it, still stands for the node once
 // its Node's own ID is no longer listed (a Machine being deleted).
-func fenceUntilDeleted(t *testing.T, h *Healer, f *fixture, standing string) {
+func fenceUntilDeleted(t *testing.T, h *Engine, f *fixture, standing string) {
 	t.Helper()
 	f.addPod(t, podOn("sick", "db-0"))
 	f.healer = h

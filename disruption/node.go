@@ -1,9 +1,10 @@
-package healing
+package disruption
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 
 	apiv1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -24,7 +25,7 @@ const OutOfServiceTaint = "node.kubernetes.io/out-of-service"
 
 // group returns the node's group; an error is the provider's (transient:
 // retried), a nil group with no error means the node is not autoscaled.
-func (h *Healer) group(ctx context.Context, n *apiv1.Node) (cloudprovider.NodeGroup, error) {
+func (h *Engine) group(ctx context.Context, n *apiv1.Node) (cloudprovider.NodeGroup, error) {
 	g, err := h.provider.NodeGroupForNode(ctx, n)
 	if err != nil {
 		return nil, fmt.Errorf("looking up the node group of node %s: %w", n.Name, err)
@@ -34,7 +35,7 @@ func (h *Healer) group(ctx context.Context, n *apiv1.Node) (cloudprovider.NodeGr
 
 // groupByID returns the group named id; nil with no error when the
 // provider no longer has it.
-func (h *Healer) groupByID(ctx context.Context, id string) (cloudprovider.NodeGroup, error) {
+func (h *Engine) groupByID(ctx context.Context, id string) (cloudprovider.NodeGroup, error) {
 	groups, err := h.provider.NodeGroups(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing the node groups: %w", err)
@@ -47,7 +48,7 @@ func (h *Healer) groupByID(ctx context.Context, id string) (cloudprovider.NodeGr
 	return nil, nil
 }
 
-// instanceGone reports whether the heal's instance is gone, as positively
+// instanceGone reports whether the instance of a plan's node is gone, as positively
 // as its provider can say so: the group no longer lists the instance the
 // heal deleted (r.Instance, or the Node's provider ID in older records),
 // no group lists an instance that the Node is or may be as the provider
@@ -56,7 +57,7 @@ func (h *Healer) groupByID(ctx context.Context, id string) (cloudprovider.NodeGr
 // does not say the Node still has an instance. Whatever cannot be told (an
 // error, the group gone from the listing) counts as still there: why says
 // what is still seen.
-func (h *Healer) instanceGone(ctx context.Context, r *heal, node *apiv1.Node) (gone bool, why string, err error) {
+func (h *Engine) instanceGone(ctx context.Context, r *member, node *apiv1.Node) (gone bool, why string, err error) {
 	g, err := h.groupByID(ctx, r.Group)
 	if err != nil || g == nil {
 		if err == nil {
@@ -117,7 +118,7 @@ func whyPrefix(why string) string {
 
 // instanceOfNode is the id, as group g lists it, of node's instance when
 // its provider names it for sure ("" otherwise).
-func (h *Healer) instanceOfNode(ctx context.Context, g cloudprovider.NodeGroup, node *apiv1.Node) string {
+func (h *Engine) instanceOfNode(ctx context.Context, g cloudprovider.NodeGroup, node *apiv1.Node) string {
 	instances, err := g.Nodes(ctx)
 	if err != nil {
 		return ""
@@ -138,7 +139,7 @@ func snapshotBefore(n *apiv1.Node) *nodeBefore {
 
 // cordon marks a node being healed: unschedulable, the healing taint, and
 // scale-down kept off it.
-func (h *Healer) cordon(ctx context.Context, name string) error {
+func (h *Engine) cordon(ctx context.Context, name string) error {
 	return h.updateNode(ctx, name, func(n *apiv1.Node) {
 		n.Spec.Unschedulable = true
 		n.Spec.Taints = append(withoutTaint(n.Spec.Taints, Taint),
@@ -158,7 +159,7 @@ func (h *Healer) cordon(ctx context.Context, name string) error {
 // removed the annotation, while the heal ran keeps that. A node the heal
 // never cordoned only loses the taint, should it carry one. A node already
 // gone needs nothing.
-func (h *Healer) restore(ctx context.Context, r *heal) error {
+func (h *Engine) restore(ctx context.Context, r *member) error {
 	err := h.updateNode(ctx, r.Node, func(n *apiv1.Node) {
 		n.Spec.Taints = withoutTaint(n.Spec.Taints, Taint)
 		b := r.Before
@@ -185,7 +186,7 @@ func (h *Healer) restore(ctx context.Context, r *heal) error {
 
 // markOutOfService puts Kubernetes' out-of-service taint on a node whose
 // instance is gone.
-func (h *Healer) markOutOfService(ctx context.Context, name string) error {
+func (h *Engine) markOutOfService(ctx context.Context, name string) error {
 	err := h.updateNode(ctx, name, func(n *apiv1.Node) {
 		n.Spec.Taints = append(withoutTaint(n.Spec.Taints, OutOfServiceTaint),
 			apiv1.Taint{Key: OutOfServiceTaint, Value: "nodeshutdown", Effect: apiv1.TaintEffectNoExecute})
@@ -197,7 +198,7 @@ func (h *Healer) markOutOfService(ctx context.Context, name string) error {
 }
 
 // updateNode applies change to the node as read now, retrying on conflicts.
-func (h *Healer) updateNode(ctx context.Context, name string, change func(*apiv1.Node)) error {
+func (h *Engine) updateNode(ctx context.Context, name string, change func(*apiv1.Node)) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		n, err := h.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -223,7 +224,7 @@ func withoutTaint(taints []apiv1.Taint, key string) []apiv1.Taint {
 // refusal is retried in the next loop) and returns how many are left. It
 // never deletes a pod: the pods of a node that is not Ready may still run
 // there, and are cleared only once its instance is gone (PhaseFencing).
-func (h *Healer) evict(ctx context.Context, node *apiv1.Node, loop *processors.Loop) int {
+func (h *Engine) evict(ctx context.Context, node *apiv1.Node, loop *processors.Loop) int {
 	logger := klog.FromContext(ctx)
 	left := 0
 	for _, p := range loop.ScheduledPods {
@@ -248,19 +249,120 @@ func (h *Healer) evict(ctx context.Context, node *apiv1.Node, loop *processors.L
 	return left
 }
 
-// readyInGroup counts the Ready nodes of the heal's group, the healed node
-// and nodes being healed aside.
-func (h *Healer) readyInGroup(ctx context.Context, r *heal, loop *processors.Loop) int {
-	ready := 0
+// readyCount counts, per node group, the Ready nodes, the nodes of exclude
+// and the nodes being disrupted (tainted) aside.
+func (h *Engine) readyCount(ctx context.Context, loop *processors.Loop, exclude map[string]bool) map[string]int {
+	ready := map[string]int{}
 	for _, n := range loop.Nodes {
-		if n.Name == r.Node || !nodeReady(n) || hasTaintKey(n, Taint) {
+		if exclude[n.Name] || !nodeReady(n) || hasTaintKey(n, Taint) {
 			continue
 		}
-		if g, err := h.provider.NodeGroupForNode(ctx, n); err == nil && g != nil && g.Id() == r.Group {
-			ready++
+		if g, err := h.provider.NodeGroupForNode(ctx, n); err == nil && g != nil {
+			ready[g.Id()]++
 		}
 	}
 	return ready
+}
+
+// replacementsReady reports whether every replacement of r is Ready: a
+// heal's when its group counts more Ready nodes than when it started; any
+// other plan's when its new nodes are Ready (assignReplacements).
+func (h *Engine) replacementsReady(ctx context.Context, r *plan, loop *processors.Loop) bool {
+	if len(r.Replacements) == 0 {
+		return true
+	}
+	exclude := map[string]bool{}
+	for _, m := range r.Nodes {
+		exclude[m.Node] = true
+	}
+	var ready map[string]int
+	for _, rp := range r.Replacements {
+		if rp.Known != nil {
+			if h.assigned[rp] < rp.Count {
+				return false
+			}
+			continue
+		}
+		if ready == nil {
+			ready = h.readyCount(ctx, loop, exclude)
+		}
+		if ready[rp.Group] < rp.ReadyBefore+max(1, rp.Count) {
+			return false
+		}
+	}
+	return true
+}
+
+// groupNodeNames names the loop's nodes of group id.
+func (h *Engine) groupNodeNames(ctx context.Context, loop *processors.Loop, id string) []string {
+	out := []string{}
+	for _, n := range loop.Nodes {
+		if g, err := h.provider.NodeGroupForNode(ctx, n); err == nil && g != nil && g.Id() == id {
+			out = append(out, n.Name)
+		}
+	}
+	return out
+}
+
+// assignReplacements hands the Ready nodes that are new to a group (not
+// Known when a plan asked for its replacement, not being disrupted) to the
+// plans that asked for them, the oldest plan first, each node to one plan;
+// it returns how many each replacement has.
+func (h *Engine) assignReplacements(ctx context.Context, st *state, loop *processors.Loop) map[*replacement]int {
+	out := map[*replacement]int{}
+	var plans []*plan
+	members := map[string]bool{}
+	for _, r := range st.Heals {
+		for _, m := range r.Nodes {
+			members[m.Node] = true
+		}
+		for _, rp := range r.Replacements {
+			if rp.Known != nil && rp.Increased {
+				plans = append(plans, r)
+				break
+			}
+		}
+	}
+	if len(plans) == 0 {
+		return out
+	}
+	sort.Slice(plans, func(i, j int) bool {
+		if !plans[i].Started.Equal(plans[j].Started) {
+			return plans[i].Started.Before(plans[j].Started)
+		}
+		return plans[i].Node < plans[j].Node
+	})
+	ready := map[string][]string{}
+	for _, n := range loop.Nodes {
+		if members[n.Name] || !nodeReady(n) || hasTaintKey(n, Taint) || n.DeletionTimestamp != nil {
+			continue
+		}
+		if g, err := h.provider.NodeGroupForNode(ctx, n); err == nil && g != nil {
+			ready[g.Id()] = append(ready[g.Id()], n.Name)
+		}
+	}
+	taken := map[string]bool{}
+	for _, r := range plans {
+		for _, rp := range r.Replacements {
+			if rp.Known == nil || !rp.Increased {
+				continue
+			}
+			known := map[string]bool{}
+			for _, n := range rp.Known {
+				known[n] = true
+			}
+			for _, n := range ready[rp.Group] {
+				if out[rp] >= rp.Count {
+					break
+				}
+				if !known[n] && !taken[n] {
+					taken[n] = true
+					out[rp]++
+				}
+			}
+		}
+	}
+	return out
 }
 
 func nodeReady(n *apiv1.Node) bool {

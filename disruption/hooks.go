@@ -1,4 +1,4 @@
-package healing
+package disruption
 
 import (
 	"bytes"

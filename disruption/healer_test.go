@@ -1,4 +1,4 @@
-package healing
+package disruption
 
 import (
 	"context"
@@ -32,9 +32,10 @@ func readyNode(name string, annotations map[string]string, conds ...apiv1.NodeCo
 }
 
 type fixture struct {
+	t        *testing.T
 	client   *fake.Clientset
 	provider *cpfake.Provider
-	healer   *Healer
+	healer   *Engine
 	events   *record.FakeRecorder
 	nodes    []*apiv1.Node
 	pods     []*apiv1.Pod // the loop's scheduled pods
@@ -46,7 +47,7 @@ func newFixture(t *testing.T, opts Options, nodes ...*apiv1.Node) *fixture {
 
 // newSizedFixture is newFixture with the group's min and max sizes.
 func newSizedFixture(t *testing.T, opts Options, minSize, maxSize int, nodes ...*apiv1.Node) *fixture {
-	f := &fixture{client: fake.NewSimpleClientset(), provider: cpfake.NewProvider(), events: record.NewFakeRecorder(100), nodes: nodes}
+	f := &fixture{t: t, client: fake.NewSimpleClientset(), provider: cpfake.NewProvider(), events: record.NewFakeRecorder(100), nodes: nodes}
 	f.provider.AddNodeGroup("g", minSize, maxSize, len(nodes), nil)
 	for _, n := range nodes {
 		f.provider.AddNode("g", n)
@@ -64,6 +65,7 @@ func newSizedFixture(t *testing.T, opts Options, minSize, maxSize int, nodes ...
 		opts.MaxPodEvictionTime = 2 * time.Minute
 	}
 	opts.Namespace = "kube-system"
+	opts.Healing = true
 	f.healer = New(opts, f.client, f.provider, f.events, nil)
 	return f
 }
@@ -82,6 +84,16 @@ func (f *fixture) calls(method string) int {
 	return n
 }
 
+// saveOldState writes the state ConfigMap with data, as an older version
+// wrote it.
+func (f *fixture) saveOldState(t *testing.T, data string) {
+	cm := &apiv1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: StateConfigMap, Namespace: "kube-system"},
+		Data: map[string]string{"state": data}}
+	if _, err := f.client.CoreV1().ConfigMaps("kube-system").Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (f *fixture) drainEvents() string {
 	var out []string
 	for {
@@ -97,7 +109,7 @@ func (f *fixture) drainEvents() string {
 // TestPolicyTriggers: a condition held long enough triggers, a shorter one
 // does not; the annotation triggers at once.
 func TestPolicyTriggers(t *testing.T) {
-	h := &Healer{opts: Options{Policies: []Policy{{Type: "KernelDeadlock", Status: apiv1.ConditionTrue, For: 5 * time.Minute}}}}
+	h := &Engine{opts: Options{Policies: []Policy{{Type: "KernelDeadlock", Status: apiv1.ConditionTrue, For: 5 * time.Minute}}}}
 	cond := func(since time.Duration) apiv1.NodeCondition {
 		return apiv1.NodeCondition{Type: "KernelDeadlock", Status: apiv1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0.Add(-since))}
 	}
@@ -208,12 +220,11 @@ func TestParsePolicyAndHooks(t *testing.T) {
 func TestCrashAfterIncreaseIsNotRepeated(t *testing.T) {
 	sick := readyNode("sick", map[string]string{Annotation: "disk"})
 	f := newFixture(t, Options{ReplaceFirst: true}, sick, readyNode("ok", nil))
-	before := 2
-	st := &state{Heals: map[string]*heal{"sick": {Node: "sick", Group: "g", Phase: PhaseStarting, Started: t0, PhaseSince: t0,
-		ReadyBefore: 1, TargetBefore: &before}}, Cooldown: map[string]time.Time{}}
-	if err := f.healer.store.save(context.Background(), st); err != nil {
-		t.Fatal(err)
-	}
+	// As a version that only healed wrote it: no reason, one node at the
+	// top of the record.
+	f.saveOldState(t, `{"heals":{"sick":{"node":"sick","group":"g","providerID":"","reason":"annotation: disk","phase":"Starting",`+
+		`"started":"2026-01-01T00:00:00Z","phaseSince":"2026-01-01T00:00:00Z","readyBefore":1,"targetBefore":2,"increased":false,`+
+		`"deleteIssued":false}},"cooldown":{}}`)
 	groups, _ := f.provider.NodeGroups(context.Background())
 	if err := groups[0].IncreaseSize(context.Background(), 1); err != nil { // the increase that went through
 		t.Fatal(err)
@@ -222,7 +233,7 @@ func TestCrashAfterIncreaseIsNotRepeated(t *testing.T) {
 	if got := f.calls("IncreaseSize"); got != 1 {
 		t.Errorf("IncreaseSize calls %d, want only the one before the crash", got)
 	}
-	if h := f.healer.st.Heals["sick"]; h == nil || !h.Increased || h.Phase != PhaseSurging {
+	if h := f.healer.st.Heals["sick"]; h == nil || !h.Replacements[0].Increased || h.Phase != PhaseSurging || h.For != Unhealthy {
 		t.Errorf("heal after resuming: %+v, want the increase known and the replacement waited for", h)
 	}
 }

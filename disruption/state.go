@@ -1,4 +1,4 @@
-package healing
+package disruption
 
 import (
 	"context"
@@ -13,10 +13,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// StateConfigMap holds the heals in flight and the nodes in cooldown.
+// StateConfigMap holds the plans in flight and the nodes in cooldown; it
+// keeps the name of the versions that only healed, so that their heals are
+// resumed after an upgrade.
 const StateConfigMap = "cluster-autoscaler-healing"
 
-// Phases of a heal, in order.
+// Phases of a plan (a heal, or any other disruption), in order.
 const (
 	PhaseStarting  = "Starting"  // group and size checks, then the heal_start hooks
 	PhaseSurging   = "Surging"   // cordoned; the replacement asked for first, waited for
@@ -57,55 +59,31 @@ type nodeBefore struct {
 	ScaleDownDisabled *string `json:"scaleDownDisabled,omitempty"`
 }
 
-// ending is how a heal that did not replace its node ended.
+// ending is how a plan that did not remove its nodes ended.
 type ending struct {
 	Result  string `json:"result"` // failed or cancelled
 	Reason  string `json:"reason"`
 	Message string `json:"message"`
 	// Outcome is what heal_end is told (Outcome*); set once the end is
-	// final (empty while the node is being given back).
+	// final (empty while the nodes are being given back).
 	Outcome string `json:"outcome,omitempty"`
 }
 
-// heal is one heal in flight.
-type heal struct {
+// member is one node of a plan, with what the plan did to it.
+type member struct {
 	Node       string `json:"node"`
 	Group      string `json:"group"`
 	ProviderID string `json:"providerID"`
 	// Instance is the id, as the group lists it, of the node's instance
-	// when the heal deleted it (cloudprovider.Identify): the fence waits
+	// when the plan deleted it (cloudprovider.Identify): the fence waits
 	// until the group no longer lists it. Empty in records of older
 	// versions and when the provider could not name it.
-	Instance   string    `json:"instance,omitempty"`
-	Reason     string    `json:"reason"`
-	Phase      string    `json:"phase"`
-	Started    time.Time `json:"started"`
-	PhaseSince time.Time `json:"phaseSince"`
-	// ReadyBefore counts the group's Ready nodes, the healed one aside,
-	// when the heal started: the replacement is Ready when there are more.
-	ReadyBefore int `json:"readyBefore"`
-	// TargetBefore is the group's target size just before the replacement
-	// was asked for (nil: not asked yet): a restart that finds the target
-	// above it knows the increase went through.
-	TargetBefore *int `json:"targetBefore,omitempty"`
-	// Increased: the replacement was asked for (IncreaseSize), before the
-	// removal when the group had room, else after it.
-	Increased bool `json:"increased"`
-	// DeleteIssued: DeleteNodes returned for the node; it is never asked again.
-	DeleteIssued bool `json:"deleteIssued"`
-	ControlPlane bool `json:"controlPlane,omitempty"`
-	// Kind is what triggered the heal: "annotation", or the policy's
-	// condition type.
-	Kind string `json:"kind,omitempty"`
-	// Before is the node's state before the heal cordoned it (nil: not
+	Instance string `json:"instance,omitempty"`
+	// Before is the node's state before the plan cordoned it (nil: not
 	// touched yet); it is recorded before the cordon.
 	Before *nodeBefore `json:"before,omitempty"`
-	// StartCalled: the heal passed its checks and its heal_start hooks were
-	// called (it is recorded before the call): heal_end is owed, whatever
-	// the outcome, and is called exactly once (Finishing).
-	StartCalled bool `json:"startCalled,omitempty"`
-	// StartHooked: the heal_start hooks answered (they are not called again).
-	StartHooked bool `json:"startHooked,omitempty"`
+	// DeleteIssued: DeleteNodes returned for the node; it is never asked again.
+	DeleteIssued bool `json:"deleteIssued,omitempty"`
 	// Fence: pods were left on a node that is not Ready; the node may still
 	// run them, so its instance is deleted (and seen gone from its group)
 	// before anything clears them.
@@ -113,23 +91,115 @@ type heal struct {
 	// OutOfService: the fenced node carries node.kubernetes.io/out-of-service,
 	// so Kubernetes removes the pods it can no longer run.
 	OutOfService bool `json:"outOfService,omitempty"`
+}
+
+// replacement is capacity a plan asks for: Count nodes of Group.
+type replacement struct {
+	Group string `json:"group"`
+	Count int    `json:"count"`
+	// ReadyBefore counts the group's Ready nodes, the plan's nodes and the
+	// nodes being disrupted aside, when the plan started: the replacement
+	// is Ready when there are Count more.
+	ReadyBefore int `json:"readyBefore"`
+	// TargetBefore is the group's target size just before the replacement
+	// was asked for (nil: not asked yet): a restart that finds the target
+	// above it knows the increase went through.
+	TargetBefore *int `json:"targetBefore,omitempty"`
+	// Increased: the replacement was asked for (IncreaseSize).
+	Increased bool `json:"increased"`
+	// Known names the group's nodes when the replacement was asked for
+	// (every reason but Unhealthy): a Ready node of the group not among
+	// them is a replacement, each taken by one plan, the oldest first.
+	// Nil in heals, which count Ready nodes against ReadyBefore.
+	Known []string `json:"known"`
+}
+
+// plan is one disruption in flight: its nodes go for Reason, after its
+// replacement (if any) is Ready. It is keyed by its first node's name.
+type plan struct {
+	// Node and Group are the first node's (the record's key), kept at the
+	// top for the status and for records of older versions.
+	Node  string `json:"node"`
+	Group string `json:"group"`
+	// For is the disruption reason; records of older versions have none
+	// and are Unhealthy (heals).
+	For   Reason    `json:"for,omitempty"`
+	Nodes []*member `json:"nodes,omitempty"`
+	// Replacements is the capacity asked for (healing: the node's own
+	// group, one node).
+	Replacements []*replacement `json:"replacements,omitempty"`
+	// Reason says why, for events and hooks ("<kind>: <why>" for heals).
+	Reason     string    `json:"reason"`
+	Phase      string    `json:"phase"`
+	Started    time.Time `json:"started"`
+	PhaseSince time.Time `json:"phaseSince"`
+	// SavingPerHour is the candidate's estimated saving (0: unknown).
+	SavingPerHour float64 `json:"savingPerHour,omitempty"`
+	ControlPlane  bool    `json:"controlPlane,omitempty"`
+	// Kind is what triggered a heal: "annotation", or the policy's
+	// condition type.
+	Kind string `json:"kind,omitempty"`
+	// StartCalled: the heal passed its checks and its heal_start hooks were
+	// called (it is recorded before the call): heal_end is owed, whatever
+	// the outcome, and is called exactly once (Finishing).
+	StartCalled bool `json:"startCalled,omitempty"`
+	// StartHooked: the heal_start hooks answered (they are not called again).
+	StartHooked bool `json:"startHooked,omitempty"`
+	// DrainStarted: the plan reached Draining; a voluntary plan is no
+	// longer cancelled when its source stops proposing it.
+	DrainStarted bool `json:"drainStarted,omitempty"`
+	// Replaced: the replacement was seen Ready before the drain (a plan
+	// other than a heal does not wait for it again after the deletion).
+	Replaced bool `json:"replaced,omitempty"`
 	// LastError is the last transient error met in the current phase, for
 	// the message of a phase that runs out of time.
 	LastError string `json:"lastError,omitempty"`
-	// End is set when the heal ended without replacing the node (or, for
-	// heal_end in Finishing, failed after removing it); nil in Finishing
-	// means the node was replaced.
+	// End is set when the plan ended without removing its nodes (or, for
+	// heal_end in Finishing, failed after removing them); nil in Finishing
+	// means the nodes were replaced.
 	End *ending `json:"end,omitempty"`
+
+	legacy
+}
+
+// legacy holds the fields of a heal recorded by an older version (one
+// node, one replacement, at the top of the record); load moves them into
+// Nodes and Replacements, and they are not written again.
+type legacy struct {
+	ProviderID   string      `json:"providerID,omitempty"`
+	Instance     string      `json:"instance,omitempty"`
+	Before       *nodeBefore `json:"before,omitempty"`
+	DeleteIssued bool        `json:"deleteIssued,omitempty"`
+	Fence        bool        `json:"fence,omitempty"`
+	OutOfService bool        `json:"outOfService,omitempty"`
+	ReadyBefore  int         `json:"readyBefore,omitempty"`
+	TargetBefore *int        `json:"targetBefore,omitempty"`
+	Increased    bool        `json:"increased,omitempty"`
+}
+
+// upgrade moves a record of an older version into the current form.
+func (r *plan) upgrade() {
+	if r.For == "" {
+		r.For = Unhealthy
+	}
+	if len(r.Nodes) == 0 && r.Node != "" {
+		l := r.legacy
+		r.Nodes = []*member{{Node: r.Node, Group: r.Group, ProviderID: l.ProviderID, Instance: l.Instance, Before: l.Before,
+			DeleteIssued: l.DeleteIssued, Fence: l.Fence, OutOfService: l.OutOfService}}
+		r.Replacements = []*replacement{{Group: r.Group, Count: 1, ReadyBefore: l.ReadyBefore, TargetBefore: l.TargetBefore,
+			Increased: l.Increased}}
+	}
+	r.legacy = legacy{}
 }
 
 // endOwed reports whether the heal called heal_start and so must call
 // heal_end (records written before StartCalled existed: once heal_start
 // answered).
-func (r *heal) endOwed() bool { return r.StartCalled || r.StartHooked }
+func (r *plan) endOwed() bool { return r.StartCalled || r.StartHooked }
 
 // kind is what triggered the heal (records written before Kind existed
 // carry it at the start of Reason).
-func (r *heal) kind() string {
+func (r *plan) kind() string {
 	if r.Kind != "" {
 		return r.Kind
 	}
@@ -137,9 +207,46 @@ func (r *heal) kind() string {
 	return k
 }
 
+// voluntary reports whether the plan's reason is one the cluster chose
+// (not a failure nor a provider's notice): such plans honour protections
+// and are cancelled when their reason no longer holds before the drain.
+func voluntary(r Reason) bool { return r != Unhealthy && r != Interrupted }
+
+// deleteIssued reports whether any node of the plan was deleted.
+func (r *plan) deleteIssued() bool {
+	for _, m := range r.Nodes {
+		if m.DeleteIssued {
+			return true
+		}
+	}
+	return false
+}
+
+// increased reports whether every replacement was asked for.
+func (r *plan) increased() bool {
+	for _, rp := range r.Replacements {
+		if !rp.Increased {
+			return false
+		}
+	}
+	return true
+}
+
+// has reports whether node is one of the plan's.
+func (r *plan) has(node string) bool {
+	for _, m := range r.Nodes {
+		if m.Node == node {
+			return true
+		}
+	}
+	return false
+}
+
 // state is the ConfigMap's content.
 type state struct {
-	Heals    map[string]*heal     `json:"heals"`
+	// Heals are the plans in flight, every reason, by their first node
+	// (the key keeps its name from the versions that only healed).
+	Heals    map[string]*plan     `json:"heals"`
 	Cooldown map[string]time.Time `json:"cooldown"` // node name -> healing allowed again after
 }
 
@@ -151,7 +258,7 @@ type store struct {
 }
 
 func (s *store) load(ctx context.Context) (*state, error) {
-	st := &state{Heals: map[string]*heal{}, Cooldown: map[string]time.Time{}}
+	st := &state{Heals: map[string]*plan{}, Cooldown: map[string]time.Time{}}
 	cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, StateConfigMap, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		s.exists, s.rv = false, ""
@@ -167,7 +274,10 @@ func (s *store) load(ctx context.Context) (*state, error) {
 		}
 	}
 	if st.Heals == nil {
-		st.Heals = map[string]*heal{}
+		st.Heals = map[string]*plan{}
+	}
+	for _, r := range st.Heals {
+		r.upgrade()
 	}
 	if st.Cooldown == nil {
 		st.Cooldown = map[string]time.Time{}

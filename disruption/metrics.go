@@ -1,4 +1,4 @@
-package healing
+package disruption
 
 import (
 	"errors"
@@ -51,4 +51,49 @@ func newHealMetrics(reg prometheus.Registerer) *healMetrics {
 		m.hooks = register(reg, m.hooks)
 	}
 	return m
+}
+
+// Actions of cluster_autoscaler_disruption_decisions_total.
+const (
+	ActionStarted          = "started"
+	ActionSkippedBudget    = "skipped_budget"
+	ActionSkippedProtected = "skipped_protected"
+	ActionCancelled        = "cancelled"
+	ActionCompleted        = "completed"
+	ActionFailed           = "failed"
+)
+
+type disruptionMetrics struct {
+	decisions *prometheus.CounterVec
+	nodes     *prometheus.GaugeVec
+	saving    prometheus.Gauge
+}
+
+func newDisruptionMetrics(reg prometheus.Registerer) *disruptionMetrics {
+	m := &disruptionMetrics{
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "cluster_autoscaler", Name: "disruption_decisions_total",
+			Help: "Disruption decisions, by reason and action (started, skipped_budget, skipped_protected, cancelled, completed, failed)."},
+			[]string{"reason", "action"}),
+		nodes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "cluster_autoscaler", Name: "disruption_nodes",
+			Help: "Nodes being disrupted, by reason and phase."}, []string{"reason", "phase"}),
+		saving: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "cluster_autoscaler", Name: "disruption_estimated_saving_per_hour",
+			Help: "Estimated cost per hour saved by the disruptions in flight, summed (0 where unknown)."}),
+	}
+	if reg != nil {
+		m.decisions = register(reg, m.decisions)
+		m.nodes = register(reg, m.nodes)
+		m.saving = register(reg, m.saving)
+	}
+	return m
+}
+
+// observe sets the gauges from the plans in flight.
+func (h *Engine) observe(st *state) {
+	h.dm.nodes.Reset()
+	saving := 0.0
+	for _, r := range st.Heals {
+		h.dm.nodes.WithLabelValues(string(r.For), r.Phase).Add(float64(len(r.Nodes)))
+		saving += r.SavingPerHour
+	}
+	h.dm.saving.Set(saving)
 }
