@@ -28,14 +28,22 @@ type DisruptionInputs struct {
 // elsewhere in the loop Offer to.
 func addDisruption(ctx context.Context, opts config.Options, in Inputs, procs *processors.Set,
 	status *clusterstate.StatusWriter) (*disruption.Engine, error) {
-	if in.ReadOnly || (!opts.NodeHealingEnabled && len(in.Disruption.Sources) == 0) {
+	sources := append(DisruptionSources(opts, in.Provider), in.Disruption.Sources...)
+	if in.ReadOnly || (!opts.NodeHealingEnabled && len(sources) == 0 && !opts.Disruption.ConsolidationEnabled) {
 		return nil, nil
 	}
 	dopts, err := HealingOptions(opts)
 	if err != nil {
 		return nil, err
 	}
-	dopts.Sources, dopts.Budget, dopts.Protected = in.Disruption.Sources, in.Disruption.Budget, in.Disruption.Protected
+	dopts.Sources, dopts.Budget, dopts.Protected = sources, in.Disruption.Budget, in.Disruption.Protected
+	if dopts.Budget == nil && len(opts.Disruption.Budgets) > 0 {
+		set, err := DisruptionBudgets(opts)
+		if err != nil {
+			return nil, err
+		}
+		dopts.Budget = set
+	}
 	engine := disruption.New(dopts, in.Client, in.Provider, in.Recorder, in.Metrics.Registerer())
 	procs.Repairs = append(procs.Repairs, engine)
 	if status != nil {
@@ -46,7 +54,8 @@ func addDisruption(ctx context.Context, opts config.Options, in Inputs, procs *p
 		reasons = append(reasons, s.Reason())
 	}
 	logger := klog.FromContext(ctx)
-	logger.Info("Disruption engine enabled", "sources", reasons, "settleTime", dopts.SettleTime)
+	logger.Info("Disruption engine enabled", "sources", reasons, "consolidation", opts.Disruption.ConsolidationEnabled,
+		"budgets", opts.Disruption.Budgets, "settleTime", dopts.SettleTime)
 	if dopts.Healing {
 		logger.Info("Node healing enabled", "policies", disruption.PolicyStrings(dopts.Policies), "hooks", len(dopts.Hooks),
 			"maxConcurrent", dopts.MaxConcurrent, "dryRun", dopts.DryRun)

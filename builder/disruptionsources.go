@@ -41,7 +41,7 @@ func DisruptionSources(o config.Options, provider cloudprovider.CloudProvider) [
 func ConsolidationOptions(o config.Options) (consolidation.Options, error) {
 	d := o.Disruption
 	c := consolidation.DefaultOptions()
-	c.SettleTime = d.ConsolidationSettleTime
+	c.SettleTime = o.DisruptionSettleTime
 	c.MinSavingRatio = d.ConsolidationMinSavingRatio
 	c.MinSavingPerHour = d.ConsolidationMinSavingPerHour
 	c.MaxNodesPerReplacement = d.ConsolidationMaxNodesPerReplacement

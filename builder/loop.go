@@ -19,6 +19,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/core"
 	"k8s.io/autoscaler/cluster-autoscaler/disruption"
+	"k8s.io/autoscaler/cluster-autoscaler/disruption/consolidation"
 	"k8s.io/autoscaler/cluster-autoscaler/explain"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 	"k8s.io/autoscaler/cluster-autoscaler/processors/capacitybuffers"
@@ -154,6 +155,15 @@ func NewLoop(ctx, informerCtx context.Context, in Inputs, stack *Stack) (*Loop, 
 	procs := NewProcessors(opts, in.Informers.Factory, in.Recorder, l.Requests, injector)
 	if l.Disruption, err = addDisruption(ctx, opts, in, &procs, status); err != nil {
 		return nil, nil, err
+	}
+	if l.Disruption != nil && opts.Disruption.ConsolidationEnabled {
+		copts, err := ConsolidationOptions(opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		l.Options = append(l.Options, core.WithConsolidation(&core.Consolidation{
+			Planner: consolidation.NewPlanner(copts, consolidation.WithClock(l.Clock)),
+			Rules:   NewDrainRules(opts, in.Informers.Factory), Offer: l.Disruption.Offer, InFlight: l.Disruption.InFlight}))
 	}
 	l.Options = append(l.Options, core.WithProcessors(procs))
 	return l, loopCtx, nil

@@ -16,8 +16,6 @@ func (c *commandLine) registerDisruption() {
 	fs.BoolVar(&d.ConsolidationEnabled, "consolidation-enabled", d.ConsolidationEnabled,
 		"Remove nodes whose pods fit on the other nodes, or replace nodes by cheaper ones, whatever their utilisation, "+
 			"moving pods one at a time as their PodDisruptionBudgets allow (FAQ: disruption). Not upstream.")
-	fs.DurationVar(&d.ConsolidationSettleTime, "consolidation-settle-time", d.ConsolidationSettleTime,
-		"Nodes younger than this are not consolidated. Not upstream.")
 	fs.Float64Var(&d.ConsolidationMinSavingRatio, "consolidation-min-saving-ratio", d.ConsolidationMinSavingRatio,
 		"A replacement by cheaper capacity must save at least this share of the price of the nodes it removes. Not upstream.")
 	fs.Float64Var(&d.ConsolidationMinSavingPerHour, "consolidation-min-saving-per-hour", d.ConsolidationMinSavingPerHour,

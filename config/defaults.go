@@ -128,7 +128,6 @@ func Defaults() Options {
 		ProvReqMaxPods:                  50000,
 		CapacityBufferPodDryRunEnabled:  true,
 		Disruption: Disruption{
-			ConsolidationSettleTime:             5 * time.Minute,
 			ConsolidationMinSavingRatio:         0.1,
 			ConsolidationMaxNodesPerReplacement: 10,
 			ConsolidationMaxReplacementsPerLoop: 10,

@@ -240,7 +240,6 @@ type Disruption struct {
 	// Consolidation: the planner's switch and settings
 	// (disruption/consolidation.Options).
 	ConsolidationEnabled                bool
-	ConsolidationSettleTime             time.Duration
 	ConsolidationMinSavingRatio         float64
 	ConsolidationMinSavingPerHour       float64
 	ConsolidationMaxNodesPerReplacement int

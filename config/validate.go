@@ -315,7 +315,6 @@ func (v *validator) err() error { return errors.Join(v.errs...) }
 func (o *Options) validateDisruption(v *validator) {
 	d := o.Disruption
 	v.nonNegative(d.MaxNodeLifetime, "--max-node-lifetime")
-	v.nonNegative(d.ConsolidationSettleTime, "--consolidation-settle-time")
 	v.check(d.ConsolidationMinSavingRatio >= 0 && d.ConsolidationMinSavingRatio <= 1, "--consolidation-min-saving-ratio",
 		"must be within [0, 1], got %v", d.ConsolidationMinSavingRatio)
 	v.check(d.ConsolidationMinSavingPerHour >= 0 && !math.IsInf(d.ConsolidationMinSavingPerHour, 1),

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"sort"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -27,8 +28,9 @@ type Consolidation struct {
 	// Offer hands the plan to the disruption engine (it replaces the
 	// previous plan).
 	Offer func(reason disruption.Reason, cands []disruption.Candidate)
-	// InFlight names the nodes the engine is disrupting (nil: none).
-	InFlight func() map[string]bool
+	// InFlight names the nodes the engine is disrupting, with the reason
+	// each goes for (nil: none).
+	InFlight func() map[string]disruption.Reason
 }
 
 // WithConsolidation adds the consolidation step.
@@ -50,9 +52,19 @@ func (a *Autoscaler) consolidate(ctx context.Context, obs *Observation, session 
 			deleting[n] = true
 		}
 	}
+	// The engine's nodes are neither candidates nor destinations; their
+	// pods take their room first in the plan's simulation. Those it
+	// consolidates are offered again, or it would cancel them (Offer):
+	// their fit was checked when they were planned, and the engine
+	// re-checks their protections until their drain.
+	var kept []disruption.Candidate
 	if c.InFlight != nil {
-		for n := range c.InFlight() {
+		for n, r := range c.InFlight() {
 			deleting[n] = true
+			if r == disruption.Consolidatable {
+				kept = append(kept, disruption.Candidate{Reason: r, Nodes: []string{n},
+					Message: "consolidation in flight"})
+			}
 		}
 	}
 	in := consolidation.Input{Now: obs.Now, Sim: session.Simulator(), Nodes: obs.Nodes, Pods: obs.ScheduledPods,
@@ -66,7 +78,8 @@ func (a *Autoscaler) consolidate(ctx context.Context, obs *Observation, session 
 		in.PDBs = pdbs
 	}
 	cands := c.Planner.Plan(ctx, in)
-	c.Offer(disruption.Consolidatable, cands)
+	sort.Slice(kept, func(i, j int) bool { return kept[i].Nodes[0] < kept[j].Nodes[0] })
+	c.Offer(disruption.Consolidatable, append(kept, cands...))
 	took := a.clock.Since(start)
 	observeDuration(a.metrics, metrics.FunctionConsolidation, took)
 	klog.FromContext(ctx).V(2).Info("Consolidation planned", "candidates", len(cands), "took", took.Round(time.Millisecond))

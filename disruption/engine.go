@@ -372,3 +372,22 @@ func PolicyStrings(ps []Policy) string {
 	}
 	return strings.Join(out, ",")
 }
+
+// InFlight names the nodes of the plans in flight, with the reason each
+// goes for (as last written or read; empty before the first loop). A source
+// that runs elsewhere in the loop leaves them out of its own simulation, and
+// goes on offering those of its reason while it holds (see Offer).
+func (h *Engine) InFlight() map[string]Reason {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := map[string]Reason{}
+	if h.st == nil {
+		return out
+	}
+	for _, r := range h.st.Heals {
+		for _, m := range r.Nodes {
+			out[m.Node] = r.For
+		}
+	}
+	return out
+}
