@@ -222,26 +222,6 @@ func (r *plan) deleteIssued() bool {
 	return false
 }
 
-// increased reports whether every replacement was asked for.
-func (r *plan) increased() bool {
-	for _, rp := range r.Replacements {
-		if !rp.Increased {
-			return false
-		}
-	}
-	return true
-}
-
-// has reports whether node is one of the plan's.
-func (r *plan) has(node string) bool {
-	for _, m := range r.Nodes {
-		if m.Node == node {
-			return true
-		}
-	}
-	return false
-}
-
 // state is the ConfigMap's content.
 type state struct {
 	// Heals are the plans in flight, every reason, by their first node

@@ -342,7 +342,7 @@ func (p *Provider) readVersions(ctx context.Context, want launchTemplateRef) {
 			if ok {
 				return
 			}
-			err = fmt.Errorf("launch template %s: AWS does not describe it", want)
+			// Not among the answer: read alone below, whose error is kept.
 		case isAccessDenied(err):
 			c.mu.Lock()
 			c.refusedUntil = now.Add(describeTemplatesRefusedRetry)

@@ -278,7 +278,7 @@ func parseSchedule(spec string) (cron.Schedule, error) {
 	case strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ="):
 		return nil, fmt.Errorf("%s %q: schedules are in UTC; a time zone is not supported", keySchedule, spec)
 	case strings.HasPrefix(spec, "@every"):
-		return nil, fmt.Errorf("%s %q: @every has no fixed times; use five fields or @hourly, @daily, ...", keySchedule, spec)
+		return nil, fmt.Errorf("%s %q: @every has no fixed times; use five fields or a named schedule such as @hourly or @daily", keySchedule, spec)
 	case !strings.HasPrefix(spec, "@") && len(strings.Fields(spec)) != 5:
 		return nil, fmt.Errorf("%s %q: want five fields (minute hour day-of-month month day-of-week) or a descriptor such as @daily", keySchedule, spec)
 	}
