@@ -163,7 +163,8 @@ func NewLoop(ctx, informerCtx context.Context, in Inputs, stack *Stack) (*Loop, 
 		}
 		l.Options = append(l.Options, core.WithConsolidation(&core.Consolidation{
 			Planner: consolidation.NewPlanner(copts, consolidation.WithClock(l.Clock)),
-			Rules:   NewDrainRules(opts, in.Informers.Factory), Offer: l.Disruption.Offer, InFlight: l.Disruption.InFlight}))
+			Rules:   NewDrainRules(opts, in.Informers.Factory), Offer: l.Disruption.Offer, InFlight: l.Disruption.InFlight,
+			Replacing: l.Disruption.Replacing}))
 	}
 	l.Options = append(l.Options, core.WithProcessors(procs))
 	return l, loopCtx, nil

@@ -29,8 +29,10 @@ type Consolidation struct {
 	// previous plan).
 	Offer func(reason disruption.Reason, cands []disruption.Candidate)
 	// InFlight names the nodes the engine is disrupting, with the reason
-	// each goes for (nil: none).
-	InFlight func() map[string]disruption.Reason
+	// each goes for (nil: none); Replacing those whose plan asks for new
+	// capacity (nil: none).
+	InFlight  func() map[string]disruption.Reason
+	Replacing func() map[string]bool
 }
 
 // WithConsolidation adds the consolidation step.
@@ -54,18 +56,22 @@ func (a *Autoscaler) consolidate(ctx context.Context, obs *Observation, session 
 	}
 	// The engine's nodes are neither candidates nor destinations; their
 	// pods take their room first in the plan's simulation. Those it
-	// consolidates are offered again, or it would cancel them (Offer):
-	// their fit was checked when they were planned, and the engine
-	// re-checks their protections until their drain.
-	var kept []disruption.Candidate
+	// consolidates are offered again while their reason holds, or it
+	// cancels them before their drain (Offer): a removal without new
+	// capacity holds while its pods still fit on the nodes that stay (the
+	// plan says which do not); one with new capacity is kept (its pods
+	// fit only once that has come), the engine re-checking its
+	// protections.
+	inFlight := map[string]disruption.Reason{}
 	if c.InFlight != nil {
-		for n, r := range c.InFlight() {
-			deleting[n] = true
-			if r == disruption.Consolidatable {
-				kept = append(kept, disruption.Candidate{Reason: r, Nodes: []string{n},
-					Message: "consolidation in flight"})
-			}
-		}
+		inFlight = c.InFlight()
+	}
+	replacing := map[string]bool{}
+	if c.Replacing != nil {
+		replacing = c.Replacing()
+	}
+	for n := range inFlight {
+		deleting[n] = true
 	}
 	in := consolidation.Input{Now: obs.Now, Sim: session.Simulator(), Nodes: obs.Nodes, Pods: obs.ScheduledPods,
 		Groups: a.consolidationGroups(session), Pricing: a.pricing(ctx), Rules: c.Rules, Deleting: deleting}
@@ -77,7 +83,20 @@ func (a *Autoscaler) consolidate(ctx context.Context, obs *Observation, session 
 		}
 		in.PDBs = pdbs
 	}
-	cands := c.Planner.Plan(ctx, in)
+	res := c.Planner.PlanDetailed(ctx, in)
+	cands := res.Candidates
+	var kept []disruption.Candidate
+	for n, r := range inFlight {
+		if r != disruption.Consolidatable {
+			continue
+		}
+		if res.Unsettled[n] && !replacing[n] {
+			klog.FromContext(ctx).V(2).Info("Consolidation no longer holds: the pods of a node in flight fit on no node that stays",
+				"node", n)
+			continue
+		}
+		kept = append(kept, disruption.Candidate{Reason: r, Nodes: []string{n}, Message: "consolidation in flight"})
+	}
 	sort.Slice(kept, func(i, j int) bool { return kept[i].Nodes[0] < kept[j].Nodes[0] })
 	c.Offer(disruption.Consolidatable, append(kept, cands...))
 	took := a.clock.Since(start)

@@ -373,6 +373,26 @@ func PolicyStrings(ps []Policy) string {
 	return strings.Join(out, ",")
 }
 
+// Replacing names the nodes of the plans in flight that ask for new
+// capacity (their pods fit only once it has come).
+func (h *Engine) Replacing() map[string]bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := map[string]bool{}
+	if h.st == nil {
+		return out
+	}
+	for _, r := range h.st.Heals {
+		if len(r.Replacements) == 0 {
+			continue
+		}
+		for _, m := range r.Nodes {
+			out[m.Node] = true
+		}
+	}
+	return out
+}
+
 // InFlight names the nodes of the plans in flight, with the reason each
 // goes for (as last written or read; empty before the first loop). A source
 // that runs elsewhere in the loop leaves them out of its own simulation, and

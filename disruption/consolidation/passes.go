@@ -18,8 +18,8 @@ import (
 // places the pods their drains evict where they fit (the nodes that stay
 // first), so that no candidate counts on the room they will take. A pod
 // that fits nowhere is left out: it will wait for new capacity whatever
-// this plan proposes.
-func (p *Planner) settleDraining(ctx context.Context, w *work) {
+// this plan proposes. It returns the nodes some of whose pods fit nowhere.
+func (p *Planner) settleDraining(ctx context.Context, w *work) (unsettled []string) {
 	logger := klog.FromContext(ctx)
 	for _, ns := range w.draining {
 		if err := w.sim.snap.RemoveNode(ns.node.Name); err != nil {
@@ -36,10 +36,12 @@ func (p *Planner) settleDraining(ctx context.Context, w *work) {
 		}
 		if lost > 0 {
 			logger.V(2).Info("Consolidation: pods of a node being deleted fit no other node", "node", ns.node.Name, "pods", lost)
+			unsettled = append(unsettled, ns.node.Name)
 		}
 	}
 	w.sim.next = 0
 	w.sim.measureRoom()
+	return unsettled
 }
 
 // deleteOnly removes, in the simulation, every candidate whose pods fit on

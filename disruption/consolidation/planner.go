@@ -98,6 +98,10 @@ type Result struct {
 	NotCandidates map[string]string
 	// Simulations is the number of node removals simulated.
 	Simulations int
+	// Unsettled names the nodes being deleted (Input.Deleting) some of whose
+	// pods fit on no node that stays: for a removal planned without new
+	// capacity, the reason it was planned for no longer holds.
+	Unsettled map[string]bool
 }
 
 // Planner plans consolidation; it keeps no state between plans.
@@ -129,13 +133,15 @@ func (p *Planner) Plan(ctx context.Context, in Input) []disruption.Candidate {
 // PlanDetailed is Plan with the reasons of the nodes left out.
 func (p *Planner) PlanDetailed(ctx context.Context, in Input) Result {
 	logger := klog.FromContext(ctx)
-	res := Result{NotCandidates: map[string]string{}}
+	res := Result{NotCandidates: map[string]string{}, Unsettled: map[string]bool{}}
 	w := p.newWork(ctx, in, res.NotCandidates)
 	snap := in.Sim.Snapshot()
 	snap.Fork()
 	defer snap.Revert()
 	w.sim = newSim(in.Sim, w.destinations())
-	p.settleDraining(ctx, w)
+	for _, n := range p.settleDraining(ctx, w) {
+		res.Unsettled[n] = true
+	}
 
 	deletes, rest := p.deleteOnly(ctx, w)
 	res.Candidates = append(res.Candidates, p.deleteCandidates(w, deletes)...)

@@ -388,3 +388,32 @@ func TestPlanCountsDrainingPods(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanNamesUnsettledDrainingNodes: a node being deleted whose pods no
+// longer fit on the nodes that stay is named in Result.Unsettled (its
+// removal's reason no longer holds); one whose pods fit is not.
+func TestPlanNamesUnsettledDrainingNodes(t *testing.T) {
+	h := newHandle(t)
+	for _, tc := range []struct {
+		name      string
+		keepPods  int
+		unsettled map[string]bool
+	}{
+		{"d's 3 pods fit in keep's room of 4", 6, map[string]bool{}},
+		{"keep has room for 1 of d's 3 pods", 9, map[string]bool{"d": true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &cluster{groups: oneGroup}
+			c.node("keep", "g").Obj().Annotations = map[string]string{ScaleDownDisabledAnnotation: "true"}
+			c.fill("keep", "db", tc.keepPods)
+			c.node("d", "g")
+			c.fill("d", "web", 3)
+			in := c.input(h)
+			in.Deleting = map[string]bool{"d": true}
+			res := NewPlanner(DefaultOptions()).PlanDetailed(context.Background(), in)
+			if diff := cmp.Diff(tc.unsettled, res.Unsettled); diff != "" {
+				t.Errorf("unsettled (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
