@@ -366,7 +366,7 @@ func (l *Loop) finishUndos(ctx context.Context) {
 			}
 			old := u.groups[g]
 			sh := &share{asked: len(rest.Instances) + rest.Unlisted, before: old.before, claimed: rest.Instances,
-				restored: old.restored}
+				restored: old.restored, deleting: true}
 			deleted := map[string]bool{}
 			for _, id := range rest.Instances {
 				deleted[id] = true

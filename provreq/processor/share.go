@@ -23,6 +23,11 @@ type share struct {
 	// kept are claimed instances a rollback did not delete because their
 	// nodes run pods other than the request's, with why.
 	kept map[string]string
+	// deleting: a rollback was already asked to delete the claimed
+	// instances (its answer may have been lost while the deletion took
+	// effect): one no longer listed is gone, and no other instance takes
+	// its place (it could be another request's).
+	deleting bool
 }
 
 func newShare(asked int, before, listed []string) *share {
@@ -57,6 +62,17 @@ func (sh *share) claim(view GroupView, taken map[string]bool) {
 	listed := make(map[string]bool, len(view.Instances))
 	for _, in := range view.Instances {
 		listed[in.Id] = true
+	}
+	if sh.deleting {
+		kept := sh.claimed[:0]
+		for _, id := range sh.claimed {
+			if listed[id] {
+				kept = append(kept, id)
+			} else {
+				sh.asked--
+			}
+		}
+		sh.claimed = kept
 	}
 	for i, id := range sh.claimed {
 		if listed[id] {
