@@ -30,7 +30,9 @@ func (s *step) deleting(ctx context.Context) bool {
 			s.logger.Info("The node is Ready again before its instance was deleted; draining it again", "fenced", m.Node)
 			s.setPhase(PhaseDraining)
 			return false
-		case m.ProviderID != "" && node.Spec.ProviderID != m.ProviderID:
+		case m.ProviderID != "" && cloudprovider.NormalizeProviderID(node.Spec.ProviderID) != cloudprovider.NormalizeProviderID(m.ProviderID):
+			// Compared as the providers compare IDs: another instance now
+			// behind the name is never deleted for this plan.
 			s.end("failed", "NodeReplaced", fmt.Sprintf("node %s now names instance %s, not %s, which the disruption started on; nothing deleted",
 				m.Node, node.Spec.ProviderID, m.ProviderID))
 			return true

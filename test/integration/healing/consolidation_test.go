@@ -4,17 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apiv1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"k8s.io/autoscaler/cluster-autoscaler/config"
@@ -133,34 +130,8 @@ nodeGroups:
 		n, err := podsOn(ctx, "web", drained)
 		return n == 2, err
 	})
-	one := intstr.FromInt32(1)
-	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: e.Namespace},
-		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
-	if _, err := e.Client.PolicyV1().PodDisruptionBudgets(e.Namespace).Create(e.Context(), pdb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	e.Eventually(30*time.Second, "the PDB allowing one disruption", func(ctx context.Context) (bool, error) {
-		got, err := e.Client.PolicyV1().PodDisruptionBudgets(e.Namespace).Get(ctx, "web", metav1.GetOptions{})
-		return err == nil && got.Status.DisruptionsAllowed == 1, err
-	})
-	var minReady atomic.Int32
-	minReady.Store(2)
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			if n, err := readyWebPods(context.Background(), e); err == nil && int32(n) < minReady.Load() {
-				minReady.Store(int32(n))
-			}
-		}
-	}()
-	defer func() { close(stop); <-sampled }()
+	minReady, stopSampling := webPDBAndSampler(e)
+	defer stopSampling()
 
 	setUnschedulable(e, kept, false)
 	e.Eventually(180*time.Second, "node "+drained+" consolidated away", func(ctx context.Context) (bool, error) {
@@ -178,7 +149,7 @@ nodeGroups:
 		n, err := podsOn(ctx, "web", kept)
 		return n == 2, err
 	})
-	if got := minReady.Load(); got < 1 {
+	if got := minReady(); got < 1 {
 		t.Errorf("Ready pods of web fell to %d during the drain: the PDB (minAvailable 1) was not honoured", got)
 	}
 	e.Eventually(30*time.Second, "DisruptionStarted and DisruptionSucceeded on "+drained, func(ctx context.Context) (bool, error) {

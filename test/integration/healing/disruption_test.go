@@ -120,34 +120,8 @@ nodeGroups:
 		ready, err := readyWebPods(ctx, e)
 		return ready == 2, err
 	})
-	one := intstr.FromInt32(1)
-	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: e.Namespace},
-		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
-	if _, err := e.Client.PolicyV1().PodDisruptionBudgets(e.Namespace).Create(e.Context(), pdb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	e.Eventually(30*time.Second, "the PDB allowing one disruption", func(ctx context.Context) (bool, error) {
-		got, err := e.Client.PolicyV1().PodDisruptionBudgets(e.Namespace).Get(ctx, "web", metav1.GetOptions{})
-		return err == nil && got.Status.DisruptionsAllowed == 1, err
-	})
-	var minReady atomic.Int32
-	minReady.Store(2)
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			if n, err := readyWebPods(context.Background(), e); err == nil && int32(n) < minReady.Load() {
-				minReady.Store(int32(n))
-			}
-		}
-	}()
-	defer func() { close(stop); <-sampled }()
+	minReady, stopSampling := webPDBAndSampler(e)
+	defer stopSampling()
 
 	src := &driftSource{group: pool}
 	src.node.Store(old)
@@ -220,11 +194,47 @@ nodeGroups:
 	if n, err := webPodsOn(e.Context(), e, old); err != nil || n != 0 {
 		t.Errorf("%d pods still bound to the deleted node %s (%v)", n, old, err)
 	}
-	if got := minReady.Load(); got < 1 {
+	if got := minReady(); got < 1 {
 		t.Errorf("Ready pods of web fell to %d during the drain: the PDB (minAvailable 1) was not honoured", got)
 	}
 	e.Eventually(30*time.Second, "DisruptionStarted and DisruptionSucceeded on "+old, func(ctx context.Context) (bool, error) {
 		ev, err := itest.NodeEvents(ctx, e, old)
 		return err == nil && ev["DisruptionStarted"] != "" && ev["DisruptionSucceeded"] != "", err
 	})
+}
+
+// webPDBAndSampler creates a PodDisruptionBudget of minAvailable 1 over the
+// pods of app web, waits until it allows one disruption, and samples the
+// Ready web pods every 100 ms until the returned stop is called; the
+// returned function then gives the fewest seen (want at least 1).
+func webPDBAndSampler(e *framework.Env) (minReady func() int32, stop func()) {
+	e.T.Helper()
+	one := intstr.FromInt32(1)
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: e.Namespace},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+	if _, err := e.Client.PolicyV1().PodDisruptionBudgets(e.Namespace).Create(e.Context(), pdb, metav1.CreateOptions{}); err != nil {
+		e.T.Fatal(err)
+	}
+	e.Eventually(30*time.Second, "the PDB allowing one disruption", func(ctx context.Context) (bool, error) {
+		got, err := e.Client.PolicyV1().PodDisruptionBudgets(e.Namespace).Get(ctx, "web", metav1.GetOptions{})
+		return err == nil && got.Status.DisruptionsAllowed == 1, err
+	})
+	var low atomic.Int32
+	low.Store(2)
+	done := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			if n, err := readyWebPods(context.Background(), e); err == nil && int32(n) < low.Load() {
+				low.Store(int32(n))
+			}
+		}
+	}()
+	return low.Load, func() { close(done); <-sampled }
 }
