@@ -246,6 +246,7 @@ func (c *Cluster) RESTConfig() (*rest.Config, error) {
 func (c *Cluster) Stop() error {
 	var errs []error
 	c.reportCPU()
+	c.reportRequests()
 	for i := len(components) - 1; i >= 0; i-- {
 		name := components[i]
 		pid, ok := c.PIDs[name]
