@@ -160,7 +160,7 @@ func TestDisruptionReplacementOutOfCapacity(t *testing.T) {
 	// The failed instances go (the autoscaler's clean-up of failed
 	// instances); the group is left with its one node.
 	e.Eventually(60*time.Second, "no instance left but the old node's", func(context.Context) (bool, error) {
-		return pendingKwokInstances(t, e, pool) == 1 && len(itest.NodeNames(e, pool)) == 1, nil
+		return pendingKwokInstances(t, e, pool) == 0 && len(itest.NodeNames(e, pool)) == 1, nil
 	})
 	t.Logf("figures: first attempt ended %v after the drift; attempts %d; nodes seen %v; nodes deleted %v; kwok increases %d; min Ready %d",
 		firstEnd.Round(100*time.Millisecond), countMatches(p.Log.String(), logAskedReplacement), seen(), deleted(),
@@ -173,6 +173,9 @@ func TestDisruptionReplacementOutOfCapacity(t *testing.T) {
 	}
 	if minReady() < 2 {
 		t.Errorf("Ready web pods fell to %d, want both kept", minReady())
+	}
+	if n := countMatches(p.Log.String(), "Deleted broken instance", `nodeGroup="`+pool+`"`); n != 2 {
+		t.Errorf("%d failed instances of the replacements deleted, want 2 (one per attempt)", n)
 	}
 	if n := countMatches(p.Log.String(), logDeletedDisrupted); n != 0 {
 		t.Errorf("the engine deleted %d nodes", n)
