@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -211,4 +212,110 @@ func sameSet(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// TestDisruptionReplacementGroupAtMax: the drifted node's group is at its
+// maximum size, so its replacement cannot be asked for. The plan ends
+// before it touches anything: the node is never cordoned nor tainted, no
+// increase is asked for, no pod is evicted, a DisruptionFailed event says
+// ReplacementGroupFull, and the plan, tried again after the cooldown, ends
+// the same way.
+func TestDisruptionReplacementGroupAtMax(t *testing.T) {
+	itest.SkipUnlessSlow(t)
+	e := framework.New(t)
+	itest.DumpPods(e)
+	pool := framework.UniqueName("atmax")
+	path := itest.OneGroupConfig(e, pool, 1, "")
+	p := itest.StartAutoscaler(t, "autoscaler", disruptionArgs(e, path, "--drift-enabled", "--node-healing-cooldown=5s")...)
+	old := webOnOneNode(e, pool)
+	pods := webPodUIDs(t, e)
+	touched := watchTouched(e, old)
+	markDrifted(e, old)
+	var first time.Duration
+	started := time.Now()
+	e.Eventually(60*time.Second, "a DisruptionFailed event saying ReplacementGroupFull", func(ctx context.Context) (bool, error) {
+		n, err := failedEvents(ctx, e, old, "ReplacementGroupFull")
+		return n >= 1, err
+	})
+	first = time.Since(started)
+	// Tried again after the cooldown (5 s), ended the same way before
+	// touching anything.
+	e.Eventually(60*time.Second, "a second attempt ended before it touched anything", func(context.Context) (bool, error) {
+		return countMatches(p.Log.String(), `"Disruption phase"`, `from="Starting" to="Restoring"`) >= 2, nil
+	})
+	e.Eventually(30*time.Second, "the second attempt's plan gone", func(ctx context.Context) (bool, error) {
+		plans, err := enginePlans(ctx, e)
+		return err == nil && len(plans) == 0, err
+	})
+	plans, err := enginePlans(e.Context(), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("figures: first attempt ended %v after the drift; plans left %d; node touched %q; kwok increases %d",
+		first.Round(100*time.Millisecond), len(plans), touched(), countMatches(p.Log.String(), logKwokIncreased, `nodeGroup="`+pool+`"`))
+	if len(plans) != 0 {
+		t.Errorf("plans left in flight: %v", plans)
+	}
+	if why := touched(); why != "" {
+		t.Errorf("the node was touched by a plan that could not replace it: %s", why)
+	}
+	if n := countMatches(p.Log.String(), logAskedReplacement); n != 0 {
+		t.Errorf("%d replacements asked for of a group at its maximum", n)
+	}
+	if got := webPodUIDs(t, e); !sameSet(got, pods) {
+		t.Errorf("web pods %v, want the same two as before (%v)", got, pods)
+	}
+	if err := checkGivenBack(e.Context(), e, old); err != nil {
+		t.Error(err)
+	}
+}
+
+// watchTouched samples node every 100 ms and returns what a disruption
+// did to it, if anything was ever seen: cordoned, tainted, annotated.
+func watchTouched(e *framework.Env, node string) func() string {
+	var mu sync.Mutex
+	why := ""
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			err := checkGivenBack(ctx, e, node)
+			cancel()
+			if err != nil && !strings.Contains(err.Error(), "context") {
+				mu.Lock()
+				if why == "" {
+					why = err.Error()
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+	e.T.Cleanup(func() { close(done); <-stopped })
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return why
+	}
+}
+
+// failedEvents counts the DisruptionFailed events on node whose message
+// says reason (an event repeated is one object with a count).
+func failedEvents(ctx context.Context, e *framework.Env, node, reason string) (int, error) {
+	list, err := e.Client.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + node})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, ev := range list.Items {
+		if ev.Reason == "DisruptionFailed" && strings.Contains(ev.Message, reason) {
+			n += int(max(ev.Count, 1))
+		}
+	}
+	return n, nil
 }
