@@ -60,7 +60,7 @@ func StartCAPI(e *framework.Env) dynamic.Interface {
 	infra := capi.NewInfra(dyn, e.Client, e.Namespace, map[string]string{framework.TestNamespaceLabel: e.Namespace})
 	go func() {
 		defer close(done)
-		infra.Run(ctx, 200*time.Millisecond, func(err error) { e.T.Logf("test infrastructure provider: %v", err) })
+		infra.Run(ctx, time.Second, func(err error) { e.T.Logf("test infrastructure provider: %v", err) })
 	}()
 	capi.StartManager(e.T, e.Kubeconfig, e.Namespace)
 	return dyn
