@@ -52,7 +52,9 @@ import (
 //
 //	go test -run xxx -bench Consolidation -benchtime 1x -timeout 60m -v ./test/integration/bench
 //
-// CONSOLIDATE_LOG=<file> keeps the measured autoscaler's log.
+// CONSOLIDATE_LOG=<file> keeps the measured autoscaler's log;
+// CONSOLIDATE_ARGS adds flags to the measured run (space-separated), e.g.
+// --scale-down-enabled=false to measure the consolidation alone.
 func BenchmarkConsolidation(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		benchConsolidation(b)
@@ -177,8 +179,9 @@ func benchConsolidation(b *testing.B) {
 		time.Since(setupStart).Seconds(), loadAverage())
 
 	watch := watchDisruption(b, e)
-	p := itest.StartAutoscaler(b, "autoscaler", append(args, "--v=2", "--consolidation-enabled",
-		"--disruption-settle-time=1m")...)
+	measured := append(args, "--v=2", "--consolidation-enabled", "--disruption-settle-time=1m")
+	measured = append(measured, strings.Fields(os.Getenv("CONSOLIDATE_ARGS"))...)
+	p := itest.StartAutoscaler(b, "autoscaler", measured...)
 	defer func() {
 		if out := os.Getenv("CONSOLIDATE_LOG"); out != "" {
 			_ = os.WriteFile(out, []byte(p.Log.String()), 0o600)
