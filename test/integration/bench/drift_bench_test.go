@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -75,24 +76,28 @@ nodeGroups:
 // driftNodeWatch records, by the local clock, when each node of the pool
 // was first Ready and when it was deleted.
 type driftNodeWatch struct {
-	mu      sync.Mutex
-	ready   map[string]time.Time
-	deleted map[string]time.Time
+	mu       sync.Mutex
+	ready    map[string]time.Time
+	deleted  map[string]time.Time
+	cordoned map[string]time.Time
 }
 
 func watchDriftNodes(t testing.TB, e *framework.Env) *driftNodeWatch {
-	w := &driftNodeWatch{ready: map[string]time.Time{}, deleted: map[string]time.Time{}}
+	w := &driftNodeWatch{ready: map[string]time.Time{}, deleted: map[string]time.Time{}, cordoned: map[string]time.Time{}}
 	f := informers.NewSharedInformerFactoryWithOptions(e.Client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.LabelSelector = "pool=" + driftPool
 	}))
 	see := func(obj any) {
 		n, ok := obj.(*apiv1.Node)
-		if !ok || !itest.NodeReady(n) {
+		if !ok {
 			return
 		}
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		if _, ok := w.ready[n.Name]; !ok {
+		if _, ok := w.cordoned[n.Name]; !ok && n.Spec.Unschedulable {
+			w.cordoned[n.Name] = time.Now()
+		}
+		if _, ok := w.ready[n.Name]; !ok && itest.NodeReady(n) {
 			w.ready[n.Name] = time.Now()
 		}
 	}
@@ -116,6 +121,40 @@ func watchDriftNodes(t testing.TB, e *framework.Env) *driftNodeWatch {
 	f.Start(stop)
 	f.WaitForCacheSync(stop)
 	return w
+}
+
+// mostDisrupted returns the most of the given nodes cordoned and not yet
+// deleted at one time (the nodes the engine was disrupting at once).
+func (w *driftNodeWatch) mostDisrupted(nodes map[string]bool) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	type edge struct {
+		at    time.Time
+		delta int
+	}
+	var edges []edge
+	for n := range nodes {
+		c, ok := w.cordoned[n]
+		if !ok {
+			continue
+		}
+		edges = append(edges, edge{c, 1})
+		if d, ok := w.deleted[n]; ok {
+			edges = append(edges, edge{d, -1})
+		}
+	}
+	sort.Slice(edges, func(i, j int) bool {
+		if edges[i].at.Equal(edges[j].at) {
+			return edges[i].delta < edges[j].delta
+		}
+		return edges[i].at.Before(edges[j].at)
+	})
+	most, now := 0, 0
+	for _, e := range edges {
+		now += e.delta
+		most = max(most, now)
+	}
+	return most
 }
 
 // snapshot returns copies of the Ready and deletion times.
@@ -245,6 +284,7 @@ func reportDrift(b *testing.B, p *itest.AutoscalerProcess, o driftOutcome) {
 		}
 	}
 	allSame := strings.Count(p.Log.String(), "draining all the same")
+	most := o.nodes.mostDisrupted(o.old)
 	f := o.watch.figures(time.Now())
 	b.ReportMetric(o.done.Minutes(), "min-to-all-replaced")
 	b.ReportMetric(o.first.Minutes(), "min-to-first-replaced")
@@ -253,14 +293,15 @@ func reportDrift(b *testing.B, p *itest.AutoscalerProcess, o driftOutcome) {
 	b.ReportMetric(f.longestWait.Seconds(), "longest-pending-s")
 	b.ReportMetric(float64(len(f.violations)), "pdb-violations")
 	b.ReportMetric(float64(early), "drains-before-replacement-ready")
+	b.ReportMetric(float64(most), "most-old-nodes-disrupted-at-once")
 	b.ReportMetric(load1(), "loadavg-1m-end")
 	decisions := ""
 	if v, err := itest.ScrapeValues(b.Context(), p); err == nil {
 		decisions = disruptionDecisions(v)
 	}
 	b.Logf("old nodes %d: first deleted at +%.0fs, all at +%.0fs; %d new nodes Ready; %d drains started before the "+
-		"matching new node was Ready, %d log lines 'draining all the same'", len(o.old), o.first.Seconds(),
-		o.done.Seconds(), len(newReady), early, allSame)
+		"matching new node was Ready, %d log lines 'draining all the same'; at most %d old nodes cordoned and not yet "+
+		"deleted at once", len(o.old), o.first.Seconds(), o.done.Seconds(), len(newReady), early, allSame, most)
 	b.Logf("samples: %s", strings.Join(o.samples, " | "))
 	b.Logf("evicted %d pods (%d created after the restart: moved twice), longest wait to be bound %.0fs, least PDB "+
 		"margin %d, violations %d %v; decisions: %s; end: %s; load average %s", f.evictions, f.again,
@@ -270,6 +311,11 @@ func reportDrift(b *testing.B, p *itest.AutoscalerProcess, o driftOutcome) {
 	}
 	if len(f.violations) > 0 {
 		b.Errorf("PodDisruptionBudgets broken: %v", f.violations)
+	}
+	// 10% of the group's nodes, surge included: at most 10% of its max
+	// size, rounded up.
+	if limit := (driftNodes + driftNodes/5 + 9) / 10; most > limit {
+		b.Errorf("%d old nodes disrupted at once: over the budget of 10%% of the group (at most %d)", most, limit)
 	}
 	if early > 0 || allSame > 0 {
 		b.Errorf("%d drains started before a new node was Ready; %d drains without the replacement Ready", early, allSame)
