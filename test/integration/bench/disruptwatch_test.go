@@ -1,0 +1,218 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	apiv1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/informers"
+
+	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
+)
+
+// disruptWatch follows, from the API server's watch, what the disruption
+// benchmarks measure about pods and PodDisruptionBudgets: which pods were
+// evicted (the eviction API marks a pod it evicts with the DisruptionTarget
+// condition, reason EvictionByEvictionAPI; a ReplicaSet's own deletions
+// carry none), when and from which node; how long each pod waited unbound;
+// and every PDB status in which fewer pods were healthy than desired.
+type disruptWatch struct {
+	mu sync.Mutex
+	// since: pods created before it are the workload as it was; a pod
+	// created after it and evicted was moved a second time.
+	since   time.Time
+	evicted map[string]eviction
+	// firstEviction is the first eviction seen per node.
+	firstEviction map[string]time.Time
+	created       map[string]time.Time // pods created after since
+	bound         map[string]time.Time
+	// violations: PDB statuses with currentHealthy < desiredHealthy.
+	violations []string
+	// minMargin is the least currentHealthy - desiredHealthy seen per PDB.
+	minMargin map[string]int32
+}
+
+type eviction struct {
+	node      string
+	at        time.Time
+	createdAt time.Time
+}
+
+// watchDisruption starts the watch on e's namespace until the benchmark
+// ends.
+func watchDisruption(t testing.TB, e *framework.Env) *disruptWatch {
+	w := &disruptWatch{evicted: map[string]eviction{}, firstEviction: map[string]time.Time{},
+		created: map[string]time.Time{}, bound: map[string]time.Time{}, minMargin: map[string]int32{}, since: time.Now()}
+	f := informers.NewSharedInformerFactoryWithOptions(e.Client, 0, informers.WithNamespace(e.Namespace))
+	watchAddsAndUpdates(t, f, f.Core().V1().Pods().Informer(), func(obj any) {
+		if pod, ok := obj.(*apiv1.Pod); ok {
+			w.seePod(pod, time.Now())
+		}
+	})
+	watchAddsAndUpdates(t, f, f.Policy().V1().PodDisruptionBudgets().Informer(), func(obj any) {
+		if pdb, ok := obj.(*policyv1.PodDisruptionBudget); ok {
+			w.seePDB(pdb, time.Now())
+		}
+	})
+	return w
+}
+
+// reset starts the measured part: evictions, waits and violations seen
+// before now are forgotten.
+func (w *disruptWatch) reset(now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.since = now
+	w.evicted = map[string]eviction{}
+	w.firstEviction = map[string]time.Time{}
+	w.created = map[string]time.Time{}
+	w.bound = map[string]time.Time{}
+	w.violations = nil
+	w.minMargin = map[string]int32{}
+}
+
+func (w *disruptWatch) seePod(pod *apiv1.Pod, now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if pod.CreationTimestamp.After(w.since) {
+		if _, ok := w.created[pod.Name]; !ok {
+			w.created[pod.Name] = pod.CreationTimestamp.Time
+		}
+		if _, ok := w.bound[pod.Name]; !ok && pod.Spec.NodeName != "" {
+			w.bound[pod.Name] = now
+		}
+	}
+	if _, ok := w.evicted[pod.Name]; ok {
+		return
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == apiv1.DisruptionTarget && c.Status == apiv1.ConditionTrue && c.Reason == "EvictionByEvictionAPI" {
+			w.evicted[pod.Name] = eviction{node: pod.Spec.NodeName, at: now, createdAt: pod.CreationTimestamp.Time}
+			if _, ok := w.firstEviction[pod.Spec.NodeName]; !ok {
+				w.firstEviction[pod.Spec.NodeName] = now
+			}
+		}
+	}
+}
+
+func (w *disruptWatch) seePDB(pdb *policyv1.PodDisruptionBudget, now time.Time) {
+	if pdb.Status.ObservedGeneration < pdb.Generation || pdb.Status.ExpectedPods == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	margin := pdb.Status.CurrentHealthy - pdb.Status.DesiredHealthy
+	if m, ok := w.minMargin[pdb.Name]; !ok || margin < m {
+		w.minMargin[pdb.Name] = margin
+	}
+	if margin < 0 && now.After(w.since) {
+		w.violations = append(w.violations, fmt.Sprintf("%s at +%.0fs: %d healthy of %d desired (%d allowed)",
+			pdb.Name, now.Sub(w.since).Seconds(), pdb.Status.CurrentHealthy, pdb.Status.DesiredHealthy,
+			pdb.Status.DisruptionsAllowed))
+	}
+}
+
+// disruptFigures is one look at what the watch saw since reset.
+type disruptFigures struct {
+	evictions int
+	// again: evicted pods created after the reset, i.e. replicas that had
+	// been moved before (the workload creates no other pods then).
+	again int
+	// pending: pods created since the reset and not bound now;
+	// longestWait: the longest any pod created since waited to be bound
+	// (still waiting: until now).
+	pending     int
+	longestWait time.Duration
+	violations  []string
+	minMargin   int32
+}
+
+func (w *disruptWatch) figures(now time.Time) disruptFigures {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f := disruptFigures{evictions: len(w.evicted), violations: append([]string(nil), w.violations...), minMargin: 1 << 30}
+	for _, ev := range w.evicted {
+		if ev.createdAt.After(w.since) {
+			f.again++
+		}
+	}
+	for name, c := range w.created {
+		b, ok := w.bound[name]
+		if !ok {
+			if _, gone := w.evicted[name]; !gone {
+				f.pending++
+			}
+			b = now
+		}
+		f.longestWait = max(f.longestWait, b.Sub(c))
+	}
+	for _, m := range w.minMargin {
+		f.minMargin = min(f.minMargin, m)
+	}
+	return f
+}
+
+// firstEvictions returns the time of the first eviction from each node.
+func (w *disruptWatch) firstEvictions() map[string]time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[string]time.Time, len(w.firstEviction))
+	for k, v := range w.firstEviction {
+		out[k] = v
+	}
+	return out
+}
+
+// maxUnavailablePDB is a budget allowing one of the app's pods to be
+// disrupted at a time.
+func maxUnavailablePDB(ns, name string) *policyv1.PodDisruptionBudget {
+	one := intstr.FromInt32(1)
+	return &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: policyv1.PodDisruptionBudgetSpec{
+		MaxUnavailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}}}
+}
+
+// sortedTimes returns the map's times in order.
+func sortedTimes(m map[string]time.Time) []time.Time {
+	out := make([]time.Time, 0, len(m))
+	for _, t := range m {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Before(out[j]) })
+	return out
+}
+
+// waitPodsSettled waits until no pod of the namespace is Pending and the
+// Deployments have want pods, all Ready, and says how it ended; it fails
+// the benchmark if that did not happen within timeout.
+func waitPodsSettled(e *framework.Env, want int, timeout time.Duration) string {
+	e.T.Helper()
+	start := time.Now()
+	for {
+		ctx, cancel := context.WithTimeout(e.Context(), 30*time.Second)
+		pl, err := e.Client.CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "status.phase=Pending",
+			ResourceVersion: "0"})
+		ready, replicas, rerr := readyReplicas(ctx, e)
+		cancel()
+		pending := -1
+		if err == nil {
+			pending = len(pl.Items)
+		}
+		state := fmt.Sprintf("%d pods Pending, %d of %d pods Ready (%d replicas) after %.0fs more",
+			pending, ready, want, replicas, time.Since(start).Seconds())
+		if err == nil && rerr == nil && pending == 0 && ready == want && replicas == want {
+			return state
+		}
+		if time.Since(start) > timeout {
+			e.T.Errorf("not settled after %v: %s (%v %v)", timeout, state, err, rerr)
+			return state
+		}
+		time.Sleep(5 * time.Second)
+	}
+}
