@@ -69,6 +69,7 @@ var actions = map[string]map[string]handler{
 		"DescribeImages":                           (*Server).describeImages,
 		"GetInstanceTypesFromInstanceRequirements": (*Server).getInstanceTypesFromInstanceRequirements,
 		"DescribeSpotPriceHistory":                 (*Server).describeSpotPriceHistory, // spotprice.go
+		"DescribeInstances":                        (*Server).describeInstances,        // spotprice_instances.go
 	},
 }
 

@@ -241,6 +241,10 @@ func copyGroup(g Group) Group {
 	if g.MixedInstances != nil {
 		mi := *g.MixedInstances
 		mi.Overrides = append([]string(nil), mi.Overrides...)
+		if p := mi.OnDemandPercentageAboveBaseCapacity; p != nil {
+			pct := *p
+			mi.OnDemandPercentageAboveBaseCapacity = &pct
+		}
 		if mi.Requirements != nil {
 			r := *mi.Requirements
 			mi.Requirements = &r
