@@ -159,3 +159,17 @@ func TestNodeCapacityFromTheInstanceLifecycle(t *testing.T) {
 		t.Errorf("%d DescribeInstances calls in all, want 1", got)
 	}
 }
+
+// TestManagedNodegroupCapacityType: an EKS managed node group's capacity
+// type is EKS's (DescribeNodegroup), under both keys, whatever its Auto
+// Scaling group's launch template says.
+func TestManagedNodegroupCapacityType(t *testing.T) {
+	s := startFake(t)
+	s.AddGroup(eksGroup("eks-spot-0001", "prod", "spot", nil)) // an On-Demand launch template
+	s.AddNodegroup(awsfake.EKSNodegroup{Cluster: "prod", Name: "spot", CapacityType: "SPOT"})
+	p := newEKSTestProvider(t, []string{"0:10:eks-spot-0001"})
+	n := template(t, context.Background(), p, "eks-spot-0001")
+	if n.Labels[CapacityTypeLabel] != "spot" || n.Labels[EKSCapacityTypeLabel] != "SPOT" {
+		t.Errorf("labels %v, want both capacity keys saying Spot", n.Labels)
+	}
+}

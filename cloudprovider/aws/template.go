@@ -177,7 +177,13 @@ func buildTemplate(in templateInput) (*apiv1.Node, error) {
 			node.Labels[k] = v
 		}
 	}
-	for k, v := range capacityLabels(in.Capacity) {
+	ct := in.Capacity
+	if in.Tags[EKSNodegroupTag] != "" {
+		// An EKS managed node group's capacity type is what EKS says
+		// (none when DescribeNodegroup is refused or says something else).
+		ct = capacityOfLabels(in.Managed.Labels)
+	}
+	for k, v := range capacityLabels(ct) {
 		if _, set := node.Labels[k]; !set {
 			node.Labels[k] = v
 		}
