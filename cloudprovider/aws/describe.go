@@ -41,8 +41,11 @@ type groupDesc struct {
 	// themselves (instances of those overrides are launched with them).
 	OverrideTemplates []launchTemplateRef
 	Mixed             bool
-	Subnets           []string
-	Zones             []string
+	// Distribution is the mixed-instances policy's On-Demand/Spot split
+	// (capacitytype.go).
+	Distribution instancesDistribution
+	Subnets      []string
+	Zones        []string
 }
 
 // instanceDesc is one instance of a group.
@@ -169,6 +172,7 @@ func describeGroup(a astypes.AutoScalingGroup) (groupDesc, error) {
 	}
 	if mp := a.MixedInstancesPolicy; mp != nil && mp.LaunchTemplate != nil {
 		g.Mixed = true
+		g.Distribution = distributionOf(mp)
 		if spec := mp.LaunchTemplate.LaunchTemplateSpecification; spec != nil {
 			g.LaunchTemplate = &launchTemplateRef{ID: deref(spec.LaunchTemplateId), Name: deref(spec.LaunchTemplateName), Version: deref(spec.Version)}
 		}

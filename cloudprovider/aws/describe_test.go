@@ -43,7 +43,7 @@ func TestDescribeGroup(t *testing.T) {
 			name: "mixed instances policy",
 			in:   mixed,
 			want: groupDesc{Name: "mixed", Min: 0, Max: 10, Desired: 2, Tags: map[string]string{"k": "v"},
-				LaunchTemplate: &launchTemplateRef{Name: "lt", Version: "$Latest"}, Mixed: true,
+				LaunchTemplate: &launchTemplateRef{Name: "lt", Version: "$Latest"}, Mixed: true, Distribution: instancesDistribution{Set: true, OnDemandPercent: 100},
 				MixedOverrides: []string{"c5.large", "m5.large"}, Subnets: []string{"subnet-b", "subnet-a"},
 				Instances: []instanceDesc{{ID: "i-1", Zone: "us-east-1a", Lifecycle: "InService"},
 					{ID: "i-2", Zone: "us-east-1b", Lifecycle: "Pending", Type: "c5.large"},

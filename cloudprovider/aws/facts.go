@@ -142,6 +142,7 @@ func (p *Provider) templateVersionType(ctx context.Context, ref launchTemplateRe
 	}
 	for _, v := range out.LaunchTemplateVersions {
 		if v.LaunchTemplateData != nil && v.LaunchTemplateData.InstanceType != "" {
+			p.noteLaunchMarket(ref, v.LaunchTemplateData) // capacitytype.go
 			return string(v.LaunchTemplateData.InstanceType), nil
 		}
 	}

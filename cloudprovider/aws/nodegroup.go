@@ -296,7 +296,8 @@ func (g *NodeGroup) buildTemplate(ctx context.Context) (*apiv1.Node, error) {
 		g.p.noteZoneFallback(ctx, d.Name, zone)
 	}
 	managed, _ := g.p.managedNodegroup(ctx, d.Tags)
-	return buildTemplate(templateInput{Group: d.Name, Region: g.p.region, Zone: zone, Type: t, Tags: d.Tags, Managed: managed})
+	return buildTemplate(templateInput{Group: d.Name, Region: g.p.region, Zone: zone, Type: t, Tags: d.Tags, Managed: managed,
+		Capacity: g.p.groupCapacity(d)})
 }
 
 // GetOptions implements cloudprovider.NodeGroup from the group's option

@@ -62,6 +62,10 @@ type Provider struct {
 	facts *factCache
 	// drift keeps the launch templates' version numbers (drift.go).
 	drift *driftCache
+	// capacity keeps what tells Spot from On-Demand (capacitytype.go);
+	// prices the prices (pricing.go).
+	capacity *capacityFacts
+	prices   *priceBook
 
 	mu    sync.Mutex
 	state *snapshot
@@ -125,7 +129,7 @@ func Build(ctx context.Context, opts cloudprovider.BuildOptions) (cloudprovider.
 	cc.logIgnored(ctx, cfg.Region)
 	asgClient, ec2Client := newClientsWith(cfg, cc)
 	klog.FromContext(ctx).Info("AWS provider", "region", cfg.Region, "nodeGroups", len(explicit), "autoDiscovery", opts.Options.NodeGroupAutoDiscovery)
-	popts := []Option{WithResourceLimiter(opts.ResourceLimiter), WithEKS(newEKSClient(cfg, cc))}
+	popts := []Option{WithResourceLimiter(opts.ResourceLimiter), WithEKS(newEKSClient(cfg, cc)), WithPricingAPI(newPricingClient(cfg))}
 	if opts.InformerFactory != nil {
 		// The Nodes' informer is the core's own (one shared factory).
 		popts = append(popts, WithNodeLister(opts.InformerFactory.Core().V1().Nodes().Lister()))
@@ -139,7 +143,7 @@ func Build(ctx context.Context, opts cloudprovider.BuildOptions) (cloudprovider.
 func New(asg AutoScalingAPI, ec2 EC2API, region string, explicit []explicitGroup, discover []tagDiscoverer, opts ...Option) *Provider {
 	p := &Provider{asg: asg, ec2: ec2, region: region, explicit: explicit, discover: discover,
 		limiter: cloudprovider.NewResourceLimiter(nil, nil), clock: clock.RealClock{}, listEvery: DefaultListInterval,
-		facts: newFactCache(), drift: newDriftCache(), state: &snapshot{groups: map[string]*NodeGroup{}, byInstance: map[string]*NodeGroup{}},
+		facts: newFactCache(), drift: newDriftCache(), capacity: newCapacityFacts(), prices: newPriceBook(), state: &snapshot{groups: map[string]*NodeGroup{}, byInstance: map[string]*NodeGroup{}},
 		increased: map[string]time.Time{}, dirty: map[string]bool{}, cache: map[string]*cachedGroup{},
 		ownTerminations: map[string]string{}, writeGen: map[string]int{}, written: map[string]bool{}}
 	for _, o := range opts {
@@ -281,9 +285,11 @@ func (p *Provider) InstanceOfNode(_ context.Context, node *apiv1.Node) (string, 
 	return "", false, nil
 }
 
-// Pricing implements cloudprovider.CloudProvider: not provided.
+// Pricing implements cloudprovider.CloudProvider: On-Demand prices from
+// the Price List API (the built-in list as fallback), Spot prices from
+// DescribeSpotPriceHistory (pricing.go).
 func (p *Provider) Pricing(context.Context) (cloudprovider.PricingModel, error) {
-	return nil, cloudprovider.ErrNotImplemented
+	return awsPricing{p: p}, nil
 }
 
 // GetResourceLimiter implements cloudprovider.CloudProvider.

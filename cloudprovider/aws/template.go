@@ -118,11 +118,15 @@ type templateInput struct {
 	Tags   map[string]string
 	// Managed is what the group's EKS managed node group adds (eks.go).
 	Managed managedSpec
+	// Capacity is how the group's new instances are bought: On-Demand and
+	// Spot label the template (capacitytype.go), mixed or unknown do not.
+	Capacity capacityType
 }
 
 // buildTemplate builds the node a group would add: the instance type's
 // capacity, the well-known labels, the labels and taints of its EKS managed
-// node group (adding keys only), then what the tags add (tags win).
+// node group (adding keys only), its capacity type's labels (adding keys
+// only), then what the tags add (tags win).
 func buildTemplate(in templateInput) (*apiv1.Node, error) {
 	spec, err := parseTemplateTags(in.Tags)
 	if err != nil {
@@ -169,6 +173,17 @@ func buildTemplate(in templateInput) (*apiv1.Node, error) {
 		}
 	}
 	for k, v := range in.Managed.Labels {
+		if _, set := node.Labels[k]; !set {
+			node.Labels[k] = v
+		}
+	}
+	ct := in.Capacity
+	if in.Tags[EKSNodegroupTag] != "" {
+		// An EKS managed node group's capacity type is what EKS says
+		// (none when DescribeNodegroup is refused or says something else).
+		ct = capacityOfLabels(in.Managed.Labels)
+	}
+	for k, v := range capacityLabels(ct) {
 		if _, set := node.Labels[k]; !set {
 			node.Labels[k] = v
 		}

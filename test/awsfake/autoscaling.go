@@ -192,6 +192,10 @@ func (s *Server) xmlGroup(g *groupState) xmlGroup {
 		}
 		p.InstancesDistribution.OnDemandAllocationStrategy = "prioritized"
 		p.InstancesDistribution.OnDemandPercentageAboveBaseCapacity = 100
+		p.InstancesDistribution.OnDemandBaseCapacity = mi.OnDemandBaseCapacity
+		if pct := mi.OnDemandPercentageAboveBaseCapacity; pct != nil {
+			p.InstancesDistribution.OnDemandPercentageAboveBaseCapacity = *pct
+		}
 		p.InstancesDistribution.SpotAllocationStrategy = "lowest-price"
 		out.MixedInstancesPolicy = p
 	}

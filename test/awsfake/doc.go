@@ -32,9 +32,22 @@
 // DescribeImages (ImageId.N, the images AddImage registered),
 // GetInstanceTypesFromInstanceRequirements (ArchitectureType.N,
 // VirtualizationType.N, InstanceRequirements: the fields it honours are
-// listed on InstanceRequirements; MaxResults, NextToken). EC2
-// Filter.N parameters are refused rather than ignored. Any other action is
-// 400 InvalidAction.
+// listed on InstanceRequirements; MaxResults, NextToken),
+// DescribeSpotPriceHistory (the changes AddSpotPrice recorded:
+// InstanceType.N, ProductDescription.N, AvailabilityZone, StartTime with
+// the price in effect then, EndTime, MaxResults 1-1000, NextToken, the
+// filters instance-type, product-description, availability-zone),
+// DescribeInstances (InstanceId.N or all, MaxResults, NextToken;
+// instanceLifecycle "spot" for the instances launched as Spot by their
+// group's instances distribution or launch template market type). Other
+// EC2 Filter.N parameters are refused rather than ignored. Any other
+// action is 400 InvalidAction.
+// Price List Query API (JSON 1.1, AWS_ENDPOINT_URL_PRICING, told apart by
+// X-Amz-Target AWSPriceListService.*; signed for us-east-1, eu-central-1,
+// ap-south-1 or cn-northwest-1): GetProducts of AmazonEC2 (TERM_MATCH,
+// EQUALS, CONTAINS, ANY_OF, NONE_OF filters, MaxResults 1-100, NextToken;
+// PriceList documents as JSON strings) of the prices AddOnDemandPrice
+// added, each with its Windows, Dedicated and unused-reservation products.
 // EKS (REST-JSON, AWS_ENDPOINT_URL_EKS, told apart by its /clusters/ path):
 // DescribeNodegroup (GET /clusters/{name}/node-groups/{nodegroupName}) of
 // the node groups a test registers with AddNodegroup: labels, taints (EKS's

@@ -117,8 +117,11 @@ type xmlLaunchTemplateVersion struct {
 	CreateTime         string `xml:"createTime"`
 	DefaultVersion     bool   `xml:"defaultVersion"`
 	LaunchTemplateData struct {
-		InstanceType string `xml:"instanceType,omitempty"`
-		ImageID      string `xml:"imageId"`
+		InstanceType  string `xml:"instanceType,omitempty"`
+		ImageID       string `xml:"imageId"`
+		MarketOptions *struct {
+			MarketType string `xml:"marketType"`
+		} `xml:"instanceMarketOptions,omitempty"`
 	} `xml:"launchTemplateData"`
 }
 
@@ -167,6 +170,11 @@ func (s *Server) describeLaunchTemplateVersions(form url.Values) (any, *apiError
 		}
 		x.LaunchTemplateData.InstanceType = v.InstanceType
 		x.LaunchTemplateData.ImageID = "ami-00000000000000000"
+		if v.MarketType != "" {
+			x.LaunchTemplateData.MarketOptions = &struct {
+				MarketType string `xml:"marketType"`
+			}{v.MarketType}
+		}
 		if v.ImageID != "" {
 			x.LaunchTemplateData.ImageID = v.ImageID
 		}

@@ -68,6 +68,8 @@ var actions = map[string]map[string]handler{
 		"DescribeSubnets":                          (*Server).describeSubnets,
 		"DescribeImages":                           (*Server).describeImages,
 		"GetInstanceTypesFromInstanceRequirements": (*Server).getInstanceTypesFromInstanceRequirements,
+		"DescribeSpotPriceHistory":                 (*Server).describeSpotPriceHistory, // spotprice.go
+		"DescribeInstances":                        (*Server).describeInstances,        // spotprice_instances.go
 	},
 }
 
@@ -90,6 +92,10 @@ func serviceOf(action, version string) string {
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if isEKSPath(r.URL.Path) {
 		s.serveEKS(w, r) // REST-JSON (eks.go)
+		return
+	}
+	if isPricingRequest(r) {
+		s.servePricing(w, r) // JSON 1.1 (pricing.go)
 		return
 	}
 	reqID := newRequestID()

@@ -63,8 +63,8 @@ func TestAllowOnlyRefusesWhatAPolicyLacks(t *testing.T) {
 		"ec2:DescribeImages", "eks:DescribeNodegroup")
 	// (this list lacks ec2:GetInstanceTypesFromInstanceRequirements, which
 	// upstream's policy has)
-	if d := cmp.Diff([]string{"CreateLaunchTemplateVersion", "DescribeLaunchTemplates", "DescribeSubnets",
-		"GetInstanceTypesFromInstanceRequirements", "ModifyLaunchTemplate", "SetInstanceProtection"}, refused); d != "" {
+	if d := cmp.Diff([]string{"CreateLaunchTemplateVersion", "DescribeInstances", "DescribeLaunchTemplates", "DescribeSpotPriceHistory",
+		"DescribeSubnets", "GetInstanceTypesFromInstanceRequirements", "ModifyLaunchTemplate", "SetInstanceProtection"}, refused); d != "" {
 		t.Errorf("refused actions (-want +got):\n%s", d)
 	}
 	if _, err := c.ec2.DescribeSubnets(t.Context(), &ec2.DescribeSubnetsInput{}); apiErrorCode(err) != "UnauthorizedOperation" {

@@ -26,6 +26,9 @@ type InstanceType struct {
 type LaunchTemplateVersion struct {
 	Number       int64
 	InstanceType string
+	// MarketType is the version's InstanceMarketOptions.MarketType:
+	// "spot" launches Spot instances, "" On-Demand ones.
+	MarketType string
 	// ImageID is the version's AMI (DescribeImages knows those AddImage
 	// registered); "" renders as ami-00000000000000000.
 	ImageID string
@@ -62,6 +65,12 @@ type MixedInstancesPolicy struct {
 	LaunchTemplate LaunchTemplateSpec
 	Overrides      []string
 	Requirements   *InstanceRequirements
+	// OnDemandBaseCapacity and OnDemandPercentageAboveBaseCapacity are the
+	// policy's instances distribution: the first OnDemandBaseCapacity
+	// instances are On-Demand, then that percentage of the others (nil is
+	// AWS's default, 100); the rest are Spot.
+	OnDemandBaseCapacity                int
+	OnDemandPercentageAboveBaseCapacity *int
 }
 
 // Group is an Auto Scaling group.
@@ -103,6 +112,10 @@ type Instance struct {
 	// changes when the group's launch specification does.
 	LaunchTemplate          LaunchTemplateSpec
 	LaunchConfigurationName string
+	// Spot is whether the instance was launched as a Spot instance (its
+	// group's instances distribution, or its launch template's market
+	// type): DescribeInstances reports its InstanceLifecycle "spot".
+	Spot bool
 }
 
 // Lifecycle states of an instance.

@@ -104,6 +104,7 @@ func (s *Server) launch(g *groupState, instanceType string, lt LaunchTemplateSpe
 		LaunchConfigurationName: lc,
 
 		ProtectedFromScaleIn: g.NewInstancesProtectedFromScaleIn,
+		Spot:                 s.launchesSpotLocked(g, lt), // spotprice.go
 	}
 	s.instances = append(s.instances, in)
 	s.byID[in.ID] = in

@@ -56,6 +56,10 @@ type Server struct {
 
 	// nodegroups are the EKS managed node groups by "<cluster>/<name>" (eks.go).
 	nodegroups map[string]EKSNodegroup
+	// products are the Price List's products by SKU (pricing.go);
+	// spotPrices the Spot price changes (spotprice.go).
+	products   map[string]pricingProduct
+	spotPrices []SpotPrice
 
 	listener net.Listener
 	httpSrv  *http.Server
@@ -158,6 +162,7 @@ func (s *Server) Env() []string {
 		"AWS_ENDPOINT_URL_AUTO_SCALING=" + s.URL(),
 		"AWS_ENDPOINT_URL_EC2=" + s.URL(),
 		"AWS_ENDPOINT_URL_EKS=" + s.URL(),
+		"AWS_ENDPOINT_URL_PRICING=" + s.URL(),
 		"AWS_REGION=" + s.region,
 		"AWS_ACCESS_KEY_ID=" + fakeAccessKeyID,
 		"AWS_SECRET_ACCESS_KEY=" + fakeSecretAccessKey,
@@ -236,6 +241,10 @@ func copyGroup(g Group) Group {
 	if g.MixedInstances != nil {
 		mi := *g.MixedInstances
 		mi.Overrides = append([]string(nil), mi.Overrides...)
+		if p := mi.OnDemandPercentageAboveBaseCapacity; p != nil {
+			pct := *p
+			mi.OnDemandPercentageAboveBaseCapacity = &pct
+		}
 		if mi.Requirements != nil {
 			r := *mi.Requirements
 			mi.Requirements = &r
