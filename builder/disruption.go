@@ -14,11 +14,52 @@ import (
 // DisruptionInputs are what the disruption engine gets besides the flags:
 // the reason sources asked every loop (consolidation, drift, expiry: wired
 // by whoever builds the loop), the budget (nil: disruption.DefaultBudget)
-// and a protection hook (ProvisioningRequest bookings).
+// and a protection hook besides the ProvisioningRequests' (the nodes they
+// hold are protected whenever the loop's processors include them).
 type DisruptionInputs struct {
 	Sources   []disruption.Source
 	Budget    disruption.Budget
 	Protected func(nodeName string) (bool, string)
+}
+
+// holder is what holds nodes for someone (the ProvisioningRequests:
+// provreqs.Requests.Holding): the engine keeps those from the voluntary
+// reasons.
+type holder interface {
+	Holding(node string) (bool, string)
+}
+
+// bookingHolders are the loop's processors that hold nodes (the
+// ProvisioningRequests', when on).
+func bookingHolders(procs processors.Set) []holder {
+	var out []holder
+	for _, p := range procs.PodLists {
+		if h, ok := p.(holder); ok {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// protections is the engine's Protected hook: the given one (nil: none)
+// and every holder's, the first that protects the node answering why.
+func protections(given func(string) (bool, string), holders ...holder) func(string) (bool, string) {
+	if len(holders) == 0 {
+		return given
+	}
+	return func(node string) (bool, string) {
+		if given != nil {
+			if ok, why := given(node); ok {
+				return true, why
+			}
+		}
+		for _, h := range holders {
+			if ok, why := h.Holding(node); ok {
+				return true, why
+			}
+		}
+		return false, ""
+	}
 }
 
 // addDisruption adds the disruption engine to the loop's repairs, and its
@@ -36,7 +77,8 @@ func addDisruption(ctx context.Context, opts config.Options, in Inputs, procs *p
 	if err != nil {
 		return nil, err
 	}
-	dopts.Sources, dopts.Budget, dopts.Protected = sources, in.Disruption.Budget, in.Disruption.Protected
+	dopts.Sources, dopts.Budget = sources, in.Disruption.Budget
+	dopts.Protected = protections(in.Disruption.Protected, bookingHolders(*procs)...)
 	if dopts.Budget == nil && len(opts.Disruption.Budgets) > 0 {
 		set, err := DisruptionBudgets(opts)
 		if err != nil {
