@@ -15,6 +15,7 @@ import (
 	cpfake "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/disruption"
+	"k8s.io/autoscaler/cluster-autoscaler/disruption/consolidation"
 	"k8s.io/autoscaler/cluster-autoscaler/explain"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 	"k8s.io/autoscaler/cluster-autoscaler/processors"
@@ -191,5 +192,31 @@ func TestDisruptionExplainerFollowsTheIntake(t *testing.T) {
 	v, _, _, _ := rec.Node("first")
 	if d := v.Disruptions[0]; d.Why != "drifted first" || d.Replacement != "1 of a" {
 		t.Errorf("first: why %q, replacement %q", d.Why, d.Replacement)
+	}
+}
+
+// TestExplainConsolidation: a plan's candidates are proposed with their
+// saving and replacement, the other nodes told why not; nodes being deleted
+// are left to the engine's verdicts.
+func TestExplainConsolidation(t *testing.T) {
+	rec := explain.NewRecorder()
+	rec.BeginLoop(time.Now())
+	ExplainConsolidation(rec, consolidation.Result{
+		Candidates: []disruption.Candidate{{Reason: disruption.Consolidatable, Nodes: []string{"a", "b"}, SavingPerHour: 0.5,
+			Replacement: []disruption.Replacement{{Group: "small", Count: 1}}, Message: "two nodes by one cheaper"}},
+		NotCandidates: map[string]string{"c": consolidation.ReasonBooked, "d": consolidation.ReasonBeingDeleted}})
+	rec.EndLoop()
+	v, _, _, _ := rec.Node("b")
+	want := []explain.DisruptionVerdict{{Node: "b", Reason: "consolidatable", Decision: explain.DecisionProposed,
+		Why: "two nodes by one cheaper", Nodes: []string{"a", "b"}, SavingPerHour: 0.5, Replacement: "1 of small"}}
+	if diff := cmp.Diff(want, v.Disruptions); diff != "" {
+		t.Errorf("b (-want +got):\n%s", diff)
+	}
+	if v, _, _, _ := rec.Node("c"); len(v.Disruptions) != 1 || v.Disruptions[0].Why != consolidation.ReasonBooked ||
+		v.Disruptions[0].Decision != explain.DecisionNo {
+		t.Errorf("c: %+v, want no for %s", v.Disruptions, consolidation.ReasonBooked)
+	}
+	if _, _, _, ok := rec.Node("d"); ok {
+		t.Error("d, being deleted, has a consolidation verdict")
 	}
 }

@@ -295,3 +295,38 @@ func notProposed(r disruption.Reason) string {
 	}
 	return "not proposed by the " + string(r) + " source"
 }
+
+// ExplainConsolidation records a consolidation plan's verdicts for the
+// explainer (rec may be nil): each candidate's nodes as proposed (the
+// engine decides at its next repair), with the saving, the replacement and
+// the planner's message; each other node with why it is no candidate (the
+// planner's reason). Nodes being deleted are left to the engine's own
+// verdicts (in flight). For the loop's consolidation step to call once it
+// planned (core.Consolidation); not wired yet.
+func ExplainConsolidation(rec *explain.Recorder, res consolidation.Result) {
+	if rec == nil {
+		return
+	}
+	for _, c := range res.Candidates {
+		v := explain.DisruptionVerdict{Reason: string(disruption.Consolidatable), Decision: explain.DecisionProposed,
+			Why: c.Message, SavingPerHour: c.SavingPerHour, Replacement: replacementText(c.Replacement)}
+		if len(c.Nodes) > 1 {
+			v.Nodes = c.Nodes
+		}
+		for _, n := range c.Nodes {
+			v.Node = n
+			rec.AddDisruption(v)
+		}
+	}
+	names := make([]string, 0, len(res.NotCandidates))
+	for n, why := range res.NotCandidates {
+		if why != consolidation.ReasonBeingDeleted {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		rec.AddDisruption(explain.DisruptionVerdict{Node: n, Reason: string(disruption.Consolidatable),
+			Decision: explain.DecisionNo, Why: res.NotCandidates[n]})
+	}
+}
