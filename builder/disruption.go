@@ -14,37 +14,83 @@ import (
 // DisruptionInputs are what the disruption engine gets besides the flags:
 // the reason sources asked every loop (consolidation, drift, expiry: wired
 // by whoever builds the loop), the budget (nil: disruption.DefaultBudget)
-// and a protection hook (ProvisioningRequest bookings).
+// and a protection hook besides the ProvisioningRequests' (the nodes they
+// hold are protected whenever the loop's processors include them).
 type DisruptionInputs struct {
 	Sources   []disruption.Source
 	Budget    disruption.Budget
 	Protected func(nodeName string) (bool, string)
 }
 
+// holder is what holds nodes for someone (the ProvisioningRequests:
+// provreqs.Requests.Holding): the engine keeps those from the voluntary
+// reasons.
+type holder interface {
+	Holding(node string) (bool, string)
+}
+
+// bookingHolders are the loop's processors that hold nodes (the
+// ProvisioningRequests', when on).
+func bookingHolders(procs processors.Set) []holder {
+	var out []holder
+	for _, p := range procs.PodLists {
+		if h, ok := p.(holder); ok {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// protections is the engine's Protected hook: the given one (nil: none)
+// and every holder's, the first that protects the node answering why.
+func protections(given func(string) (bool, string), holders ...holder) func(string) (bool, string) {
+	if len(holders) == 0 {
+		return given
+	}
+	return func(node string) (bool, string) {
+		if given != nil {
+			if ok, why := given(node); ok {
+				return true, why
+			}
+		}
+		for _, h := range holders {
+			if ok, why := h.Holding(node); ok {
+				return true, why
+			}
+		}
+		return false, ""
+	}
+}
+
 // addDisruption adds the disruption engine to the loop's repairs, and its
 // sections to the status ConfigMap (status, when written), when node
 // healing is on or some source is given, never in a read-only loop
 // (explain); it returns the engine (nil when off), which sources that run
-// elsewhere in the loop Offer to.
+// elsewhere in the loop Offer to. With an explainer, the nodes' verdicts
+// for the sources' reasons are recorded each loop: before the engine's
+// repair, or in a read-only loop once the scale-up's processors are done.
 func addDisruption(ctx context.Context, opts config.Options, in Inputs, procs *processors.Set,
 	status *clusterstate.StatusWriter) (*disruption.Engine, error) {
 	sources := append(DisruptionSources(opts, in.Provider), in.Disruption.Sources...)
 	if in.ReadOnly || (!opts.NodeHealingEnabled && len(sources) == 0 && !opts.Disruption.ConsolidationEnabled) {
+		if in.ReadOnly && in.Explainer != nil && len(sources) > 0 {
+			dopts, err := disruptionOptions(opts, in, sources, *procs)
+			if err != nil {
+				return nil, err
+			}
+			x := newDisruptionExplainer(in, dopts, nil)
+			procs.ScaleUpStatus = append(procs.ScaleUpStatus, explainAfterScaleUp{x})
+		}
 		return nil, nil
 	}
-	dopts, err := HealingOptions(opts)
+	dopts, err := disruptionOptions(opts, in, sources, *procs)
 	if err != nil {
 		return nil, err
 	}
-	dopts.Sources, dopts.Budget, dopts.Protected = sources, in.Disruption.Budget, in.Disruption.Protected
-	if dopts.Budget == nil && len(opts.Disruption.Budgets) > 0 {
-		set, err := DisruptionBudgets(opts)
-		if err != nil {
-			return nil, err
-		}
-		dopts.Budget = set
-	}
 	engine := disruption.New(dopts, in.Client, in.Provider, in.Recorder, in.Metrics.Registerer())
+	if in.Explainer != nil && len(sources) > 0 {
+		procs.Repairs = append(procs.Repairs, explainRepair{newDisruptionExplainer(in, dopts, engine.InFlight)})
+	}
 	procs.Repairs = append(procs.Repairs, engine)
 	if status != nil {
 		status.Sections = engine.StatusSections
@@ -61,4 +107,36 @@ func addDisruption(ctx context.Context, opts config.Options, in Inputs, procs *p
 			"maxConcurrent", dopts.MaxConcurrent, "dryRun", dopts.DryRun)
 	}
 	return engine, nil
+}
+
+// disruptionOptions are the engine's options: the flags', the sources, the
+// budget (--disruption-budget unless given) and the protections.
+func disruptionOptions(opts config.Options, in Inputs, sources []disruption.Source,
+	procs processors.Set) (disruption.Options, error) {
+	dopts, err := HealingOptions(opts)
+	if err != nil {
+		return dopts, err
+	}
+	dopts.Sources, dopts.Budget = sources, in.Disruption.Budget
+	dopts.Protected = protections(in.Disruption.Protected, bookingHolders(procs)...)
+	if dopts.Budget == nil && len(opts.Disruption.Budgets) > 0 {
+		set, err := DisruptionBudgets(opts)
+		if err != nil {
+			return dopts, err
+		}
+		dopts.Budget = set
+	}
+	return dopts, nil
+}
+
+// newDisruptionExplainer explains the engine of dopts; inFlight is its
+// plans in flight (nil: none known).
+func newDisruptionExplainer(in Inputs, dopts disruption.Options,
+	inFlight func() map[string]disruption.Reason) *disruptionExplainer {
+	b := dopts.Budget
+	if b == nil {
+		b = disruption.DefaultBudget{}
+	}
+	return &disruptionExplainer{rec: in.Explainer, provider: in.Provider, sources: dopts.Sources, budget: b,
+		protected: dopts.Protected, settle: dopts.SettleTime, inFlight: inFlight}
 }

@@ -3,7 +3,9 @@
 // group's verdict (it fits, with the nodes it needs and whether the expander
 // chose it, or the first refusal with its cause and numbers), and for every
 // node its scale-down verdict (unneeded since when and for how much longer,
-// or what keeps it). It renders them for a person (a table) or a tool
+// or what keeps it) and its disruption verdicts (for each reason that is on:
+// whether it holds, the saving, the replacement, and the protection or budget
+// that holds the node back). It renders them for a person (a table) or a tool
 // (JSON), and serves them on /explainz.
 //
 // The record is bounded: only the last complete loop is kept, with at most

@@ -113,6 +113,13 @@ type NodeVerdict struct {
 	// Utilization and Threshold, when the planner computed them.
 	Utilization *float64 `json:"utilization,omitempty"`
 	Threshold   *float64 `json:"threshold,omitempty"`
+	// NoScaleDownVerdict: scale-down said nothing of the node in the loop
+	// (it did not run, or the node is not autoscaled); only its disruption
+	// verdicts are known.
+	NoScaleDownVerdict bool `json:"noScaleDownVerdict,omitempty"`
+	// Disruptions are the node's verdicts for the disruption reasons that
+	// are on (consolidation, drift, expiry, ...), by reason.
+	Disruptions []DisruptionVerdict `json:"disruptions,omitempty"`
 }
 
 // Loop is the record of one loop.
@@ -126,6 +133,9 @@ type Loop struct {
 	ScaleDown string `json:"scaleDown,omitempty"`
 	// Requests are the conditions the loop set on ProvisioningRequests.
 	Requests []RequestConditions `json:"provisioningRequests,omitempty"`
+	// disruptions are the disruption verdicts recorded in the loop, given
+	// to Nodes when it ends.
+	disruptions []DisruptionVerdict
 }
 
 // Recorder keeps the loop being recorded and the last complete one. A nil
@@ -168,6 +178,7 @@ func (r *Recorder) EndLoop() {
 	}
 	l := r.cur
 	r.cur = nil
+	mergeDisruptions(l)
 	ix := &indexed{loop: l, byPod: map[string]int{}, byNode: make(map[string]int, len(l.Nodes))}
 	// A pod recorded twice in one loop (a group estimated again after a
 	// first increase) is explained by its last record.

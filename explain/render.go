@@ -95,7 +95,8 @@ func reasonText(v NodeGroupVerdict) string {
 	return strings.Join(parts, "; ")
 }
 
-// WriteNode writes a person's view of one node's scale-down verdict.
+// WriteNode writes a person's view of one node's scale-down verdict, then
+// its disruption verdicts (one line per reason).
 func WriteNode(w io.Writer, v NodeVerdict, note string, at time.Time) error {
 	b := &strings.Builder{}
 	fmt.Fprintf(b, "Loop at %s\n", at.UTC().Format(time.RFC3339))
@@ -105,6 +106,8 @@ func WriteNode(w io.Writer, v NodeVerdict, note string, at time.Time) error {
 		fmt.Fprintf(tw, "Node group:\t%s\n", v.NodeGroup)
 	}
 	switch {
+	case v.NoScaleDownVerdict:
+		fmt.Fprintf(tw, "Verdict:\tno scale-down verdict\n")
 	case v.Removable:
 		fmt.Fprintf(tw, "Verdict:\tremovable now\n")
 	case v.Unneeded:
@@ -135,6 +138,9 @@ func WriteNode(w io.Writer, v NodeVerdict, note string, at time.Time) error {
 		fmt.Fprintf(tw, "Scale-down:\t%s\n", note)
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := writeDisruptions(b, v.Disruptions); err != nil {
 		return err
 	}
 	_, err := io.WriteString(w, b.String())

@@ -71,6 +71,11 @@ func (r *Requests) ScaleUpDone(ctx context.Context, _ *processors.Loop, _ proces
 // nodes to join; see processor.Processor.WaitingForNodes.
 func (r *Requests) WaitingForNodes() bool { return r.p.WaitingForNodes() }
 
+// Holding reports whether node is held for a ProvisioningRequest (the
+// nodes of an all-or-nothing request), and why; see
+// processor.Processor.Holding. The disruption engine protects those nodes.
+func (r *Requests) Holding(node string) (bool, string) { return r.p.Holding(node) }
+
 // registryInstances answers the request processor's questions about node
 // groups and their instances from the loop's cluster state.
 func registryInstances(state *clusterstate.Registry) processor.Instances {

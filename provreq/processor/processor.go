@@ -121,6 +121,11 @@ type Processor struct {
 
 	// waiting is WaitingForNodes's answer, as the loop last published it.
 	waiting atomic.Bool
+	// holds and holdsKnown are Holds's answer, as the loop last published
+	// it (publishHolds).
+	holdsMu    sync.Mutex
+	holds      map[string]string
+	holdsKnown bool
 }
 
 // requestState is what the processor remembers of one request.
@@ -194,6 +199,9 @@ type request struct {
 	// booked counts the pods whose capacity this loop holds for the
 	// request (the booked-pods gauge counts it while it is provisioned).
 	booked int
+	// attemptNodes are the registered nodes of its attempt in flight at
+	// the end of Run (Holds).
+	attemptNodes []string
 }
 
 type event struct{ kind, reason, message string }
@@ -214,6 +222,9 @@ type Loop struct {
 	// unrestored: the records could not be read in this loop; nothing that
 	// depends on them (atomic scale-ups, rollbacks, their records) is done.
 	unrestored bool
+	// blind: the requests could not be listed in this loop (Holds stays
+	// unknown).
+	blind bool
 }
 
 // Input is what the processor needs of the loop's observation.
@@ -233,6 +244,7 @@ func (p *Processor) Begin(ctx context.Context, in Input) *Loop {
 	if err != nil {
 		logger.Error(err, "Listing ProvisioningRequests; none handled this loop")
 		l.pending = in.PendingPods
+		l.blind = true
 		return l
 	}
 	// Oldest first, then by namespace and name: fair and deterministic.

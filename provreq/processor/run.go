@@ -80,6 +80,11 @@ func (l *Loop) Run(ctx context.Context, capacity Capacity, nodes []*apiv1.Node, 
 			}
 		}
 		l.finishUndos(ctx)
+		for _, r := range l.requests {
+			if r.state.attempt != nil {
+				r.attemptNodes = nodesOfAttempt(r.state.attempt, instances)
+			}
+		}
 	}
 	if l.rolledBack {
 		// The snapshot still holds the nodes just deleted and the
@@ -283,6 +288,7 @@ func (l *Loop) Finish(ctx context.Context) {
 	// those provisioned in this loop count, those whose booking ended or
 	// was revoked do not.
 	l.p.metrics.BookedPods(booked)
+	l.publishHolds()
 	for i, pod := range l.released {
 		if i == maxReleasedEvents {
 			break

@@ -5,15 +5,23 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // DashboardPath is the chart's Grafana dashboard, relative to the repository root.
 const DashboardPath = "charts/cluster-autoscaler/files/dashboard.json"
 
-// DashboardQuery is one query of a panel of the chart's Grafana dashboard.
+// DashboardQuery is one query of a panel of the chart's Grafana dashboard;
+// Row is the title of the row the panel is in ("" before the first row).
 type DashboardQuery struct {
-	Panel, RefID, Expr, Legend string
+	Panel, RefID, Expr, Legend, Row string
 }
+
+// OptInRowPrefix starts the title of the dashboard's rows whose series
+// exist only while an opt-in feature runs and acts (the disruption engine:
+// its decisions, plans in flight and savings); Queries leaves their panels
+// out, AllQueries has them.
+const OptInRowPrefix = "Disruption"
 
 // Dashboard is the part of a Grafana dashboard the tests read.
 type Dashboard struct {
@@ -66,19 +74,36 @@ func ParseDashboard(raw []byte) (*Dashboard, error) {
 	return d, nil
 }
 
-// Queries lists every panel's queries (rows' nested panels included), in order.
+// Queries lists the queries of every panel (rows' nested panels included),
+// in order, but those of the opt-in rows (OptInRowPrefix): those a run of
+// the autoscaler with the features the lifecycle test turns on answers.
 func (d *Dashboard) Queries() []DashboardQuery {
 	var out []DashboardQuery
-	var walk func([]DashboardPanel)
-	walk = func(ps []DashboardPanel) {
-		for _, p := range ps {
-			for _, t := range p.Targets {
-				out = append(out, DashboardQuery{Panel: p.Title, RefID: t.RefID, Expr: t.Expr, Legend: t.LegendFormat})
-			}
-			walk(p.Panels)
+	for _, q := range d.AllQueries() {
+		if !strings.HasPrefix(q.Row, OptInRowPrefix) {
+			out = append(out, q)
 		}
 	}
-	walk(d.Panels)
+	return out
+}
+
+// AllQueries lists every panel's queries (rows' nested panels included), in
+// order.
+func (d *Dashboard) AllQueries() []DashboardQuery {
+	var out []DashboardQuery
+	var walk func([]DashboardPanel, string)
+	walk = func(ps []DashboardPanel, row string) {
+		for _, p := range ps {
+			if p.Type == "row" {
+				row = p.Title
+			}
+			for _, t := range p.Targets {
+				out = append(out, DashboardQuery{Panel: p.Title, RefID: t.RefID, Expr: t.Expr, Legend: t.LegendFormat, Row: row})
+			}
+			walk(p.Panels, row)
+		}
+	}
+	walk(d.Panels, "")
 	return out
 }
 
