@@ -330,3 +330,12 @@ func ExplainConsolidation(rec *explain.Recorder, res consolidation.Result) {
 			Decision: explain.DecisionNo, Why: res.NotCandidates[n]})
 	}
 }
+
+// explainConsolidation is the consolidation step's Explain hook: each plan's
+// verdicts go to rec (nil, no explainer: no hook).
+func explainConsolidation(rec *explain.Recorder) func(consolidation.Result) {
+	if rec == nil {
+		return nil
+	}
+	return func(res consolidation.Result) { ExplainConsolidation(rec, res) }
+}

@@ -164,7 +164,8 @@ func NewLoop(ctx, informerCtx context.Context, in Inputs, stack *Stack) (*Loop, 
 		l.Options = append(l.Options, core.WithConsolidation(&core.Consolidation{
 			Planner: consolidation.NewPlanner(copts, consolidation.WithClock(l.Clock)),
 			Rules:   NewDrainRules(opts, in.Informers.Factory), Offer: l.Disruption.Offer, InFlight: l.Disruption.InFlight,
-			Replacing: l.Disruption.Replacing}))
+			Replacing: l.Disruption.Replacing, Protected: protections(in.Disruption.Protected, bookingHolders(procs)...),
+			Explain: explainConsolidation(in.Explainer)}))
 	}
 	l.Options = append(l.Options, core.WithProcessors(procs))
 	return l, loopCtx, nil

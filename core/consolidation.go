@@ -21,7 +21,14 @@ import (
 // what the scale-up placed and booked), the planner proposes nodes to
 // remove, or to replace by cheaper capacity; the disruption engine is
 // offered the plan and carries it out from its next repair on, within its
-// budgets. Scale-down's unneeded nodes and the engine's own are left out.
+// budgets. The nodes scale-down is removing and the engine's own are left
+// out. Scale-down's unneeded nodes are candidates like any other: leaving
+// them to scale-down held consolidation back for the whole unneeded time
+// (their pods took the room of the nodes that stay first, so nothing else
+// fit: docs/benchmarks.md, "Consolidation on the control plane"); scale-down
+// leaves alone a node the engine took (its cordon writes the
+// scale-down-disabled annotation and its taint, which scale-down's own
+// taint write checks on the Node as read before it).
 type Consolidation struct {
 	Planner *consolidation.Planner
 	Rules   *simdrain.Rules
@@ -33,6 +40,12 @@ type Consolidation struct {
 	// capacity (nil: none).
 	InFlight  func() map[string]disruption.Reason
 	Replacing func() map[string]bool
+	// Protected names the nodes the engine keeps from the voluntary reasons
+	// besides the planner's own protections (a ProvisioningRequest's), and
+	// why; nil: none.
+	Protected func(node string) (bool, string)
+	// Explain, when set, gets each plan (the explainer's verdicts).
+	Explain func(consolidation.Result)
 }
 
 // WithConsolidation adds the consolidation step.
@@ -50,7 +63,7 @@ func (a *Autoscaler) consolidate(ctx context.Context, obs *Observation, session 
 	start := a.clock.Now()
 	deleting := map[string]bool{}
 	if a.scaleDn != nil {
-		for n := range a.scaleDn.UnneededNodes() {
+		for n := range a.scaleDn.Removing() {
 			deleting[n] = true
 		}
 	}
@@ -74,7 +87,8 @@ func (a *Autoscaler) consolidate(ctx context.Context, obs *Observation, session 
 		deleting[n] = true
 	}
 	in := consolidation.Input{Now: obs.Now, Sim: session.Simulator(), Nodes: obs.Nodes, Pods: obs.ScheduledPods,
-		Groups: a.consolidationGroups(session), Pricing: a.pricing(ctx), Rules: c.Rules, Deleting: deleting}
+		Groups: a.consolidationGroups(session), Pricing: a.pricing(ctx), Rules: c.Rules, Deleting: deleting,
+		Protected: c.Protected}
 	if c.Rules != nil {
 		pdbs, err := c.Rules.NewPDBs()
 		if err != nil {
@@ -84,6 +98,9 @@ func (a *Autoscaler) consolidate(ctx context.Context, obs *Observation, session 
 		in.PDBs = pdbs
 	}
 	res := c.Planner.PlanDetailed(ctx, in)
+	if c.Explain != nil {
+		c.Explain(res)
+	}
 	cands := res.Candidates
 	var kept []disruption.Candidate
 	for n, r := range inFlight {

@@ -165,6 +165,21 @@ func (a *Actuator) InFlight(listed []*apiv1.Node) (deleting map[string]string, d
 	return deleting, deleted
 }
 
+// Removing names the nodes whose removal is under way or done (a deleted
+// node's Node may still be listed).
+func (a *Actuator) Removing() map[string]bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make(map[string]bool, len(a.inFlight)+len(a.deleted))
+	for n := range a.inFlight {
+		out[n] = true
+	}
+	for n := range a.deleted {
+		out[n] = true
+	}
+	return out
+}
+
 // job is one removal run in the background: one occupied node, the empty
 // nodes of a group, or all the nodes of a zeroOrMaxNodeScaling group.
 type job struct {

@@ -2,6 +2,7 @@ package scaledown
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -71,6 +72,10 @@ func (a *Actuator) taintAll(ctx context.Context, j *job, started map[string]time
 			if ctx.Err() != nil {
 				a.interrupted(ctx, live)
 				return nil, false
+			}
+			if errors.Is(err, ErrTakenByDisruption) && !j.atomic {
+				logger.Info("Scale-down of a node not started: the disruption engine took it", "node", c.Node.Name)
+				continue
 			}
 			logger.Error(err, "Scale-down of a node not started", "node", c.Node.Name)
 			a.event(c.Node, apiv1.EventTypeWarning, "ScaleDownFailed", "failed to mark the node as toBeDeleted/unschedulable: %v", err)

@@ -227,8 +227,7 @@ func (s *ScaleDown) MaxNodeSkipEval() (time.Duration, bool) { return s.planner.M
 func (s *ScaleDown) Wait() { s.actuator.Wait() }
 
 // UnneededNodes names the last plan's unneeded nodes (those scale-down will
-// remove once their unneeded time has passed), so that the consolidation
-// planner leaves them to it.
+// remove once their unneeded time has passed).
 func (s *ScaleDown) UnneededNodes() map[string]bool {
 	out := map[string]bool{}
 	if s.last == nil {
@@ -238,4 +237,10 @@ func (s *ScaleDown) UnneededNodes() map[string]bool {
 		out[c.Node.Name] = true
 	}
 	return out
+}
+
+// Removing names the nodes whose removal scale-down has started (or
+// finished while their Node is still listed), so that the consolidation planner leaves them to it.
+func (s *ScaleDown) Removing() map[string]bool {
+	return s.actuator.Removing()
 }

@@ -2,6 +2,7 @@ package scaledown
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -178,7 +179,14 @@ func setTaint(n *apiv1.Node, taint apiv1.Taint) bool {
 // on the node, and cordons it when configured, so nothing new lands there.
 func (t *Taints) MarkToBeDeleted(ctx context.Context, name string, now time.Time) error {
 	taint := apiv1.Taint{Key: ToBeDeletedTaint, Value: strconv.FormatInt(now.Unix(), 10), Effect: apiv1.TaintEffectNoSchedule}
+	taken := false
 	err := t.update(ctx, name, func(n *apiv1.Node) bool {
+		// Read fresh: the engine may have taken the node since the plan's
+		// observation (in this very loop); both writes check the other's
+		// mark on the Node they update, so one of them wins.
+		if taken = hasTaint(n, disruptionTaint); taken {
+			return false
+		}
 		changed := addTaint(n, taint)
 		if t.cordon && !n.Spec.Unschedulable {
 			n.Spec.Unschedulable = true
@@ -189,8 +197,19 @@ func (t *Taints) MarkToBeDeleted(ctx context.Context, name string, now time.Time
 	if err != nil {
 		return fmt.Errorf("tainting node %s for deletion: %w", name, err)
 	}
+	if taken {
+		return fmt.Errorf("node %s: %w", name, ErrTakenByDisruption)
+	}
 	return nil
 }
+
+// disruptionTaint is the disruption engine's taint (disruption.Taint; a test
+// keeps the two equal): a node carrying it is the engine's to remove.
+const disruptionTaint = "cluster-autoscaler.kubernetes.io/healing"
+
+// ErrTakenByDisruption: MarkToBeDeleted found the node taken by the
+// disruption engine; scale-down leaves it alone.
+var ErrTakenByDisruption = errors.New("the disruption engine is replacing or removing the node")
 
 // UnmarkToBeDeleted undoes MarkToBeDeleted after a failed removal.
 func (t *Taints) UnmarkToBeDeleted(ctx context.Context, name string) error {

@@ -44,6 +44,8 @@ type cluster struct {
 	unpriced bool
 	// extra are pods the snapshot holds that were not observed (bookings).
 	extra []*apiv1.Pod
+	// held names nodes Input.Protected protects (a ProvisioningRequest's).
+	held map[string]string
 }
 
 // node adds a node of group g (old enough to settle) and returns its builder.
@@ -119,6 +121,12 @@ func (c *cluster) input(h *framework.Handle) Input {
 	h.Snapshot().Reset(c.nodes, append(append([]*apiv1.Pod(nil), c.pods...), c.extra...))
 	in := Input{Now: now, Sim: h, Nodes: c.nodes, Pods: c.pods,
 		Rules: drain.NewRules(drain.Options{}, drain.Listers{}), PDBs: drain.PDBsFromList(c.pdbs)}
+	if c.held != nil {
+		in.Protected = func(node string) (bool, string) {
+			why, ok := c.held[node]
+			return ok, why
+		}
+	}
 	pr := prices{}
 	for _, tg := range c.groups {
 		g := Group{ID: tg.id, Min: tg.min, Max: tg.max}

@@ -40,6 +40,7 @@ const (
 	ReasonBeingDeleted      = "CurrentlyBeingDeleted"
 	ReasonNotReady          = "NotReady"
 	ReasonBooked            = "BookedCapacity"
+	ReasonProtected         = "Protected"
 	ReasonNotInSimulation   = "NotInSimulation"
 	// ReasonNoPlaceToMovePods: the node's pods fit neither on the other
 	// nodes nor with a replacement worth its price.
@@ -89,6 +90,10 @@ type Input struct {
 	// Deleting names nodes whose removal is under way or planned elsewhere
 	// (the engine's, scale-down's): neither candidates nor destinations.
 	Deleting map[string]bool
+	// Protected, when set, says which nodes something else holds (a
+	// ProvisioningRequest's nodes) and why: they are not candidates, as the
+	// engine would not disrupt them (they stay destinations).
+	Protected func(node string) (bool, string)
 }
 
 // Result is one plan: the candidates, best saving first, and why each
@@ -314,6 +319,11 @@ func (p *Planner) eligible(n *apiv1.Node, g *groupState, pods []*apiv1.Pod, book
 		return nil, ReasonMinSize
 	case booked:
 		return nil, ReasonBooked
+	}
+	if in.Protected != nil {
+		if ok, why := in.Protected(n.Name); ok {
+			return nil, ReasonProtected + ": " + why
+		}
 	}
 	for _, pod := range pods {
 		if pod.Annotations[DoNotDisruptAnnotation] == "true" && !drain.IsDaemonSetPod(pod) && !drain.IsMirrorPod(pod) {

@@ -216,6 +216,9 @@ func TestPlanProtected(t *testing.T) {
 		{"capacity booked in the loop", func(c *cluster, n *apiv1.Node, p *apiv1.Pod) {
 			c.extra = append(c.extra, testbuild.Pod("booked").Req("1", "").On(n.Name).Obj())
 		}, false, ReasonBooked},
+		{"held by a ProvisioningRequest", func(c *cluster, n *apiv1.Node, p *apiv1.Pod) {
+			c.held = map[string]string{n.Name: "held for ProvisioningRequest ns/req"}
+		}, false, ReasonProtected + ": held for ProvisioningRequest ns/req"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &cluster{groups: oneGroup}
