@@ -56,6 +56,8 @@ type Server struct {
 
 	// nodegroups are the EKS managed node groups by "<cluster>/<name>" (eks.go).
 	nodegroups map[string]EKSNodegroup
+	// sqs holds the SQS queues and their messages (sqs.go).
+	sqs sqsState
 
 	listener net.Listener
 	httpSrv  *http.Server
@@ -158,6 +160,7 @@ func (s *Server) Env() []string {
 		"AWS_ENDPOINT_URL_AUTO_SCALING=" + s.URL(),
 		"AWS_ENDPOINT_URL_EC2=" + s.URL(),
 		"AWS_ENDPOINT_URL_EKS=" + s.URL(),
+		"AWS_ENDPOINT_URL_SQS=" + s.URL(),
 		"AWS_REGION=" + s.region,
 		"AWS_ACCESS_KEY_ID=" + fakeAccessKeyID,
 		"AWS_SECRET_ACCESS_KEY=" + fakeSecretAccessKey,
