@@ -41,6 +41,16 @@ type Source struct {
 	pending  []cloudprovider.InterruptionNotice
 	seen     map[string]bool   // notices counted as received
 	acks     map[string]string // notice ID -> action, to send
+	// proposed are the notices the last Propose made candidates of, with
+	// their node: Poll acknowledges those whose node the engine has in
+	// flight for this reason (asked there, not in Propose, which the
+	// engine calls holding the lock InFlight takes).
+	proposed map[string]proposedNotice
+}
+
+type proposedNotice struct {
+	notice cloudprovider.InterruptionNotice
+	node   string
 }
 
 var _ disruption.Source = (*Source)(nil)
@@ -68,6 +78,7 @@ func WithInFlight(f func() map[string]disruption.Reason) Option {
 // provider does; reg (may be nil) gets cluster_autoscaler_interruption_notices_total.
 func New(src cloudprovider.InterruptionSource, provider cloudprovider.CloudProvider, reg prometheus.Registerer, opts ...Option) *Source {
 	s := &Source{src: src, provider: provider, every: DefaultPollInterval, seen: map[string]bool{}, acks: map[string]string{},
+		proposed: map[string]proposedNotice{},
 		notices: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "cluster_autoscaler", Name: "interruption_notices_total",
 			Help: "Interruption notices (and queue messages) by kind and by what was done with them."}, []string{"kind", "action"})}
 	if reg != nil {
@@ -114,6 +125,7 @@ func (s *Source) Run(ctx context.Context, trigger func()) {
 // Poll is one round of Run; it reports whether a new notice came.
 func (s *Source) Poll(ctx context.Context) bool {
 	logger := klog.FromContext(ctx)
+	s.ackInFlight()
 	s.mu.Lock()
 	acks := s.acks
 	s.acks = map[string]string{}
@@ -163,14 +175,15 @@ func (s *Source) Propose(ctx context.Context, loop *processors.Loop) []disruptio
 	logger := klog.FromContext(ctx)
 	s.mu.Lock()
 	pending := append([]cloudprovider.InterruptionNotice(nil), s.pending...)
-	inFlightFn := s.inFlight
 	s.mu.Unlock()
+	proposedNow := map[string]proposedNotice{}
+	defer func() {
+		s.mu.Lock()
+		s.proposed = proposedNow
+		s.mu.Unlock()
+	}()
 	if len(pending) == 0 {
 		return nil
-	}
-	inFlight := map[string]disruption.Reason{}
-	if inFlightFn != nil {
-		inFlight = inFlightFn()
 	}
 	listed := map[string][]cloudprovider.Instance{}
 	for _, g := range loop.NodeGroups {
@@ -195,9 +208,8 @@ func (s *Source) Propose(ctx context.Context, loop *processors.Loop) []disruptio
 		case m != cloudprovider.SureMatch:
 			logger.V(4).Info("Interruption notice waits: a Node may be the instance, not surely", "instance", n.Instance, "node", node)
 			continue
-		case inFlight[node] == disruption.Interrupted:
-			s.ack(n, ActionDisrupted)
 		}
+		proposedNow[n.ID] = proposedNotice{notice: n, node: node}
 		if proposed[node] {
 			continue
 		}
@@ -206,6 +218,27 @@ func (s *Source) Propose(ctx context.Context, loop *processors.Loop) []disruptio
 			Replacement: []disruption.Replacement{{Group: n.Group, Count: 1}}, Message: message(n)})
 	}
 	return out
+}
+
+// ackInFlight acknowledges the notices proposed whose node the engine has
+// in flight for the interrupted reason.
+func (s *Source) ackInFlight() {
+	s.mu.Lock()
+	f := s.inFlight
+	proposed := make([]proposedNotice, 0, len(s.proposed))
+	for _, p := range s.proposed {
+		proposed = append(proposed, p)
+	}
+	s.mu.Unlock()
+	if f == nil || len(proposed) == 0 {
+		return
+	}
+	inFlight := f()
+	for _, p := range proposed {
+		if inFlight[p.node] == disruption.Interrupted {
+			s.ack(p.notice, ActionDisrupted)
+		}
+	}
 }
 
 func (s *Source) ack(n cloudprovider.InterruptionNotice, action string) {

@@ -155,7 +155,17 @@ func TestAckOnceActedOnOrGone(t *testing.T) {
 	// notice is acted on; the instance without a Node is gone.
 	w.inFlight["n1"] = disruption.Interrupted
 	w.inFlight["n2"] = disruption.Consolidatable
+	// The engine asks Propose holding the lock its InFlight takes: Propose
+	// must not call it.
+	proposing := true
+	w.source.SetInFlight(func() map[string]disruption.Reason {
+		if proposing {
+			t.Errorf("InFlight called from Propose: the engine would deadlock")
+		}
+		return w.inFlight
+	})
 	got := w.source.Propose(context.Background(), w.loop)
+	proposing = false
 	if len(got) != 2 {
 		t.Errorf("%d candidates, want n1's (kept while in flight) and n2's", len(got))
 	}
