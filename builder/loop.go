@@ -20,6 +20,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/core"
 	"k8s.io/autoscaler/cluster-autoscaler/disruption"
 	"k8s.io/autoscaler/cluster-autoscaler/disruption/consolidation"
+	"k8s.io/autoscaler/cluster-autoscaler/disruption/interruption"
 	"k8s.io/autoscaler/cluster-autoscaler/explain"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 	"k8s.io/autoscaler/cluster-autoscaler/processors/capacitybuffers"
@@ -92,6 +93,9 @@ type Loop struct {
 	// reason); nil unless healing is on or a source was given. Sources that
 	// run elsewhere in the loop Offer their candidates to it.
 	Disruption *disruption.Engine
+	// Interruption reads the provider's interruption notices (nil when it
+	// offers none); StartInterruption runs it.
+	Interruption *interruption.Source
 }
 
 // NewLoop wires the loop's subsystems, each step from the ones before:
@@ -153,6 +157,7 @@ func NewLoop(ctx, informerCtx context.Context, in Inputs, stack *Stack) (*Loop, 
 		injector = l.Buffers.Injector
 	}
 	procs := NewProcessors(opts, in.Informers.Factory, in.Recorder, l.Requests, injector)
+	in, l.Interruption = withInterruption(in)
 	if l.Disruption, err = addDisruption(ctx, opts, in, &procs, status); err != nil {
 		return nil, nil, err
 	}

@@ -145,6 +145,8 @@ func ProviderOptions(o config.Options) cloudprovider.Options {
 		UserAgent:                          o.UserAgent,
 		ClusterAPICloudConfigAuthoritative: o.ClusterAPICloudConfigAuthoritative,
 		KwokProviderEnabled:                o.KwokProviderEnabled,
+		AWSInterruptionQueue:               o.AWSInterruptionQueue,
+		AWSInterruptionRebalance:           o.AWSInterruptionRebalance,
 	}
 }
 

@@ -68,6 +68,7 @@ func Run(ctx, processCtx context.Context, p Process) error {
 	if err := Watch(ctx, informerCtx, opts, inf, loop, runner); err != nil || ctx.Err() != nil {
 		return err
 	}
+	StartInterruption(ctx, loop, runner)
 	if synced, err := SyncInformers(ctx, informerCtx, stack, stopInformers, inf.Factory, loop.NamespaceFactory); !synced {
 		return err
 	}

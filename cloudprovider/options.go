@@ -24,6 +24,11 @@ type Options struct {
 	// ClusterAPICloudConfigAuthoritative: the clusterapi provider never
 	// falls back from an empty CloudConfig to Kubeconfig.
 	ClusterAPICloudConfigAuthoritative bool
+	// AWSInterruptionQueue is --aws-interruption-queue: the SQS queue (URL
+	// or name) the aws provider reads interruption notices from; empty for
+	// none. AWSInterruptionRebalance hands rebalance recommendations on too.
+	AWSInterruptionQueue     string
+	AWSInterruptionRebalance bool
 	// KwokProviderEnabled opts the kwok provider into the cluster it runs
 	// against.
 	KwokProviderEnabled bool

@@ -140,6 +140,10 @@ func (c *commandLine) registerLoopAndCloud() {
 		"Cluster API only: --cloud-config alone names the management cluster; when it is empty the management cluster is the in-cluster one, never --kubeconfig's.")
 	fs.BoolVar(&o.KwokProviderEnabled, "kwok-provider-enabled", o.KwokProviderEnabled,
 		"kwok only: the cluster is meant to get the kwok provider's simulated Nodes. Without it, or the ConfigMap kwok-provider-config in --namespace, --cloud-provider=kwok refuses to start (not upstream).")
+	fs.StringVar(&o.AWSInterruptionQueue, "aws-interruption-queue", o.AWSInterruptionQueue,
+		"aws only: the SQS queue (URL or name) that EventBridge rules fill with EC2 Spot interruption warnings, rebalance recommendations, instance state changes and AWS Health scheduled changes; a notice for an instance of a managed group replaces and drains its node at once (reason interrupted). Empty: off (not upstream).")
+	fs.BoolVar(&o.AWSInterruptionRebalance, "aws-interruption-rebalance", o.AWSInterruptionRebalance,
+		"aws only, with --aws-interruption-queue: also act on EC2 rebalance recommendations (otherwise they are deleted as ignored) (not upstream).")
 	fs.StringArrayVar(&o.NodeGroups, "nodes", o.NodeGroups, "Node group as <min>:<max>:<name>; repeat the flag for more groups.")
 	fs.StringArrayVar(&o.NodeGroupAutoDiscovery, "node-group-auto-discovery", o.NodeGroupAutoDiscovery, "Node group auto-discovery spec <discoverer>:[<key>[=<value>]]; repeatable, specs are ORed. clusterapi:namespace=<ns>,clusterName=<name>,<label>=<value> (the clusterapi provider); kwok:<label>[=<value>],... keeps the kwok groups whose template has those labels; the externalgrpc provider's server lists its groups itself.")
 	fs.IntVar(&o.MaxNodesTotal, "max-nodes-total", o.MaxNodesTotal, "Maximum number of nodes in all node groups; 0 means no limit.")

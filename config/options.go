@@ -51,6 +51,12 @@ type Options struct {
 	// KwokProviderEnabled opts the kwok provider into the cluster it runs
 	// against without the ConfigMap kwok-provider-config (not upstream).
 	KwokProviderEnabled bool
+	// AWSInterruptionQueue is the SQS queue (URL or name) the aws provider
+	// reads EventBridge interruption notices from; empty: none (not
+	// upstream). AWSInterruptionRebalance also acts on rebalance
+	// recommendations.
+	AWSInterruptionQueue     string
+	AWSInterruptionRebalance bool
 
 	// Node healing (package healing); not upstream.
 	NodeHealingEnabled             bool

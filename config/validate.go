@@ -104,6 +104,10 @@ func (o *Options) validateProvider(v *validator) {
 	// file of a kwok cluster applied to another (or the reverse).
 	v.check(!o.KwokProviderEnabled || o.CloudProvider == "kwok", "--kwok-provider-enabled",
 		"enables the kwok provider, which creates simulated Nodes; it is not for --cloud-provider=%s", o.CloudProvider)
+	v.check(o.AWSInterruptionQueue == "" || o.CloudProvider == "aws", "--aws-interruption-queue",
+		"is read by the aws provider only, not --cloud-provider=%s", o.CloudProvider)
+	v.check(!o.AWSInterruptionRebalance || o.AWSInterruptionQueue != "", "--aws-interruption-rebalance",
+		"needs --aws-interruption-queue, which the rebalance recommendations come from")
 	for _, s := range o.NodeGroups {
 		if _, err := ParseNodeGroupSpec(s); err != nil {
 			v.add("--nodes", "%v", err)

@@ -45,6 +45,8 @@ type Provider struct {
 
 	// nodes, when set, lists the cluster's Nodes (hints to read a group).
 	nodes NodeLister
+	// interrupt reads the interruption queue (nil: none; interruption.go).
+	interrupt *interruptions
 
 	// refreshMu serialises Refresh and guards what only it uses.
 	refreshMu sync.Mutex
@@ -130,6 +132,10 @@ func Build(ctx context.Context, opts cloudprovider.BuildOptions) (cloudprovider.
 	asgClient, ec2Client := newClientsWith(cfg, cc)
 	klog.FromContext(ctx).Info("AWS provider", "region", cfg.Region, "nodeGroups", len(explicit), "autoDiscovery", opts.Options.NodeGroupAutoDiscovery)
 	popts := []Option{WithResourceLimiter(opts.ResourceLimiter), WithEKS(newEKSClient(cfg, cc)), WithPricingAPI(newPricingClient(cfg))}
+	if q := opts.Options.AWSInterruptionQueue; q != "" && !opts.ReadOnly {
+		popts = append(popts, WithInterruptionQueue(newSQSClient(cfg, cc), q, opts.Options.AWSInterruptionRebalance))
+		klog.FromContext(ctx).Info("AWS interruption queue", "queue", q, "rebalance", opts.Options.AWSInterruptionRebalance)
+	}
 	if opts.InformerFactory != nil {
 		// The Nodes' informer is the core's own (one shared factory).
 		popts = append(popts, WithNodeLister(opts.InformerFactory.Core().V1().Nodes().Lister()))

@@ -98,6 +98,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.servePricing(w, r) // JSON 1.1 (pricing.go)
 		return
 	}
+	if isSQS(r) {
+		s.serveSQS(w, r) // JSON 1.0 (sqs.go)
+		return
+	}
 	reqID := newRequestID()
 	if r.Method != http.MethodPost {
 		writeError(w, svcAutoScaling, reqID, &apiError{status: http.StatusMethodNotAllowed,

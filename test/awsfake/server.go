@@ -60,6 +60,8 @@ type Server struct {
 	// spotPrices the Spot price changes (spotprice.go).
 	products   map[string]pricingProduct
 	spotPrices []SpotPrice
+	// sqs holds the SQS queues and their messages (sqs.go).
+	sqs sqsState
 
 	listener net.Listener
 	httpSrv  *http.Server
@@ -163,6 +165,7 @@ func (s *Server) Env() []string {
 		"AWS_ENDPOINT_URL_EC2=" + s.URL(),
 		"AWS_ENDPOINT_URL_EKS=" + s.URL(),
 		"AWS_ENDPOINT_URL_PRICING=" + s.URL(),
+		"AWS_ENDPOINT_URL_SQS=" + s.URL(),
 		"AWS_REGION=" + s.region,
 		"AWS_ACCESS_KEY_ID=" + fakeAccessKeyID,
 		"AWS_SECRET_ACCESS_KEY=" + fakeSecretAccessKey,
