@@ -233,3 +233,39 @@ func (f *fixture) target(t *testing.T, group string) int {
 	t.Fatalf("no group %s", group)
 	return 0
 }
+
+// TestHealWithBackedOffGroup: a heal does not ask its backed-off group
+// first: the node drains first, its replacement asked for after the
+// removal; at the group's minimum the heal waits, cordoned, until the
+// back-off ends. A heal whose replacement's group fails while it waits
+// drains at once.
+func TestHealWithBackedOffGroup(t *testing.T) {
+	health := newFakeHealth()
+	health.backedOff["g"] = "STOCKOUT: no capacity"
+	f := newFixture(t, Options{ReplaceFirst: true, ReplacementHealth: health}, readyNode("sick", map[string]string{Annotation: "disk"}),
+		readyNode("a", nil), readyNode("b", nil))
+	f.addPod(t, podOn("sick", "web-0"))
+	f.loop(0)
+	if f.calls("IncreaseSize") != 0 || f.phase("sick") != PhaseDraining {
+		t.Errorf("increases %d, phase %q: want the node drained first, its backed-off group not asked", f.calls("IncreaseSize"), f.phase("sick"))
+	}
+
+	f = newSizedFixture(t, Options{ReplacementHealth: health}, 3, 5, readyNode("sick", map[string]string{Annotation: "disk"}),
+		readyNode("a", nil), readyNode("b", nil))
+	f.loop(0)
+	f.loop(time.Minute)
+	if f.calls("IncreaseSize") != 0 || f.phase("sick") != PhaseStarting || f.calls("DeleteNodes") != 0 {
+		t.Fatalf("increases %d, deletions %d, phase %q: want the heal of a group at its minimum waiting", f.calls("IncreaseSize"),
+			f.calls("DeleteNodes"), f.phase("sick"))
+	}
+	delete(health.backedOff, "g")
+	f.loop(2 * time.Minute)
+	if f.calls("IncreaseSize") != 1 || f.phase("sick") != PhaseSurging {
+		t.Fatalf("increases %d, phase %q: want the replacement asked once the back-off ended", f.calls("IncreaseSize"), f.phase("sick"))
+	}
+	health.failed["g"] = t0.Add(150 * time.Second)
+	f.loop(3 * time.Minute)
+	if f.phase("sick") == PhaseSurging {
+		t.Errorf("phase %q: want the heal draining once its replacement's group failed", f.phase("sick"))
+	}
+}
