@@ -413,8 +413,8 @@ func (s *step) surging(ctx context.Context) bool {
 		case group == "" && s.loop.Now.Sub(s.r.PhaseSince) <= s.h.opts.MaxNodeProvisionTime:
 			return false
 		case group != "" && voluntary(s.r.For):
-			s.end("failed", "ReplacementFailed", fmt.Sprintf("the replacement (%s) will not come: node group %s failed to give capacity since it was asked (%s); the nodes are given back as they were",
-				replacementString(s.r), group, why))
+			s.end("failed", "ReplacementFailed", fmt.Sprintf("the replacement (%s) will not come: node group %s failed to give capacity "+
+				"since it was asked (%s); the nodes are given back as they were", replacementString(s.r), group, why))
 			return true
 		case voluntary(s.r.For):
 			s.end("failed", "ReplacementNotReady", fmt.Sprintf("the replacement (%s) was not Ready within --max-node-provision-time (%v); the nodes are given back as they were",
