@@ -77,6 +77,12 @@ type Options struct {
 	// SettleTime: nodes younger than this are protected from the voluntary
 	// reasons.
 	SettleTime time.Duration
+	// ReplacementHealth, when set, says which node groups fail to give
+	// capacity: a voluntary plan does not ask a group backed off (it waits
+	// for the back-off to end), and a plan waiting for its replacement in
+	// Surging stops waiting once the group asked failed since the ask
+	// (as after --max-node-provision-time, only sooner). Nil: neither.
+	ReplacementHealth ReplacementHealth
 }
 
 // Engine removes and replaces nodes for every reason; it is a
@@ -105,6 +111,10 @@ type Engine struct {
 	offersMu sync.Mutex
 	offers   map[Reason][]Candidate
 	sources  []Source
+	// held are the candidates that waited in the last loop for a backed-off
+	// replacement group (holdBackedOff), by reason and nodes: each is told
+	// once per wait.
+	held map[string]string
 }
 
 var _ processors.RepairProcessor = (*Engine)(nil)

@@ -31,11 +31,15 @@ type view struct {
 	// disrupting counts, per group, the nodes of plans in flight.
 	disrupting map[string]int
 	claimed    map[string]Reason
+	// held are the candidates waiting in this loop for a backed-off
+	// replacement group (holdBackedOff).
+	held map[string]string
 }
 
 func (h *Engine) newView(ctx context.Context, st *state, loop *processors.Loop) *view {
 	v := &view{loop: loop, nodes: map[string]*apiv1.Node{}, groupOf: map[string]cloudprovider.NodeGroup{},
-		groupSize: map[string]int{}, inFlight: map[string]*plan{}, disrupting: map[string]int{}, claimed: map[string]Reason{}}
+		groupSize: map[string]int{}, inFlight: map[string]*plan{}, disrupting: map[string]int{}, claimed: map[string]Reason{},
+		held: map[string]string{}}
 	for _, n := range loop.Nodes {
 		v.nodes[n.Name] = n
 		g, err := h.provider.NodeGroupForNode(ctx, n)
@@ -80,6 +84,7 @@ func (h *Engine) start(ctx context.Context, st *state, loop *processors.Loop, pr
 			}
 		}
 	}
+	h.held = v.held
 	return changed
 }
 
@@ -266,6 +271,9 @@ func (h *Engine) startPlan(ctx context.Context, st *state, v *view, c Candidate)
 			h.dm.decisions.WithLabelValues(string(c.Reason), ActionSkippedBudget).Inc()
 			return false
 		}
+	}
+	if h.holdBackedOff(logger, v, c) {
+		return false
 	}
 	ready := h.readyCount(ctx, v.loop, names)
 	r := &plan{Node: members[0].Node, Group: members[0].Group, For: c.Reason, Nodes: members, Reason: c.Message,

@@ -58,9 +58,12 @@ const (
 	ActionStarted          = "started"
 	ActionSkippedBudget    = "skipped_budget"
 	ActionSkippedProtected = "skipped_protected"
-	ActionCancelled        = "cancelled"
-	ActionCompleted        = "completed"
-	ActionFailed           = "failed"
+	// ActionSkippedBackoff: the candidate waits, its replacement's node
+	// group backed off (Options.ReplacementHealth).
+	ActionSkippedBackoff = "skipped_backoff"
+	ActionCancelled      = "cancelled"
+	ActionCompleted      = "completed"
+	ActionFailed         = "failed"
 )
 
 type disruptionMetrics struct {
@@ -72,7 +75,7 @@ type disruptionMetrics struct {
 func newDisruptionMetrics(reg prometheus.Registerer) *disruptionMetrics {
 	m := &disruptionMetrics{
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "cluster_autoscaler", Name: "disruption_decisions_total",
-			Help: "Disruption decisions, by reason and action (started, skipped_budget, skipped_protected, cancelled, completed, failed)."},
+			Help: "Disruption decisions, by reason and action (started, skipped_budget, skipped_protected, skipped_backoff, cancelled, completed, failed)."},
 			[]string{"reason", "action"}),
 		nodes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "cluster_autoscaler", Name: "disruption_nodes",
 			Help: "Nodes being disrupted, by reason and phase."}, []string{"reason", "phase"}),

@@ -223,6 +223,17 @@ func (s *step) starting(ctx context.Context) bool {
 		return s.retry(err, "Cordoning a node to heal")
 	}
 	if surge && !rp.Increased {
+		// Asked now, a backed-off group would most likely fail again.
+		if group, why := h.backedOffGroup(r.Replacements, s.loop.Now); group != "" {
+			if atMin {
+				return s.retry(fmt.Errorf("node group %s is backed off: %s", group, why),
+					"Not asking for the replacement of a node of a group at its minimum size while the group is backed off")
+			}
+			s.logger.Info("The node's group is backed off: its replacement is asked for after the removal, not before", "why", why)
+			surge = false
+		}
+	}
+	if surge && !rp.Increased {
 		ok, err := h.increaseOnce(ctx, g, rp, target, s.save)
 		switch {
 		case err != nil && atMin:
@@ -312,6 +323,18 @@ func (s *step) startingPlan(ctx context.Context) bool {
 			return true
 		}
 	}
+	surge := true
+	if group, why := h.backedOffGroup(r.Replacements, s.loop.Now); group != "" {
+		if voluntary(r.For) {
+			s.end("failed", "ReplacementGroupBackedOff", backedOffMessage(group, why))
+			return true
+		}
+		// The node goes anyway: it is drained now, its replacement asked
+		// for once it is deleted.
+		s.logger.Info("The replacement's node group is backed off: draining without asking it first; the replacement is asked for after the removal",
+			"replacementGroup", group, "why", why)
+		surge = false
+	}
 	if fresh {
 		for _, m := range r.Nodes {
 			m.Before = snapshotBefore(s.nodes[m.Node])
@@ -329,7 +352,7 @@ func (s *step) startingPlan(ctx context.Context) bool {
 		}
 	}
 	for _, rp := range r.Replacements {
-		if rp.Increased {
+		if rp.Increased || !surge {
 			continue
 		}
 		if rp.Known == nil {
@@ -348,7 +371,7 @@ func (s *step) startingPlan(ctx context.Context) bool {
 			s.logger.Info("Asked for the replacement of nodes being disrupted", "replacementGroup", rp.Group, "count", rp.Count)
 		}
 	}
-	if len(r.Replacements) > 0 {
+	if len(r.Replacements) > 0 && surge {
 		s.setPhase(PhaseSurging)
 		return false
 	}
@@ -374,22 +397,35 @@ func (s *step) startHooks(ctx context.Context) bool {
 
 // surging waits until the replacement asked for first is Ready. A heal (or
 // an interruption) whose replacement does not come in time drains all the
-// same; a voluntary plan ends, its nodes given back.
+// same; a voluntary plan ends, its nodes given back. "In time" is
+// --max-node-provision-time, or until Options.ReplacementHealth says the
+// group asked failed since the ask (ReplacementFailed), whichever is first.
 func (s *step) surging(ctx context.Context) bool {
 	if s.node != nil && !s.stillNeeded() {
 		s.cancelled()
 		return true
 	}
 	if !s.h.replacementsReady(ctx, s.r, s.loop) {
-		if s.loop.Now.Sub(s.r.PhaseSince) <= s.h.opts.MaxNodeProvisionTime {
+		// A group that failed since it was asked (back-off, an instance
+		// that could not be created) ends the wait at once.
+		group, why := s.h.failedReplacement(s.r, s.loop.Now)
+		switch {
+		case group == "" && s.loop.Now.Sub(s.r.PhaseSince) <= s.h.opts.MaxNodeProvisionTime:
 			return false
-		}
-		if voluntary(s.r.For) {
+		case group != "" && voluntary(s.r.For):
+			s.end("failed", "ReplacementFailed", fmt.Sprintf("the replacement (%s) will not come: node group %s failed to give capacity "+
+				"since it was asked (%s); the nodes are given back as they were", replacementString(s.r), group, why))
+			return true
+		case voluntary(s.r.For):
 			s.end("failed", "ReplacementNotReady", fmt.Sprintf("the replacement (%s) was not Ready within --max-node-provision-time (%v); the nodes are given back as they were",
 				replacementString(s.r), s.h.opts.MaxNodeProvisionTime))
 			return true
+		case group != "":
+			s.logger.Info("The replacement's node group failed to give capacity since it was asked; draining all the same",
+				"replacementGroup", group, "why", why)
+		default:
+			s.logger.Info("The replacement is not Ready within --max-node-provision-time; draining all the same")
 		}
-		s.logger.Info("The replacement is not Ready within --max-node-provision-time; draining all the same")
 	} else {
 		s.r.Replaced = true
 	}
