@@ -70,7 +70,7 @@ func protections(given func(string) (bool, string), holders ...holder) func(stri
 // for the sources' reasons are recorded each loop: before the engine's
 // repair, or in a read-only loop once the scale-up's processors are done.
 func addDisruption(ctx context.Context, opts config.Options, in Inputs, procs *processors.Set,
-	status *clusterstate.StatusWriter) (*disruption.Engine, error) {
+	status *clusterstate.StatusWriter, state *clusterstate.Registry) (*disruption.Engine, error) {
 	sources := append(DisruptionSources(opts, in.Provider), in.Disruption.Sources...)
 	if in.ReadOnly || (!opts.NodeHealingEnabled && len(sources) == 0 && !opts.Disruption.ConsolidationEnabled) {
 		if in.ReadOnly && in.Explainer != nil && len(sources) > 0 {
@@ -86,6 +86,11 @@ func addDisruption(ctx context.Context, opts config.Options, in Inputs, procs *p
 	dopts, err := disruptionOptions(opts, in, sources, *procs)
 	if err != nil {
 		return nil, err
+	}
+	if state != nil {
+		// A replacement whose group failed or backed off ends the wait at
+		// once; a backed-off group is not asked.
+		dopts.ReplacementHealth = NewReplacementHealth(state)
 	}
 	engine := disruption.New(dopts, in.Client, in.Provider, in.Recorder, in.Metrics.Registerer())
 	if in.Explainer != nil && len(sources) > 0 {

@@ -46,7 +46,7 @@ func TestDisruptionEngineRunsWithHealingOrASource(t *testing.T) {
 				Recorder: record.NewFakeRecorder(1), Metrics: metrics.New(prometheus.NewRegistry()),
 				Disruption: DisruptionInputs{Sources: tc.sources}, ReadOnly: tc.readOnly}
 			var procs processors.Set
-			engine, err := addDisruption(context.Background(), opts, in, &procs, nil)
+			engine, err := addDisruption(context.Background(), opts, in, &procs, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

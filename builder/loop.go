@@ -158,7 +158,7 @@ func NewLoop(ctx, informerCtx context.Context, in Inputs, stack *Stack) (*Loop, 
 	}
 	procs := NewProcessors(opts, in.Informers.Factory, in.Recorder, l.Requests, injector)
 	in, l.Interruption = withInterruption(in)
-	if l.Disruption, err = addDisruption(ctx, opts, in, &procs, status); err != nil {
+	if l.Disruption, err = addDisruption(ctx, opts, in, &procs, status, l.State); err != nil {
 		return nil, nil, err
 	}
 	if l.Disruption != nil && opts.Disruption.ConsolidationEnabled {

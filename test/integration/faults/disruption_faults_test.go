@@ -107,12 +107,14 @@ func TestDisruptionExpiryFailover(t *testing.T) {
 
 // TestDisruptionReplacementOutOfCapacity: the drifted node's group has no
 // capacity beyond one instance (the kwok provider's outOfCapacityAfter: the
-// increase is accepted and its instance fails, STOCKOUT). The plan ends
-// when no replacement is Ready within --max-node-provision-time: the old
-// node is given back as it was (uncordoned, untainted, its annotation
-// gone), none of its pods evicted, a DisruptionFailed event says why, the
-// failed instance goes, and the plan, tried again after the cooldown, ends
-// as cleanly again.
+// increase is accepted and its instance fails, STOCKOUT). The plan ends as
+// soon as the group is backed off for it, well before
+// --max-node-provision-time: the old node is given back as it was
+// (uncordoned, untainted, its annotation gone), none of its pods evicted, a
+// DisruptionFailed event says why (ReplacementFailed), the failed instance
+// goes. Past the cooldown the candidate waits while the group is backed off
+// (DisruptionWaiting, not asked), and the plan, tried again once the
+// back-off ended, ends as cleanly again.
 func TestDisruptionReplacementOutOfCapacity(t *testing.T) {
 	itest.SkipUnlessSlow(t)
 	e := framework.New(t)
@@ -122,17 +124,18 @@ func TestDisruptionReplacementOutOfCapacity(t *testing.T) {
 	seen := poolSeen(e, pool)
 	deleted := nodeDeletions(t, e, pool)
 	p := itest.StartAutoscaler(t, "autoscaler", disruptionArgs(e, path, "--drift-enabled", "--max-node-provision-time=15s",
-		"--node-healing-cooldown=20s")...)
+		"--node-healing-cooldown=10s", "--initial-node-group-backoff-duration=40s")...)
 	old := webOnOneNode(e, pool)
 	pods := webPodUIDs(t, e)
 	minReady := webPDB(e)
 	markDrifted(e, old)
 	started := time.Now()
-	var firstEnd time.Duration
+	var firstEnd, slowest time.Duration
 	for attempt := 1; attempt <= 2; attempt++ {
 		e.Eventually(90*time.Second, fmt.Sprintf("attempt %d: the replacement asked for", attempt), func(context.Context) (bool, error) {
 			return countMatches(p.Log.String(), logAskedReplacement) >= attempt, nil
 		})
+		asked := time.Now()
 		e.Eventually(60*time.Second, fmt.Sprintf("attempt %d: the node cordoned while the replacement is awaited", attempt), func(ctx context.Context) (bool, error) {
 			n, err := e.Client.CoreV1().Nodes().Get(ctx, old, metav1.GetOptions{})
 			return err == nil && n.Spec.Unschedulable, err
@@ -147,12 +150,31 @@ func TestDisruptionReplacementOutOfCapacity(t *testing.T) {
 		if attempt == 1 {
 			firstEnd = time.Since(started)
 		}
+		// Polled: the end is seen up to a poll late.
+		if took := time.Since(asked); took > slowest {
+			slowest = took
+		}
+		if took := time.Since(asked); took >= 15*time.Second {
+			t.Errorf("attempt %d: the plan ended %v after its replacement was asked, want it ended when the group was backed off, "+
+				"before --max-node-provision-time (15s)", attempt, took.Round(100*time.Millisecond))
+		}
 		ev, err := itest.NodeEvents(e.Context(), e, old)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if msg := ev["DisruptionFailed"]; !strings.Contains(msg, "ReplacementNotReady") {
-			t.Errorf("attempt %d: DisruptionFailed event %q, want it to say the replacement was not Ready", attempt, msg)
+		if msg := ev["DisruptionFailed"]; !strings.Contains(msg, "ReplacementFailed") || !strings.Contains(msg, "STOCKOUT") {
+			t.Errorf("attempt %d: DisruptionFailed event %q, want it to say the replacement's group failed (STOCKOUT)", attempt, msg)
+		}
+		if attempt == 1 {
+			// Past the cooldown (10s), the group still backed off (40s):
+			// the candidate waits, its group not asked.
+			e.Eventually(60*time.Second, "the candidate waiting for the back-off to end", func(ctx context.Context) (bool, error) {
+				ev, err := itest.NodeEvents(ctx, e, old)
+				return err == nil && strings.Contains(ev["DisruptionWaiting"], "ReplacementGroupBackedOff"), err
+			})
+			if n := countMatches(p.Log.String(), logAskedReplacement); n != 1 {
+				t.Errorf("the replacement asked for %d times while its group was backed off, want once", n)
+			}
 		}
 		if got := webPodUIDs(t, e); !sameSet(got, pods) {
 			t.Errorf("attempt %d: web pods %v, want the same two as before (%v): a pod was evicted for a replacement that never came", attempt, got, pods)
@@ -163,8 +185,8 @@ func TestDisruptionReplacementOutOfCapacity(t *testing.T) {
 	e.Eventually(60*time.Second, "no instance left but the old node's", func(context.Context) (bool, error) {
 		return pendingKwokInstances(t, e, pool) == 0 && len(itest.NodeNames(e, pool)) == 1, nil
 	})
-	t.Logf("figures: first attempt ended %v after the drift; attempts %d; nodes seen %v; nodes deleted %v; kwok increases %d; min Ready %d",
-		firstEnd.Round(100*time.Millisecond), countMatches(p.Log.String(), logAskedReplacement), seen(), deleted(),
+	t.Logf("figures: first attempt ended %v after the drift; slowest end %v after the ask; attempts %d; nodes seen %v; nodes deleted %v; kwok increases %d; min Ready %d",
+		firstEnd.Round(100*time.Millisecond), slowest.Round(100*time.Millisecond), countMatches(p.Log.String(), logAskedReplacement), seen(), deleted(),
 		countMatches(p.Log.String(), logKwokIncreased, `nodeGroup="`+pool+`"`), minReady())
 	if got := deleted(); len(got) != 0 {
 		t.Errorf("nodes deleted %v, want none", got)
