@@ -25,12 +25,14 @@ tools: ## the local control plane (etcd, kube-apiserver, kube-scheduler, kube-co
 test: tools ## unit and integration tests, as CI runs them (make test-slow: the slow ones and the fuzzing)
 	TEST_P=$(TEST_P) TEST_TIMEOUT=$(TEST_TIMEOUT) hack/test.sh
 
-# The slow fault and failover tests (test/integration/faults skips them without INTEGRATION_SLOW), the AWS
+# The unit tests under the race detector (make test runs them without: docs/test-times.md, "Without -race"),
+# the slow fault and failover tests (test/integration/faults skips them without INTEGRATION_SLOW), the AWS
 # provider's call counts at 1,000 groups (cloudprovider/aws runs them at 100 groups only without it), the image
 # test for both architectures (make test builds the machine's own only: the other is a second compile), the
 # fuzzing (each target's build is instrumented: another compile) and a short soak; CI runs this after make test while its time budget allows (.ci/run).
 SOAK_CHECK := SOAK_DURATION=2m SOAK_STEP=30s
-test-slow: tools ## the slow fault and failover tests, the image of both architectures, the fuzzing and a 2-minute soak
+test-slow: tools ## the unit tests under -race, the slow fault and failover tests, the image of both architectures, the fuzzing and a 2-minute soak
+	$(MAKE) unit-race
 	INTEGRATION_SLOW=1 go test -race -count=1 -timeout $(TEST_TIMEOUT) ./test/integration/faults/
 	INTEGRATION_SLOW=1 go test -race -count=1 -run TestAPICallsPerLoop -timeout $(TEST_TIMEOUT) ./cloudprovider/aws/
 	IMAGE_TEST_ARCHS= go test -count=1 -timeout $(TEST_TIMEOUT) ./test/image/
@@ -53,8 +55,13 @@ FUZZ_TIME ?= 10s
 fuzz: ## each fuzz target for FUZZ_TIME (their seed corpora also run in go test)
 	FUZZ_TIME=$(FUZZ_TIME) hack/fuzz.sh $(FUZZ_TARGETS)
 
-unit: ## unit tests only: the packages that do not start a control plane
-	go test -race -count=1 $$(go list ./... | grep -v -e /test/ -e /provreq/client)
+UNIT_PKGS = $$(go list ./... | grep -v -e /test/ -e /provreq/client)
+
+unit: ## unit tests only: the packages that do not start a control plane (as make test builds them)
+	CGO_ENABLED=0 go test -trimpath -count=1 $(UNIT_PKGS)
+
+unit-race: ## the unit tests with the race detector (make test-slow runs them)
+	go test -race -count=1 -timeout $(TEST_TIMEOUT) $(UNIT_PKGS)
 
 integration: tools ## integration tests only, against the real local control plane
 	go test -race -count=1 -p $(TEST_P) -timeout $(TEST_TIMEOUT) ./test/... ./provreq/client/...

@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# make test: every test package with -race, in two streams at once.
+# make test: every test package, in two streams at once.
 #
 # - The control-plane packages (test/..., provreq/client) mostly wait on timers: they run TEST_P at a
 #   time (default 5), the longest first, so the last to start is a short one (docs/test-times.md has
 #   the per-package times this order comes from; a package not named below runs after those named).
-# - The other packages (unit tests: compile-bound) run beside them, 2 at a time: the CPU the waiting
+# - The other packages (unit tests: link-bound) run beside them, 2 at a time: the CPU the waiting
 #   packages leave idle is what they use.
+# Both build their test binaries as the image builds the binary (CGO_ENABLED=0 -trimpath, framework.GoBuild),
+# so that one compile of the module serves the tests, the binary under test and the image, without -race:
+# make test is CPU-bound on CI's 2 cores, and -race made each test binary's link and run cost about
+# twice as much (docs/test-times.md, "Without -race"). What runs under the race detector here: the
+# autoscaler binary of test/integration/scaledown (built with -race in every run), and
+# test/integration/timers, whose test process runs the whole loop in-process (run first in the unit
+# stream). make test-slow, which CI runs after this, runs every unit package with -race (make unit-race).
 # The fuzzing runs in make test-slow (each target's build is instrumented: on a cold cache that is one more
 # compile of the module, some 700 s here; docs/test-times.md); go test runs every seed corpus here.
 # go test gives one -p to compiles and runs alike, so in one go test the long packages would hold every
@@ -25,6 +32,8 @@ order=(
   test/integration/provreq
   test/integration/lifecycle test/image test/integration/burst test/integration/explain test/integration/aws
 )
+# Under -race in the unit stream (its test process runs the loop).
+race_pkgs=(test/integration/timers)
 
 mapfile -t all < <(go list ./...)
 long=()
@@ -32,7 +41,7 @@ for rel in "${order[@]}"; do long+=("$module/$rel"); done
 unit=()
 for pkg in "${all[@]}"; do
   rel=${pkg#"$module"/}
-  case " ${order[*]} " in *" $rel "*) continue ;; esac
+  case " ${order[*]} ${race_pkgs[*]} " in *" $rel "*) continue ;; esac
   case "$rel" in
     test/* | provreq/client | provreq/client/*) long+=("$pkg") ;;
     *) unit+=("$pkg") ;;
@@ -46,7 +55,7 @@ stamp() { echo "== $1 took $((SECONDS - start))s (exit $2)"; }
   status=0
   # test/image builds the image for this machine's architecture only; make test-slow builds both.
   IMAGE_TEST_ARCHS=${IMAGE_TEST_ARCHS-$(go env GOARCH)} \
-    go test -race -count=1 -p "$p" -timeout "$timeout" "${long[@]}" || status=$?
+    CGO_ENABLED=0 go test -trimpath -count=1 -p "$p" -timeout "$timeout" "${long[@]}" || status=$?
   stamp "control-plane packages (${#long[@]}, -p $p)" "$status"
   exit "$status"
 ) &
@@ -56,7 +65,11 @@ long_pid=$!
   status=0
   # Niced: the control-plane stream is the longer one, and its tests' bursts (a loop, a drain, a
   # controller's reconcile) are what its timers wait for; the unit stream takes the CPU they leave.
-  nice -n 5 go test -race -count=1 -p 2 -timeout "$timeout" "${unit[@]}" || status=$?
+  for rel in "${race_pkgs[@]}"; do
+    nice -n 5 go test -race -count=1 -timeout "$timeout" "$module/$rel" || status=$?
+  done
+  stamp "race packages (${#race_pkgs[@]})" "$status"
+  CGO_ENABLED=0 nice -n 5 go test -trimpath -count=1 -p 2 -timeout "$timeout" "${unit[@]}" || status=$?
   stamp "unit packages (${#unit[@]})" "$status"
   exit "$status"
 ) &
