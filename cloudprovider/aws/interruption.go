@@ -162,7 +162,8 @@ func (p *Provider) PollInterruptions(ctx context.Context) ([]cloudprovider.Inter
 		for _, m := range out.Messages {
 			if d, ok := p.takeMessage(ctx, q, m); !ok {
 				dropped = append(dropped, d)
-				q.deleteLocked(ctx, url, aws.ToString(m.ReceiptHandle))
+				// A failed delete is logged and retried at the next poll.
+				_ = q.deleteLocked(ctx, url, aws.ToString(m.ReceiptHandle))
 			}
 		}
 		if len(out.Messages) < sqsBatch {
