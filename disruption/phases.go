@@ -395,14 +395,22 @@ func (s *step) startHooks(ctx context.Context) bool {
 	return true
 }
 
-// surging waits until the replacement asked for first is Ready. A heal (or
-// an interruption) whose replacement does not come in time drains all the
-// same; a voluntary plan ends, its nodes given back. "In time" is
-// --max-node-provision-time, or until Options.ReplacementHealth says the
-// group asked failed since the ask (ReplacementFailed), whichever is first.
+// surging waits until the replacement asked for first is Ready. A heal
+// whose replacement does not come in time drains all the same; a voluntary
+// plan ends, its nodes given back. "In time" is --max-node-provision-time,
+// or until Options.ReplacementHealth says the group asked failed since the
+// ask (ReplacementFailed), whichever is first. An interruption does not
+// wait: its instance goes within minutes whatever is decided (a Spot
+// warning gives two), so its pods are moved while the replacement comes.
 func (s *step) surging(ctx context.Context) bool {
 	if s.node != nil && !s.stillNeeded() {
 		s.cancelled()
+		return true
+	}
+	if s.r.For == Interrupted && !s.h.replacementsReady(ctx, s.r, s.loop) {
+		s.logger.Info("Draining an interrupted node without waiting for its replacement (its instance goes within minutes)",
+			"replacement", replacementString(s.r))
+		s.setPhase(PhaseDraining)
 		return true
 	}
 	if !s.h.replacementsReady(ctx, s.r, s.loop) {

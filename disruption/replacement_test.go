@@ -269,3 +269,33 @@ func TestHealWithBackedOffGroup(t *testing.T) {
 		t.Errorf("phase %q: want the heal draining once its replacement's group failed", f.phase("sick"))
 	}
 }
+
+// TestInterruptedNodeDrainsWhileItsReplacementComes: an interrupted node's
+// instance goes within minutes, so its plan asks for the replacement and
+// drains without waiting for it to be Ready; a drifted node in the same
+// state waits for its replacement.
+func TestInterruptedNodeDrainsWhileItsReplacementComes(t *testing.T) {
+	for _, tc := range []struct {
+		reason Reason
+		want   string
+	}{
+		{Interrupted, PhaseDraining},
+		{Drifted, PhaseSurging},
+	} {
+		t.Run(string(tc.reason), func(t *testing.T) {
+			f := newFixture(t, Options{Budget: fixedBudget(100)}, readyNode("old", nil), readyNode("b", nil))
+			f.provider.AddNodeGroup("cheap", 0, 5, 0, nil)
+			f.healer.AddSource(&fakeSource{reason: tc.reason, cands: []Candidate{{Nodes: []string{"old"},
+				Replacement: []Replacement{{Group: "cheap", Count: 1}}}}})
+			f.addPod(t, podOn("old", "web-0"))
+			f.loop(0)
+			f.loop(10 * time.Second)
+			if got := f.phase("old"); got != tc.want {
+				t.Errorf("phase %q 10 s in, replacement not Ready, want %q", got, tc.want)
+			}
+			if got := f.target(t, "cheap"); got != 1 {
+				t.Errorf("cheap's target %d, want 1 (the replacement asked for)", got)
+			}
+		})
+	}
+}
