@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -77,7 +78,37 @@ const stateFile = "state.json"
 var components = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
 
 // Start brings a control plane up and returns once every component is healthy.
-func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
+// The free ports are found by listening and closing, so another process may
+// take one before its component binds it (several packages start clusters at
+// once): a start that failed on a port already in use is tried again, with
+// new ports, up to three times in all.
+func Start(ctx context.Context, cfg Config) (*Cluster, error) {
+	for attempt := 1; ; attempt++ {
+		c, err := startOnce(ctx, cfg)
+		if err == nil || attempt == 3 || ctx.Err() != nil || !portTaken(cfg.Dir) {
+			return c, err
+		}
+		fmt.Fprintf(os.Stderr, "localcluster: a port was taken before its component bound it (%v); starting again with new ports\n", err)
+		logs := filepath.Join(cfg.Dir, "logs")
+		if rerr := os.Rename(logs, fmt.Sprintf("%s-attempt-%d", logs, attempt)); rerr != nil {
+			return nil, fmt.Errorf("%w (and keeping its logs: %v)", err, rerr)
+		}
+	}
+}
+
+// portTaken reports whether a component's log in dir says a port it was
+// given was already in use.
+func portTaken(dir string) bool {
+	logs, _ := filepath.Glob(filepath.Join(dir, "logs", "*.log"))
+	for _, l := range logs {
+		if b, err := os.ReadFile(l); err == nil && bytes.Contains(b, []byte("address already in use")) {
+			return true
+		}
+	}
+	return false
+}
+
+func startOnce(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	if cfg.NodeLeaseSeconds == 0 {
 		cfg.NodeLeaseSeconds = 40
 	}
