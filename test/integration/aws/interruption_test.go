@@ -3,15 +3,11 @@ package aws
 import (
 	"context"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	apiv1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
@@ -44,7 +40,7 @@ func TestAWSSpotInterruptionReplacesAndDrainsByThePDB(t *testing.T) {
 	e.Eventually(60*time.Second, "two nodes", func(ctx context.Context) (bool, error) {
 		return itest.NodesPerPool(e)["spot"] == 2, nil
 	})
-	minReady, stopSampling := pdbAndSampler(e)
+	minReady, stopSampling := itest.WebPDBAndSampler(e)
 	defer stopSampling()
 
 	p := itest.StartAutoscalerEnv(t, s.Env(), "autoscaler", awsArgs(e, discoveryArg("prod"),
@@ -132,56 +128,4 @@ func webPodsOnNode(ctx context.Context, e *framework.Env, node string) (int, err
 		}
 	}
 	return n, nil
-}
-
-// pdbAndSampler creates a PodDisruptionBudget of minAvailable 1 over the
-// web pods, waits until it allows one disruption, and samples the Ready web
-// pods every 100 ms until stop; minReady gives the fewest seen.
-func pdbAndSampler(e *framework.Env) (minReady func() int32, stop func()) {
-	e.T.Helper()
-	one := intstr.FromInt32(1)
-	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: e.Namespace},
-		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
-	if _, err := e.Client.PolicyV1().PodDisruptionBudgets(e.Namespace).Create(e.Context(), pdb, metav1.CreateOptions{}); err != nil {
-		e.T.Fatal(err)
-	}
-	e.Eventually(30*time.Second, "the PDB allowing one disruption", func(ctx context.Context) (bool, error) {
-		got, err := e.Client.PolicyV1().PodDisruptionBudgets(e.Namespace).Get(ctx, "web", metav1.GetOptions{})
-		return err == nil && got.Status.DisruptionsAllowed == 1, err
-	})
-	var low atomic.Int32
-	low.Store(2)
-	done, sampled := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			select {
-			case <-done:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			list, err := e.Client.CoreV1().Pods(e.Namespace).List(context.Background(), metav1.ListOptions{LabelSelector: "app=web"})
-			if err != nil {
-				continue
-			}
-			n := int32(0)
-			for _, p := range list.Items {
-				for _, c := range p.Status.Conditions {
-					if c.Type == apiv1.PodReady && c.Status == apiv1.ConditionTrue && p.DeletionTimestamp == nil {
-						n++
-					}
-				}
-			}
-			if n < low.Load() {
-				low.Store(n)
-			}
-		}
-	}()
-	var stopped atomic.Bool
-	return low.Load, func() {
-		if stopped.CompareAndSwap(false, true) {
-			close(done)
-			<-sampled
-		}
-	}
 }

@@ -30,7 +30,7 @@ func TestDisruptionDriftSurvivesAPIServerRestart(t *testing.T) {
 	seen := poolSeen(e, pool)
 	p := itest.StartAutoscaler(t, "autoscaler", disruptionArgs(e, path, "--drift-enabled", "--max-node-provision-time=60s")...)
 	old := webOnOneNode(e, pool)
-	minReady := webPDB(e)
+	minReady, _ := itest.WebPDBAndSampler(e)
 	markDrifted(e, old)
 	e.Eventually(60*time.Second, "the replacement of the drifted node asked for", func(context.Context) (bool, error) {
 		return p.Log.Contains(logAskedReplacement), nil
@@ -78,7 +78,7 @@ func TestDisruptionExpiryFailover(t *testing.T) {
 	// until the test's checks are done.
 	leader, standby := startPair(t, e, disruptionArgs(e, path, "--max-node-lifetime=50s", "--max-node-provision-time=60s"))
 	old := webOnOneNode(e, pool)
-	minReady := webPDB(e)
+	minReady, _ := itest.WebPDBAndSampler(e)
 	e.Eventually(90*time.Second, "the leader asks for the replacement of the expired node", func(context.Context) (bool, error) {
 		return leader.Log.Contains(logAskedReplacement), nil
 	})
@@ -127,7 +127,7 @@ func TestDisruptionReplacementOutOfCapacity(t *testing.T) {
 		"--node-healing-cooldown=10s", "--initial-node-group-backoff-duration=40s")...)
 	old := webOnOneNode(e, pool)
 	pods := webPodUIDs(t, e)
-	minReady := webPDB(e)
+	minReady, _ := itest.WebPDBAndSampler(e)
 	markDrifted(e, old)
 	started := time.Now()
 	var firstEnd, slowest time.Duration

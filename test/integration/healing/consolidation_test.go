@@ -130,7 +130,7 @@ nodeGroups:
 		n, err := podsOn(ctx, "web", drained)
 		return n == 2, err
 	})
-	minReady, stopSampling := webPDBAndSampler(e)
+	minReady, stopSampling := itest.WebPDBAndSampler(e)
 	defer stopSampling()
 
 	setUnschedulable(e, kept, false)
@@ -196,7 +196,7 @@ nodeGroups:
 			return false, err
 		}
 		old = list[0].Name
-		n, err := readyWebPods(ctx, e)
+		n, err := itest.ReadyWebPods(ctx, e)
 		return n == 1, err
 	})
 	// Younger than the lifetime: kept through loops.
@@ -224,7 +224,7 @@ nodeGroups:
 		if err != nil || len(list) != 1 || list[0].Name == old {
 			return false, err
 		}
-		n, err := readyWebPods(ctx, e)
+		n, err := itest.ReadyWebPods(ctx, e)
 		return n == 1, err
 	})
 	e.Eventually(30*time.Second, "DisruptionStarted (expired) and DisruptionSucceeded on "+old, func(ctx context.Context) (bool, error) {

@@ -8,12 +8,9 @@ import (
 	"testing"
 	"time"
 
-	apiv1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"k8s.io/autoscaler/cluster-autoscaler/config"
@@ -51,22 +48,6 @@ func webPodsOn(ctx context.Context, e *framework.Env, node string) (int, error) 
 	for _, p := range list.Items {
 		if p.Spec.NodeName == node && p.DeletionTimestamp == nil {
 			n++
-		}
-	}
-	return n, nil
-}
-
-func readyWebPods(ctx context.Context, e *framework.Env) (int, error) {
-	list, err := e.Client.CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, p := range list.Items {
-		for _, c := range p.Status.Conditions {
-			if c.Type == apiv1.PodReady && c.Status == apiv1.ConditionTrue && p.DeletionTimestamp == nil {
-				n++
-			}
 		}
 	}
 	return n, nil
@@ -117,10 +98,10 @@ nodeGroups:
 		if err != nil || n != 2 {
 			return false, err
 		}
-		ready, err := readyWebPods(ctx, e)
+		ready, err := itest.ReadyWebPods(ctx, e)
 		return ready == 2, err
 	})
-	minReady, stopSampling := webPDBAndSampler(e)
+	minReady, stopSampling := itest.WebPDBAndSampler(e)
 	defer stopSampling()
 
 	src := &driftSource{group: pool}
@@ -188,7 +169,7 @@ nodeGroups:
 		return false, err
 	})
 	e.Eventually(60*time.Second, "both pods Ready on the replacement", func(ctx context.Context) (bool, error) {
-		n, err := readyWebPods(ctx, e)
+		n, err := itest.ReadyWebPods(ctx, e)
 		return n == 2, err
 	})
 	if n, err := webPodsOn(e.Context(), e, old); err != nil || n != 0 {
@@ -201,40 +182,4 @@ nodeGroups:
 		ev, err := itest.NodeEvents(ctx, e, old)
 		return err == nil && ev["DisruptionStarted"] != "" && ev["DisruptionSucceeded"] != "", err
 	})
-}
-
-// webPDBAndSampler creates a PodDisruptionBudget of minAvailable 1 over the
-// pods of app web, waits until it allows one disruption, and samples the
-// Ready web pods every 100 ms until the returned stop is called; the
-// returned function then gives the fewest seen (want at least 1).
-func webPDBAndSampler(e *framework.Env) (minReady func() int32, stop func()) {
-	e.T.Helper()
-	one := intstr.FromInt32(1)
-	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: e.Namespace},
-		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
-	if _, err := e.Client.PolicyV1().PodDisruptionBudgets(e.Namespace).Create(e.Context(), pdb, metav1.CreateOptions{}); err != nil {
-		e.T.Fatal(err)
-	}
-	e.Eventually(30*time.Second, "the PDB allowing one disruption", func(ctx context.Context) (bool, error) {
-		got, err := e.Client.PolicyV1().PodDisruptionBudgets(e.Namespace).Get(ctx, "web", metav1.GetOptions{})
-		return err == nil && got.Status.DisruptionsAllowed == 1, err
-	})
-	var low atomic.Int32
-	low.Store(2)
-	done := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			select {
-			case <-done:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			if n, err := readyWebPods(context.Background(), e); err == nil && int32(n) < low.Load() {
-				low.Store(int32(n))
-			}
-		}
-	}()
-	return low.Load, func() { close(done); <-sampled }
 }
