@@ -9,3 +9,13 @@ const (
 	IgnorePrefix  = "ignore-taint.cluster-autoscaler.kubernetes.io/"
 	StatusPrefix  = "status-taint.cluster-autoscaler.kubernetes.io/"
 )
+
+// Keys of the disruption engine's taints. Disruption (NoSchedule) is on the
+// nodes the engine is replacing or removing; ConsolidationCandidate
+// (PreferNoSchedule) on the nodes the consolidation plan will remove in a
+// later round, so that kube-scheduler sends new and evicted pods to the nodes
+// that stay. Neither is ever on a new node: templates leave both out.
+const (
+	Disruption             = "cluster-autoscaler.kubernetes.io/healing"
+	ConsolidationCandidate = "cluster-autoscaler.kubernetes.io/consolidation-candidate"
+)

@@ -42,6 +42,8 @@ var conditionTaints = map[string]bool{
 	"NodeWithImpairedVolumes":                        true,
 	toBeDeletedTaint:                                 true,
 	deletionCandidateTaint:                           true,
+	taints.Disruption:                                true,
+	taints.ConsolidationCandidate:                    true,
 }
 
 // Sanitizer turns nodes into templates. Its extra keys come from

@@ -27,6 +27,8 @@ func TestFromNode(t *testing.T) {
 			{Key: "dedicated", Value: "gpu", Effect: apiv1.TaintEffectNoSchedule},
 			{Key: apiv1.TaintNodeNotReady, Effect: apiv1.TaintEffectNoExecute},
 			{Key: "ToBeDeletedByClusterAutoscaler", Effect: apiv1.TaintEffectNoSchedule},
+			{Key: taints.Disruption, Effect: apiv1.TaintEffectNoSchedule},
+			{Key: taints.ConsolidationCandidate, Effect: apiv1.TaintEffectPreferNoSchedule},
 			{Key: taints.StartupPrefix + "cni", Effect: apiv1.TaintEffectNoSchedule},
 			{Key: "example.com/booting", Effect: apiv1.TaintEffectNoSchedule},
 		}},
@@ -73,7 +75,7 @@ func TestFromNode(t *testing.T) {
 			break
 		}
 	}
-	if node.Name != "real-1" || len(node.Spec.Taints) != 5 {
+	if node.Name != "real-1" || len(node.Spec.Taints) != 7 {
 		t.Error("the real node was modified")
 	}
 }
