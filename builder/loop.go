@@ -170,7 +170,11 @@ func NewLoop(ctx, informerCtx context.Context, in Inputs, stack *Stack) (*Loop, 
 			Planner: consolidation.NewPlanner(copts, consolidation.WithClock(l.Clock)),
 			Rules:   NewDrainRules(opts, in.Informers.Factory), Offer: l.Disruption.Offer, InFlight: l.Disruption.InFlight,
 			Replacing: l.Disruption.Replacing, Protected: protections(in.Disruption.Protected, bookingHolders(procs)...),
-			Explain: explainConsolidation(in.Explainer)}))
+			Explain: explainConsolidation(in.Explainer), Marks: consolidationMarks(in)}))
+	} else if marks := consolidationMarks(in); marks != nil {
+		// Consolidation off: the step only removes the marks a run with it
+		// on left behind.
+		l.Options = append(l.Options, core.WithConsolidation(&core.Consolidation{Marks: marks}))
 	}
 	l.Options = append(l.Options, core.WithProcessors(procs))
 	return l, loopCtx, nil
@@ -272,4 +276,20 @@ func NewStatusWriter(ctx context.Context, opts config.Options, client kubernetes
 		}
 	})
 	return status
+}
+
+// consolidationMarksPerLoop caps the consolidation-candidate taints written
+// (and removed) per loop: a plan of 200 nodes is marked in two loops.
+const consolidationMarksPerLoop = 100
+
+// consolidationMarks is the writer of the consolidation-candidate taints,
+// nil in a read-only loop; with consolidation off or
+// --max-bulk-soft-taint-count=0 (no PreferNoSchedule taints at all) it only
+// removes those a run before left.
+func consolidationMarks(in Inputs) *consolidation.Marks {
+	if in.ReadOnly || in.Client == nil {
+		return nil
+	}
+	removeOnly := !in.Opts.Disruption.ConsolidationEnabled || in.Opts.MaxBulkSoftTaintCount == 0
+	return consolidation.NewMarks(in.Client, consolidationMarksPerLoop, removeOnly)
 }

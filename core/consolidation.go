@@ -46,6 +46,11 @@ type Consolidation struct {
 	Protected func(node string) (bool, string)
 	// Explain, when set, gets each plan (the explainer's verdicts).
 	Explain func(consolidation.Result)
+	// Marks, when set, keeps the consolidation-candidate taint on exactly
+	// the plan's nodes (nil: none written, as in a read-only loop). With a
+	// nil Planner the step only removes the marks a run with consolidation
+	// on left behind.
+	Marks *consolidation.Marks
 }
 
 // WithConsolidation adds the consolidation step.
@@ -58,6 +63,10 @@ func WithConsolidation(c *Consolidation) AutoscalerOption {
 func (a *Autoscaler) consolidate(ctx context.Context, obs *Observation, session *scaleup.Session) {
 	c := a.consolidation
 	if c == nil || session == nil {
+		return
+	}
+	if c.Planner == nil {
+		c.Marks.Update(ctx, obs.Nodes, nil)
 		return
 	}
 	start := a.clock.Now()
@@ -115,7 +124,9 @@ func (a *Autoscaler) consolidate(ctx context.Context, obs *Observation, session 
 		kept = append(kept, disruption.Candidate{Reason: r, Nodes: []string{n}, Message: "consolidation in flight"})
 	}
 	sort.Slice(kept, func(i, j int) bool { return kept[i].Nodes[0] < kept[j].Nodes[0] })
-	c.Offer(disruption.Consolidatable, append(kept, cands...))
+	offered := append(kept, cands...)
+	c.Offer(disruption.Consolidatable, offered)
+	c.Marks.Update(ctx, obs.Nodes, consolidation.MarkedNodes(offered))
 	took := a.clock.Since(start)
 	observeDuration(a.metrics, metrics.FunctionConsolidation, took)
 	klog.FromContext(ctx).V(2).Info("Consolidation planned", "candidates", len(cands), "took", took.Round(time.Millisecond))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
@@ -163,7 +164,8 @@ func (p *Planner) PlanDetailed(ctx context.Context, in Input) Result {
 	})
 	res.Simulations = w.sim.tries
 	logger.V(2).Info("Consolidation plan", "candidates", len(res.Candidates), "considered", len(w.order),
-		"notCandidates", len(res.NotCandidates), "simulations", w.sim.tries, "outOfBudget", w.outOfBudget)
+		"notCandidates", len(res.NotCandidates), "why", reasonCounts(res.NotCandidates), "simulations", w.sim.tries,
+		"outOfBudget", w.outOfBudget)
 	return res
 }
 
@@ -430,4 +432,17 @@ func ready(n *apiv1.Node) bool {
 		}
 	}
 	return false
+}
+
+// reasonCounts counts the nodes left out per reason, the reason's first
+// word only (a blocking pod's or a protection's details go to explain).
+func reasonCounts(reasons map[string]string) map[string]int {
+	out := map[string]int{}
+	for _, why := range reasons {
+		if i := strings.IndexByte(why, ':'); i >= 0 {
+			why = why[:i]
+		}
+		out[why]++
+	}
+	return out
 }
