@@ -227,8 +227,9 @@ func TestProtections(t *testing.T) {
 }
 
 // TestBudgets: by default a voluntary reason takes 10% of a group's nodes
-// at once (at least 1); a candidate of several nodes starts only when the
-// budget allows all of them.
+// at once (at least 1); a candidate of several nodes with new capacity
+// starts only when the budget allows all of them, one without starts with
+// the part the budget allows.
 func TestBudgets(t *testing.T) {
 	var nodes []*apiv1.Node
 	var cands []Candidate
@@ -246,11 +247,24 @@ func TestBudgets(t *testing.T) {
 		t.Errorf("skipped_budget %v, want 10", f.decisions(Drifted, ActionSkippedBudget))
 	}
 
+	// A removal without new capacity holds in part: it starts with the
+	// nodes the budget allows, in its order; one with new capacity waits
+	// for the budget of all its nodes.
 	f = newFixture(t, Options{Budget: fixedBudget(1)}, nodes[:4]...)
-	f.healer.AddSource(&fakeSource{reason: Consolidatable, cands: []Candidate{{Nodes: []string{"a", "b"}}}})
+	f.healer.AddSource(&fakeSource{reason: Consolidatable, cands: []Candidate{{Nodes: []string{"b", "a"}}}})
+	f.loop(0)
+	if f.decisions(Consolidatable, ActionStarted) != 1 || f.decisions(Consolidatable, ActionSkippedBudget) != 0 {
+		t.Error("a removal of 2 nodes did not start with the 1 node a budget of 1 allows")
+	}
+	if got := f.deleted(); len(got) != 1 || got[0] != "g:b" {
+		t.Errorf("deleted %v, want b, the first node of the candidate", got)
+	}
+	f = newFixture(t, Options{Budget: fixedBudget(1)}, nodes[:4]...)
+	f.healer.AddSource(&fakeSource{reason: Consolidatable, cands: []Candidate{{Nodes: []string{"a", "b"},
+		Replacement: []Replacement{{Group: "g", Count: 1}}}}})
 	f.loop(0)
 	if f.decisions(Consolidatable, ActionStarted) != 0 || f.decisions(Consolidatable, ActionSkippedBudget) != 1 {
-		t.Error("a plan of 2 nodes started with a budget of 1")
+		t.Error("a replacement of 2 nodes started with a budget of 1")
 	}
 }
 

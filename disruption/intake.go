@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -264,6 +265,15 @@ func (h *Engine) startPlan(ctx context.Context, st *state, v *view, c Candidate)
 	if len(members) == 0 {
 		return false
 	}
+	whole := len(members)
+	if len(c.Replacement) == 0 {
+		members, count = h.withinBudget(v, c.Reason, members, now)
+		if len(members) == 0 {
+			h.dm.decisions.WithLabelValues(string(c.Reason), ActionSkippedBudget).Inc()
+			logger.V(2).Info("Candidate waits: its node groups' disruption budgets allow none of its nodes now")
+			return false
+		}
+	}
 	for id, k := range count {
 		if allowed := h.budget.Allowed(id, c.Reason, v.groupSize[id], v.disrupting[id], now); k > allowed {
 			logger.V(2).Info("Candidate waits: over its node group's disruption budget", "nodeGroup", id, "nodes", k,
@@ -281,6 +291,11 @@ func (h *Engine) startPlan(ctx context.Context, st *state, v *view, c Candidate)
 	if r.Reason == "" {
 		r.Reason = string(c.Reason)
 	}
+	if len(members) < whole {
+		r.Reason = fmt.Sprintf("%s (%d of its %d nodes now: the disruption budget holds the rest back)", r.Reason,
+			len(members), whole)
+		r.SavingPerHour = c.SavingPerHour * float64(len(members)) / float64(whole)
+	}
 	for _, rp := range c.Replacement {
 		if rp.Count > 0 {
 			r.Replacements = append(r.Replacements, &replacement{Group: rp.Group, Count: rp.Count, ReadyBefore: ready[rp.Group]})
@@ -296,6 +311,25 @@ func (h *Engine) startPlan(ctx context.Context, st *state, v *view, c Candidate)
 		strings.Join(planNodes(r), ", "), r.For, r.Reason, replacementString(r))
 	logger.Info("Disruption started", "replacement", replacementString(r), "savingPerHour", c.SavingPerHour)
 	return true
+}
+
+// withinBudget keeps, in order, the members of a candidate without new
+// capacity that their groups' budgets allow now, and counts them per group.
+// Such a candidate is a removal found node after node, each node's pods
+// placed on nodes that stay or whose own removal carried them on, so any
+// part of it holds on its own: a set larger than a budget starts with what
+// fits instead of waiting for a budget it may never get (the group shrinks
+// as it goes, and its percentage with it).
+func (h *Engine) withinBudget(v *view, reason Reason, members []*member, now time.Time) ([]*member, map[string]int) {
+	kept := members[:0:0]
+	count := map[string]int{}
+	for _, m := range members {
+		if count[m.Group] < h.budget.Allowed(m.Group, reason, v.groupSize[m.Group], v.disrupting[m.Group], now) {
+			kept = append(kept, m)
+			count[m.Group]++
+		}
+	}
+	return kept, count
 }
 
 func planNodes(r *plan) []string {
