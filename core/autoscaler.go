@@ -172,8 +172,12 @@ func (a *Autoscaler) RunOnce(ctx context.Context, now time.Time) (Result, error)
 	if session == nil && (a.scaleDn != nil || a.consolidation != nil) {
 		session = a.scaleUp.Begin(ctx, a.sessionInput(obs))
 	}
-	if a.scaleDn != nil && a.runScaleDown(ctx, obs, session, res.Productive) {
-		res.Productive = true
+	if a.scaleDn != nil {
+		keep := a.beforeScaleDown(session)
+		if a.runScaleDown(ctx, obs, session, res.Productive) {
+			res.Productive = true
+		}
+		keep()
 	}
 	a.consolidate(ctx, obs, session)
 	return res, nil

@@ -58,6 +58,25 @@ func WithConsolidation(c *Consolidation) AutoscalerOption {
 	return func(a *Autoscaler) { a.consolidation = c }
 }
 
+// beforeScaleDown opens a what-if level on the session's snapshot when the
+// consolidation step plans in this loop, and returns what drops it again.
+// Scale-down's simulation keeps its removals in the session (each one counts
+// on the room the earlier ones left); left there, scale-down's unneeded
+// nodes were gone from the planner's simulation (NotInSimulation: neither
+// candidates nor destinations) and their pods had taken the room of the
+// nodes that stay first, and consolidation stalled for the whole unneeded
+// time (docs/benchmarks.md, "Consolidation on the control plane"). The
+// nodes scale-down actually removes are left out by name (Removing).
+func (a *Autoscaler) beforeScaleDown(session *scaleup.Session) (drop func()) {
+	c := a.consolidation
+	if c == nil || c.Planner == nil || session == nil {
+		return func() {}
+	}
+	snap := session.Simulator().Snapshot()
+	snap.Fork()
+	return snap.Revert
+}
+
 // consolidate runs the consolidation planner on the loop's session and
 // offers its candidates to the engine.
 func (a *Autoscaler) consolidate(ctx context.Context, obs *Observation, session *scaleup.Session) {
