@@ -12,6 +12,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/processors"
 	"k8s.io/autoscaler/cluster-autoscaler/provreq"
 	provreqv1 "k8s.io/autoscaler/cluster-autoscaler/provreq/apis/autoscaling.x-k8s.io/v1"
+	"k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
 )
 
 // bookedNodes holds, for the disruption engine, the nodes on which the last
@@ -36,20 +37,39 @@ type bookedNodes struct {
 func (b *bookedNodes) ScaleUpDone(_ context.Context, _ *processors.Loop, status processors.ScaleUpStatus) {
 	holds := map[string]string{}
 	if s := status.Session; s != nil {
-		snap := s.Simulator().Snapshot()
-		for _, node := range snap.NodeNames() {
-			pods, err := snap.Pods(node)
-			if err != nil {
-				continue
-			}
-			if why := bookedOn(pods); why != "" {
-				holds[node] = why
-			}
-		}
+		holds = bookedHolds(s.Simulator().Snapshot())
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.holds = holds
+}
+
+// bookedHolds are the nodes of snap that hold a request's booked pods,
+// with why (bookedOn).
+func bookedHolds(snap *framework.Snapshot) map[string]string {
+	holds := map[string]string{}
+	for _, node := range snap.NodeNames() {
+		ni, err := snap.NodeInfo(node)
+		if err != nil {
+			continue
+		}
+		var booked []*apiv1.Pod
+		for _, pi := range ni.Pods {
+			if p := pi.GetPod(); isBookingPod(p) {
+				booked = append(booked, p)
+			}
+		}
+		if why := bookedOn(booked); why != "" {
+			holds[node] = why
+		}
+	}
+	return holds
+}
+
+// isBookingPod is bookingOwner's answer alone.
+func isBookingPod(p *apiv1.Pod) bool {
+	_, ok := bookingOwner(p)
+	return ok
 }
 
 // Holding implements holder: whether node holds booked capacity, and for
