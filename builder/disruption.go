@@ -30,10 +30,16 @@ type holder interface {
 }
 
 // bookingHolders are the loop's processors that hold nodes (the
-// ProvisioningRequests', when on).
+// ProvisioningRequests', when on: their Holds among the pod lists, the
+// nodes their bookings landed on among the scale-up status processors).
 func bookingHolders(procs processors.Set) []holder {
 	var out []holder
 	for _, p := range procs.PodLists {
+		if h, ok := p.(holder); ok {
+			out = append(out, h)
+		}
+	}
+	for _, p := range procs.ScaleUpStatus {
 		if h, ok := p.(holder); ok {
 			out = append(out, h)
 		}
@@ -72,8 +78,15 @@ func protections(given func(string) (bool, string), holders ...holder) func(stri
 func addDisruption(ctx context.Context, opts config.Options, in Inputs, procs *processors.Set,
 	status *clusterstate.StatusWriter, state *clusterstate.Registry) (*disruption.Engine, error) {
 	sources := append(DisruptionSources(opts, in.Provider), in.Disruption.Sources...)
-	if in.ReadOnly || (!opts.NodeHealingEnabled && len(sources) == 0 && !opts.Disruption.ConsolidationEnabled) {
-		if in.ReadOnly && in.Explainer != nil && len(sources) > 0 {
+	on := !in.ReadOnly && (opts.NodeHealingEnabled || len(sources) > 0 || opts.Disruption.ConsolidationEnabled)
+	explainOnly := in.ReadOnly && in.Explainer != nil && len(sources) > 0
+	if opts.EnableProvisioningRequests && (len(sources) > 0 || opts.Disruption.ConsolidationEnabled) && (on || explainOnly) {
+		// Before the explainer among the scale-up status processors: it
+		// reads the loop's bookings.
+		procs.ScaleUpStatus = append(procs.ScaleUpStatus, &bookedNodes{})
+	}
+	if !on {
+		if explainOnly {
 			dopts, err := disruptionOptions(opts, in, sources, *procs)
 			if err != nil {
 				return nil, err

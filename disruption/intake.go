@@ -129,7 +129,7 @@ func (h *Engine) startHeals(ctx context.Context, st *state, v *view) bool {
 			continue
 		}
 		unhealthy[g.Id()]++
-		if hasTaintKey(n, "ToBeDeletedByClusterAutoscaler") {
+		if hasTaintKey(n, ScaleDownTaint) {
 			continue
 		}
 		if r, ok := v.claimed[n.Name]; ok {

@@ -137,10 +137,44 @@ func snapshotBefore(n *apiv1.Node) *nodeBefore {
 	return b
 }
 
+// ScaleDownTaint is scale-down's taint on a node it is removing (upstream's
+// ToBeDeletedByClusterAutoscaler).
+const ScaleDownTaint = "ToBeDeletedByClusterAutoscaler"
+
+// errScaleDownRemoving: the node carries ScaleDownTaint as read just
+// before the cordon; the engine leaves it to scale-down.
+var errScaleDownRemoving = errors.New("scale-down is removing the node")
+
+// scaleDownRemovingError is the cordon's refusal of a node scale-down took;
+// ours says whether the node carried the engine's own taint as well (an
+// earlier cordon of the plan).
+type scaleDownRemovingError struct {
+	node string
+	ours bool
+}
+
+func (e *scaleDownRemovingError) Error() string {
+	return fmt.Sprintf("node %s carries %s: %v", e.node, ScaleDownTaint, errScaleDownRemoving)
+}
+
+func (e *scaleDownRemovingError) Unwrap() error { return errScaleDownRemoving }
+
 // cordon marks a node being healed: unschedulable, the healing taint, and
-// scale-down kept off it.
+// scale-down kept off it. The node's taints are those read just before the
+// write (the same read-then-update, retried on conflicts): a node scale-down
+// tainted ToBeDeletedByClusterAutoscaler in the meantime is refused with a
+// *scaleDownRemovingError and left as it is. Scale-down runs before the
+// engine in a loop and checks the engine's taint before it writes its own,
+// so this is the engine's half of that exclusion, not left to the order.
 func (h *Engine) cordon(ctx context.Context, name string) error {
-	return h.updateNode(ctx, name, func(n *apiv1.Node) {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := h.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if hasTaintKey(n, ScaleDownTaint) {
+			return &scaleDownRemovingError{node: name, ours: hasTaintKey(n, Taint)}
+		}
 		n.Spec.Unschedulable = true
 		n.Spec.Taints = append(withoutTaint(n.Spec.Taints, Taint),
 			apiv1.Taint{Key: Taint, Value: "true", Effect: apiv1.TaintEffectNoSchedule})
@@ -148,7 +182,32 @@ func (h *Engine) cordon(ctx context.Context, name string) error {
 			n.Annotations = map[string]string{}
 		}
 		n.Annotations[scaleDownDisabled] = healScaleDownDisabled
+		_, err = h.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err
 	})
+}
+
+// yieldToScaleDown ends a plan whose cordon found a node scale-down is
+// removing (err, a *scaleDownRemovingError): its nodes are given back
+// (PhaseRestoring), except that the refused node, unless the plan had
+// cordoned it already, keeps whatever it has: the state recorded before
+// may be older than scale-down's own cordon, which giving it back would
+// undo on a node being removed.
+func (s *step) yieldToScaleDown(err error) bool {
+	var refused *scaleDownRemovingError
+	if !errors.As(err, &refused) {
+		return false
+	}
+	for _, m := range s.r.Nodes {
+		if m.Node == refused.node && !refused.ours {
+			m.Before = nil
+		}
+	}
+	s.logger.Info("Scale-down is removing a node of the disruption: it is left to scale-down, the disruption ends",
+		"refusedNode", refused.node)
+	s.end("cancelled", "ScaleDownRemoving", fmt.Sprintf("node %s carries %s (scale-down is removing it) as read before "+
+		"its cordon; the disruption leaves it to scale-down and gives the nodes back; nothing was removed", refused.node, ScaleDownTaint))
+	return true
 }
 
 // restore gives a node whose heal ended without removing it back its own

@@ -220,6 +220,9 @@ func (s *step) starting(ctx context.Context) bool {
 		}
 	}
 	if err := h.cordon(ctx, m.Node); err != nil {
+		if s.yieldToScaleDown(err) {
+			return true
+		}
 		return s.retry(err, "Cordoning a node to heal")
 	}
 	if surge && !rp.Increased {
@@ -348,6 +351,9 @@ func (s *step) startingPlan(ctx context.Context) bool {
 	}
 	for _, m := range r.Nodes {
 		if err := h.cordon(ctx, m.Node); err != nil {
+			if s.yieldToScaleDown(err) {
+				return true
+			}
 			return s.retry(err, "Cordoning a node to disrupt")
 		}
 	}
