@@ -89,7 +89,7 @@ func podRunning(ctx context.Context, e *framework.Env, name string) (bool, error
 	return pod.Status.Phase == apiv1.PodRunning, nil
 }
 
-// TestAWSSpotInterruptionAvoidsTheSpotGroupAndOnDemandTakesThePods: a
+// TestAWSSpotAvoidedAfterInterruptionOnDemandTakesThePods: a
 // Spot-only group of one offering (m5.large in us-east-1a), preferred by
 // the priority expander, runs both web pods; an On-Demand group is empty.
 // A Spot interruption warning for that node makes the Spot group avoided
@@ -100,7 +100,7 @@ func podRunning(ctx context.Context, e *framework.Env, name string) (bool, error
 // and its end, and the back-off gauge says SpotInterrupted; once the avoid
 // time is over the Spot group is eligible again and that pod gets a Spot
 // node. The Spot group is never grown during the avoidance.
-func TestAWSSpotInterruptionAvoidsTheSpotGroupAndOnDemandTakesThePods(t *testing.T) {
+func TestAWSSpotAvoidedAfterInterruptionOnDemandTakesThePods(t *testing.T) {
 	const avoid = 20 * time.Second
 	e := framework.New(t)
 	s := startAWS(e)
