@@ -59,7 +59,9 @@ type avoidingProvider struct {
 	avoided []cloudprovider.AvoidedGroup
 }
 
-func (p *avoidingProvider) AvoidedGroups(now time.Time) []cloudprovider.AvoidedGroup { return p.avoided }
+func (p *avoidingProvider) AvoidedGroups(now time.Time) []cloudprovider.AvoidedGroup {
+	return p.avoided
+}
 
 // TestRegistryHoldsTheGroupsTheProviderAvoids: a group the provider
 // avoids is backed off from the Update that first hears of it to the
