@@ -12,17 +12,37 @@ import (
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	awsprovider "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/aws"
 	"k8s.io/autoscaler/cluster-autoscaler/explain"
 	"k8s.io/autoscaler/cluster-autoscaler/test/awsfake"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
 )
 
-// spotOnlyGroup is a group of m5.large bought as Spot only (a
+// ownGroup is awsGroup labelled, by its node-template tags, with the
+// test's namespace and without shape=standard: the pods of other tests
+// (and of an earlier run of this one) fit none of its nodes.
+func ownGroup(e *framework.Env, name string, desired int) awsfake.Group {
+	g := awsGroup(name, 0, 5, desired, discoveryTags("prod"))
+	delete(g.Tags, awsprovider.LabelTagPrefix+"shape")
+	g.Tags[awsprovider.LabelTagPrefix+framework.TestNamespaceLabel] = e.Namespace
+	return g
+}
+
+// own selects the nodes of the test's groups (ownGroup).
+func own(e *framework.Env, kv ...string) map[string]string {
+	out := map[string]string{framework.TestNamespaceLabel: e.Namespace}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i]] = kv[i+1]
+	}
+	return out
+}
+
+// spotOnlyGroup is an ownGroup of m5.large bought as Spot only (a
 // mixed-instances policy with no On-Demand), in us-east-1a only: one Spot
 // offering.
-func spotOnlyGroup(name string, desired int) awsfake.Group {
-	g := awsGroup(name, 0, 5, desired, discoveryTags("prod"))
+func spotOnlyGroup(e *framework.Env, name string, desired int) awsfake.Group {
+	g := ownGroup(e, name, desired)
 	zero := 0
 	g.MixedInstances = &awsfake.MixedInstancesPolicy{LaunchTemplate: *g.LaunchTemplate, Overrides: []string{"m5.large"},
 		OnDemandPercentageAboveBaseCapacity: &zero}
@@ -32,9 +52,9 @@ func spotOnlyGroup(name string, desired int) awsfake.Group {
 }
 
 // preferSpot makes the priority expander prefer the group spot.
-func preferSpot(e *framework.Env) {
+func preferSpot(e *framework.Env, spot string) {
 	e.T.Helper()
-	cm := itest.PriorityConfigMap(e, "20:\n  - ^spot$\n10:\n  - .*\n")
+	cm := itest.PriorityConfigMap(e, "20:\n  - ^"+spot+"$\n10:\n  - .*\n")
 	if _, err := e.Client.CoreV1().ConfigMaps(e.Namespace).Create(e.Context(), cm, metav1.CreateOptions{}); err != nil {
 		e.T.Fatal(err)
 	}
@@ -105,17 +125,18 @@ func TestAWSSpotAvoidedAfterInterruptionOnDemandTakesThePods(t *testing.T) {
 	e := framework.New(t)
 	s := startAWS(e)
 	s.CreateQueue("interruptions")
-	s.AddGroup(spotOnlyGroup("spot", 1))
-	s.AddGroup(awsGroup("on-demand", 0, 5, 0, discoveryTags("prod")))
+	spot, od := "avoid-spot", "avoid-on-demand"
+	s.AddGroup(spotOnlyGroup(e, spot, 1))
+	s.AddGroup(ownGroup(e, od, 0))
 	e.Eventually(60*time.Second, "the Spot node", func(ctx context.Context) (bool, error) {
-		return itest.NodesPerPool(e)["spot"] == 1, nil
+		return itest.NodesPerPool(e)[spot] == 1, nil
 	})
 	itest.DumpPods(e)
-	itest.Deployment(e, "web", 2, map[string]string{"shape": "standard"}) // 1 CPU each: both on the m5.large
+	itest.Deployment(e, "web", 2, own(e)) // 1 CPU each: both on the m5.large
 	e.Eventually(60*time.Second, "both web pods Running", func(ctx context.Context) (bool, error) {
 		return itest.AllRunning(ctx, e, 2)
 	})
-	preferSpot(e)
+	preferSpot(e, spot)
 
 	p := itest.StartAutoscalerEnv(t, s.Env(), "autoscaler", awsArgs(e, discoveryArg("prod"), "--expander=priority",
 		"--aws-interruption-queue=interruptions", "--aws-interrupted-capacity-avoid-time="+avoid.String(),
@@ -130,39 +151,39 @@ func TestAWSSpotAvoidedAfterInterruptionOnDemandTakesThePods(t *testing.T) {
 	start := time.Now()
 	s.SendSpotInterruption("interruptions", victim)
 
-	var od awsfake.DesiredChange
+	var raised awsfake.DesiredChange
 	e.Eventually(30*time.Second, "the On-Demand group raised", func(ctx context.Context) (bool, error) {
-		if ch := s.DesiredChanges("on-demand"); len(ch) > 0 {
-			od = ch[0]
+		if ch := s.DesiredChanges(od); len(ch) > 0 {
+			raised = ch[0]
 			return true, nil
 		}
 		return false, nil
 	})
-	toOnDemand := od.At.Sub(start)
+	toOnDemand := raised.At.Sub(start)
 	// A pod only the Spot group fits waits for the avoidance to end.
-	itest.CreatePods(e, "pinned", 1, "1", map[string]string{"pool": "spot"})
-	v := explainedVerdict(e, p, "pinned-0", "spot", func(v explain.NodeGroupVerdict) bool { return v.Cause == explain.CauseBackoff })
+	itest.CreatePods(e, "pinned", 1, "1", own(e, "pool", spot))
+	v := explainedVerdict(e, p, "pinned-0", spot, func(v explain.NodeGroupVerdict) bool { return v.Cause == explain.CauseBackoff })
 	if !strings.Contains(v.Reason, "SpotInterrupted") || v.Until == nil || !strings.Contains(v.Detail, "m5.large in us-east-1a") {
 		t.Errorf("/explainz verdict of the Spot group %+v, want a back-off with code SpotInterrupted, its end, and the offering", v)
 	} else if end := v.Until.Sub(start); end < avoid-2*time.Second || end > avoid+2*time.Second {
 		t.Errorf("the back-off ends %v after the notice, want about %v", end, avoid)
 	}
-	metricLine(e, p, `cluster_autoscaler_node_group_backoff_status{node_group="spot",reason="SpotInterrupted"} 1`)
+	metricLine(e, p, `cluster_autoscaler_node_group_backoff_status{node_group="`+spot+`",reason="SpotInterrupted"} 1`)
 	metricLine(e, p, `cluster_autoscaler_interruption_notices_total{action="received",kind="spot_interruption"} 1`)
 
 	e.Eventually(60*time.Second, "the web pods Running again", func(ctx context.Context) (bool, error) {
-		return itest.NodesPerPool(e)["on-demand"] == 1 && itest.NodesPerPool(e)["spot"] == 0, nil
+		return itest.NodesPerPool(e)[od] == 1 && itest.NodesPerPool(e)[spot] == 0, nil
 	})
 	var eligible time.Duration
 	e.Eventually(90*time.Second, "the pinned pod on a Spot node once the avoidance ended", func(ctx context.Context) (bool, error) {
-		for _, c := range s.DesiredChanges("spot") {
+		for _, c := range s.DesiredChanges(spot) {
 			if c.To > c.From {
 				eligible = c.At.Sub(start)
 			}
 		}
 		return podRunning(ctx, e, "pinned-0")
 	})
-	for _, c := range s.DesiredChanges("spot") {
+	for _, c := range s.DesiredChanges(spot) {
 		if c.To > c.From && c.At.Sub(start) < avoid-time.Second {
 			t.Errorf("the Spot group was raised %d -> %d %v after the notice, during the avoidance", c.From, c.To, c.At.Sub(start))
 		}
@@ -171,9 +192,9 @@ func TestAWSSpotAvoidedAfterInterruptionOnDemandTakesThePods(t *testing.T) {
 		t.Errorf("not all 3 pods Running at the end (%v)", err)
 	}
 	t.Logf("spot interruption avoided: On-Demand group raised %v after the notice (%d -> %d); Spot group eligible again and raised %v after it",
-		toOnDemand.Round(10*time.Millisecond), od.From, od.To, eligible.Round(100*time.Millisecond))
+		toOnDemand.Round(10*time.Millisecond), raised.From, raised.To, eligible.Round(100*time.Millisecond))
 	t.Logf("loops from the notice to the On-Demand increase: %d", loopsBetween(p.Log.String(), `"Interruption notice"`,
-		`"Set the desired capacity of an Auto Scaling group" loop=\d+ nodeGroup="on-demand"`))
+		`"Set the desired capacity of an Auto Scaling group" loop=\d+ nodeGroup="`+od+`"`))
 	if toOnDemand > 10*time.Second {
 		t.Errorf("the On-Demand group was raised %v after the notice, want within seconds", toOnDemand)
 	}
@@ -204,34 +225,35 @@ func loopsBetween(log, from, to string) int {
 func TestAWSSpotLaunchFailureFallsBackToOnDemandInOneLoop(t *testing.T) {
 	e := framework.New(t)
 	s := startAWS(e)
-	s.AddGroup(spotOnlyGroup("spot", 0))
-	s.AddGroup(awsGroup("on-demand", 0, 5, 0, discoveryTags("prod")))
-	s.FailLaunchesWith("spot", awsfake.LaunchFailure{Code: "InsufficientInstanceCapacity",
+	spot, od := "fail-spot", "fail-on-demand"
+	s.AddGroup(spotOnlyGroup(e, spot, 0))
+	s.AddGroup(ownGroup(e, od, 0))
+	s.FailLaunchesWith(spot, awsfake.LaunchFailure{Code: "InsufficientInstanceCapacity",
 		Message: "There is no Spot capacity available that matches your request.", Form: awsfake.FleetSpot})
-	preferSpot(e)
+	preferSpot(e, spot)
 	itest.DumpPods(e)
-	itest.Deployment(e, "web", 2, map[string]string{"shape": "standard"})
-	itest.CreatePods(e, "pinned", 1, "1", map[string]string{"pool": "spot"})
+	itest.Deployment(e, "web", 2, own(e))
+	itest.CreatePods(e, "pinned", 1, "1", own(e, "pool", spot))
 
 	p := itest.StartAutoscalerEnv(t, s.Env(), "autoscaler", awsArgs(e, discoveryArg("prod"), "--expander=priority",
 		"--scale-down-enabled=false")...)
 	e.Eventually(90*time.Second, "both web pods Running", func(ctx context.Context) (bool, error) {
 		return itest.AllRunning(ctx, e, 2)
 	})
-	if got := itest.NodesPerPool(e); got["on-demand"] != 1 || got["spot"] != 0 {
-		t.Errorf("nodes per group %v, want on-demand:1", got)
+	if got := itest.NodesPerPool(e); got[od] != 1 || got[spot] != 0 {
+		t.Errorf("nodes per group %v, want %s:1", got, od)
 	}
-	v := explainedVerdict(e, p, "pinned-0", "spot", func(v explain.NodeGroupVerdict) bool { return v.Cause == explain.CauseBackoff })
+	v := explainedVerdict(e, p, "pinned-0", spot, func(v explain.NodeGroupVerdict) bool { return v.Cause == explain.CauseBackoff })
 	if !strings.Contains(v.Reason, "InsufficientInstanceCapacity") || v.Until == nil || !strings.Contains(v.Detail, "Spot") {
 		t.Errorf("/explainz verdict of the Spot group %+v, want a back-off with code InsufficientInstanceCapacity and its end", v)
 	}
-	failed, od := s.FailedLaunches("spot"), s.DesiredChanges("on-demand")
-	if len(failed) == 0 || len(od) == 0 {
-		t.Fatalf("failed Spot launches %v, On-Demand changes %v; want both", failed, od)
+	failed, raised := s.FailedLaunches(spot), s.DesiredChanges(od)
+	if len(failed) == 0 || len(raised) == 0 {
+		t.Fatalf("failed Spot launches %v, On-Demand changes %v; want both", failed, raised)
 	}
-	fallback := od[0].At.Sub(failed[0])
+	fallback := raised[0].At.Sub(failed[0])
 	loops := loopsBetween(p.Log.String(), `"Node group backed off"`,
-		`"Set the desired capacity of an Auto Scaling group" loop=\d+ nodeGroup="on-demand"`)
+		`"Set the desired capacity of an Auto Scaling group" loop=\d+ nodeGroup="`+od+`"`)
 	t.Logf("spot launch failure: On-Demand group raised %v after the failed Spot activity (%d loop summaries between the back-off and it)",
 		fallback.Round(10*time.Millisecond), loops)
 	if !p.Log.Contains(`errorCode="InsufficientInstanceCapacity"`) {
