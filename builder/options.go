@@ -147,6 +147,7 @@ func ProviderOptions(o config.Options) cloudprovider.Options {
 		KwokProviderEnabled:                o.KwokProviderEnabled,
 		AWSInterruptionQueue:               o.AWSInterruptionQueue,
 		AWSInterruptionRebalance:           o.AWSInterruptionRebalance,
+		AWSInterruptedCapacityAvoidTime:    o.AWSInterruptedCapacityAvoidTime,
 	}
 }
 

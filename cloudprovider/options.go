@@ -1,5 +1,7 @@
 package cloudprovider
 
+import "time"
+
 // Options are the flags a provider may read to build itself; the builder
 // maps them from config.Options (field names as there). Each provider reads
 // the few it needs.
@@ -29,6 +31,8 @@ type Options struct {
 	// none. AWSInterruptionRebalance hands rebalance recommendations on too.
 	AWSInterruptionQueue     string
 	AWSInterruptionRebalance bool
+	// AWSInterruptedCapacityAvoidTime is --aws-interrupted-capacity-avoid-time.
+	AWSInterruptedCapacityAvoidTime time.Duration
 	// KwokProviderEnabled opts the kwok provider into the cluster it runs
 	// against.
 	KwokProviderEnabled bool

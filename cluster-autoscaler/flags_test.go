@@ -231,6 +231,7 @@ func TestInvalidFlagsNameTheFlag(t *testing.T) {
 		{[]string{"--logging-format=xml"}, "--logging-format"},
 		{[]string{"--kwok-provider-enabled"}, "--kwok-provider-enabled"}, // the default provider is gce
 		{[]string{"--cloud-provider=aws", "--kwok-provider-enabled"}, "--kwok-provider-enabled"},
+		{[]string{"--cloud-provider=aws", "--aws-interrupted-capacity-avoid-time=-1m"}, "--aws-interrupted-capacity-avoid-time"},
 		{[]string{"--no-such-flag"}, "no-such-flag"},
 		{[]string{"stray-argument"}, "unexpected arguments"},
 	} {

@@ -9,12 +9,22 @@ import (
 // while: the first failure backs a group off for initial, each failure after
 // that back-off expired doubles it up to max, and a group without failures
 // for reset starts again from initial. Failures during a back-off do not
-// extend it. Time is passed in; Backoff never reads a clock.
+// extend it. A hold (SetHolds) backs a group off until a fixed time for a
+// reason of its own, without a failure: it neither starts nor lengthens the
+// exponential back-off. Time is passed in; Backoff never reads a clock.
 type Backoff struct {
 	initial, max, reset time.Duration
 
 	mu     sync.Mutex
 	groups map[string]*backoffEntry
+	// holds are the fixed-until holds, by group.
+	holds map[string]Hold
+}
+
+// Hold backs a group off until a fixed time for a reason.
+type Hold struct {
+	Reason BackoffReason
+	Until  time.Time
 }
 
 type backoffEntry struct {
@@ -33,7 +43,35 @@ type BackoffReason struct {
 // NewBackoff builds a Backoff from --initial-node-group-backoff-duration,
 // --max-node-group-backoff-duration and --node-group-backoff-reset-timeout.
 func NewBackoff(initial, max, reset time.Duration) *Backoff {
-	return &Backoff{initial: initial, max: max, reset: reset, groups: map[string]*backoffEntry{}}
+	return &Backoff{initial: initial, max: max, reset: reset, groups: map[string]*backoffEntry{}, holds: map[string]Hold{}}
+}
+
+// SetHolds replaces every hold with holds (by group); a hold whose Until
+// is not after now is dropped.
+func (b *Backoff) SetHolds(holds map[string]Hold, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.holds = make(map[string]Hold, len(holds))
+	for g, h := range holds {
+		if now.Before(h.Until) {
+			b.holds[g] = h
+		}
+	}
+}
+
+// current is the back-off of group at now: the failure back-off or the
+// hold, whichever ends later when both are on. b.mu is held.
+func (b *Backoff) current(group string, now time.Time) (bool, BackoffReason, time.Time) {
+	var on bool
+	var reason BackoffReason
+	var until time.Time
+	if e, ok := b.groups[group]; ok && now.Before(e.until) {
+		on, reason, until = true, e.reason, e.until
+	}
+	if h, ok := b.holds[group]; ok && now.Before(h.Until) && h.Until.After(until) {
+		on, reason, until = true, h.Reason, h.Until
+	}
+	return on, reason, until
 }
 
 // RegisterFailure records a failed scale-up of group at now and returns
@@ -58,24 +96,19 @@ func (b *Backoff) RegisterFailure(group string, reason BackoffReason, now time.T
 	return e.until
 }
 
-// BackedOff reports whether group is backed off at now, and why.
+// BackedOff reports whether group is backed off at now (by a failure or
+// a hold), and why.
 func (b *Backoff) BackedOff(group string, now time.Time) (bool, BackoffReason) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	e, ok := b.groups[group]
-	if !ok || !now.Before(e.until) {
-		return false, BackoffReason{}
-	}
-	return true, e.reason
+	on, reason, _ := b.current(group, now)
+	return on, reason
 }
 
 // Until is when group's back-off ends, zero when it is not backed off at now.
 func (b *Backoff) Until(group string, now time.Time) time.Time {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	e, ok := b.groups[group]
-	if !ok || !now.Before(e.until) {
-		return time.Time{}
-	}
-	return e.until
+	_, _, until := b.current(group, now)
+	return until
 }

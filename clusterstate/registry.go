@@ -165,6 +165,8 @@ type Registry struct {
 	transitions map[string]transition
 	// draMismatches are the last Update's DRATemplateMismatches.
 	draMismatches map[DRAMismatch]int
+	// holds are the back-off holds of the last Update (avoidance.go).
+	holds map[string]Hold
 }
 
 type transition struct {

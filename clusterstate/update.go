@@ -24,6 +24,7 @@ func (r *Registry) Update(ctx context.Context, provider cloudprovider.CloudProvi
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.failures = nil
+	r.holdAvoided(ctx, provider, groups, now)
 	firstSeen := map[string]time.Time{}
 	seenErrors := map[string]bool{}
 	for id, gs := range groups {

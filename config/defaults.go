@@ -79,6 +79,9 @@ func Defaults() Options {
 		PodInjectionLimit:              5000,
 		ProactiveScaleupEnabled:        true,
 
+		// As long as a group's first back-off after running out of capacity.
+		AWSInterruptedCapacityAvoidTime: 5 * time.Minute,
+
 		NodeGroupDefaults: NodeGroupAutoscalingOptions{
 			ScaleDownUtilizationThreshold:    0.5,
 			ScaleDownGPUUtilizationThreshold: 0.5,

@@ -57,6 +57,10 @@ type Options struct {
 	// recommendations.
 	AWSInterruptionQueue     string
 	AWSInterruptionRebalance bool
+	// AWSInterruptedCapacityAvoidTime is how long the Spot offering (group,
+	// instance type, zone) of an interrupted instance counts as out of
+	// capacity; 0: never (not upstream).
+	AWSInterruptedCapacityAvoidTime time.Duration
 
 	// Node healing (package healing); not upstream.
 	NodeHealingEnabled             bool

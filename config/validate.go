@@ -108,6 +108,7 @@ func (o *Options) validateProvider(v *validator) {
 		"is read by the aws provider only, not --cloud-provider=%s", o.CloudProvider)
 	v.check(!o.AWSInterruptionRebalance || o.AWSInterruptionQueue != "", "--aws-interruption-rebalance",
 		"needs --aws-interruption-queue, which the rebalance recommendations come from")
+	v.nonNegative(o.AWSInterruptedCapacityAvoidTime, "--aws-interrupted-capacity-avoid-time")
 	for _, s := range o.NodeGroups {
 		if _, err := ParseNodeGroupSpec(s); err != nil {
 			v.add("--nodes", "%v", err)

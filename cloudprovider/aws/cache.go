@@ -54,6 +54,29 @@ const transitionalEvery = 30 * time.Second
 // its desired capacity are read (sooner after this process raised it).
 const activityEvery = 30 * time.Second
 
+// raisedWindow and raisedEvery: for raisedWindow after this process raised
+// a group's desired capacity, while AWS has not launched all of it, the
+// group and its latest scaling activity are read every raisedEvery (each
+// Refresh at most that often), so that a failed launch (no Spot capacity,
+// say) backs the group off in seconds rather than at the next transitional
+// read. Once the instances are launched (pending counts) it stops.
+const (
+	raisedWindow = 2 * time.Minute
+	raisedEvery  = time.Second
+)
+
+// raisedShort reports whether this process raised the group's desired
+// capacity within raisedWindow of now and AWS has not launched all of it.
+func (p *Provider) raisedShort(c *cachedGroup, now time.Time) bool {
+	if c.desc.Desired <= c.desc.live() {
+		return false
+	}
+	p.mu.Lock()
+	at := p.increased[c.desc.Name]
+	p.mu.Unlock()
+	return !at.IsZero() && now.Sub(at) < raisedWindow
+}
+
 // NodeLister lists the cluster's Nodes (an informer's lister).
 type NodeLister interface {
 	List(selector labels.Selector) ([]*apiv1.Node, error)
@@ -129,6 +152,9 @@ func (p *Provider) toRead(now time.Time, names []string, dirty map[string]bool, 
 		c := p.cache[n]
 		switch {
 		case c == nil, dirty[n], now.Sub(c.readAt) >= p.listEvery:
+		case p.raisedShort(c, now) && now.Sub(c.readAt) >= raisedEvery:
+			// Capacity this process asked for lately and AWS has not
+			// launched: a failed launch brings no Node to hint at it.
 		case p.moving(c) && now.Sub(c.changedAt) < transitionWindow:
 			if p.nodes != nil && now.Sub(c.readAt) < transitionalEvery {
 				continue

@@ -211,29 +211,38 @@ func TestNodesHintAtChanges(t *testing.T) {
 
 	// A scale-up whose launch fails first: the increase reads the group
 	// afresh (its base: the loop's Refresh did not read it) and is applied
-	// to the kept description (a placeholder at once, no read after it);
-	// the group, now on its way up, is read transitionalEvery after that
-	// read, then not before transitionalEvery
-	// again unless a Node of an instance no group lists appears.
+	// to the kept description (a placeholder at once). AWS not launching
+	// it, the group and its activity are read every raisedEvery for
+	// raisedWindow after the increase (a failed launch brings no Node to
+	// hint at it), so the failure shows at the next Refresh; after that
+	// window, it is read transitionalEvery apart again unless a Node of an
+	// instance no group lists appears.
 	s.SetStartDelay(time.Hour)
 	s.FailLaunches("ng", "InsufficientInstanceCapacity", "no room")
 	if err := group(t, p, "ng").IncreaseSize(context.Background(), 1); err != nil {
 		t.Fatal(err)
 	}
-	if n := step(t, s, p, clk, 10*time.Second); n != 0 {
-		t.Errorf("%d describe calls 10 s after an increase, want 0 (the increase is applied)", n)
+	activities := s.Calls()["DescribeScalingActivities"]
+	if n := step(t, s, p, clk, 2*raisedEvery); n != 1 {
+		t.Errorf("%d describe calls %v after an increase AWS did not launch, want 1", n, 2*raisedEvery)
 	}
-	if _, creating, failed := states(group(t, p, "ng").instances); creating != 1 || failed != 0 {
-		t.Fatalf("%d placeholders creating and %d failed after the increase, want 1 creating (applied, not read yet)", creating, failed)
-	}
-	if n := step(t, s, p, clk, transitionalEvery-10*time.Second); n != 1 {
-		t.Errorf("%d describe calls transitionalEvery after the increase's read, want 1", n)
+	// (The fake stamps the failed activity with its own clock, behind
+	// this test's: the placeholder's failure is not trusted here, only
+	// that the activity was read.)
+	if got := s.Calls()["DescribeScalingActivities"] - activities; got != 1 {
+		t.Errorf("%d activity reads at the first Refresh after the increase, want 1", got)
 	}
 	if _, creating, failed := states(group(t, p, "ng").instances); creating+failed != 1 {
-		t.Fatalf("%d placeholders after the failed launch was read, want 1", creating+failed)
+		t.Fatalf("%d placeholders after the increase was read, want 1", creating+failed)
+	}
+	if n := step(t, s, p, clk, raisedEvery/2); n != 0 {
+		t.Errorf("%d describe calls within raisedEvery of the last read, want 0", n)
+	}
+	if n := step(t, s, p, clk, raisedWindow); n != 1 {
+		t.Errorf("%d describe calls after raisedWindow (and a list interval), want 1", n)
 	}
 	if n := step(t, s, p, clk, 10*time.Second); n != 0 {
-		t.Errorf("%d describe calls 10 s later with nothing new, want 0", n)
+		t.Errorf("%d describe calls 10 s later, past raisedWindow, with nothing new, want 0", n)
 	}
 	s.FailLaunches("ng", "", "")
 	s.AddLaunchTemplate(awsfake.LaunchTemplate{Name: "unrelated", DefaultVersion: 1,

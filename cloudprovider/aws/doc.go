@@ -24,7 +24,11 @@
 // instance was launched otherwise than the group would launch it now (its
 // launch template or version, launch configuration, or a mixed-instances
 // type no longer allowed) from the kept descriptions and the version
-// numbers of $Latest / $Default templates (drift.go).
+// numbers of $Latest / $Default templates (drift.go). After a Spot
+// interruption warning it avoids the (group, type, zone) Spot offering for
+// --aws-interrupted-capacity-avoid-time, and names to the cluster state
+// (cloudprovider.CapacityAvoider, code SpotInterrupted) a group all of
+// whose Spot offerings are avoided (avoidance.go).
 //
 // It must not import the autoscaler's core packages (scaleup, clusterstate,
 // processors...): only cloudprovider and config.

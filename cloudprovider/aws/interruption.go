@@ -207,6 +207,7 @@ func (p *Provider) takeMessage(ctx context.Context, q *interruptions, m sqstypes
 		n.Group = g.Id()
 		n.ID = id + "/" + n.Instance
 		kept[n.ID] = n
+		p.avoidInterrupted(ctx, n)
 	}
 	if len(kept) == 0 || len(q.pending) >= maxPendingMessages {
 		d := cloudprovider.DroppedNotice{Kind: string(notices[0].Kind), Action: dropForeign,

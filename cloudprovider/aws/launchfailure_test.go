@@ -29,6 +29,7 @@ const (
 	msgNoSpot       = "There is no Spot capacity available that matches your request."
 	msgUnfulfilled  = "Unable to fulfill capacity due to your request configuration. Please adjust your request and try again."
 	msgSpotPrice    = "Your Spot request price of 0.01 is lower than the minimum required Spot request fulfillment price of 0.0353."
+	msgSpotCount    = "Max spot instance count exceeded"
 	msgUnauthorized = "You are not authorized to perform this operation. Encoded authorization failure message: 3kd9..."
 )
 
@@ -56,6 +57,10 @@ var launchFailureCases = []struct {
 		cloudprovider.OutOfResourcesErrorClass, "UnfulfillableCapacity"},
 	{"Spot price too low", awsfake.LaunchFailure{Code: "SpotMaxPriceTooLow", Message: msgSpotPrice, Form: awsfake.FleetSpot},
 		cloudprovider.OutOfResourcesErrorClass, "SpotMaxPriceTooLow"},
+	{"Spot instance count quota", awsfake.LaunchFailure{Code: "MaxSpotInstanceCountExceeded", Message: msgSpotCount, Form: awsfake.FleetSpot},
+		cloudprovider.OutOfResourcesErrorClass, "MaxSpotInstanceCountExceeded"},
+	{"no Spot capacity in the zone", awsfake.LaunchFailure{Code: "InsufficientInstanceCapacity", Message: msgICE, Form: awsfake.FleetSpot},
+		cloudprovider.OutOfResourcesErrorClass, "InsufficientInstanceCapacity"},
 	{"configuration not supported", awsfake.LaunchFailure{Code: "Unsupported", Message: msgConfigUnsupported, Form: awsfake.Plain},
 		cloudprovider.OtherErrorClass, "Unsupported"},
 	{"configuration not supported, fleet", awsfake.LaunchFailure{Code: "Unsupported", Message: msgConfigUnsupported},
@@ -121,6 +126,27 @@ func TestClassifyLaunchFailure(t *testing.T) {
 		got := classifyLaunchFailure(tc.msg)
 		if got.Class != tc.class || got.Code != tc.code {
 			t.Errorf("%q: got %v/%q, want %v/%q", tc.msg, got.Class, got.Code, tc.class, tc.code)
+		}
+	}
+}
+
+// TestClassifySpotLaunchFailures: a Spot group's failed activity ("Could
+// not launch Spot Instances. <code> - <message>") is out of resources for
+// each code that says the Spot market has no room for it now, so that the
+// group is backed off and another (On-Demand) group is tried.
+func TestClassifySpotLaunchFailures(t *testing.T) {
+	cases := []struct{ code, msg string }{
+		{"InsufficientInstanceCapacity", msgNoSpot},
+		{"InsufficientInstanceCapacity", msgICE},
+		{"SpotMaxPriceTooLow", msgSpotPrice},
+		{"UnfulfillableCapacity", msgUnfulfilled},
+		{"MaxSpotInstanceCountExceeded", msgSpotCount},
+	}
+	for _, tc := range cases {
+		status := "Could not launch Spot Instances. " + tc.code + " - " + tc.msg + ". Launching EC2 instance failed."
+		got := classifyLaunchFailure(status)
+		if got.Class != cloudprovider.OutOfResourcesErrorClass || got.Code != tc.code {
+			t.Errorf("%q: got %v/%q, want OutOfResources/%q", status, got.Class, got.Code, tc.code)
 		}
 	}
 }

@@ -47,6 +47,9 @@ type Provider struct {
 	nodes NodeLister
 	// interrupt reads the interruption queue (nil: none; interruption.go).
 	interrupt *interruptions
+	// avoid keeps the Spot offerings interrupted lately (nil: none;
+	// avoidance.go).
+	avoid *avoidance
 
 	// refreshMu serialises Refresh and guards what only it uses.
 	refreshMu sync.Mutex
@@ -133,8 +136,10 @@ func Build(ctx context.Context, opts cloudprovider.BuildOptions) (cloudprovider.
 	klog.FromContext(ctx).Info("AWS provider", "region", cfg.Region, "nodeGroups", len(explicit), "autoDiscovery", opts.Options.NodeGroupAutoDiscovery)
 	popts := []Option{WithResourceLimiter(opts.ResourceLimiter), WithEKS(newEKSClient(cfg, cc)), WithPricingAPI(newPricingClient(cfg))}
 	if q := opts.Options.AWSInterruptionQueue; q != "" && !opts.ReadOnly {
-		popts = append(popts, WithInterruptionQueue(newSQSClient(cfg, cc), q, opts.Options.AWSInterruptionRebalance))
-		klog.FromContext(ctx).Info("AWS interruption queue", "queue", q, "rebalance", opts.Options.AWSInterruptionRebalance)
+		popts = append(popts, WithInterruptionQueue(newSQSClient(cfg, cc), q, opts.Options.AWSInterruptionRebalance),
+			WithInterruptedCapacityAvoidTime(opts.Options.AWSInterruptedCapacityAvoidTime))
+		klog.FromContext(ctx).Info("AWS interruption queue", "queue", q, "rebalance", opts.Options.AWSInterruptionRebalance,
+			"interruptedCapacityAvoidTime", opts.Options.AWSInterruptedCapacityAvoidTime)
 	}
 	if opts.InformerFactory != nil {
 		// The Nodes' informer is the core's own (one shared factory).

@@ -194,9 +194,13 @@ func (p *Provider) buildSnapshot(ctx context.Context, now time.Time, read map[st
 }
 
 // activityDue reports whether the group's scaling activities are to be
-// read again: never read, read activityEvery ago, or raised since.
+// read again: never read, read activityEvery ago, raised since, or raised
+// lately and still short (every raisedEvery).
 func (p *Provider) activityDue(c *cachedGroup, now time.Time) bool {
 	if c.activityAt.IsZero() || now.Sub(c.activityAt) >= activityEvery {
+		return true
+	}
+	if p.raisedShort(c, now) && now.Sub(c.activityAt) >= raisedEvery {
 		return true
 	}
 	p.mu.Lock()

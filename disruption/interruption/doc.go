@@ -5,7 +5,10 @@
 // an SQS queue) hands its notices here, and each notice whose instance is
 // surely a Node of a managed group (cloudprovider.Identify, SureMatch)
 // becomes a Candidate for disruption.Interrupted: that Node, replaced by one
-// new node of its own group. The engine treats the reason as involuntary
+// new node of its own group, unless the provider avoids that group
+// (cloudprovider.CapacityAvoider: all of its Spot capacity was interrupted
+// lately); then the Node goes without a replacement and its pods get the
+// capacity the scale-up picks, the group being held backed off. The engine treats the reason as involuntary
 // (no protection, no budget holds it back), so the replacement is asked for
 // in the loop that sees the notice and the node is cordoned and drained with
 // the PodDisruptionBudgets.

@@ -195,6 +195,7 @@ func (s *Source) Propose(ctx context.Context, loop *processors.Loop) []disruptio
 		listed[g.Id()] = ins
 	}
 	ids := cloudprovider.Identify(ctx, s.provider, loop.Nodes, listed)
+	avoided := s.avoidedGroups(loop.Now)
 	sort.SliceStable(pending, func(i, j int) bool { return earlier(pending[i], pending[j]) })
 	var out []disruption.Candidate
 	proposed := map[string]bool{}
@@ -214,8 +215,33 @@ func (s *Source) Propose(ctx context.Context, loop *processors.Loop) []disruptio
 			continue
 		}
 		proposed[node] = true
-		out = append(out, disruption.Candidate{Reason: disruption.Interrupted, Nodes: []string{node},
-			Replacement: []disruption.Replacement{{Group: n.Group, Count: 1}}, Message: message(n)})
+		c := disruption.Candidate{Reason: disruption.Interrupted, Nodes: []string{node},
+			Replacement: []disruption.Replacement{{Group: n.Group, Count: 1}}, Message: message(n)}
+		if a, ok := avoided[n.Group]; ok {
+			// Its group is held backed off: the node goes without a
+			// replacement from it, and its pods, once evicted, get
+			// capacity from the scale-up, which picks another group.
+			c.Replacement = nil
+			c.Message += fmt.Sprintf("; no replacement from node group %s, avoided until %s (%s): its pods go to other capacity",
+				n.Group, a.Until.UTC().Format(time.RFC3339), a.ErrorCode)
+			logger.Info("Interrupted node's group is avoided: no replacement asked of it", "node", node, "nodeGroup", n.Group,
+				"errorCode", a.ErrorCode, "until", a.Until)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// avoidedGroups are the groups the provider avoids at now
+// (cloudprovider.CapacityAvoider), by id; none when it avoids none.
+func (s *Source) avoidedGroups(now time.Time) map[string]cloudprovider.AvoidedGroup {
+	a, ok := s.provider.(cloudprovider.CapacityAvoider)
+	if !ok {
+		return nil
+	}
+	out := map[string]cloudprovider.AvoidedGroup{}
+	for _, g := range a.AvoidedGroups(now) {
+		out[g.Group] = g
 	}
 	return out
 }

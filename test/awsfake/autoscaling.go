@@ -280,6 +280,9 @@ func (s *Server) setDesiredCapacity(form url.Values) (any, *apiError) {
 	if desired > g.Desired {
 		g.lastFail = time.Time{} // a new request is attempted at once
 	}
+	if desired != g.Desired {
+		s.desiredLog = append(s.desiredLog, DesiredChange{Group: name, At: s.now(), From: g.Desired, To: desired})
+	}
 	g.Desired = desired
 	s.reconcileLocked()
 	return nil, nil

@@ -42,6 +42,7 @@ type Server struct {
 	instances     []*Instance // every instance ever launched, in launch order
 	byID          map[string]*Instance
 	activities    []*activity          // in start order
+	desiredLog    []DesiredChange      // SetDesiredCapacity calls that changed a group (history.go)
 	inFlight      map[string]*activity // instance ID -> its in-progress launch or termination
 	calls         map[string]int
 	retries       map[string]int // calls the SDK marked as a retry (amz-sdk-request attempt > 1)

@@ -19,7 +19,8 @@ type DashboardQuery struct {
 
 // OptInRowPrefix starts the title of the dashboard's rows whose series
 // exist only while an opt-in feature runs and acts (the disruption engine:
-// its decisions, plans in flight and savings); Queries leaves their panels
+// its decisions, plans in flight and savings; its interruption notices,
+// read from a cloud's queue); Queries leaves their panels
 // out, AllQueries has them.
 const OptInRowPrefix = "Disruption"
 

@@ -13,6 +13,7 @@ import (
 
 	cpfake "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
 	"k8s.io/autoscaler/cluster-autoscaler/disruption"
+	"k8s.io/autoscaler/cluster-autoscaler/disruption/interruption"
 )
 
 // describer registers nothing: it keeps the descriptions of the collectors
@@ -45,7 +46,8 @@ var (
 
 // TestOptInDashboardRows: the opt-in rows' queries (which the lifecycle
 // test's Prometheus run leaves out: their series exist only while the
-// disruption engine acts) name only series the engine registers, group
+// disruption engine acts, or its interrupted reason's source reads a
+// queue) name only series the engine or the source registers, group
 // only by their labels, filter on the job variable, and are listed in
 // FAQ.md, as the other rows' queries are checked by the chart and
 // lifecycle tests.
@@ -56,13 +58,14 @@ func TestOptInDashboardRows(t *testing.T) {
 	}
 	reg := &describer{}
 	disruption.New(disruption.Options{}, fake.NewSimpleClientset(), cpfake.NewProvider(), record.NewFakeRecorder(1), reg)
+	interruption.New(nil, cpfake.NewProvider(), reg)
 	labels := map[string][]string{}
 	for _, desc := range reg.descs {
 		if m := descRE.FindStringSubmatch(desc); m != nil {
 			labels[m[1]] = strings.FieldsFunc(m[2], func(r rune) bool { return r == ',' || r == ' ' })
 		}
 	}
-	if len(labels["cluster_autoscaler_disruption_decisions_total"]) != 2 {
+	if len(labels["cluster_autoscaler_disruption_decisions_total"]) != 2 || len(labels["cluster_autoscaler_interruption_notices_total"]) != 2 {
 		t.Fatalf("the engine's series as described: %v", reg.descs)
 	}
 	root, err := RepoRoot()
@@ -91,7 +94,7 @@ func TestOptInDashboardRows(t *testing.T) {
 		for _, m := range metricRE.FindAllString(q.Expr, -1) {
 			ls, ok := labels[m]
 			if !ok {
-				t.Errorf("panel %q: %s is not a series of the disruption engine", q.Panel, m)
+				t.Errorf("panel %q: %s is not a series of the disruption engine or its interruption source", q.Panel, m)
 			}
 			known = append(known, ls...)
 		}
@@ -103,8 +106,8 @@ func TestOptInDashboardRows(t *testing.T) {
 			}
 		}
 	}
-	if optIn != 3 || len(d.Queries()) != len(all)-optIn {
-		t.Errorf("%d opt-in queries of %d, Queries has %d; want the three of the Disruption row left out of Queries",
+	if optIn != 4 || len(d.Queries()) != len(all)-optIn {
+		t.Errorf("%d opt-in queries of %d, Queries has %d; want the four of the Disruption rows left out of Queries",
 			optIn, len(all), len(d.Queries()))
 	}
 }
