@@ -21,7 +21,9 @@ var ErrNodeNotFound = errors.New("node not found in snapshot")
 // SharedLister. Fork opens a what-if level; Revert undoes everything since
 // the matching Fork and Commit keeps it. Both cost O(changes): each change
 // records how to undo itself, and a node's NodeInfo is copied at most once
-// per level, the first time that level changes it.
+// per level, the first time that level changes it. The base level (no Fork
+// open) copies the NodeInfos that Reset kept from the loop before, which
+// the next Reset may keep again, the first time it changes them.
 type Snapshot struct {
 	nodes map[string]*schedframework.NodeInfo
 	list  []fwk.NodeInfo // the same NodeInfos, in insertion order
