@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	apiv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
@@ -50,7 +51,10 @@ import (
 // simulates the drain of all 2,000, as a loop does at the default limits
 // once they are all unneeded).
 //
-// Environment: LOOP_BENCH_NODES (default 15000) nodes of 30 pods;
+// Environment: LOOP_BENCH_NODES (default 15000) nodes of
+// LOOP_BENCH_PODS_PER_NODE (default 30) pods: with fewer pods, each asks
+// 30/n times as much (a node stays at 56%, above the scale-down threshold,
+// so that Idle stays a loop with nothing to do);
 // LOOP_BENCH_SNAPSHOT=<file> runs on a /snapshotz dump instead (Idle: the
 // dump as it is; Burst10000: with the 10,000 pods added, without node
 // selector; ScaleDown2000: the dump with the candidate limits lifted);
@@ -68,6 +72,14 @@ func BenchmarkLoop(b *testing.B) {
 			b.Fatalf("LOOP_BENCH_NODES=%q: want a positive number", s)
 		}
 		nodes = n
+	}
+	perNode := 30
+	if s := os.Getenv("LOOP_BENCH_PODS_PER_NODE"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			b.Fatalf("LOOP_BENCH_PODS_PER_NODE=%q: want a positive number", s)
+		}
+		perNode = n
 	}
 	dump := os.Getenv("LOOP_BENCH_SNAPSHOT")
 	// The binary's heap governor, at --heap-headroom-ratio as the flags set
@@ -94,6 +106,7 @@ func BenchmarkLoop(b *testing.B) {
 			}
 		} else {
 			snap = syntheticCluster(spec)
+			scaleWebPods(snap, 30, spec.PodsPerNode)
 		}
 		c, err := loopClusterOf(snap)
 		if err != nil {
@@ -103,7 +116,7 @@ func BenchmarkLoop(b *testing.B) {
 	}
 	lowNodes := min(2000, nodes/5)
 	b.Run("Idle", func(b *testing.B) {
-		h := newLoopHarness(b, cluster(b, synthSpec{Nodes: nodes, PodsPerNode: 30}), nil)
+		h := newLoopHarness(b, cluster(b, synthSpec{Nodes: nodes, PodsPerNode: perNode}), nil)
 		h.steadyLoops(b, nil)
 	})
 	pending := 10000
@@ -123,17 +136,36 @@ func BenchmarkLoop(b *testing.B) {
 		perSet = n
 	}
 	b.Run(fmt.Sprintf("Burst%d", pending), func(b *testing.B) {
-		c := cluster(b, synthSpec{Nodes: nodes, PodsPerNode: 30, Pending: pending, PendingPerSet: perSet})
+		c := cluster(b, synthSpec{Nodes: nodes, PodsPerNode: perNode, Pending: pending, PendingPerSet: perSet})
 		h := newLoopHarness(b, c, nil)
 		h.burstLoops(b)
 	})
 	b.Run("ScaleDown2000", func(b *testing.B) {
-		h := newLoopHarness(b, cluster(b, synthSpec{Nodes: nodes, PodsPerNode: 30, LowNodes: lowNodes}),
+		h := newLoopHarness(b, cluster(b, synthSpec{Nodes: nodes, PodsPerNode: perNode, LowNodes: lowNodes}),
 			[]string{"--scale-down-non-empty-candidates-count=0"})
 		h.steadyLoops(b, func(b *testing.B, a *core.Autoscaler, l *builder.Loop) {
 			b.ReportMetric(float64(l.ScaleDown.Candidates("")), "unneeded")
 		})
 	})
+}
+
+// scaleWebPods makes each scheduled "web" pod of a synthetic cluster of
+// perNode pods per node ask as much as ref of them would (300m / 1 GiB
+// each at ref): the nodes are as full as with ref pods.
+func scaleWebPods(snap *core.DebuggingSnapshot, ref, perNode int) {
+	if perNode == ref {
+		return
+	}
+	cpu := resource.NewMilliQuantity(int64(300*ref/perNode), resource.DecimalSI)
+	mem := resource.NewQuantity(int64(ref)*(1<<30)/int64(perNode), resource.BinarySI)
+	for _, n := range snap.NodeList {
+		for _, p := range n.Pods {
+			if !strings.HasPrefix(p.Labels["app"], "web-") {
+				continue
+			}
+			p.Spec.Containers[0].Resources.Requests = apiv1.ResourceList{apiv1.ResourceCPU: *cpu, apiv1.ResourceMemory: *mem}
+		}
+	}
 }
 
 // loopHarness is a loop's world: informer caches filled with a cluster, the

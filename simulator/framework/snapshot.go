@@ -21,7 +21,9 @@ var ErrNodeNotFound = errors.New("node not found in snapshot")
 // SharedLister. Fork opens a what-if level; Revert undoes everything since
 // the matching Fork and Commit keeps it. Both cost O(changes): each change
 // records how to undo itself, and a node's NodeInfo is copied at most once
-// per level, the first time that level changes it.
+// per level, the first time that level changes it. The base level (no Fork
+// open) copies the NodeInfos that Reset kept from the loop before, which
+// the next Reset may keep again, the first time it changes them.
 type Snapshot struct {
 	nodes map[string]*schedframework.NodeInfo
 	list  []fwk.NodeInfo // the same NodeInfos, in insertion order
@@ -53,11 +55,14 @@ type Snapshot struct {
 	csiNodes map[string]*storagev1.CSINode // simulated nodes' own CSINodes (SetCSINode)
 	dra      draObjects                    // ResourceSlices, ResourceClaims, DeviceClasses
 
-	// podInfos keeps the scheduler's PodInfo of each scheduled pod from one
-	// Reset to the next: a pod the informers did not replace is not
-	// analysed again (its requests, affinity terms). PodInfos are never
+	// podInfos keeps the scheduler's PodInfo of pods analysed for a NodeInfo
+	// a Reset built, or for AddPodLike, from one Reset to the next (the
+	// NodeInfos a Reset keeps hold their pods' own). PodInfos are never
 	// modified once built, so NodeInfos of successive loops share them.
 	podInfos *PodMemo[*schedframework.PodInfo]
+	// reuse holds the NodeInfos the last Reset built, which the next one
+	// keeps for unchanged nodes; they are copied before any change.
+	reuse *nodeReuse
 
 	observer StepObserver // times Fork, Commit and Revert (SetStepObserver)
 }
@@ -98,47 +103,7 @@ var _ fwk.SharedLister = (*Snapshot)(nil)
 // NewSnapshot builds a snapshot of nodes and the pods scheduled on them;
 // pods naming a node the snapshot does not hold are ignored.
 func NewSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod) *Snapshot {
-	return newSnapshot(nodes, pods, &PodMemo[*schedframework.PodInfo]{}, draObjects{})
-}
-
-func newSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod, podInfos *PodMemo[*schedframework.PodInfo], dra draObjects) *Snapshot {
-	s := &Snapshot{nodes: make(map[string]*schedframework.NodeInfo, len(nodes)), index: make(map[string]int64, len(nodes)),
-		list: make([]fwk.NodeInfo, 0, len(nodes)), keys: make([]int64, 0, len(nodes)),
-		logger: klog.Background(), podInfos: podInfos, dra: dra}
-	if err := s.dra.load(); err != nil {
-		// Pods with claims then find none and fit nowhere; the rest is simulated.
-		s.logger.Error(err, "Simulating without the cluster's DRA objects")
-	}
-	byNode := PodsByNode(pods)
-	for _, n := range nodes {
-		ni := schedframework.NewNodeInfo()
-		if on := byNode[n.Name]; len(on) > 0 {
-			ni.Pods = make([]fwk.PodInfo, 0, len(on)) // not grown pod by pod
-		}
-		for _, p := range byNode[n.Name] {
-			// As NodeInfo.AddPod: a pod whose affinity terms do not parse
-			// is added with what could be parsed.
-			ni.AddPodInfo(podInfos.Get(p, func(p *apiv1.Pod) *schedframework.PodInfo {
-				pi, _ := schedframework.NewPodInfo(p)
-				return pi
-			}))
-		}
-		ni.SetNode(n)
-		s.insert(n.Name, ni, s.newKey())
-	}
-	podInfos.Rotate()
-	return s
-}
-
-// Reset replaces the snapshot's content with nodes and their pods and drops
-// every open level and every CSINode and ResourceSlice set on it; the DRA
-// objects are listed again from the DRASource (SetDRASource). The scheduler
-// framework keeps pointing at the same Snapshot, so a loop resets it instead
-// of building a new one; the PodInfos of the pods it held before are reused.
-func (s *Snapshot) Reset(nodes []*apiv1.Node, pods []*apiv1.Pod) {
-	observer, gen := s.observer, s.interPodGen
-	*s = *newSnapshot(nodes, pods, s.podInfos, draObjects{source: s.dra.source, bind: s.dra.bind})
-	s.observer, s.interPodGen = observer, gen+1
+	return newSnapshot(nodes, pods, &PodMemo[*schedframework.PodInfo]{}, &nodeReuse{}, draObjects{})
 }
 
 // SetDRASource makes the snapshot hold the DRA objects of src from the next
@@ -220,7 +185,15 @@ func (s *Snapshot) writable(name string, adding bool) (*schedframework.NodeInfo,
 	}
 	s.dropListsFor(ni, adding)
 	if len(s.markers) == 0 {
-		return ni, nil
+		if !s.reuse.isKept(name, ni) {
+			return ni, nil
+		}
+		// The next Reset may keep this NodeInfo: change a copy (that the
+		// affinity lists may hold ni is handled as for a Fork's copy).
+		clone := ni.SnapshotConcrete()
+		s.nodes[name] = clone
+		s.list[s.pos(name)] = clone
+		return clone, nil
 	}
 	level := s.copied[len(s.copied)-1]
 	if level[name] {
@@ -476,10 +449,13 @@ func (s *Snapshot) AddPodShaped(shape *PodShape, pod *apiv1.Pod, nodeName string
 // pods of its last Reset instead of analysing the copy again. A drain
 // simulation moves every pod of a candidate this way.
 func (s *Snapshot) AddPodLike(pod, original *apiv1.Pod, nodeName string) error {
-	pi := s.podInfos.Get(original, func(p *apiv1.Pod) *schedframework.PodInfo {
-		pi, _ := schedframework.NewPodInfo(p) // as NodeInfo.AddPod: what could be parsed
-		return pi
-	})
+	pi := s.reuse.keptPodInfo(original)
+	if pi == nil {
+		pi = s.podInfos.Get(original, func(p *apiv1.Pod) *schedframework.PodInfo {
+			pi, _ := schedframework.NewPodInfo(p) // as NodeInfo.AddPod: what could be parsed
+			return pi
+		})
+	}
 	pi.CalculateResource() // cached in pi (already, for a pod of the last Reset)
 	return s.AddPodShaped(&PodShape{info: pi}, pod, nodeName)
 }
