@@ -319,13 +319,15 @@ func (p *Planner) eligible(n *apiv1.Node, g *groupState, pods []*apiv1.Pod, book
 		return nil, ReasonTooYoung
 	case !g.canRemove():
 		return nil, ReasonMinSize
-	case booked:
-		return nil, ReasonBooked
 	}
+	// The hook first: it names the request whose booking holds the node.
 	if in.Protected != nil {
 		if ok, why := in.Protected(n.Name); ok {
 			return nil, ReasonProtected + ": " + why
 		}
+	}
+	if booked {
+		return nil, ReasonBooked
 	}
 	for _, pod := range pods {
 		if pod.Annotations[DoNotDisruptAnnotation] == "true" && !drain.IsDaemonSetPod(pod) && !drain.IsMirrorPod(pod) {
