@@ -170,7 +170,10 @@ func NewLoop(ctx, informerCtx context.Context, in Inputs, stack *Stack) (*Loop, 
 			Planner: consolidation.NewPlanner(copts, consolidation.WithClock(l.Clock)),
 			Rules:   NewDrainRules(opts, in.Informers.Factory), Offer: l.Disruption.Offer, InFlight: l.Disruption.InFlight,
 			Replacing: l.Disruption.Replacing, Protected: protections(in.Disruption.Protected, bookingHolders(procs)...),
-			Explain: explainConsolidation(in.Explainer), Marks: consolidationMarks(in)}))
+			Explain: explainConsolidation(in.Explainer), Marks: consolidationMarks(in),
+			BudgetLeft: func(ctx context.Context, nodes []*apiv1.Node, now time.Time) map[string]int {
+				return l.Disruption.BudgetLeft(ctx, disruption.Consolidatable, nodes, now)
+			}}))
 	} else if marks := consolidationMarks(in); marks != nil {
 		// Consolidation off: the step only removes the marks a run with it
 		// on left behind.

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
@@ -51,6 +52,10 @@ type Consolidation struct {
 	// nil Planner the step only removes the marks a run with consolidation
 	// on left behind.
 	Marks *consolidation.Marks
+	// BudgetLeft, when set, says per node group how many more nodes the
+	// engine's budgets let start being disrupted now (the planner sizes its
+	// replacements with it).
+	BudgetLeft func(ctx context.Context, nodes []*apiv1.Node, now time.Time) map[string]int
 }
 
 // WithConsolidation adds the consolidation step.
@@ -117,6 +122,9 @@ func (a *Autoscaler) consolidate(ctx context.Context, obs *Observation, session 
 	in := consolidation.Input{Now: obs.Now, Sim: session.Simulator(), Nodes: obs.Nodes, Pods: obs.ScheduledPods,
 		Groups: a.consolidationGroups(session), Pricing: a.pricing(ctx), Rules: c.Rules, Deleting: deleting,
 		Protected: c.Protected}
+	if c.BudgetLeft != nil {
+		in.BudgetLeft = c.BudgetLeft(ctx, obs.Nodes, obs.Now)
+	}
 	if c.Rules != nil {
 		pdbs, err := c.Rules.NewPDBs()
 		if err != nil {

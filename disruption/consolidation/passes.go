@@ -197,6 +197,9 @@ func (p *Planner) fill(ctx context.Context, w *work, g *groupState, rest []*node
 		if !ns.priced || ns.group.Size-ns.group.removed-removed[ns.group] <= ns.group.Min {
 			continue
 		}
+		if left, limited := w.in.BudgetLeft[ns.group.ID]; limited && removed[ns.group] >= left {
+			continue // the engine would hold the whole set back
+		}
 		if only == nil && !w.budgetLeft() {
 			break
 		}

@@ -95,6 +95,12 @@ type Input struct {
 	// ProvisioningRequest's nodes) and why: they are not candidates, as the
 	// engine would not disrupt them (they stay destinations).
 	Protected func(node string) (bool, string)
+	// BudgetLeft, when set, says per node group how many more of its nodes
+	// may start being disrupted now (the engine's budgets): a replacement
+	// takes at most that many nodes of a group, since the engine starts a
+	// set with new capacity only when the budget allows all of it. A group
+	// it does not name is not limited.
+	BudgetLeft map[string]int
 }
 
 // Result is one plan: the candidates, best saving first, and why each

@@ -23,6 +23,7 @@ func TestPlanReplacement(t *testing.T) {
 		name  string
 		build func(c *cluster)
 		opts  func(o *Options)
+		in    func(in *Input)
 		want  []verdict
 		// saving is the first candidate's, when set.
 		saving float64
@@ -66,6 +67,21 @@ func TestPlanReplacement(t *testing.T) {
 		opts: func(o *Options) { o.MaxNodesPerReplacement = 2 },
 		// Two 3-cpu pods per medium node (0.6 for 0.45); a large one
 		// would take four, but only two nodes may go per replacement.
+		want:   []verdict{{Nodes: []string{"s1", "s2"}, Group: "medium"}, {Nodes: []string{"s3", "s4"}, Group: "medium"}},
+		saving: 0.6 - 0.45,
+	}, {
+		name: "k nodes: at most the budget left of their group, in several rounds",
+		build: func(c *cluster) {
+			c.groups = []testGroup{{id: "small", cpu: "4", price: 0.3}, {id: "medium", cpu: "8", price: 0.45},
+				{id: "large", cpu: "16", price: 0.8}}
+			for _, n := range []string{"s1", "s2", "s3", "s4"} {
+				c.node(n, "small")
+				c.pod("p-"+n, "web", "3", n)
+			}
+		},
+		// Without the budget, one large node for the four (as below); the
+		// engine would hold a set of 4 small nodes back for ever.
+		in:     func(in *Input) { in.BudgetLeft = map[string]int{"small": 2, "large": 0} },
 		want:   []verdict{{Nodes: []string{"s1", "s2"}, Group: "medium"}, {Nodes: []string{"s3", "s4"}, Group: "medium"}},
 		saving: 0.6 - 0.45,
 	}, {
@@ -148,7 +164,11 @@ func TestPlanReplacement(t *testing.T) {
 			if tc.opts != nil {
 				tc.opts(&opts)
 			}
-			got := NewPlanner(opts).Plan(context.Background(), c.input(h))
+			in := c.input(h)
+			if tc.in != nil {
+				tc.in(&in)
+			}
+			got := NewPlanner(opts).Plan(context.Background(), in)
 			if diff := cmp.Diff(tc.want, verdicts(got)); diff != "" {
 				t.Errorf("candidates (-want +got):\n%s\n%+v", diff, got)
 			}
