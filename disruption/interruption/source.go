@@ -3,6 +3,7 @@ package interruption
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -163,6 +164,15 @@ func (s *Source) Poll(ctx context.Context) bool {
 		}
 	}
 	s.pending = keep
+	if err == nil {
+		// Only what is still pending can come again: the rest was
+		// acknowledged, and seen does not grow with every notice ever read.
+		for id := range s.seen {
+			if !slices.ContainsFunc(keep, func(n cloudprovider.InterruptionNotice) bool { return n.ID == id }) {
+				delete(s.seen, id)
+			}
+		}
+	}
 	return fresh
 }
 

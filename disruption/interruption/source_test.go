@@ -177,6 +177,12 @@ func TestAckOnceActedOnOrGone(t *testing.T) {
 	if w.count("spot_interruption", ActionDisrupted) != 1 || w.count("state_change", ActionGone) != 1 {
 		t.Errorf("disrupted %v gone %v, want 1 and 1", w.count("spot_interruption", ActionDisrupted), w.count("state_change", ActionGone))
 	}
+	// What was acknowledged is forgotten: the set of notices counted as
+	// received holds only those still pending.
+	if diff := cmp.Diff(map[string]bool{"m2/fake://n2": true}, w.source.seen); diff != "" {
+		t.Errorf("notices remembered as received (-want +got):
+%s", diff)
+	}
 	// Only n2's notice is left.
 	got = w.source.Propose(context.Background(), w.loop)
 	if len(got) != 1 || got[0].Nodes[0] != "n2" {
