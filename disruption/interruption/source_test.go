@@ -180,8 +180,7 @@ func TestAckOnceActedOnOrGone(t *testing.T) {
 	// What was acknowledged is forgotten: the set of notices counted as
 	// received holds only those still pending.
 	if diff := cmp.Diff(map[string]bool{"m2/fake://n2": true}, w.source.seen); diff != "" {
-		t.Errorf("notices remembered as received (-want +got):
-%s", diff)
+		t.Errorf("notices remembered as received (-want +got):\n%s", diff)
 	}
 	// Only n2's notice is left.
 	got = w.source.Propose(context.Background(), w.loop)
