@@ -212,6 +212,10 @@ type instanceType struct {
 	// GPUMemoryMiB is the memory of one GPU (of the first kind the type
 	// lists); 0 when the type does not say.
 	GPUMemoryMiB int64
+	// GPUModelsDiffer: a template type of several types (minimumType)
+	// whose GPUs differ in model or memory; nothing model-specific is
+	// promised then.
+	GPUModelsDiffer bool
 	// NeuronDevices are the type's AWS Neuron devices (Inferentia,
 	// Trainium): how many, their name, NeuronCores and memory (MiB) each.
 	NeuronDevices   int64

@@ -62,6 +62,9 @@ var nvidiaGPUs = map[string]nvidiaGPU{
 // compute capability.
 func nvidiaProduct(t instanceType) nvidiaGPU {
 	name := strings.ToLower(strings.TrimSpace(t.GPUName))
+	if name == "" || t.GPUModelsDiffer {
+		return nvidiaGPU{} // types of several models (minimumType): nothing model-specific
+	}
 	g, ok := nvidiaGPUs[name]
 	if !ok {
 		return nvidiaGPU{product: "NVIDIA " + strings.TrimSpace(t.GPUName)}
@@ -126,9 +129,10 @@ func nvidiaDevices(t instanceType) []resourceapi.Device {
 	out := make([]resourceapi.Device, 0, t.GPUs)
 	for i := int64(0); i < t.GPUs; i++ {
 		d := resourceapi.Device{Name: fmt.Sprintf("gpu-%d", i), Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
-			"type":        stringAttr("gpu"),
-			"productName": stringAttr(g.product),
-		}}
+			"type": stringAttr("gpu")}}
+		if g.product != "" {
+			d.Attributes["productName"] = stringAttr(g.product)
+		}
 		if g.arch != "" {
 			d.Attributes["architecture"] = stringAttr(g.arch)
 		}

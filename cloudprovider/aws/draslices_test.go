@@ -202,3 +202,44 @@ func TestDescribeNeuronInfo(t *testing.T) {
 		t.Error("a negative Neuron device count was accepted")
 	}
 }
+
+// TestDRATemplateOfMixedTypes: a mixed-instances group's template type
+// (minimumType) promises no more devices, memory or model than every type
+// it may launch has.
+func TestDRATemplateOfMixedTypes(t *testing.T) {
+	facts := map[string]instanceType{}
+	for _, it := range awsfake.AcceleratedInstanceTypes() {
+		facts[it.Name] = instanceType{Name: it.Name, VCPU: int64(it.VCPU), MemoryMiB: it.MemoryMiB, GPUs: int64(it.GPUs),
+			GPUManufacturer: it.GPUManufacturer, GPUName: it.GPUName, GPUMemoryMiB: it.GPUMemoryMiB,
+			NeuronDevices: int64(it.NeuronDevices), NeuronName: it.NeuronName, NeuronCores: int64(it.NeuronCores),
+			NeuronMemoryMiB: it.NeuronMemoryMiB}
+	}
+	count := func(driver string, names ...string) (int, map[resourceapi.QualifiedName]resourceapi.DeviceAttribute, string) {
+		var types []instanceType
+		for _, n := range names {
+			types = append(types, facts[n])
+		}
+		slices, _ := draTemplateSlices("n", driver, minimumType(types))
+		if len(slices) == 0 {
+			return 0, nil, ""
+		}
+		d := slices[0].Spec.Devices[0]
+		mem := d.Capacity["memory"]
+		return len(slices[0].Spec.Devices), d.Attributes, mem.Value.String()
+	}
+	if n, attrs, mem := count(NVIDIADRADriver, "p4d.24xlarge", "p4de.24xlarge"); n != 8 || mem != "40Gi" || attrs["productName"].StringValue != nil {
+		t.Errorf("p4d+p4de: %d devices, memory %s, attributes %v; want 8 of 40Gi without productName", n, mem, attrs)
+	}
+	if n, attrs, _ := count(NVIDIADRADriver, "g5.12xlarge", "g6.12xlarge"); n != 4 || attrs["productName"].StringValue != nil {
+		t.Errorf("g5+g6: %d devices, attributes %v; want 4 without productName", n, attrs)
+	}
+	if n, attrs, _ := count(NVIDIADRADriver, "g6.xlarge", "g6.12xlarge"); n != 1 || *attrs["productName"].StringValue != "NVIDIA L4" {
+		t.Errorf("g6 sizes: %d devices, attributes %v; want 1 NVIDIA L4", n, attrs)
+	}
+	if n, _, _ := count(NeuronDRADriver, "inf2.xlarge", "inf2.48xlarge"); n != 1 {
+		t.Errorf("inf2 sizes: %d Neuron devices, want 1", n)
+	}
+	if n, _, _ := count(NeuronDRADriver, "trn1.32xlarge", "p4d.24xlarge"); n != 0 {
+		t.Errorf("trn1+p4d: %d Neuron devices, want 0", n)
+	}
+}
