@@ -209,6 +209,19 @@ type instanceType struct {
 	GPUs            int64
 	GPUManufacturer string
 	GPUName         string
+	// GPUMemoryMiB is the memory of one GPU (of the first kind the type
+	// lists); 0 when the type does not say.
+	GPUMemoryMiB int64
+	// GPUModelsDiffer: a template type of several types (minimumType)
+	// whose GPUs differ in model or memory; nothing model-specific is
+	// promised then.
+	GPUModelsDiffer bool
+	// NeuronDevices are the type's AWS Neuron devices (Inferentia,
+	// Trainium): how many, their name, NeuronCores and memory (MiB) each.
+	NeuronDevices   int64
+	NeuronName      string
+	NeuronCores     int64
+	NeuronMemoryMiB int64
 	// MaxPods is ENIs * (IPv4 addresses per ENI - 1) + 2, as the VPC CNI
 	// allows; 0 when the type does not say.
 	MaxPods int64
@@ -242,6 +255,27 @@ func describeInstanceType(info ec2types.InstanceTypeInfo) (instanceType, error) 
 			t.GPUs += n
 			if t.GPUName == "" {
 				t.GPUManufacturer, t.GPUName = deref(g.Manufacturer), deref(g.Name)
+				if g.MemoryInfo != nil {
+					t.GPUMemoryMiB = max(int64(deref(g.MemoryInfo.SizeInMiB)), 0)
+				}
+			}
+		}
+	}
+	if info.NeuronInfo != nil {
+		for _, d := range info.NeuronInfo.NeuronDevices {
+			n := int64(deref(d.Count))
+			if n < 0 || n > 1024 {
+				return instanceType{}, badDescription("instance type %q has %d Neuron devices", name, n)
+			}
+			t.NeuronDevices += n
+			if t.NeuronName == "" {
+				t.NeuronName = deref(d.Name)
+				if d.CoreInfo != nil {
+					t.NeuronCores = max(int64(deref(d.CoreInfo.Count)), 0)
+				}
+				if d.MemoryInfo != nil {
+					t.NeuronMemoryMiB = max(int64(deref(d.MemoryInfo.SizeInMiB)), 0)
+				}
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	apiv1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/klog/v2"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
@@ -33,6 +34,8 @@ type NodeGroup struct {
 
 	mu       sync.Mutex
 	template *apiv1.Node
+	// slices are the template's ResourceSlices (draslices.go).
+	slices []*resourceapi.ResourceSlice
 }
 
 var _ cloudprovider.NodeGroup = (*NodeGroup)(nil)
@@ -262,42 +265,51 @@ func (g *NodeGroup) DecreaseTargetSize(ctx context.Context, delta int) error {
 // instance type new instances get (the launch template's or
 // configuration's; for a mixed-instances policy the least of the types it
 // may launch, requirements.go), in the zone of
-// the first subnet, shaped by the node-template tags. Built once per group
-// object (that is, per Refresh).
+// the first subnet, shaped by the node-template tags, with the
+// ResourceSlices of the DRA driver the dra-driver tag names (draslices.go).
+// Built once per group object (that is, per Refresh).
 func (g *NodeGroup) TemplateNodeInfo(ctx context.Context) (*cloudprovider.NodeInfo, error) {
 	g.mu.Lock()
-	tmpl := g.template
+	tmpl, slices := g.template, g.slices
 	g.mu.Unlock()
-	if tmpl != nil {
-		return &cloudprovider.NodeInfo{Node: tmpl.DeepCopy()}, nil
+	if tmpl == nil {
+		node, built, err := g.buildTemplate(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("template of Auto Scaling group %q: %w", g.Id(), err)
+		}
+		g.mu.Lock()
+		g.template, g.slices = node, built
+		g.mu.Unlock()
+		tmpl, slices = node, built
 	}
-	node, err := g.buildTemplate(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("template of Auto Scaling group %q: %w", g.Id(), err)
+	info := &cloudprovider.NodeInfo{Node: tmpl.DeepCopy()}
+	for _, sl := range slices {
+		info.ResourceSlices = append(info.ResourceSlices, sl.DeepCopy())
 	}
-	g.mu.Lock()
-	g.template = node
-	g.mu.Unlock()
-	return &cloudprovider.NodeInfo{Node: node.DeepCopy()}, nil
+	return info, nil
 }
 
-func (g *NodeGroup) buildTemplate(ctx context.Context) (*apiv1.Node, error) {
+func (g *NodeGroup) buildTemplate(ctx context.Context) (*apiv1.Node, []*resourceapi.ResourceSlice, error) {
 	d := &g.desc
 	t, err := g.p.templateType(ctx, d)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	zoneErr := g.p.loadSubnets(ctx, d.Subnets)
 	if zoneErr != nil && !errors.Is(zoneErr, errSubnetsRefused) {
-		return nil, zoneErr
+		return nil, nil, zoneErr
 	}
 	zone := d.defaultZone(g.p.facts.subnetZone)
 	if zoneErr != nil {
 		g.p.noteZoneFallback(ctx, d.Name, zone)
 	}
 	managed, _ := g.p.managedNodegroup(ctx, d.Tags)
-	return buildTemplate(templateInput{Group: d.Name, Region: g.p.region, Zone: zone, Type: t, Tags: d.Tags, Managed: managed,
+	node, err := buildTemplate(templateInput{Group: d.Name, Region: g.p.region, Zone: zone, Type: t, Tags: d.Tags, Managed: managed,
 		Capacity: g.p.groupCapacity(d)})
+	if err != nil {
+		return nil, nil, err
+	}
+	return node, g.p.templateSlices(ctx, d, node.Name, t), nil
 }
 
 // GetOptions implements cloudprovider.NodeGroup from the group's option

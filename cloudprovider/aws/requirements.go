@@ -184,7 +184,8 @@ func smaller(a, b instanceType) bool {
 
 // minimumType is the type a template of several types is built from: the
 // smallest type (smaller) with, resource by resource, the least of all the
-// types, so that it is below every one of them. GPUs count only when every
+// types (Neuron devices and accelerator memory included), so that it is
+// below every one of them. GPUs count only when every
 // type has them of one kind (else none are promised), and the GPU label
 // only when every type has the same GPU. types must not be empty; the
 // result does not depend on their order.
@@ -203,6 +204,16 @@ func minimumType(types []instanceType) instanceType {
 		m.VCPU = min(m.VCPU, t.VCPU)
 		m.MemoryMiB = min(m.MemoryMiB, t.MemoryMiB)
 		m.MaxPods = min(m.MaxPods, pods(t))
+		if t.GPUMemoryMiB != m.GPUMemoryMiB || !strings.EqualFold(t.GPUName, m.GPUName) {
+			m.GPUModelsDiffer = true
+		}
+		m.GPUMemoryMiB = min(m.GPUMemoryMiB, t.GPUMemoryMiB)
+		m.NeuronDevices = min(m.NeuronDevices, t.NeuronDevices)
+		m.NeuronCores = min(m.NeuronCores, t.NeuronCores)
+		m.NeuronMemoryMiB = min(m.NeuronMemoryMiB, t.NeuronMemoryMiB)
+		if t.NeuronName != m.NeuronName {
+			m.NeuronName = ""
+		}
 		switch {
 		case t.GPUs == 0 || gpuResourceOf(t) != gpuResourceOf(m):
 			m.GPUs = 0
@@ -214,7 +225,10 @@ func minimumType(types []instanceType) instanceType {
 		}
 	}
 	if m.GPUs == 0 {
-		m.GPUManufacturer, m.GPUName = "", ""
+		m.GPUManufacturer, m.GPUName, m.GPUMemoryMiB = "", "", 0
+	}
+	if m.NeuronDevices == 0 {
+		m.NeuronName, m.NeuronCores, m.NeuronMemoryMiB = "", 0, 0
 	}
 	return m
 }

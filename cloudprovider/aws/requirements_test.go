@@ -305,7 +305,8 @@ func TestMinimumTypeIgnoresOrderAndNeverExceedsAType(t *testing.T) {
 		{Name: "g5.xlarge", VCPU: 4, MemoryMiB: 16384, Arch: "amd64", GPUs: 1, GPUManufacturer: "NVIDIA", GPUName: "A10G", MaxPods: 58},
 		{Name: "p3.8xlarge", VCPU: 32, MemoryMiB: 249856, Arch: "amd64", GPUs: 4, GPUManufacturer: "NVIDIA", GPUName: "V100"},
 	}
-	want := instanceType{Name: "g4dn.xlarge", VCPU: 4, MemoryMiB: 16384, Arch: "amd64", GPUs: 1, GPUManufacturer: "NVIDIA", MaxPods: 29}
+	want := instanceType{Name: "g4dn.xlarge", VCPU: 4, MemoryMiB: 16384, Arch: "amd64", GPUs: 1, GPUManufacturer: "NVIDIA", MaxPods: 29,
+		GPUModelsDiffer: true}
 	perms := [][]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}}
 	for _, perm := range perms {
 		in := []instanceType{types[perm[0]], types[perm[1]], types[perm[2]]}

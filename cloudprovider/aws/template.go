@@ -145,7 +145,9 @@ func buildTemplate(in templateInput) (*apiv1.Node, error) {
 		apiv1.ResourcePods:   *resource.NewQuantity(pods, resource.DecimalSI),
 	}
 	if t.GPUs > 0 {
-		capacity[gpuResourceOf(t)] = *resource.NewQuantity(t.GPUs, resource.DecimalSI)
+		if !hasDRADevices(in.Tags, t) {
+			capacity[gpuResourceOf(t)] = *resource.NewQuantity(t.GPUs, resource.DecimalSI)
+		}
 		node.Labels[GPULabel] = gpuType(t)
 	}
 	for k, q := range spec.Resources {

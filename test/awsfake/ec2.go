@@ -24,7 +24,25 @@ type xmlInstanceType struct {
 		MaximumNetworkInterfaces  int `xml:"maximumNetworkInterfaces"`
 		IPv4AddressesPerInterface int `xml:"ipv4AddressesPerInterface"`
 	} `xml:"networkInfo"`
-	GPUInfo *xmlGPUInfo `xml:"gpuInfo,omitempty"`
+	GPUInfo    *xmlGPUInfo    `xml:"gpuInfo,omitempty"`
+	NeuronInfo *xmlNeuronInfo `xml:"neuronInfo,omitempty"`
+}
+
+type xmlNeuronInfo struct {
+	Devices []xmlNeuronDevice `xml:"neuronDevices>item"`
+	// TotalMemoryInMiB is the memory of all the type's Neuron devices.
+	TotalMemoryInMiB int64 `xml:"totalNeuronDeviceMemoryInMiB"`
+}
+
+type xmlNeuronDevice struct {
+	Count    int    `xml:"count"`
+	Name     string `xml:"name"`
+	CoreInfo struct {
+		Count int `xml:"count"`
+	} `xml:"coreInfo"`
+	MemoryInfo struct {
+		SizeInMiB int64 `xml:"sizeInMiB"`
+	} `xml:"memoryInfo"`
 }
 
 type xmlGPUInfo struct {
@@ -106,6 +124,12 @@ func renderInstanceType(t InstanceType) xmlInstanceType {
 		g := xmlGPU{Count: t.GPUs, Manufacturer: t.GPUManufacturer, Name: t.GPUName}
 		g.MemoryInfo.SizeInMiB = t.GPUMemoryMiB
 		out.GPUInfo = &xmlGPUInfo{GPUs: []xmlGPU{g}, TotalGPUMemoryInMiB: t.GPUMemoryMiB * int64(t.GPUs)}
+	}
+	if t.NeuronDevices > 0 {
+		d := xmlNeuronDevice{Count: t.NeuronDevices, Name: t.NeuronName}
+		d.CoreInfo.Count = t.NeuronCores
+		d.MemoryInfo.SizeInMiB = t.NeuronMemoryMiB
+		out.NeuronInfo = &xmlNeuronInfo{Devices: []xmlNeuronDevice{d}, TotalMemoryInMiB: t.NeuronMemoryMiB * int64(t.NeuronDevices)}
 	}
 	return out
 }

@@ -15,6 +15,13 @@ type InstanceType struct {
 	GPUManufacturer string
 	GPUName         string
 	GPUMemoryMiB    int64
+	// NeuronDevices are the type's AWS Neuron devices (NeuronInfo): how
+	// many, their name (Inferentia2, Trainium, ...), NeuronCores and
+	// memory each.
+	NeuronDevices   int
+	NeuronName      string
+	NeuronCores     int
+	NeuronMemoryMiB int64
 	MaxENIs         int
 	IPv4PerENI      int
 	// Burstable marks a burstable performance type (T family), which
