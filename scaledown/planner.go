@@ -245,7 +245,7 @@ func (p *Planner) Update(ctx context.Context, in Input) *Plan {
 			continue
 		}
 		eligible = append(eligible, c)
-		podsOf[c] = podsByNode[n.Name]
+		podsOf[c] = inNameOrder(podsByNode[n.Name])
 	}
 	p.requests.Rotate()
 	p.usage.rotate()

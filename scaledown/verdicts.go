@@ -1,6 +1,7 @@
 package scaledown
 
 import (
+	"cmp"
 	"context"
 	"hash/maphash"
 	"slices"
@@ -195,4 +196,17 @@ func (v *verdicts) flush(ctx context.Context, s Session, removed map[string]bool
 		removed[d.node] = true
 	}
 	v.deferred = v.deferred[:0]
+}
+
+// inNameOrder returns a copy of pods in namespace and name order. The
+// simulation of a removal moves a node's pods in this order rather than the
+// informers' (which differs from one listing to the next), so that an
+// unchanged node is simulated the same way, and its outcome kept, from one
+// loop to the next.
+func inNameOrder(pods []*apiv1.Pod) []*apiv1.Pod {
+	out := slices.Clone(pods)
+	slices.SortFunc(out, func(a, b *apiv1.Pod) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	return out
 }
