@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,6 +139,7 @@ func TestVerdictsKeptEqualFullSimulation(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewSource(41))
+			const pods0 = 44 // about 70% of the nodes' cpu: room is scarce
 			p := fakeprovider.NewProvider()
 			p.AddNodeGroup("g", 0, 100, 0, nil)
 			opts := DefaultOptions()
@@ -149,7 +151,7 @@ func TestVerdictsKeptEqualFullSimulation(t *testing.T) {
 				n := node(name)
 				cpu := []string{"2", "4", "8"}[rng.Intn(3)]
 				n.Status.Allocatable = apiv1.ResourceList{apiv1.ResourceCPU: resource.MustParse(cpu),
-					apiv1.ResourceMemory: resource.MustParse("16Gi")}
+					apiv1.ResourceMemory: resource.MustParse("16Gi"), apiv1.ResourcePods: resource.MustParse("110")}
 				n.Status.Capacity = n.Status.Allocatable
 				if _, known := nodes[name]; !known {
 					p.AddNode("g", n)
@@ -162,11 +164,12 @@ func TestVerdictsKeptEqualFullSimulation(t *testing.T) {
 			for i := range 14 {
 				newNode(fmt.Sprintf("n%02d", i))
 			}
-			for i := range 36 {
+			for i := range pods0 {
 				newPod(fmt.Sprintf("p%03d", i), fmt.Sprintf("n%02d", rng.Intn(14)))
 			}
-			podSeq := 36
+			podSeq := pods0
 			hits := 0
+			var movable [2]int
 			now := t0
 			for loop := range 150 {
 				switch ev := rng.Intn(16); {
@@ -198,12 +201,18 @@ func TestVerdictsKeptEqualFullSimulation(t *testing.T) {
 				var got [2]map[string]string
 				for i, w := range []*verdictWorld{cached, full} {
 					w.sess.h.Snapshot().Reset(nodeList, podList)
+					w.sess.next = 0 // a new session each loop, as scaleup.Orchestrator.Begin makes
 					if err := w.state.Update(context.Background(), p, nodeList, now); err != nil {
 						t.Fatal(err)
 					}
 					plan := w.planner.Update(context.Background(), Input{Now: now, Nodes: nodeList,
 						ScheduledPods: podList, State: w.state, Session: w.sess})
 					got[i] = verdictsOf(plan)
+					for _, v := range got[i] {
+						if strings.HasPrefix(v, "unneeded, moves [p") {
+							movable[i]++
+						}
+					}
 				}
 				hits += cached.planner.verdicts.hits
 				if diff := cmp.Diff(got[1], got[0]); diff != "" {
@@ -216,7 +225,7 @@ func TestVerdictsKeptEqualFullSimulation(t *testing.T) {
 			if tc.keeps && cached.sess.tries >= full.sess.tries {
 				t.Errorf("kept outcomes simulated %d removals, the full simulation %d: want fewer", cached.sess.tries, full.sess.tries)
 			}
-			t.Logf("simulations: %d kept, %d full; %d outcomes kept", cached.sess.tries, full.sess.tries, hits)
+			t.Logf("simulations: %d kept, %d full; %d outcomes kept; %d verdicts of unneeded nodes with pods", cached.sess.tries, full.sess.tries, hits, movable[0])
 		})
 	}
 }
@@ -228,4 +237,47 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestVerdictKeptOnlyWhileTheRoomIsUnchanged: node a's pod fits on b in the
+// first loop; then b gets a pod (a new pod object on b, a unchanged) and a's
+// pod fits nowhere: the outcome of the first loop must not be kept. A third,
+// quiet loop keeps the second's outcome.
+func TestVerdictKeptOnlyWhileTheRoomIsUnchanged(t *testing.T) {
+	p := fakeprovider.NewProvider()
+	p.AddNodeGroup("g", 0, 10, 0, nil)
+	opts := DefaultOptions()
+	opts.ScaleDownNonEmptyCandidatesCount, opts.UnremovableNodeRecheckTimeout = 0, 0
+	w := newVerdictWorld(t, p, opts, false)
+	a, b := node("a"), node("b") // 4 CPU each
+	for _, n := range []*apiv1.Node{a, b} {
+		n.Status.Allocatable[apiv1.ResourcePods] = resource.MustParse("110")
+	}
+	p.AddNode("g", a)
+	p.AddNode("g", b)
+	nodes := []*apiv1.Node{a, b}
+	pods := []*apiv1.Pod{pod("pa", "a", "1"), pod("pb", "b", "2500m")}
+	now := t0
+	plan := func(pods []*apiv1.Pod) map[string]string {
+		now = now.Add(10 * time.Second)
+		w.sess.h.Snapshot().Reset(nodes, pods)
+		w.sess.next = 0
+		if err := w.state.Update(context.Background(), p, nodes, now); err != nil {
+			t.Fatal(err)
+		}
+		return verdictsOf(w.planner.Update(context.Background(), Input{Now: now, Nodes: nodes, ScheduledPods: pods,
+			State: w.state, Session: w.sess}))
+	}
+	if got := plan(pods)["a"]; got != "unneeded, moves [pa]" {
+		t.Fatalf("first loop: a is %q, want unneeded", got)
+	}
+	pods = append(pods, pod("pb2", "b", "1"))
+	if got := plan(pods)["a"]; got != ReasonNoPlaceToMovePods {
+		t.Fatalf("after b filled up: a is %q, want %s", got, ReasonNoPlaceToMovePods)
+	}
+	before := w.sess.tries
+	if got := plan(pods)["a"]; got != ReasonNoPlaceToMovePods || w.planner.verdicts.hits != 1 || w.sess.tries != before {
+		t.Fatalf("quiet loop: a is %q with %d outcomes kept and %d simulations, want %s kept without simulating",
+			got, w.planner.verdicts.hits, w.sess.tries-before, ReasonNoPlaceToMovePods)
+	}
 }
