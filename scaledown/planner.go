@@ -13,7 +13,6 @@ import (
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 	"k8s.io/autoscaler/cluster-autoscaler/clusterstate"
-	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 	"k8s.io/autoscaler/cluster-autoscaler/simulator/drain"
 	"k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
@@ -132,6 +131,12 @@ type Planner struct {
 	// requests remembers each pod's requests from one loop to the next
 	// (utilisation is computed for every node in every loop).
 	requests framework.PodMemo[framework.Request]
+	// verdicts keeps the outcomes of the last loop's removal simulations
+	// (verdicts.go).
+	verdicts verdicts
+	// usage keeps each node's requested resources for as long as its Node
+	// object and pods do not change (usage.go).
+	usage usageMemo
 	// cursor is the name of the last node the simulation drew as a new
 	// drain candidate; the next loop goes on after it (candidates.go).
 	cursor string
@@ -182,6 +187,9 @@ type Input struct {
 	// listed. ScaleDown.Run fills both.
 	deleting map[string]string
 	deleted  map[string]bool
+	// reset is the session's snapshot when the pods Update groups by node
+	// are those its last Reset was given (usage.go), else nil.
+	reset *framework.Snapshot
 }
 
 // Update plans at in.Now: every node is either unneeded (with the time it
@@ -190,7 +198,8 @@ type Input struct {
 func (p *Planner) Update(ctx context.Context, in Input) *Plan {
 	logger := klog.FromContext(ctx)
 	plan := &Plan{Unremovable: map[string]string{}, Utilization: map[string][2]float64{}}
-	podsByNode := framework.PodsByNode(in.ScheduledPods)
+	podsByNode, reset := podsByNodeOf(in)
+	in.reset = reset
 	groupOf := map[string]*clusterstate.GroupState{}
 	for _, gs := range in.State.Groups() {
 		for _, n := range gs.Nodes {
@@ -236,10 +245,13 @@ func (p *Planner) Update(ctx context.Context, in Input) *Plan {
 			continue
 		}
 		eligible = append(eligible, c)
-		podsOf[c] = podsByNode[n.Name]
+		podsOf[c] = inNameOrder(podsByNode[n.Name])
 	}
 	p.requests.Rotate()
+	p.usage.rotate()
+	p.verdicts.begin(in, removed)
 	unneeded, skipped := p.simulate(ctx, plan, eligible, podsOf, in, pdbs, removed, len(nodes))
+	p.verdicts.end()
 	if p.skipped != nil {
 		p.skipped.update(skipped, in.Now)
 	}
@@ -288,7 +300,7 @@ func (p *Planner) eligible(n *apiv1.Node, gs *clusterstate.GroupState, pods []*a
 		c.Unready = true
 	}
 	var accelerator bool
-	c.Utilization, accelerator = p.utilization(n, pods, gs.Options, in.Session)
+	c.Utilization, accelerator = p.utilization(n, pods, gs.Options, in)
 	threshold := gs.Options.ScaleDownUtilizationThreshold
 	if accelerator {
 		threshold = gs.Options.ScaleDownGPUUtilizationThreshold
@@ -323,7 +335,7 @@ func (p *Planner) tryRemove(ctx context.Context, c *Candidate, pods []*apiv1.Pod
 			c.DaemonSet = append(c.DaemonSet, pod)
 		}
 	}
-	ok, why := tryMove(ctx, in.Session, c.Node.Name, move, removed)
+	ok, why := p.verdicts.tryMove(ctx, in.Session, c.Node.Name, move, removed)
 	delete(p.blockers, c.Node.Name)
 	if !ok {
 		if why != "" {
@@ -335,53 +347,6 @@ func (p *Planner) tryRemove(ctx context.Context, c *Candidate, pods []*apiv1.Pod
 	*pdbs = *trial
 	c.Move = move
 	return ""
-}
-
-// utilization is max(cpu, memory) requested over allocatable, DaemonSet and
-// mirror pods left out as the flags say. On accelerator nodes (accelerator
-// is then true) it is their devices': the share of the node's DRA devices
-// that allocated claims hold, or GPUs requested over allocatable (the
-// larger, for a node that has both).
-func (p *Planner) utilization(n *apiv1.Node, pods []*apiv1.Pod, o config.NodeGroupAutoscalingOptions,
-	s Session) (u float64, accelerator bool) {
-	var cpu, mem, gpu int64
-	gpuName := cloudprovider.NodeGPUResource(n)
-	for _, pod := range pods {
-		if pod.Status.Phase == apiv1.PodSucceeded || pod.Status.Phase == apiv1.PodFailed {
-			continue
-		}
-		if o.IgnoreDaemonSetsUtilization && drain.IsDaemonSetPod(pod) {
-			continue
-		}
-		if p.opts.IgnoreMirrorPodsUtilization && drain.IsMirrorPod(pod) {
-			continue
-		}
-		r := p.requests.Get(pod, framework.RequestOf)
-		cpu += r.MilliCPU
-		mem += r.Memory
-		for _, c := range pod.Spec.Containers {
-			if q, ok := c.Resources.Requests[gpuName]; ok {
-				gpu += q.Value()
-			}
-		}
-	}
-	dra, hasDevices := deviceShare(s, n)
-	if p.isGPUNode(n) || hasDevices {
-		if total := n.Status.Allocatable.Name(gpuName, "").Value(); total > 0 {
-			return max(dra, float64(gpu)/float64(total)), true
-		}
-		if hasDevices {
-			return dra, true
-		}
-		accelerator = true
-	}
-	if a := n.Status.Allocatable.Cpu().MilliValue(); a > 0 {
-		u = float64(cpu) / float64(a)
-	}
-	if a := n.Status.Allocatable.Memory().Value(); a > 0 {
-		u = max(u, float64(mem)/float64(a))
-	}
-	return u, accelerator
 }
 
 func (p *Planner) isGPUNode(n *apiv1.Node) bool {

@@ -65,6 +65,12 @@ type Snapshot struct {
 	reuse *nodeReuse
 
 	observer StepObserver // times Fork, Commit and Revert (SetStepObserver)
+
+	// changes counts the changes to the nodes since the Reset that are not
+	// reverted; changeMarks holds its value at each open Fork
+	// (ContentSerial).
+	changes     uint64
+	changeMarks []uint64
 }
 
 type undoKind int
@@ -115,6 +121,7 @@ func (s *Snapshot) Fork() {
 	defer s.timeStep(StepFork)()
 	s.markers = append(s.markers, len(s.undo))
 	s.copied = append(s.copied, map[string]bool{})
+	s.changeMarks = append(s.changeMarks, s.changes)
 }
 
 // Revert undoes every change since the last Fork and closes that level.
@@ -149,6 +156,8 @@ func (s *Snapshot) Revert() {
 	s.undo = s.undo[:mark]
 	s.markers = s.markers[:len(s.markers)-1]
 	s.copied = s.copied[:len(s.copied)-1]
+	s.changes = s.changeMarks[len(s.changeMarks)-1]
+	s.changeMarks = s.changeMarks[:len(s.changeMarks)-1]
 }
 
 // Commit keeps the changes since the last Fork and closes that level; an
@@ -159,6 +168,7 @@ func (s *Snapshot) Commit() {
 	}
 	defer s.timeStep(StepCommit)()
 	top := s.copied[len(s.copied)-1]
+	s.changeMarks = s.changeMarks[:len(s.changeMarks)-1]
 	s.markers = s.markers[:len(s.markers)-1]
 	s.copied = s.copied[:len(s.copied)-1]
 	if len(s.markers) == 0 {
@@ -184,6 +194,7 @@ func (s *Snapshot) writable(name string, adding bool) (*schedframework.NodeInfo,
 		return nil, fmt.Errorf("%w: %s", ErrNodeNotFound, name)
 	}
 	s.dropListsFor(ni, adding)
+	s.changes++
 	if len(s.markers) == 0 {
 		if !s.reuse.isKept(name, ni) {
 			return ni, nil
@@ -258,6 +269,7 @@ func (s *Snapshot) CopyNode(src string, node *apiv1.Node) error {
 
 // add appends a new node's NodeInfo, recording how to undo it.
 func (s *Snapshot) add(name string, ni *schedframework.NodeInfo) {
+	s.changes++
 	s.insert(name, ni, s.newKey())
 	if len(s.markers) > 0 {
 		s.undo = append(s.undo, undoEntry{kind: undoAdd, name: name})
@@ -277,6 +289,7 @@ func (s *Snapshot) RemoveNode(name string) error {
 		s.releaseClaims(pi.GetPod(), name)
 	}
 	key := s.index[name]
+	s.changes++
 	s.remove(name)
 	if len(s.markers) > 0 {
 		s.undo = append(s.undo, undoEntry{kind: undoRemove, name: name, old: ni, key: key})

@@ -22,6 +22,7 @@ func newSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod, podInfos *PodMemo[*sche
 		s.logger.Error(err, "Simulating without the cluster's DRA objects")
 	}
 	byNode := PodsByNode(pods)
+	reuse.input = resetInput{pods: len(pods), print: podListPrint(pods), byNode: byNode}
 	reuse.reused, reuse.built = 0, 0
 	for _, n := range nodes {
 		on := byNode[n.Name]
@@ -32,6 +33,7 @@ func newSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod, podInfos *PodMemo[*sche
 		reuse.keep(n, on, ni, old)
 		s.insert(n.Name, ni, s.newKey())
 	}
+	reuse.endReset(nodes, s.list)
 	reuse.rotate()
 	podInfos.Rotate()
 	return s
@@ -100,6 +102,10 @@ type nodeReuse struct {
 	scratch   []uintptr
 	// Reused and Built count the NodeInfos the last Reset kept and built.
 	reused, built int
+	// input is the pod list the last Reset was given (ResetPodsByNode).
+	input resetInput
+	// content is what ContentSerial compares.
+	content resetContent
 }
 
 // podAddrs writes the ascending addresses of pods into buf[:0].
