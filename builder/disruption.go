@@ -77,7 +77,7 @@ func protections(given func(string) (bool, string), holders ...holder) func(stri
 // repair, or in a read-only loop once the scale-up's processors are done.
 func addDisruption(ctx context.Context, opts config.Options, in Inputs, procs *processors.Set,
 	status *clusterstate.StatusWriter, state *clusterstate.Registry) (*disruption.Engine, error) {
-	sources := append(DisruptionSources(opts, in.Provider), in.Disruption.Sources...)
+	sources := withGroupDisruption(ctx, opts, in, append(DisruptionSources(opts, in.Provider), in.Disruption.Sources...))
 	on := !in.ReadOnly && (opts.NodeHealingEnabled || len(sources) > 0 || opts.Disruption.ConsolidationEnabled)
 	explainOnly := in.ReadOnly && in.Explainer != nil && len(sources) > 0
 	if opts.EnableProvisioningRequests && (len(sources) > 0 || opts.Disruption.ConsolidationEnabled) && (on || explainOnly) {
@@ -144,6 +144,9 @@ func disruptionOptions(opts config.Options, in Inputs, sources []disruption.Sour
 		}
 		dopts.Budget = set
 	}
+	// The node groups' own budgets (their DisruptionBudget option) take
+	// the place of these where they apply.
+	dopts.Budget = perGroupBudget(opts, in.Provider, dopts.Budget)
 	return dopts, nil
 }
 

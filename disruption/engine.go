@@ -229,6 +229,9 @@ func (h *Engine) Repair(ctx context.Context, loop *processors.Loop) bool {
 	logger := klog.FromContext(ctx).WithName("disruption")
 	ctx = klog.NewContext(ctx, logger)
 	props := h.propose(ctx, loop)
+	if lb, ok := h.budget.(LoopBudget); ok {
+		lb.Refresh(ctx, loop.Now)
+	}
 	if h.st == nil {
 		st, err := h.store.load(ctx)
 		if err != nil {
