@@ -83,6 +83,10 @@ type Options struct {
 	// Surging stops waiting once the group asked failed since the ask
 	// (as after --max-node-provision-time, only sooner). Nil: neither.
 	ReplacementHealth ReplacementHealth
+	// Devices, when set, keeps a replacement that is Ready but has not
+	// published its devices (DRA ResourceSlices, GPU extended resources)
+	// from counting as Ready. Nil: the Ready condition alone counts.
+	Devices DeviceReadiness
 }
 
 // Engine removes and replaces nodes for every reason; it is a

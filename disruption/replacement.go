@@ -24,6 +24,23 @@ type ReplacementHealth interface {
 	FailedSince(group string, since, now time.Time) (bool, string)
 }
 
+// DeviceReadiness says whether a node whose Ready condition is true has not
+// published its devices yet, as the cluster state judges it
+// (builder.NewDeviceReadiness: clusterstate's resource-unready nodes: the
+// DRA ResourceSlices its group's template says its nodes publish, or a GPU
+// node's extended resource, not there yet). Such a node is not a Ready
+// replacement: the plan waits for its devices, as the pods it makes room
+// for need them.
+type DeviceReadiness interface {
+	DevicesLate(group, node string) bool
+}
+
+// devicesLate reports whether node of group is Ready without its devices
+// (false without a DeviceReadiness).
+func (h *Engine) devicesLate(group, node string) bool {
+	return h.opts.Devices != nil && h.opts.Devices.DevicesLate(group, node)
+}
+
 // backedOffGroup returns the first group of rps not asked for yet that the
 // ReplacementHealth reports backed off at now, and why; "" when none (or
 // no ReplacementHealth).
