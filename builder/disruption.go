@@ -104,9 +104,9 @@ func addDisruption(ctx context.Context, opts config.Options, in Inputs, procs *p
 		// A replacement whose group failed or backed off ends the wait at
 		// once; a backed-off group is not asked.
 		dopts.ReplacementHealth = NewReplacementHealth(state)
-		// A replacement is Ready once its devices are published too,
-		// as the registry judges them.
-		dopts.Devices = NewDeviceReadiness(state)
+		// A replacement is Ready as the registry judges it: no startup
+		// taint left, its devices published.
+		dopts.Readiness = NewReadiness(state, clusterstate.NewTaints(TaintOptions(opts)))
 	}
 	engine := disruption.New(dopts, in.Client, in.Provider, in.Recorder, in.Metrics.Registerer())
 	if in.Explainer != nil && len(sources) > 0 {

@@ -3,12 +3,14 @@ package disruption
 import (
 	"testing"
 	"time"
+
+	apiv1 "k8s.io/api/core/v1"
 )
 
 // lateDevices names the nodes that are Ready without their devices.
 type lateDevices map[string]bool
 
-func (l lateDevices) DevicesLate(_, node string) bool { return l[node] }
+func (l lateDevices) NotReadyYet(_ string, node *apiv1.Node) bool { return l[node.Name] }
 
 // TestReplacementWaitsForItsDevices: a replacement whose Ready condition
 // is true but whose devices (DRA slices, GPU resources) are not published
@@ -19,7 +21,7 @@ func (l lateDevices) DevicesLate(_, node string) bool { return l[node] }
 func TestReplacementWaitsForItsDevices(t *testing.T) {
 	t.Run("voluntary plan", func(t *testing.T) {
 		late := lateDevices{}
-		f := newFixture(t, Options{Devices: late}, readyNode("old", nil), readyNode("b", nil))
+		f := newFixture(t, Options{Readiness: late}, readyNode("old", nil), readyNode("b", nil))
 		f.provider.AddNodeGroup("gpu", 0, 5, 0, nil)
 		f.healer.AddSource(&fakeSource{reason: Drifted, cands: []Candidate{{Reason: Drifted, Nodes: []string{"old"},
 			Replacement: []Replacement{{Group: "gpu", Count: 1}}}}})
@@ -46,7 +48,7 @@ func TestReplacementWaitsForItsDevices(t *testing.T) {
 	})
 	t.Run("heal", func(t *testing.T) {
 		late := lateDevices{}
-		f := newFixture(t, Options{ReplaceFirst: true, Devices: late}, readyNode("sick", map[string]string{Annotation: "disk"}),
+		f := newFixture(t, Options{ReplaceFirst: true, Readiness: late}, readyNode("sick", map[string]string{Annotation: "disk"}),
 			readyNode("ok", nil))
 		f.addPod(t, podOn("sick", "web-0"))
 		f.loop(0)

@@ -83,10 +83,11 @@ type Options struct {
 	// Surging stops waiting once the group asked failed since the ask
 	// (as after --max-node-provision-time, only sooner). Nil: neither.
 	ReplacementHealth ReplacementHealth
-	// Devices, when set, keeps a replacement that is Ready but has not
-	// published its devices (DRA ResourceSlices, GPU extended resources)
-	// from counting as Ready. Nil: the Ready condition alone counts.
-	Devices DeviceReadiness
+	// Readiness, when set, keeps a replacement whose Ready condition is
+	// true from counting as Ready while the cluster state does not judge
+	// it ready (a startup taint; its devices, DRA ResourceSlices or GPU
+	// extended resources, not published). Nil: the condition alone counts.
+	Readiness Readiness
 }
 
 // Engine removes and replaces nodes for every reason; it is a
