@@ -77,7 +77,7 @@ func protections(given func(string) (bool, string), holders ...holder) func(stri
 // repair, or in a read-only loop once the scale-up's processors are done.
 func addDisruption(ctx context.Context, opts config.Options, in Inputs, procs *processors.Set,
 	status *clusterstate.StatusWriter, state *clusterstate.Registry) (*disruption.Engine, error) {
-	sources := append(DisruptionSources(opts, in.Provider), in.Disruption.Sources...)
+	sources := withGroupDisruption(ctx, opts, in, append(DisruptionSources(opts, in.Provider), in.Disruption.Sources...))
 	on := !in.ReadOnly && (opts.NodeHealingEnabled || len(sources) > 0 || opts.Disruption.ConsolidationEnabled)
 	explainOnly := in.ReadOnly && in.Explainer != nil && len(sources) > 0
 	if opts.EnableProvisioningRequests && (len(sources) > 0 || opts.Disruption.ConsolidationEnabled) && (on || explainOnly) {
@@ -104,6 +104,9 @@ func addDisruption(ctx context.Context, opts config.Options, in Inputs, procs *p
 		// A replacement whose group failed or backed off ends the wait at
 		// once; a backed-off group is not asked.
 		dopts.ReplacementHealth = NewReplacementHealth(state)
+		// A replacement is Ready as the registry judges it: no startup
+		// taint left, its devices published.
+		dopts.Readiness = NewReadiness(state, clusterstate.NewTaints(TaintOptions(opts)))
 	}
 	engine := disruption.New(dopts, in.Client, in.Provider, in.Recorder, in.Metrics.Registerer())
 	if in.Explainer != nil && len(sources) > 0 {
@@ -144,6 +147,9 @@ func disruptionOptions(opts config.Options, in Inputs, sources []disruption.Sour
 		}
 		dopts.Budget = set
 	}
+	// The node groups' own budgets (their DisruptionBudget option) take
+	// the place of these where they apply.
+	dopts.Budget = perGroupBudget(opts, in.Provider, dopts.Budget)
 	return dopts, nil
 }
 

@@ -39,7 +39,8 @@ func DisruptionSources(o config.Options, provider cloudprovider.CloudProvider) [
 		out = append(out, lifecycle.NewDrift(provider))
 	}
 	if o.Disruption.MaxNodeLifetime > 0 {
-		out = append(out, lifecycle.NewExpiry(provider, o.Disruption.MaxNodeLifetime))
+		out = append(out, lifecycle.NewExpiry(provider, o.Disruption.MaxNodeLifetime,
+			lifecycle.WithLifetimeFor(groupLifetime(o))))
 	}
 	return out
 }
@@ -123,6 +124,9 @@ type intake struct {
 }
 
 func (x *disruptionExplainer) record(ctx context.Context, loop *processors.Loop) {
+	if lb, ok := x.budget.(disruption.LoopBudget); ok {
+		lb.Refresh(ctx, loop.Now)
+	}
 	in := &intake{loop: loop, nodes: map[string]*apiv1.Node{}, groupOf: map[string]string{}, size: map[string]int{},
 		inFlight: map[string]disruption.Reason{}, disrupting: map[string]int{}, claimed: map[string]disruption.Reason{}}
 	for _, n := range loop.Nodes {

@@ -301,4 +301,13 @@ type NodeGroupAutoscalingOptions struct {
 	IgnoreDaemonSetsUtilization      bool
 	ZeroOrMaxNodeScaling             bool
 	AllowNonAtomicScaleUpToMax       bool
+	// MaxNodeLifetime is the group's --max-node-lifetime (0: its nodes do
+	// not expire). Not upstream.
+	MaxNodeLifetime time.Duration
+	// DisruptionBudget is the group's own disruption budget: one or more
+	// budgets in --disruption-budget's syntax, separated by '|', without
+	// node-groups; "" for none (the flag's budgets hold). The disruption
+	// engine parses it: a value that does not parse is logged and ignored.
+	// Not upstream.
+	DisruptionBudget string
 }

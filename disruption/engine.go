@@ -83,6 +83,11 @@ type Options struct {
 	// Surging stops waiting once the group asked failed since the ask
 	// (as after --max-node-provision-time, only sooner). Nil: neither.
 	ReplacementHealth ReplacementHealth
+	// Readiness, when set, keeps a replacement whose Ready condition is
+	// true from counting as Ready while the cluster state does not judge
+	// it ready (a startup taint; its devices, DRA ResourceSlices or GPU
+	// extended resources, not published). Nil: the condition alone counts.
+	Readiness Readiness
 }
 
 // Engine removes and replaces nodes for every reason; it is a
@@ -229,6 +234,9 @@ func (h *Engine) Repair(ctx context.Context, loop *processors.Loop) bool {
 	logger := klog.FromContext(ctx).WithName("disruption")
 	ctx = klog.NewContext(ctx, logger)
 	props := h.propose(ctx, loop)
+	if lb, ok := h.budget.(LoopBudget); ok {
+		lb.Refresh(ctx, loop.Now)
+	}
 	if h.st == nil {
 		st, err := h.store.load(ctx)
 		if err != nil {

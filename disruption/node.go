@@ -308,15 +308,16 @@ func (h *Engine) evict(ctx context.Context, node *apiv1.Node, loop *processors.L
 	return left
 }
 
-// readyCount counts, per node group, the Ready nodes, the nodes of exclude
-// and the nodes being disrupted (tainted) aside.
+// readyCount counts, per node group, the Ready nodes (as the cluster state
+// judges them: notReadyYet), the nodes of exclude and the nodes being
+// disrupted (tainted) aside.
 func (h *Engine) readyCount(ctx context.Context, loop *processors.Loop, exclude map[string]bool) map[string]int {
 	ready := map[string]int{}
 	for _, n := range loop.Nodes {
 		if exclude[n.Name] || !nodeReady(n) || hasTaintKey(n, Taint) {
 			continue
 		}
-		if g, err := h.provider.NodeGroupForNode(ctx, n); err == nil && g != nil {
+		if g, err := h.provider.NodeGroupForNode(ctx, n); err == nil && g != nil && !h.notReadyYet(g.Id(), n) {
 			ready[g.Id()]++
 		}
 	}
@@ -363,10 +364,11 @@ func (h *Engine) groupNodeNames(ctx context.Context, loop *processors.Loop, id s
 	return out
 }
 
-// assignReplacements hands the Ready nodes that are new to a group (not
-// Known when a plan asked for its replacement, not being disrupted) to the
-// plans that asked for them, the oldest plan first, each node to one plan;
-// it returns how many each replacement has.
+// assignReplacements hands the Ready nodes (notReadyYet: started, their
+// devices published) that are new to a group (not Known when a plan asked
+// for its replacement, not being disrupted) to the plans that asked for
+// them, the oldest plan first, each node to one plan; it returns how many
+// each replacement has.
 func (h *Engine) assignReplacements(ctx context.Context, st *state, loop *processors.Loop) map[*replacement]int {
 	out := map[*replacement]int{}
 	var plans []*plan
@@ -396,7 +398,7 @@ func (h *Engine) assignReplacements(ctx context.Context, st *state, loop *proces
 		if members[n.Name] || !nodeReady(n) || hasTaintKey(n, Taint) || n.DeletionTimestamp != nil {
 			continue
 		}
-		if g, err := h.provider.NodeGroupForNode(ctx, n); err == nil && g != nil {
+		if g, err := h.provider.NodeGroupForNode(ctx, n); err == nil && g != nil && !h.notReadyYet(g.Id(), n) {
 			ready[g.Id()] = append(ready[g.Id()], n.Name)
 		}
 	}

@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"context"
 	"math"
 	"time"
 
@@ -29,6 +30,14 @@ const (
 // takes nodes from allows all of them.
 type Budget interface {
 	Allowed(group string, reason Reason, groupNodes, disrupting int, now time.Time) int
+}
+
+// LoopBudget is a Budget that reads something once per loop (the node
+// groups' own budgets, budget.PerGroup): the engine calls Refresh with the
+// loop's time before it asks Allowed in that loop.
+type LoopBudget interface {
+	Budget
+	Refresh(ctx context.Context, now time.Time)
 }
 
 // DefaultBudget is the budget when none is given: a voluntary reason may

@@ -24,6 +24,24 @@ type ReplacementHealth interface {
 	FailedSince(group string, since, now time.Time) (bool, string)
 }
 
+// Readiness says whether a node whose Ready condition is true is not ready
+// yet as the cluster state judges it (builder.NewReadiness): a startup
+// taint still keeps pods off it (the controllers' not-ready or
+// uninitialized taints, --startup-taint, ...), or it has not published its
+// devices (clusterstate's resource-unready nodes: the DRA ResourceSlices
+// its group's template says its nodes publish, or a GPU node's extended
+// resource, not there yet). Such a node is not a Ready replacement: the
+// plan waits for it, as the pods it makes room for need it started.
+type Readiness interface {
+	NotReadyYet(group string, node *apiv1.Node) bool
+}
+
+// notReadyYet reports whether node of group, Ready by its condition, is
+// not ready yet (false without a Readiness).
+func (h *Engine) notReadyYet(group string, node *apiv1.Node) bool {
+	return h.opts.Readiness != nil && h.opts.Readiness.NotReadyYet(group, node)
+}
+
 // backedOffGroup returns the first group of rps not asked for yet that the
 // ReplacementHealth reports backed off at now, and why; "" when none (or
 // no ReplacementHealth).

@@ -27,6 +27,9 @@ const (
 	optIgnoreDaemonSets        = "ignoredaemonsetsutilization"
 	optMaxNodeProvisionTime    = "maxnodeprovisiontime"
 	optMaxNodeStartupTime      = "maxnodestartuptime"
+	// Ours (the disruption engine): the group's lifetime and budget.
+	optMaxNodeLifetime  = "maxnodelifetime"
+	optDisruptionBudget = "disruptionbudget"
 )
 
 // optionTag is one option tag: the option's name, the tag's key and value.
@@ -95,6 +98,12 @@ func parseOptions(tags map[string]string, defaults config.NodeGroupAutoscalingOp
 			o.MaxNodeStartupTime, err = parseDuration(v)
 		case optIgnoreDaemonSets:
 			o.IgnoreDaemonSetsUtilization, err = strconv.ParseBool(v)
+		case optMaxNodeLifetime:
+			o.MaxNodeLifetime, err = parseDuration(v)
+		case optDisruptionBudget:
+			// Checked by the disruption engine, which logs and ignores
+			// a budget that does not parse.
+			o.DisruptionBudget = v
 		default:
 			continue // an option of another version: ignored
 		}

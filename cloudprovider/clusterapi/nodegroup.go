@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -343,6 +344,7 @@ func (g *NodeGroup) GetOptions(ctx context.Context, defaults config.NodeGroupAut
 		"scaledownunneededtime": &out.ScaleDownUnneededTime,
 		"scaledownunreadytime":  &out.ScaleDownUnreadyTime,
 		"maxnodeprovisiontime":  &out.MaxNodeProvisionTime,
+		"maxnodelifetime":       &out.MaxNodeLifetime,
 	}
 	for k, dst := range durations {
 		if v, ok := a[optionPrefix+k]; ok {
@@ -353,6 +355,11 @@ func (g *NodeGroup) GetOptions(ctx context.Context, defaults config.NodeGroupAut
 			}
 			*dst, found = d, true
 		}
+	}
+	// The disruption budget is passed on as written: the disruption engine
+	// parses it, and logs and ignores one that does not parse.
+	if v, ok := a[optionPrefix+"disruptionbudget"]; ok && strings.TrimSpace(v) != "" {
+		out.DisruptionBudget, found = strings.TrimSpace(v), true
 	}
 	if !found {
 		return nil, nil

@@ -129,6 +129,14 @@ type OptionsConfig struct {
 	ScaleDownUnreadyTime          *Duration `json:"scaleDownUnreadyTime,omitempty"`
 	MaxNodeProvisionTime          *Duration `json:"maxNodeProvisionTime,omitempty"`
 	ZeroOrMaxNodeScaling          *bool     `json:"zeroOrMaxNodeScaling,omitempty"`
+	// MaxNodeLifetime replaces the group's nodes older than this (the
+	// disruption engine's expiry; "0s": never), in place of
+	// --max-node-lifetime.
+	MaxNodeLifetime *Duration `json:"maxNodeLifetime,omitempty"`
+	// DisruptionBudget is the group's own disruption budget, in
+	// --disruption-budget's syntax (several separated by '|'); the engine
+	// checks it and ignores, with a log line, one that does not parse.
+	DisruptionBudget *string `json:"disruptionBudget,omitempty"`
 }
 
 // Duration is a time.Duration written as "30s" in YAML.
@@ -266,6 +274,9 @@ func (c *Config) Validate() error {
 			}
 			if d := o.MaxNodeProvisionTime; d != nil && d.Duration <= 0 {
 				add("%s: options.maxNodeProvisionTime must be positive", where)
+			}
+			if d := o.MaxNodeLifetime; d != nil && d.Duration < 0 {
+				add("%s: options.maxNodeLifetime must not be negative", where)
 			}
 		}
 	}

@@ -397,6 +397,12 @@ func (g *NodeGroup) GetOptions(_ context.Context, defaults config.NodeGroupAutos
 	if o.ZeroOrMaxNodeScaling != nil {
 		out.ZeroOrMaxNodeScaling = *o.ZeroOrMaxNodeScaling
 	}
+	if o.MaxNodeLifetime != nil {
+		out.MaxNodeLifetime = o.MaxNodeLifetime.Duration
+	}
+	if o.DisruptionBudget != nil {
+		out.DisruptionBudget = *o.DisruptionBudget
+	}
 	return &out, nil
 }
 

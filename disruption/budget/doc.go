@@ -42,8 +42,14 @@
 //	nodes=10%;reasons=drifted,expired;node-groups=^spot-;schedule=0 9 * * 1-5;duration=8h
 //	nodes=0;reasons=consolidatable,underutilized;schedule=0 9 * * 1-5;duration=8h
 //
-// The package is pure (no clock of its own: now is passed in; no I/O). It
-// imports the disruption contract (for Reason) and the cron parser only; it
+// A node group may carry its own budgets (its DisruptionBudget option, read
+// through NodeGroup.GetOptions by the builder): PerGroup lets them take the
+// place of the flag's for that group, for the reasons they name, while they
+// are active; ParseGroup reads such a value (budgets separated by '|').
+//
+// The package is pure (no clock of its own: now is passed in; no I/O: the
+// groups' values come through an injected function). It imports the
+// disruption contract (for Reason), the cron parser and klog only; it
 // must not import directly the engine's code, the cloud provider, core/,
 // scaledown/ or client-go. Through the contract it depends on processors/
 // and, transitively, on config/: config/ cannot import it, so Options keep
