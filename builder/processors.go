@@ -28,6 +28,9 @@ func NewProcessors(opts config.Options, factory informers.SharedInformerFactory,
 		// room earlier pieces got is held for them.
 		plans = processors.NewReplicaPlans(opts.NodeGroupDefaults.MaxNodeProvisionTime)
 		unschedulable.ReplicaSets, unschedulable.Plans = factory.Apps().V1().ReplicaSets().Lister(), plans
+		// Likewise for the pods StatefulSets and Jobs create over time.
+		unschedulable.StatefulSets = factory.Apps().V1().StatefulSets().Lister()
+		unschedulable.Jobs = factory.Batch().V1().Jobs().Lister()
 	}
 	set := processors.Set{
 		PodLists: []processors.PodListProcessor{

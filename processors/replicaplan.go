@@ -12,10 +12,12 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/scaleup"
 )
 
-// ReplicaPlans remembers, per ReplicaSet, how many of its replicas earlier
-// scale-ups made room for, so that a ReplicaSet larger than
-// --pod-injection-limit is counted in consecutive pieces rather than in a
-// window that slides as its pods are bound.
+// ReplicaPlans remembers, per ReplicaSet (and likewise per StatefulSet and
+// Job: see upcomingReplicas), how many of its replicas earlier scale-ups
+// made room for, so that a ReplicaSet larger than --pod-injection-limit is
+// counted in consecutive pieces rather than in a window that slides as its
+// pods are bound, and the pods a StatefulSet or a Job creates one at a time
+// or in batches find the room made for them.
 //
 // Without it, a loop counts a large ReplicaSet's unschedulable pods and
 // stand-ins up to the limit; once the first decision's pods are bound, the
@@ -53,10 +55,10 @@ type ReplicaPlans struct {
 // replicaPlan says that scale-ups made room for the first upTo replicas of
 // a ReplicaSet (bound, pending or still to create).
 type replicaPlan struct {
-	namespace, name string
-	upTo            int
-	sample          *apiv1.Pod
-	updated         time.Time
+	kind, namespace, name string
+	upTo                  int
+	sample                *apiv1.Pod
+	updated               time.Time
 }
 
 // booking is room a plan holds in this loop: count copies of sample.
@@ -70,9 +72,9 @@ type booking struct {
 // countedPiece is the stand-ins counted for a ReplicaSet in this loop:
 // replicas from..from+count.
 type countedPiece struct {
-	namespace, name string
-	sample          *apiv1.Pod
-	from, count     int
+	kind, namespace, name string
+	sample                *apiv1.Pod
+	from, count           int
 }
 
 // NewReplicaPlans returns an empty set of plans.
@@ -130,7 +132,7 @@ func (r *ReplicaPlans) ProcessCapacity(ctx context.Context, _ *Loop, session *sc
 		}
 		left := session.Place(ctx, [][]*apiv1.Pod{set}, false)
 		logger.V(2).Info("Holding the room earlier scale-ups made for replicas not bound yet",
-			"replicaSet", klog.KRef(b.sample.Namespace, b.rsName), "replicas", b.count, "withoutRoom", len(left))
+			"workload", klog.KRef(b.sample.Namespace, b.rsName), "replicas", b.count, "withoutRoom", len(left))
 	}
 	return false
 }
@@ -163,14 +165,14 @@ func (r *ReplicaPlans) ScaleUpDone(ctx context.Context, loop *Loop, status Scale
 		if unhelped[uid] || passed[uid] != piece.count {
 			continue
 		}
-		r.plans[uid] = &replicaPlan{namespace: piece.namespace, name: piece.name, upTo: piece.from + piece.count,
+		r.plans[uid] = &replicaPlan{kind: piece.kind, namespace: piece.namespace, name: piece.name, upTo: piece.from + piece.count,
 			sample: piece.sample, updated: loop.Now}
-		klog.FromContext(ctx).V(2).Info("Room made for the ReplicaSet's replicas", "replicaSet",
+		klog.FromContext(ctx).V(2).Info("Room made for the "+piece.kind+"'s replicas", "workload",
 			klog.KRef(piece.namespace, piece.name), "upTo", piece.from+piece.count)
 	}
 }
 
-// standInOwner returns the ReplicaSet of a stand-in counted by
+// standInOwner returns the workload of a stand-in counted by
 // upcomingReplicas.
 func standInOwner(p *apiv1.Pod) (types.UID, bool) {
 	if !IsUpcomingReplica(p) {
@@ -181,7 +183,7 @@ func standInOwner(p *apiv1.Pod) (types.UID, bool) {
 
 func controllerRef(p *apiv1.Pod) types.UID {
 	for _, ref := range p.OwnerReferences {
-		if ref.Controller != nil && *ref.Controller && ref.Kind == "ReplicaSet" {
+		if ref.Controller != nil && *ref.Controller && plansAhead(ref.Kind) {
 			return ref.UID
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	appslisters "k8s.io/client-go/listers/apps/v1"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
 	"k8s.io/klog/v2"
 
 	"k8s.io/autoscaler/cluster-autoscaler/estimator"
@@ -21,9 +22,12 @@ import (
 // schedulers those have not processed yet, and stand-ins for the replicas
 // their ReplicaSets have still to create (upcomingReplicas).
 type UnschedulablePods struct {
-	// ReplicaSets, when set, let the stand-ins be counted; without it only
-	// the pods that exist are.
-	ReplicaSets appslisters.ReplicaSetLister
+	// ReplicaSets, StatefulSets and Jobs, when set, let the stand-ins of
+	// that kind's pods still to create be counted; without them only the
+	// pods that exist are.
+	ReplicaSets  appslisters.ReplicaSetLister
+	StatefulSets appslisters.StatefulSetLister
+	Jobs         batchlisters.JobLister
 	// InjectionLimit caps the pods this processor returns when it adds
 	// stand-ins (--pod-injection-limit): stand-ins fill the room up to it,
 	// and when the pods that exist already reach it none are added (the
@@ -237,52 +241,55 @@ func replicasOf(rs *appsv1.ReplicaSet) int {
 	return int(*rs.Spec.Replicas)
 }
 
-// replicaSetPods is what a loop sees of one ReplicaSet's pods: those not
-// terminating or terminal (active), of which bound to a node, and of which
-// among the loop's unschedulable pods.
-type replicaSetPods struct {
-	namespace, name              string
+// workloadPods is what a loop sees of one workload's pods (a ReplicaSet, a
+// StatefulSet, a Job): those not terminating or terminal (active), of which
+// bound to a node, and of which among the loop's unschedulable pods.
+type workloadPods struct {
+	kind, namespace, name        string
 	sample                       *apiv1.Pod // a pod to copy
 	active, bound, unschedulable int
 }
 
-// upcomingReplicas returns, for each ReplicaSet with a pod among
-// unschedulable, stand-ins for the replicas it has still to create
-// (spec.replicas minus its pods that are not terminating or terminal):
-// copies of that pod under new names. They are what the ReplicaSet
-// controller is about to create from the same template, so the scale-up
-// makes room for them now rather than in a staircase of later loops; if they
-// never come, the nodes are unneeded and scaled down as any other. With
-// Plans, the replicas an earlier scale-up made room for and that are not
-// bound or among unschedulable are booked on that room instead, and the
-// stand-ins start after them (see ReplicaPlans). How far ahead it counts is
-// bounded by standIns.
+// upcomingReplicas returns, for each workload (ReplicaSet, StatefulSet,
+// Job) with a pod among unschedulable, stand-ins for the pods it has still
+// to create (its controller's target, workloadTarget.want, minus its pods
+// that are not terminating or terminal): copies of that pod under new
+// names. They are what the controller is about to create from the same
+// template (a StatefulSet with podManagementPolicy OrderedReady one at a
+// time, each once the previous is Ready; a Job in growing batches), so the
+// scale-up makes room for them now rather than in a staircase of later
+// loops; if they never come, the nodes are unneeded and scaled down as any
+// other. With Plans, the pods an earlier scale-up made room for and that
+// are not bound or among unschedulable are booked on that room instead, and
+// the stand-ins start after them (see ReplicaPlans). How far ahead it
+// counts is bounded by standIns.
 func (u UnschedulablePods) upcomingReplicas(ctx context.Context, unschedulable []*apiv1.Pod, obs *Loop) []*apiv1.Pod {
 	// The stand-ins fill the room up to the injection limit, so that a
-	// ReplicaSet of absurd size costs bounded memory; the rest are counted
+	// workload of absurd size costs bounded memory; the rest are counted
 	// once they exist.
 	limit := u.InjectionLimit - len(unschedulable)
 	var plans map[types.UID]*replicaPlan
 	if u.Plans != nil {
 		plans = u.Plans.beginLoop(obs.Now)
 	}
-	if u.ReplicaSets == nil || (len(plans) == 0 && (len(unschedulable) == 0 || limit <= 0)) {
+	if (u.ReplicaSets == nil && u.StatefulSets == nil && u.Jobs == nil) ||
+		(len(plans) == 0 && (len(unschedulable) == 0 || limit <= 0)) {
 		return nil
 	}
-	sets := map[types.UID]*replicaSetPods{}
+	sets := map[types.UID]*workloadPods{}
 	for _, p := range unschedulable {
 		ref := metav1.GetControllerOf(p)
-		if ref == nil || ref.Kind != "ReplicaSet" {
+		if ref == nil || !plansAhead(ref.Kind) {
 			continue
 		}
 		if sets[ref.UID] == nil {
-			sets[ref.UID] = &replicaSetPods{namespace: p.Namespace, name: ref.Name, sample: p}
+			sets[ref.UID] = &workloadPods{kind: ref.Kind, namespace: p.Namespace, name: ref.Name, sample: p}
 		}
 		sets[ref.UID].unschedulable++
 	}
 	for uid, pl := range plans {
 		if sets[uid] == nil {
-			sets[uid] = &replicaSetPods{namespace: pl.namespace, name: pl.name, sample: pl.sample}
+			sets[uid] = &workloadPods{kind: pl.kind, namespace: pl.namespace, name: pl.name, sample: pl.sample}
 		}
 	}
 	if len(sets) == 0 {
@@ -290,7 +297,7 @@ func (u UnschedulablePods) upcomingReplicas(ctx context.Context, unschedulable [
 	}
 	for _, pods := range [][]*apiv1.Pod{obs.PendingPods, obs.ScheduledPods} {
 		for _, p := range pods {
-			if p.DeletionTimestamp != nil {
+			if !activePod(p) {
 				continue
 			}
 			if ref := metav1.GetControllerOf(p); ref != nil && sets[ref.UID] != nil {
@@ -303,42 +310,44 @@ func (u UnschedulablePods) upcomingReplicas(ctx context.Context, unschedulable [
 	}
 	var out []*apiv1.Pod
 	for uid, set := range sets {
-		rs, err := u.ReplicaSets.ReplicaSets(set.namespace).Get(set.name)
-		if err != nil || rs.UID != uid || rs.DeletionTimestamp != nil {
+		t, ok := u.target(set.kind, set.namespace, set.name, uid, obs.Now)
+		if !ok {
 			if u.Plans != nil {
 				u.Plans.forget(uid)
 			}
 			continue
 		}
-		out = append(out, u.standIns(ctx, rs, set, limit-len(out))...)
+		out = append(out, u.standIns(ctx, uid, t, set, limit-len(out))...)
 	}
 	return out
 }
 
-// standIns books, with Plans, the room earlier pieces made for rs's
-// replicas not bound yet, and returns at most room stand-ins for its
-// replicas after the ones that exist or were planned: when one of its pods
-// is unschedulable, or, with a plan, when the plan's pods arrive (its pods
-// may all fit the room made for them). A ReplicaSet whose replicas are
-// refused (ReplicasRefused) gets no stand-ins, and room is held only for its
-// pods that exist; one whose earlier pieces have mostly not arrived (fewer
-// pods exist than half the replicas planned) gets no further piece until
-// they do. So the room made ahead of a ReplicaSet's pods is at most as many
-// replicas as exist plus one piece.
-func (u UnschedulablePods) standIns(ctx context.Context, rs *appsv1.ReplicaSet, set *replicaSetPods, room int) []*apiv1.Pod {
+// standIns books, with Plans, the room earlier pieces made for the
+// workload's pods not bound yet, and returns at most room stand-ins for its
+// pods after the ones that exist or were planned: when one of its pods is
+// unschedulable, or, with a plan, when the plan's pods arrive (its pods may
+// all fit the room made for them). A workload whose pods still to create
+// are refused (workloadTarget.refused: a ReplicaSet's ReplicaFailure, a
+// suspended or finishing Job, ...) gets no stand-ins, and room is held only
+// for its pods that exist; one whose earlier pieces have mostly not arrived
+// (fewer pods exist than half the pods planned) gets no further piece until
+// they do. So the room made ahead of a workload's pods is at most as many
+// pods as exist plus one piece.
+func (u UnschedulablePods) standIns(ctx context.Context, uid types.UID, t workloadTarget, set *workloadPods, room int) []*apiv1.Pod {
 	logger := klog.FromContext(ctx)
-	want, refused := replicasOf(rs), ReplicasRefused(rs)
+	owner := klog.KRef(set.namespace, set.name)
+	want, refused := t.want, t.refused != ""
 	from, planned := set.active, 0
 	if u.Plans != nil {
-		planned = min(u.Plans.planned(rs.UID), want)
+		planned = min(u.Plans.planned(uid), want)
 		if refused {
 			planned = min(planned, set.active)
 		}
 		if held := planned - set.bound - set.unschedulable; held > 0 {
-			u.Plans.book(rs.UID, rs.Name, set.sample, held)
+			u.Plans.book(uid, set.name, set.sample, held)
 		}
 		if planned <= set.bound {
-			u.Plans.forget(rs.UID) // every replica it made room for is bound
+			u.Plans.forget(uid) // every pod it made room for is bound
 		}
 		from = max(from, planned)
 	}
@@ -347,18 +356,18 @@ func (u UnschedulablePods) standIns(ctx context.Context, rs *appsv1.ReplicaSet, 
 	case missing <= 0 || (set.unschedulable == 0 && planned == 0):
 		return nil // nothing to create, or no pod of it asks for room and no plan goes on
 	case refused:
-		logger.V(2).Info("Counting no upcoming replicas: the ReplicaSet's pods are refused (ReplicaFailure)",
-			"replicaSet", klog.KObj(rs), "replicas", want, "active", set.active)
+		logger.V(2).Info("Counting no upcoming replicas: "+t.refused,
+			"kind", set.kind, "workload", owner, "replicas", want, "active", set.active)
 		return nil
 	case 2*set.active < planned:
 		logger.V(2).Info("Counting no further upcoming replicas until half of those counted before exist",
-			"replicaSet", klog.KObj(rs), "replicas", want, "active", set.active, "planned", planned)
+			"kind", set.kind, "workload", owner, "replicas", want, "active", set.active, "planned", planned)
 		return nil
 	}
 	if missing > room {
 		if room > 0 {
-			logger.Info("Counting fewer upcoming replicas than the ReplicaSet will create (--pod-injection-limit); the rest count once created",
-				"replicaSet", klog.KObj(rs), "missing", missing, "counted", room, "podInjectionLimit", u.InjectionLimit)
+			logger.Info("Counting fewer upcoming replicas than the "+set.kind+" will create (--pod-injection-limit); the rest count once created",
+				"workload", owner, "missing", missing, "counted", room, "podInjectionLimit", u.InjectionLimit)
 		}
 		missing = room
 	}
@@ -368,15 +377,16 @@ func (u UnschedulablePods) standIns(ctx context.Context, rs *appsv1.ReplicaSet, 
 	out := make([]*apiv1.Pod, missing)
 	for i := range out {
 		c := *set.sample
-		c.Name = fmt.Sprintf("%s-upcoming-%d", rs.Name, from+i)
-		c.UID = types.UID(fmt.Sprintf("%s%s/%d", upcomingReplicaUIDPrefix, rs.UID, from+i))
+		c.Name = fmt.Sprintf("%s-upcoming-%d", set.name, from+i)
+		c.UID = types.UID(fmt.Sprintf("%s%s/%d", upcomingReplicaUIDPrefix, uid, from+i))
 		c.Spec.NodeName = ""
 		out[i] = &c
 	}
 	if u.Plans != nil {
-		u.Plans.count(rs.UID, countedPiece{namespace: rs.Namespace, name: rs.Name, sample: set.sample, from: from, count: missing})
+		u.Plans.count(uid, countedPiece{kind: set.kind, namespace: set.namespace, name: set.name, sample: set.sample,
+			from: from, count: missing})
 	}
-	logger.V(2).Info("Counting replicas the ReplicaSet has still to create", "replicaSet", klog.KObj(rs),
+	logger.V(2).Info("Counting replicas the "+set.kind+" has still to create", "workload", owner,
 		"replicas", want, "active", set.active, "from", from, "upcoming", missing)
 	return out
 }
