@@ -26,7 +26,8 @@ test: tools ## unit and integration tests, as CI runs them (make test-slow: the 
 	TEST_P=$(TEST_P) TEST_TIMEOUT=$(TEST_TIMEOUT) hack/test.sh
 
 # The unit tests under the race detector (make test runs them without: docs/test-times.md, "Without -race"),
-# the slow fault and failover tests (test/integration/faults skips them without INTEGRATION_SLOW), the AWS
+# the slow fault and failover tests (test/integration/faults skips them without INTEGRATION_SLOW), the
+# StatefulSet and Job plan-ahead tests' staircase comparisons (test/integration/burst), the AWS
 # provider's call counts at 1,000 groups (cloudprovider/aws runs them at 100 groups only without it), the image
 # test for both architectures (make test builds the machine's own only: the other is a second compile), the
 # fuzzing (each target's build is instrumented: another compile) and a short soak; CI runs this after make test while its time budget allows (.ci/run).
@@ -35,6 +36,7 @@ test-slow: tools ## the unit tests under -race, the slow fault and failover test
 	$(MAKE) unit-race
 	INTEGRATION_SLOW=1 go test -race -count=1 -timeout $(TEST_TIMEOUT) ./test/integration/faults/
 	INTEGRATION_SLOW=1 go test -race -count=1 -run TestAPICallsPerLoop -timeout $(TEST_TIMEOUT) ./cloudprovider/aws/
+	INTEGRATION_SLOW=1 go test -count=1 -run 'TestOrderedStatefulSetInOneDecision|TestSteppedJobInOneDecision' -timeout $(TEST_TIMEOUT) ./test/integration/burst/
 	IMAGE_TEST_ARCHS= go test -count=1 -timeout $(TEST_TIMEOUT) ./test/image/
 	$(MAKE) fuzz
 	$(SOAK_CHECK) go test -count=1 -run xxx -bench Soak -benchtime 1x -timeout 15m ./test/integration/bench/
