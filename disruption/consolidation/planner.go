@@ -169,9 +169,11 @@ func (p *Planner) PlanDetailed(ctx context.Context, in Input) Result {
 		return res.Candidates[i].SavingPerHour > res.Candidates[j].SavingPerHour
 	})
 	res.Simulations = w.sim.tries
-	logger.V(2).Info("Consolidation plan", "candidates", len(res.Candidates), "considered", len(w.order),
-		"notCandidates", len(res.NotCandidates), "why", reasonCounts(res.NotCandidates), "simulations", w.sim.tries,
-		"outOfBudget", w.outOfBudget)
+	if v := logger.V(2); v.Enabled() {
+		v.Info("Consolidation plan", "candidates", len(res.Candidates), "considered", len(w.order),
+			"notCandidates", len(res.NotCandidates), "why", reasonCounts(res.NotCandidates), "simulations", w.sim.tries,
+			"outOfBudget", w.outOfBudget)
+	}
 	return res
 }
 

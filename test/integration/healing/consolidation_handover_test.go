@@ -29,15 +29,7 @@ import (
 func TestConsolidationTakesScaleDownsUnneededNode(t *testing.T) {
 	e := framework.New(t)
 	itest.DumpPods(e)
-	pool := framework.UniqueName("handover")
-	path := itest.WriteKwokConfig(e, fmt.Sprintf(`
-nodeGroups:
-- name: %[1]s
-  maxSize: 3
-  template:
-    labels: {%[2]s: %[3]s, pool: %[1]s}
-    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
-`, pool, framework.TestNamespaceLabel, e.Namespace))
+	pool, path := smallPool(e, "handover", 3)
 	opts := itest.InProcessOptions(e, path, func(o *config.Options) {
 		o.ScaleDownEnabled = true
 		o.NodeGroupDefaults.ScaleDownUnneededTime = 10 * time.Minute // upstream's default

@@ -61,15 +61,7 @@ func setUnschedulable(e *framework.Env, node string, on bool) {
 func TestConsolidationMovesPodsOneAtATimeAsThePDBAllows(t *testing.T) {
 	e := framework.New(t)
 	itest.DumpPods(e)
-	pool := framework.UniqueName("consolidate")
-	path := itest.WriteKwokConfig(e, fmt.Sprintf(`
-nodeGroups:
-- name: %[1]s
-  maxSize: 3
-  template:
-    labels: {%[2]s: %[3]s, pool: %[1]s}
-    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
-`, pool, framework.TestNamespaceLabel, e.Namespace))
+	pool, path := smallPool(e, "consolidate", 3)
 	opts := itest.InProcessOptions(e, path, func(o *config.Options) {
 		o.ScaleDownEnabled = false // only consolidation removes nodes here
 		o.Disruption.ConsolidationEnabled = true
@@ -167,15 +159,7 @@ nodeGroups:
 func TestExpiredNodeReplacedFirst(t *testing.T) {
 	e := framework.New(t)
 	itest.DumpPods(e)
-	pool := framework.UniqueName("expire")
-	path := itest.WriteKwokConfig(e, fmt.Sprintf(`
-nodeGroups:
-- name: %[1]s
-  maxSize: 2
-  template:
-    labels: {%[2]s: %[3]s, pool: %[1]s}
-    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
-`, pool, framework.TestNamespaceLabel, e.Namespace))
+	pool, path := smallPool(e, "expire", 2)
 	opts := itest.InProcessOptions(e, path, func(o *config.Options) {
 		o.Disruption.MaxNodeLifetime = time.Hour
 		o.DisruptionSettleTime = 0

@@ -62,15 +62,7 @@ func webPodsOn(ctx context.Context, e *framework.Env, node string) (int, error) 
 func TestDisruptionSourceReplacesFirstThenDrainsByThePDB(t *testing.T) {
 	e := framework.New(t)
 	itest.DumpPods(e)
-	pool := framework.UniqueName("drift")
-	path := itest.WriteKwokConfig(e, fmt.Sprintf(`
-nodeGroups:
-- name: %[1]s
-  maxSize: 3
-  template:
-    labels: {%[2]s: %[3]s, pool: %[1]s}
-    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
-`, pool, framework.TestNamespaceLabel, e.Namespace))
+	pool, path := smallPool(e, "drift", 3)
 	opts := itest.InProcessOptions(e, path, func(o *config.Options) {
 		o.NodeHealingEnabled = true // the engine runs; no node needs healing
 		o.DisruptionSettleTime = 0

@@ -114,6 +114,23 @@ func samplePool(e *framework.Env, pool string, see func([]apiv1.Node)) (stop fun
 	return func() { close(done); <-ended }
 }
 
+// smallPool writes a kwok configuration of one node group named after
+// prefix, of 4-CPU nodes labelled with the test's namespace and pool, at most
+// maxSize of them; it returns the group's (and pool label's) name and the
+// configuration's path.
+func smallPool(e *framework.Env, prefix string, maxSize int) (pool, path string) {
+	pool = framework.UniqueName(prefix)
+	path = itest.WriteKwokConfig(e, fmt.Sprintf(`
+nodeGroups:
+- name: %[1]s
+  maxSize: %[4]d
+  template:
+    labels: {%[2]s: %[3]s, pool: %[1]s}
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+`, pool, framework.TestNamespaceLabel, e.Namespace, maxSize))
+	return pool, path
+}
+
 func poolNodeList(ctx context.Context, e *framework.Env, pool string) ([]apiv1.Node, error) {
 	list, err := e.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "pool=" + pool})
 	if err != nil {
