@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	apiv1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 )
@@ -205,4 +209,58 @@ func TestSpellingAndDeletionDelay(t *testing.T) {
 		_, err := client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
 		return len(listed) == 0 && err != nil
 	})
+}
+
+// TestNodeOutlivesNoDeletedInstance: when deleting the Node of a deleted
+// instance fails (kube-apiserver restarting), DeleteNodes still succeeds
+// (the instance is being deleted), the instance stays listed as Deleting
+// and saved in the state ConfigMap, and the scheduler deletes the Node once
+// the API answers again; only then is the instance gone. Before, the
+// instance went at once and its Node stayed forever, of no group.
+func TestNodeOutlivesNoDeletedInstance(t *testing.T) {
+	client := fake.NewClientset()
+	var failures atomic.Int32
+	failures.Store(3)
+	client.PrependReactor("delete", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if failures.Add(-1) >= 0 {
+			return true, nil, errors.New("connection refused")
+		}
+		return false, nil, nil
+	})
+	p, g := newTestProvider(t, client, oneGroup)
+	ctx := context.Background()
+	if err := g.IncreaseSize(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	var node *apiv1.Node
+	waitFor(t, "the node", func() bool {
+		nodes, _ := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if len(nodes.Items) == 1 {
+			node = &nodes.Items[0]
+		}
+		return node != nil
+	})
+	if err := g.DeleteNodes(ctx, []*apiv1.Node{node}); err != nil {
+		t.Fatalf("DeleteNodes with the Node's deletion failing: %v, want nil (the instance is being deleted)", err)
+	}
+	listed, _ := g.Nodes(ctx)
+	if len(listed) != 1 || listed[0].Status == nil || listed[0].Status.State != cloudprovider.InstanceDeleting {
+		t.Fatalf("listed %+v after the failed Node deletion, want the instance as being deleted", listed)
+	}
+	if size, _ := g.TargetSize(ctx); size != 0 {
+		t.Errorf("target %d while the instance is being deleted, want 0", size)
+	}
+	if ng, _ := p.NodeGroupForNode(ctx, node); ng == nil {
+		t.Error("the Node of the instance being deleted belongs to no group")
+	}
+	waitFor(t, "the instance saved as being deleted", func() bool { return savedInstances(t, client)[node.Name] })
+	waitFor(t, "the Node deleted on a later try, then the instance", func() bool {
+		listed, _ := g.Nodes(ctx)
+		_, err := client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+		return len(listed) == 0 && apierrors.IsNotFound(err)
+	})
+	if left := failures.Load(); left >= 0 {
+		t.Errorf("%d injected failures left unused: the test did not exercise the retry", left+1)
+	}
+	waitFor(t, "the instance gone from the state ConfigMap", func() bool { return !savedInstances(t, client)[node.Name] })
 }

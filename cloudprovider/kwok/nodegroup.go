@@ -2,14 +2,12 @@ package kwok
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"sync"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
@@ -270,14 +268,18 @@ func (g *NodeGroup) delete(ctx context.Context, nodes []*apiv1.Node, respectMin 
 		p.record(ctx, gen, "deletion")
 		return nil
 	}
+	// The instances are being deleted from here on, as a cloud's VMs are once
+	// it accepted the call: listed as Deleting until their Nodes are gone. A
+	// Node whose deletion fails (kube-apiserver restarting) is retried by the
+	// scheduler, so no Node outlives its instance.
+	now := p.clock.Now()
 	for _, in := range victims {
-		delete(p.instances, in.Name)
+		in.DeleteAt = now
 	}
 	gen := p.changed()
 	p.mu.Unlock()
+	p.record(ctx, gen, "deletion")
 
-	var mu sync.Mutex
-	var errs []error
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, max(1, p.workers))
 	for _, in := range victims {
@@ -286,22 +288,13 @@ func (g *NodeGroup) delete(ctx context.Context, nodes []*apiv1.Node, respectMin 
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			if err := p.rate.Wait(ctx); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-				return
+				return // the scheduler deletes it
 			}
-			err := p.client.CoreV1().Nodes().Delete(ctx, in.Name, metav1.DeleteOptions{})
-			if err != nil && !apierrors.IsNotFound(err) {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("deleting node %s: %w", in.Name, err))
-				mu.Unlock()
-			}
+			p.removeNode(ctx, in)
 		}()
 	}
 	wg.Wait()
-	p.record(ctx, gen, "deletion")
-	return errors.Join(errs...)
+	return nil
 }
 
 // DecreaseTargetSize implements cloudprovider.NodeGroup: it cancels

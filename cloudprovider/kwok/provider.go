@@ -294,15 +294,11 @@ func (p *Provider) scheduler(ctx context.Context) {
 			}
 		}
 		sort.Strings(due)
-		var gone []string
-		for name, in := range p.instances {
+		var gone []*instance
+		for _, in := range p.instances {
 			if !in.DeleteAt.IsZero() && !now.Before(in.DeleteAt) {
-				delete(p.instances, name)
-				gone = append(gone, name)
+				gone = append(gone, in)
 			}
-		}
-		if len(gone) > 0 {
-			p.changed()
 		}
 		for _, name := range due {
 			select {
@@ -311,18 +307,45 @@ func (p *Provider) scheduler(ctx context.Context) {
 			default: // the queue is full; the next tick retries
 			}
 		}
+		p.mu.Unlock()
+		for _, in := range gone {
+			p.removeNode(ctx, in)
+		}
+		p.mu.Lock()
 		gen := p.gen
 		p.mu.Unlock()
-		for _, name := range gone {
-			if err := p.client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				klog.FromContext(ctx).Error(err, "Deleting the node of an instance whose deletion delay ran out", "node", name)
-			}
-		}
 		if gen > p.savedGen.Load() {
 			if err := p.flush(ctx, gen); err != nil && ctx.Err() == nil {
 				klog.FromContext(ctx).Error(err, "Saving the kwok provider state; will retry")
 			}
 		}
+	}
+}
+
+// nodeDeleteRetry is how long the scheduler waits before it tries again to
+// delete the Node of a deleted instance.
+const nodeDeleteRetry = time.Second
+
+// removeNode deletes the Node of an instance being deleted and then the
+// instance. When the Node cannot be deleted (kube-apiserver unreachable)
+// the instance stays, listed as Deleting, and the scheduler tries again
+// nodeDeleteRetry later.
+func (p *Provider) removeNode(ctx context.Context, in *instance) {
+	err := p.client.CoreV1().Nodes().Delete(ctx, in.Name, metav1.DeleteOptions{})
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil && !apierrors.IsNotFound(err) {
+		if cur, ok := p.instances[in.Name]; ok && cur == in {
+			in.DeleteAt = p.clock.Now().Add(nodeDeleteRetry)
+		}
+		if ctx.Err() == nil {
+			klog.FromContext(ctx).Error(err, "Deleting the node of a deleted instance; will retry", "node", in.Name, "retryIn", nodeDeleteRetry)
+		}
+		return
+	}
+	if cur, ok := p.instances[in.Name]; ok && cur == in {
+		delete(p.instances, in.Name)
+		p.changed()
 	}
 }
 
@@ -337,12 +360,15 @@ func (p *Provider) worker(ctx context.Context) {
 		in, ok := p.instances[name]
 		var node *apiv1.Node
 		var group *NodeGroup
-		if ok {
+		if ok && in.DeleteAt.IsZero() {
 			group = p.groups[in.Group]
 			node = group.newNode(name)
 		}
 		p.mu.Unlock()
-		if !ok {
+		if node == nil {
+			p.mu.Lock()
+			delete(p.queued, name)
+			p.mu.Unlock()
 			continue // deleted while queued
 		}
 		created, err := p.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
@@ -396,7 +422,7 @@ func (p *Provider) flush(ctx context.Context, want uint64) error {
 	gen := p.gen
 	var pending []*instance
 	for _, in := range p.instances {
-		if !in.registered {
+		if !in.registered || !in.DeleteAt.IsZero() {
 			c := *in
 			pending = append(pending, &c)
 		}

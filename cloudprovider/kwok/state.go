@@ -39,8 +39,10 @@ type instance struct {
 	// FailAt is when a failed instance's Error shows; until then it looks
 	// like one being created. Zero: at once.
 	FailAt time.Time `json:"failAt,omitzero"`
-	// DeleteAt is when an instance deleted with faults.deletionDelay goes,
-	// with its Node; until then it is listed as being deleted. Zero: not
+	// DeleteAt is when the scheduler deletes a deleted instance's Node and
+	// then the instance: the deletion itself for faults.deletionDelay, the
+	// next try when deleting the Node failed. Until then it is listed as
+	// being deleted, and it is persisted even when registered. Zero: not
 	// being deleted.
 	DeleteAt time.Time `json:"deleteAt,omitzero"`
 	// registered is true once its Node exists; registered instances are not persisted.
