@@ -110,10 +110,18 @@ type fill struct {
 func (p *Planner) replacements(ctx context.Context, w *work, rest *[]*nodeState) []disruption.Candidate {
 	logger := klog.FromContext(ctx)
 	var out []disruption.Candidate
+	shrinking := w.shrinking()
 	for round := 0; round < p.opts.MaxReplacements && len(*rest) > 0; round++ {
 		var best *fill
 		for _, g := range w.groups {
 			if !g.canAdd() || !g.priced || !w.budgetLeft() {
+				continue
+			}
+			if shrinking[g] || g.removed > 0 {
+				// Nodes of g are being removed, their pods fitting
+				// elsewhere: a new node of g now would be the next
+				// one emptied, its pods moved a second time.
+				logger.V(4).Info("Consolidation: no replacement by a group that is losing nodes", "nodeGroup", g.ID)
 				continue
 			}
 			f := p.fill(ctx, w, g, *rest, round, nil)
@@ -156,6 +164,18 @@ func (p *Planner) replacements(ctx context.Context, w *work, rest *[]*nodeState)
 			describeNodes(f.nodes), f.removed, f.group.ID, f.group.price, movedPods(f.nodes), f.saving, waitingText(f.nodes))
 		logger.V(4).Info("Consolidation: replacement", "nodes", c.Nodes, "nodeGroup", f.group.ID, "savingPerHour", f.saving)
 		out = append(out, c)
+	}
+	return out
+}
+
+// shrinking names the groups with nodes being deleted (the engine's or
+// scale-down's removals under way).
+func (w *work) shrinking() map[*groupState]bool {
+	out := map[*groupState]bool{}
+	for _, ns := range w.draining {
+		if g := w.groupOf[ns.node.Name]; g != nil {
+			out[g] = true
+		}
 	}
 	return out
 }
