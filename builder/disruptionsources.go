@@ -175,14 +175,29 @@ func (x *disruptionExplainer) record(ctx context.Context, loop *processors.Loop)
 		}
 	}
 	for _, s := range x.sources {
+		ex, explains := s.(nodeExplainer)
 		for _, n := range loop.Nodes {
 			if g := in.groupOf[n.Name]; g != "" && !done[s.Reason()][n.Name] {
+				why := notProposed(s.Reason())
+				if explains {
+					// Only the nodes the source knows of get a verdict.
+					if why = ex.Explain(loop, n.Name); why == "" {
+						continue
+					}
+				}
 				x.rec.AddDisruption(explain.DisruptionVerdict{Node: n.Name, NodeGroup: g, Reason: string(s.Reason()),
-					Decision: explain.DecisionNo, Why: notProposed(s.Reason())})
+					Decision: explain.DecisionNo, Why: why})
 				mark(done, s.Reason(), n.Name)
 			}
 		}
 	}
+}
+
+// nodeExplainer is a source that says itself why it does not propose a
+// node ("" for a node it has nothing to say about: no verdict), as the
+// run-limit source says when a ProvisioningRequest's node is released.
+type nodeExplainer interface {
+	Explain(loop *processors.Loop, node string) string
 }
 
 func mark(done map[disruption.Reason]map[string]bool, r disruption.Reason, node string) {

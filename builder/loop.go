@@ -2,6 +2,7 @@ package builder
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
@@ -145,9 +146,13 @@ func NewLoop(ctx, informerCtx context.Context, in Inputs, stack *Stack) (*Loop, 
 	l.Stop = stopLoop
 	stack.Defer(func() { stopLoop(); l.ScaleDown.Wait() })
 	if opts.EnableProvisioningRequests {
-		if l.ProvReqInformer, l.Requests, err = newRequests(ctx, in, l.ScaleUp, l.State); err != nil {
+		var p *processor.Processor
+		if l.ProvReqInformer, l.Requests, p, err = newRequests(ctx, in, l.ScaleUp, l.State); err != nil {
 			return nil, nil, err
 		}
+		// The nodes of requests past their maxRunDurationSeconds go
+		// through the disruption engine.
+		in.Disruption.Sources = append(slices.Clip(in.Disruption.Sources), runLimitSource(p))
 	}
 	if l.Buffers, err = NewBuffers(ctx, opts, in.RESTConfig, in.Informers.Factory, in.Recorder, in.Metrics); err != nil {
 		return nil, nil, err
@@ -206,16 +211,16 @@ func newScaleUpWithQuotas(ctx, informerCtx context.Context, in Inputs, state *cl
 // newRequests wires the ProvisioningRequest processor and the loop's view
 // of the requests; the informer is started by Watch or SyncRequests.
 func newRequests(ctx context.Context, in Inputs, orchestrator *scaleup.Orchestrator,
-	state *clusterstate.Registry) (cache.SharedIndexInformer, *provreqs.Requests, error) {
+	state *clusterstate.Registry) (cache.SharedIndexInformer, *provreqs.Requests, *processor.Processor, error) {
 	p, informer, err := NewProvReqProcessor(ctx, in.Opts, in.RESTConfig, in.Client, in.Informers.Factory, in.Recorder,
 		orchestrator, in.Metrics, in.ProvReqs)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if in.Explainer != nil {
 		processor.WithExplainer(in.Explainer)(p)
 	}
-	return informer, provreqs.New(p, state), nil
+	return informer, provreqs.New(p, state), p, nil
 }
 
 // NewClusterState is the cluster state registry; with DRA, a node counts

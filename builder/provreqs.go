@@ -64,6 +64,7 @@ func NewProvReqProcessor(ctx context.Context, opts config.Options, restConfig *r
 		MaxNodeProvisionTime:    opts.NodeGroupDefaults.MaxNodeProvisionTime,
 		MaxNodeStartupTime:      opts.NodeGroupDefaults.MaxNodeStartupTime,
 		MaxPodsPerRequest:       opts.ProvReqMaxPods,
+		MaxRunGrace:             opts.ProvReqMaxRunGrace,
 	}, provreqclient.NewLister(informer.GetIndexer()), provreqclient.NewPodTemplates(factory.Core().V1().PodTemplates().Lister()),
 		status, orchestrator.Rollback, processor.WithEventRecorder(recorder), processor.WithMetrics(m),
 		processor.WithRecordStore(records))

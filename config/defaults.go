@@ -129,6 +129,7 @@ func Defaults() Options {
 		ProvReqExpiryTime:               7 * 24 * time.Hour,
 		ProvReqRetentionTime:            7 * 24 * time.Hour,
 		ProvReqMaxPods:                  50000,
+		ProvReqMaxRunGrace:              10 * time.Minute,
 		CapacityBufferPodDryRunEnabled:  true,
 		Disruption: Disruption{
 			ConsolidationMinSavingRatio:         0.1,

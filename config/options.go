@@ -223,6 +223,10 @@ type Options struct {
 	ProvReqRetentionTime       time.Duration
 	// ProvReqMaxPods caps the pods one ProvisioningRequest may ask for.
 	ProvReqMaxPods int
+	// ProvReqMaxRunGrace is how long the nodes of a request whose
+	// maxRunDurationSeconds passed wait for its pods to go before the
+	// disruption engine drains them all the same.
+	ProvReqMaxRunGrace time.Duration
 
 	// CapacityBuffers.
 	CapacityBufferControllerEnabled   bool

@@ -234,6 +234,7 @@ func (o *Options) validateProvReqLifetimes(v *validator) {
 	v.check(o.ProvReqTemplateGracePeriod >= 0, "--provisioning-request-pod-template-grace-period", "must not be negative")
 	v.positive(o.ProvReqExpiryTime, "--provisioning-request-expiry-time")
 	v.positive(o.ProvReqRetentionTime, "--provisioning-request-retention-time")
+	v.check(o.ProvReqMaxRunGrace >= 0, "--provisioning-request-max-run-grace", "must not be negative")
 	v.check(o.ProvReqMaxPods >= 1, "--max-pods-per-provisioning-request", "must be at least 1, got %d", o.ProvReqMaxPods)
 }
 func (o *Options) validateLeaderElection(v *validator) {

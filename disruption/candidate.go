@@ -20,11 +20,14 @@ const (
 	Drifted        Reason = "drifted"
 	Expired        Reason = "expired"
 	Interrupted    Reason = "interrupted"
+	// MaxRunDuration: a node an all-or-nothing ProvisioningRequest's
+	// scale-up made, once the request's maxRunDurationSeconds passed.
+	MaxRunDuration Reason = "maxrunduration"
 )
 
 // Reasons lists every reason, in the order the engine serves them when
 // several sources propose the same node (the first wins).
-var Reasons = []Reason{Interrupted, Unhealthy, Expired, Drifted, Consolidatable, Empty, Underutilized}
+var Reasons = []Reason{Interrupted, Unhealthy, MaxRunDuration, Expired, Drifted, Consolidatable, Empty, Underutilized}
 
 // ParseReason returns the reason named s.
 func ParseReason(s string) (Reason, error) {

@@ -23,7 +23,17 @@ const (
 	// ParamValidUntilSeconds, a whole number of seconds after the request's
 	// creation: past that, a request that is not provisioned yet fails.
 	ParamValidUntilSeconds = "ValidUntilSeconds"
+	// ParamMaxRunDurationSeconds, a whole number of seconds (GKE's
+	// flex-start and queued-provisioning parameter, which Kueue passes on
+	// from its provreq.kueue.x-k8s.io/maxRunDurationSeconds annotation):
+	// that long after the request became Provisioned its capacity is
+	// revoked and the nodes its scale-up made are released.
+	ParamMaxRunDurationSeconds = "maxRunDurationSeconds"
 )
+
+// MaxRunDurationLimit is the largest maxRunDurationSeconds accepted: 7
+// days, as GKE caps it.
+const MaxRunDurationLimit = 7 * 24 * time.Hour
 
 // maxValidUntilSeconds is the largest ValidUntilSeconds that fits a
 // time.Duration.
@@ -60,25 +70,40 @@ func ProcessorInstance(params map[string]v1.Parameter) string {
 // positive whole number of seconds in decimal (no sign, spaces or units)
 // small enough for a time.Duration.
 func ParseValidUntilSeconds(params map[string]v1.Parameter) (d time.Duration, set bool, err error) {
-	raw, ok := params[ParamValidUntilSeconds]
+	return parseSeconds(params, ParamValidUntilSeconds, maxValidUntilSeconds)
+}
+
+// ParseMaxRunDurationSeconds reads the maxRunDurationSeconds parameter as
+// ParseValidUntilSeconds reads its own, with a cap of MaxRunDurationLimit.
+func ParseMaxRunDurationSeconds(params map[string]v1.Parameter) (d time.Duration, set bool, err error) {
+	return parseSeconds(params, ParamMaxRunDurationSeconds, int64(MaxRunDurationLimit/time.Second))
+}
+
+// parseSeconds reads parameter key as a whole number of seconds from 1 to
+// limit, written in decimal digits only.
+func parseSeconds(params map[string]v1.Parameter, key string, limit int64) (d time.Duration, set bool, err error) {
+	raw, ok := params[key]
 	if !ok {
 		return 0, false, nil
 	}
 	s := string(raw)
 	if s == "" {
-		return 0, true, fmt.Errorf("parameter %s is empty", ParamValidUntilSeconds)
+		return 0, true, fmt.Errorf("parameter %s is empty", key)
 	}
 	for _, r := range s {
 		if r < '0' || r > '9' {
-			return 0, true, fmt.Errorf("parameter %s=%q: not a whole number of seconds", ParamValidUntilSeconds, s)
+			return 0, true, fmt.Errorf("parameter %s=%q: not a whole number of seconds", key, s)
 		}
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n > maxValidUntilSeconds {
-		return 0, true, fmt.Errorf("parameter %s=%q: too large", ParamValidUntilSeconds, s)
+	if err != nil || n > limit {
+		if limit < maxValidUntilSeconds {
+			return 0, true, fmt.Errorf("parameter %s=%q: above the limit of %d seconds", key, s, limit)
+		}
+		return 0, true, fmt.Errorf("parameter %s=%q: too large", key, s)
 	}
 	if n == 0 {
-		return 0, true, fmt.Errorf("parameter %s=%q: must be at least 1", ParamValidUntilSeconds, s)
+		return 0, true, fmt.Errorf("parameter %s=%q: must be at least 1", key, s)
 	}
 	return time.Duration(n) * time.Second, true, nil
 }

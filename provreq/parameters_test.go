@@ -1,6 +1,7 @@
 package provreq
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -135,4 +136,52 @@ func TestParseBoolParameter(t *testing.T) {
 	if _, err := ParseBoolParameter(params, "bad"); err == nil {
 		t.Error("yes read as a boolean")
 	}
+}
+
+func TestParseMaxRunDurationSeconds(t *testing.T) {
+	tests := []struct {
+		name    string
+		value   *v1.Parameter
+		want    time.Duration
+		wantSet bool
+		wantErr string
+	}{
+		{name: "absent"},
+		{name: "twenty seconds", value: ptr("20"), want: 20 * time.Second, wantSet: true},
+		{name: "seven days, GKE's cap", value: ptr("604800"), want: 7 * 24 * time.Hour, wantSet: true},
+		{name: "one second more than seven days", value: ptr("604801"), wantSet: true, wantErr: "above the limit of 604800 seconds"},
+		{name: "overflows int64", value: ptr("99999999999999999999"), wantSet: true, wantErr: "above the limit"},
+		{name: "zero", value: ptr("0"), wantSet: true, wantErr: "at least 1"},
+		{name: "negative", value: ptr("-20"), wantSet: true, wantErr: "not a whole number"},
+		{name: "with unit", value: ptr("20s"), wantSet: true, wantErr: "not a whole number"},
+		{name: "empty", value: ptr(""), wantSet: true, wantErr: "empty"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			params := map[string]v1.Parameter{ParamValidUntilSeconds: "60"}
+			if tc.value != nil {
+				params[ParamMaxRunDurationSeconds] = *tc.value
+			}
+			got, set, err := ParseMaxRunDurationSeconds(params)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("unexpected error %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("err = %v, want one containing %q", err, tc.wantErr)
+			}
+			if got != tc.want || set != tc.wantSet {
+				t.Errorf("ParseMaxRunDurationSeconds = %v, %v; want %v, %v", got, set, tc.want, tc.wantSet)
+			}
+		})
+	}
+	// The key is case-sensitive, as GKE's: another spelling is an unknown
+	// parameter, ignored.
+	if _, set, err := ParseMaxRunDurationSeconds(map[string]v1.Parameter{"MaxRunDurationSeconds": "x"}); set || err != nil {
+		t.Errorf("another spelling: set=%v err=%v", set, err)
+	}
+}
+
+func ptr(s string) *v1.Parameter {
+	p := v1.Parameter(s)
+	return &p
 }

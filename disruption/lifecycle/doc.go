@@ -10,8 +10,14 @@
 //   - Drift (disruption.Drifted): a node its group reports drifted through
 //     cloudprovider.DriftDetector (a group made from another template now);
 //     an error means not drifted. Groups without DriftDetector never drift.
+//   - RunLimit (disruption.MaxRunDuration): a node an all-or-nothing
+//     ProvisioningRequest's scale-up made, once the request's
+//     maxRunDurationSeconds passed and its capacity was revoked: when none of
+//     the request's pods is left on it, or at the end of the grace. It is
+//     not replaced, and it is proposed only if the request's records name it
+//     and it existed when the request was provisioned.
 //
-// Each candidate is one node, replaced by one new node of its own group
+// Each expiry or drift candidate is one node, replaced by one new node of its own group
 // (replace first: the engine drains the old node once the new one is
 // Ready). Both sources skip nodes without a node group, nodes being deleted
 // (a deletion timestamp or the autoscaler's ToBeDeletedByClusterAutoscaler

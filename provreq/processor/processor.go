@@ -55,6 +55,10 @@ type Options struct {
 	// PodSets' counts); a request above it fails without its pods ever
 	// being built. Zero means no cap.
 	MaxPodsPerRequest int
+	// MaxRunGrace is how long the nodes of a request whose
+	// maxRunDurationSeconds passed wait for its pods to go before they are
+	// drained all the same (--provisioning-request-max-run-grace).
+	MaxRunGrace time.Duration
 }
 
 // RequestLister lists the ProvisioningRequests of the informer cache.
@@ -126,6 +130,9 @@ type Processor struct {
 	holdsMu    sync.Mutex
 	holds      map[string]string
 	holdsKnown bool
+	// releases is RunReleases's answer, as the loop last published it
+	// (publishRunLimits), under holdsMu.
+	releases map[string]Release
 }
 
 // requestState is what the processor remembers of one request.
@@ -225,6 +232,9 @@ type Loop struct {
 	// blind: the requests could not be listed in this loop (Holds stays
 	// unknown).
 	blind bool
+	// present are the cluster's nodes as Run saw them (nil: Run did not
+	// run in this loop).
+	present map[string]bool
 }
 
 // Input is what the processor needs of the loop's observation.
@@ -452,6 +462,9 @@ func (l *Loop) set(r *request, typ string, status bool, reason, message string) 
 	if old != nil && string(old.Status) == s && old.Reason == reason && old.Message == message {
 		return
 	}
+	if typ == provreq.ConditionProvisioned && status && (old == nil || string(old.Status) != s) {
+		message += l.runLimitNote(r)
+	}
 	c := condition(typ, s, reason, message, r.pr.Generation)
 	provreq.SetCondition(&r.status.Conditions, c, l.now)
 	if old == nil || string(old.Status) != s || old.Reason != reason {
@@ -488,6 +501,7 @@ func (l *Loop) backOff(r *request) time.Time {
 // templates, booking end.
 func (l *Loop) lifecycle(ctx context.Context, r *request) {
 	pr, opts := r.pr, l.p.opts
+	l.enforceRunLimit(r)
 	if !r.live() {
 		r.state.built = nil
 		if last := lastTransition(r.status.Conditions); !last.IsZero() && l.now.Sub(last) > opts.RetentionTime {
@@ -508,6 +522,10 @@ func (l *Loop) lifecycle(ctx context.Context, r *request) {
 		}
 		deadline, set, err := provreq.ValidUntil(pr)
 		if err != nil {
+			l.fail(r, ReasonInvalidParameters, fmt.Sprintf("Invalid parameters: %v.", err))
+			return
+		}
+		if _, _, err := provreq.ParseMaxRunDurationSeconds(pr.Spec.Parameters); err != nil {
 			l.fail(r, ReasonInvalidParameters, fmt.Sprintf("Invalid parameters: %v.", err))
 			return
 		}

@@ -151,7 +151,7 @@ func (l *Loop) records(r *request, at *attempt) (out map[string]string, finished
 		if a != nil {
 			get(q.pr.UID, q.state.name).Attempt = &attemptRecord{Started: a.started.UTC(), Groups: sharesToRecord(a.groups)}
 		}
-		if len(q.state.nodes) > 0 && q.provisioned() {
+		if len(q.state.nodes) > 0 && (q.provisioned() || l.runLimited(q)) {
 			rec := get(q.pr.UID, q.state.name)
 			rec.Nodes = sortedKeys(q.state.nodes)
 			if c := provreq.FindCondition(q.status.Conditions, provreq.ConditionProvisioned); c != nil {

@@ -60,6 +60,7 @@ func (l *Loop) Run(ctx context.Context, capacity Capacity, nodes []*apiv1.Node, 
 	for _, n := range nodes {
 		present[n.Name] = true
 	}
+	l.present = present
 	if !l.unrestored {
 		l.checkRestored(ctx, instances)
 	}
@@ -289,6 +290,7 @@ func (l *Loop) Finish(ctx context.Context) {
 	// was revoked do not.
 	l.p.metrics.BookedPods(booked)
 	l.publishHolds()
+	l.publishRunLimits()
 	for i, pod := range l.released {
 		if i == maxReleasedEvents {
 			break
