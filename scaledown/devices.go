@@ -52,8 +52,15 @@ func tryMove(ctx context.Context, s Session, node string, move []*apiv1.Pod, avo
 
 // deviceShare is the share of node n's DRA devices that allocated claims
 // hold; ok is false when n publishes no device (or the session does not
-// know devices).
+// know devices). A session holding the loop's simulator (*scaleup.Session
+// does) answers from its snapshot, where a GPU cut into partitions that
+// consume shared counters (MIG through DRA) counts by the share of its
+// counters in use, not by how many of its partitions are allocated; other
+// sessions answer by counting devices (DeviceSession).
 func deviceShare(s Session, n *apiv1.Node) (share float64, ok bool) {
+	if ss, knows := s.(simulatorSession); knows && ss.Simulator() != nil {
+		return ss.Simulator().Snapshot().DeviceShare(n.Name)
+	}
 	d, knows := s.(DeviceSession)
 	if !knows {
 		return 0, false

@@ -20,8 +20,13 @@ import (
 type DriverDevices struct {
 	// Driver is the DRA driver's name (a DNS subdomain, e.g. gpu.example.com).
 	Driver string `json:"driver"`
-	// Devices are the devices of one node: names, attributes, capacity.
+	// Devices are the devices of one node: names, attributes, capacity,
+	// and the counters a partitionable device consumes (consumesCounters).
 	Devices []resourceapi.Device `json:"devices"`
+	// SharedCounters are the counter sets each node's pool offers to
+	// partitionable devices (e.g. one per GPU: its memory and compute
+	// slices); see counters.go.
+	SharedCounters []resourceapi.CounterSet `json:"sharedCounters,omitempty"`
 }
 
 // validateDevices checks what the API server would refuse in the slices
@@ -38,10 +43,15 @@ func validateDevices(list []DriverDevices, path *field.Path) field.ErrorList {
 			errs = append(errs, field.Duplicate(p.Child("driver"), d.Driver))
 		}
 		drivers[d.Driver] = true
-		if len(d.Devices) == 0 || len(d.Devices) > resourceapi.ResourceSliceMaxDevices {
-			errs = append(errs, field.Invalid(p.Child("devices"), len(d.Devices),
-				fmt.Sprintf("want between 1 and %d devices", resourceapi.ResourceSliceMaxDevices)))
+		most := resourceapi.ResourceSliceMaxDevices
+		if consumesCounters(d) {
+			most = resourceapi.ResourceSliceMaxDevicesWithAdvancedFeatures
 		}
+		if len(d.Devices) == 0 || len(d.Devices) > most {
+			errs = append(errs, field.Invalid(p.Child("devices"), len(d.Devices),
+				fmt.Sprintf("want between 1 and %d devices", most)))
+		}
+		errs = append(errs, validateCounters(d, p)...)
 		names := map[string]bool{}
 		for j, dev := range d.Devices {
 			dp := p.Child("devices").Index(j).Child("name")
@@ -59,7 +69,9 @@ func validateDevices(list []DriverDevices, path *field.Path) field.ErrorList {
 
 // resourceSlices returns the slices the group's drivers publish for node:
 // owned by the Node when it has a UID (a created Node), so that they go
-// with it, as a kubelet's do.
+// with it, as a kubelet's do. A driver with shared counters publishes them
+// in a second slice of the same pool (the API server keeps counter sets and
+// devices apart).
 func (g *NodeGroup) resourceSlices(node *apiv1.Node) []*resourceapi.ResourceSlice {
 	var out []*resourceapi.ResourceSlice
 	for _, d := range g.cfg.Template.Devices {
@@ -76,6 +88,11 @@ func (g *NodeGroup) resourceSlices(node *apiv1.Node) []*resourceapi.ResourceSlic
 		}
 		if node.UID != "" {
 			sl.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}
+		}
+		if counters := countersSlice(d, sl); counters != nil {
+			sl.Spec.Pool.ResourceSliceCount = 2
+			counters.Spec.Pool.ResourceSliceCount = 2
+			out = append(out, counters)
 		}
 		out = append(out, sl)
 	}
