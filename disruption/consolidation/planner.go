@@ -309,8 +309,47 @@ func (p *Planner) newWork(ctx context.Context, in Input, reasons map[string]stri
 		}
 		ns.value = worth / cost
 	}
-	sort.SliceStable(w.order, func(i, j int) bool { return w.order[i].value > w.order[j].value })
+	last := w.cheapestPerSize()
+	sort.SliceStable(w.order, func(i, j int) bool {
+		if li, lj := last[w.order[i]], last[w.order[j]]; li != lj {
+			return lj
+		}
+		return w.order[i].value > w.order[j].value
+	})
 	return w
+}
+
+// cheapestPerSize names the candidates with pods to move whose price per
+// size (proxyPrice) is within 2% of the lowest of any priced group's new
+// node: the nodes a cost-minded end state keeps. They go after the others,
+// so that the pods of the dearer nodes move onto them rather than theirs
+// onto nodes a later plan empties (a pod moved twice). Empty only when not
+// all nodes are priced, or when every candidate is of that price.
+func (w *work) cheapestPerSize() map[*nodeState]bool {
+	if !w.allPriced {
+		return nil
+	}
+	best := -1.0
+	for _, g := range w.groups {
+		if g.priced && g.Template != nil && g.Template.Node != nil {
+			if size := proxyPrice(g.Template.Node); size > 0 && (best < 0 || g.price/size < best) {
+				best = g.price / size
+			}
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	out := map[*nodeState]bool{}
+	for _, ns := range w.order {
+		if size := proxyPrice(ns.node); len(ns.move) > 0 && size > 0 && ns.price/size <= best*1.02 {
+			out[ns] = true
+		}
+	}
+	if len(out) == len(w.order) {
+		return nil
+	}
+	return out
 }
 
 // eligible applies the protections to one node of the simulation; it

@@ -113,6 +113,23 @@ func TestPlanReplacement(t *testing.T) {
 		// The empty medium node goes; the small ones stay for a later plan.
 		want: []verdict{{Nodes: []string{"m9"}}},
 	}, {
+		name: "the nodes cheapest per size go last",
+		build: func(c *cluster) {
+			// All nodes have 64Gi: the small group is the cheapest per
+			// size (0.25 for 4 cores and 64Gi).
+			c.node("s1", "small")
+			c.fill("s1", "web", 1)
+			c.node("m1", "medium")
+			c.fill("m1", "web", 2)
+			c.node("l2", "large").Obj().Annotations = map[string]string{ScaleDownDisabledAnnotation: "true"}
+			c.fill("l2", "db", 14)
+		},
+		// l2 has room for two pods: s1's one (more saved per pod moved)
+		// would go first, and m1 would stay, a dearer node per size that
+		// a later plan would empty onto the nodes that stay. m1 goes.
+		opts: func(o *Options) { o.MaxReplacements = 0 },
+		want: []verdict{{Nodes: []string{"m1"}}},
+	}, {
 		name: "k nodes: the group saving most",
 		build: func(c *cluster) {
 			c.groups = []testGroup{{id: "small", cpu: "4", price: 0.3}, {id: "medium", cpu: "8", price: 0.45},
