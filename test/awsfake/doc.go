@@ -39,7 +39,10 @@
 // filters instance-type, product-description, availability-zone),
 // DescribeInstances (InstanceId.N or all, MaxResults, NextToken;
 // instanceLifecycle "spot" for the instances launched as Spot by their
-// group's instances distribution or launch template market type). Other
+// group's instances distribution or launch template market type),
+// DescribeCapacityReservations (CapacityReservationId.N or all, MaxResults
+// 1-1000, NextToken; an unknown ID is InvalidCapacityReservationId.NotFound;
+// the reservations AddCapacityReservation added, reservations.go). Other
 // EC2 Filter.N parameters are refused rather than ignored. Any other
 // action is 400 InvalidAction.
 // Price List Query API (JSON 1.1, AWS_ENDPOINT_URL_PRICING, told apart by
@@ -79,6 +82,25 @@
 // Failed activity whose StatusMessage carries the error code, repeated at
 // most every 10 s while the group is short (at once after an increase), and
 // the desired capacity stays.
+//
+// Capacity Reservations (reservations.go): a launch template version's
+// CapacityReservationSpecification picks where each launch goes. A target
+// (a reservation ID, or a resource group: its first active member of the
+// type with room) or the market type capacity-block launches into that
+// reservation only, in its zone; preference capacity-reservations-only
+// into an active open reservation of the type in one of the group's zones
+// only; open (also without a specification) into such a reservation while
+// one has room, else On-Demand; none On-Demand. An instance holds its
+// reservation until it is Terminated (AvailableInstanceCount goes down at
+// launch, up again then). A launch that finds no room - or a reservation
+// not active (a Capacity Block before its StartDate or from its EndDate
+// on), unknown, or of another instance type - launches nothing beyond the
+// room there is: it is a Failed activity as above, in the plain
+// launch-template form, with EC2's codes ReservationCapacityExceeded
+// ("Insufficient capacity in the Capacity Reservation cr-... for instance
+// type ..."; the wording is the fake's), IncorrectState,
+// InvalidCapacityReservationId.NotFound or InvalidParameterCombination.
+// Instances of a Capacity Block are not terminated when it ends.
 //
 // # Fault knobs
 //

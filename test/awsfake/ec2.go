@@ -146,6 +146,7 @@ type xmlLaunchTemplateVersion struct {
 		MarketOptions *struct {
 			MarketType string `xml:"marketType"`
 		} `xml:"instanceMarketOptions,omitempty"`
+		CapacityReservation *xmlCapacityReservationSpec `xml:"capacityReservationSpecification,omitempty"`
 	} `xml:"launchTemplateData"`
 }
 
@@ -202,6 +203,7 @@ func (s *Server) describeLaunchTemplateVersions(form url.Values) (any, *apiError
 		if v.ImageID != "" {
 			x.LaunchTemplateData.ImageID = v.ImageID
 		}
+		x.LaunchTemplateData.CapacityReservation = renderReservationSpec(v.CapacityReservation) // reservations.go
 		out.Versions = append(out.Versions, x)
 	}
 	return out, nil

@@ -68,8 +68,9 @@ var actions = map[string]map[string]handler{
 		"DescribeSubnets":                          (*Server).describeSubnets,
 		"DescribeImages":                           (*Server).describeImages,
 		"GetInstanceTypesFromInstanceRequirements": (*Server).getInstanceTypesFromInstanceRequirements,
-		"DescribeSpotPriceHistory":                 (*Server).describeSpotPriceHistory, // spotprice.go
-		"DescribeInstances":                        (*Server).describeInstances,        // spotprice_instances.go
+		"DescribeSpotPriceHistory":                 (*Server).describeSpotPriceHistory,     // spotprice.go
+		"DescribeCapacityReservations":             (*Server).describeCapacityReservations, // reservations.go
+		"DescribeInstances":                        (*Server).describeInstances,            // spotprice_instances.go
 	},
 }
 

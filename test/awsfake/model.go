@@ -39,6 +39,10 @@ type LaunchTemplateVersion struct {
 	// ImageID is the version's AMI (DescribeImages knows those AddImage
 	// registered); "" renders as ami-00000000000000000.
 	ImageID string
+	// CapacityReservation is the version's CapacityReservationSpecification
+	// (nil: none; reservations.go). MarketType "capacity-block" launches
+	// into the Capacity Block it targets.
+	CapacityReservation *CapacityReservationSpec
 }
 
 // LaunchTemplate is an EC2 launch template; ID ("lt-" + hex) is generated when
@@ -123,6 +127,10 @@ type Instance struct {
 	// group's instances distribution, or its launch template's market
 	// type): DescribeInstances reports its InstanceLifecycle "spot".
 	Spot bool
+	// CapacityReservationID is the Capacity Reservation (or Capacity
+	// Block) the instance was launched into, "" for none; it holds one of
+	// its instances until it is Terminated (reservations.go).
+	CapacityReservationID string
 }
 
 // Lifecycle states of an instance.

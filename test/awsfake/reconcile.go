@@ -77,9 +77,7 @@ func (s *Server) reconcileGroup(g *groupState, now time.Time) {
 			return
 		}
 		lt, lc := s.launchOrigin(g)
-		for range g.Desired - len(act) {
-			s.launch(g, instanceType, lt, lc, now, len(act))
-		}
+		s.launchInto(g, instanceType, lt, lc, now, len(act)) // reservations.go
 	case len(act) > g.Desired:
 		for _, in := range scaleInVictims(act, len(act)-g.Desired, g.TerminationPolicies) {
 			s.startTermination(in, g, now, fmt.Sprintf(
@@ -90,7 +88,7 @@ func (s *Server) reconcileGroup(g *groupState, now time.Time) {
 }
 
 // launch starts one instance of the group.
-func (s *Server) launch(g *groupState, instanceType string, lt LaunchTemplateSpec, lc string, now time.Time, from int) {
+func (s *Server) launch(g *groupState, instanceType string, lt LaunchTemplateSpec, lc string, now time.Time, from int) *Instance {
 	zone, _ := s.nextZone(g)
 	in := &Instance{
 		ID:           "i-" + randomHex(17),
@@ -122,6 +120,7 @@ func (s *Server) launch(g *groupState, instanceType string, lt LaunchTemplateSpe
 	s.activities = append(s.activities, a)
 	s.inFlight[in.ID] = a
 	s.advance(in, now)
+	return in
 }
 
 // recordFailedLaunch records a failed launch attempt of the group.

@@ -63,6 +63,9 @@ type Server struct {
 	spotPrices []SpotPrice
 	// sqs holds the SQS queues and their messages (sqs.go).
 	sqs sqsState
+	// reservations are the Capacity Reservations and Blocks by ID
+	// (reservations.go).
+	reservations map[string]*CapacityReservation
 
 	listener net.Listener
 	httpSrv  *http.Server
