@@ -20,13 +20,18 @@ import (
 // to what the pods they host are worth. Over the window [now, now+1h), for an
 // option adding n nodes of template T to host pods p1..pk:
 //
-//	ratio   = (n·NodePrice(T) + a) / (Σ PodPrice(pi) + a)
+//	ratio   = ((n-r)·NodePrice(T) + a) / (Σ PodPrice(pi) + a)
 //	size    = 1 + sizeWeight·|log2(cores(T) / preferred)|
 //	gpu     = gpuPenalty when T has a GPU and no pi asks for it, else 1
 //	missing = missingPenalty when the group does not exist yet, else 1
 //	score   = ratio · size · gpu · missing
 //
-// a is the price of an anchor pod (1 cpu, 4Gi) over the window: it keeps
+// r is how many of the n nodes come from reserved capacity already paid for
+// (at most n): what the group says when it implements ReservedCapacity (the
+// AWS provider's groups that launch into a Capacity Reservation or Capacity
+// Block, for the instances left in it), else 0. Such nodes cost nothing
+// more, so a reserved group wins over an ordinary one of the same size
+// until its reservation is used up. a is the price of an anchor pod (1 cpu, 4Gi) over the window: it keeps
 // options that host only a few cheap pods from swinging the ratio wildly and
 // the ratio finite when the pods are free. preferred is a core count that
 // grows with the cluster (see preferredCores), so the size factor mildly
@@ -71,6 +76,21 @@ func preferredCores(n int) float64 {
 	default:
 		return 32
 	}
+}
+
+// ReservedCapacity is implemented by node groups some of whose next nodes
+// launch into capacity already paid for: ReservedNodesLeft is how many.
+type ReservedCapacity interface {
+	ReservedNodesLeft() int
+}
+
+// reservedNodes is how many of an option's nodes are already paid for.
+func reservedNodes(o Option) int {
+	r, ok := o.NodeGroup.(ReservedCapacity)
+	if !ok {
+		return 0
+	}
+	return min(max(r.ReservedNodesLeft(), 0), o.NodeCount)
 }
 
 type price struct {
@@ -153,7 +173,8 @@ func (p *price) score(ctx context.Context, o Option, info *cloudprovider.NodeInf
 	if podsValue+env.anchor <= 0 {
 		return 0, fmt.Errorf("pods are worth nothing")
 	}
-	ratio := (nodePrice*float64(o.NodeCount) + env.anchor) / (podsValue + env.anchor)
+	reserved := reservedNodes(o)
+	ratio := (nodePrice*float64(o.NodeCount-reserved) + env.anchor) / (podsValue + env.anchor)
 
 	size := 1.0
 	if cores := float64(amount(info.Node.Status.Capacity, apiv1.ResourceCPU)) / 1000; cores > 0 {
@@ -169,7 +190,7 @@ func (p *price) score(ctx context.Context, o Option, info *cloudprovider.NodeInf
 	}
 	score := ratio * size * gpu * missing
 	klog.FromContext(ctx).V(4).Info("Expander scored option", "expander", "price", "nodeGroup", groupID(o),
-		"nodeCount", o.NodeCount, "nodePrice", nodePrice, "podsValue", podsValue, "anchor", env.anchor,
+		"nodeCount", o.NodeCount, "reservedNodes", reserved, "nodePrice", nodePrice, "podsValue", podsValue, "anchor", env.anchor,
 		"sizeFactor", size, "gpuFactor", gpu, "missingFactor", missing, "score", score)
 	return score, nil
 }

@@ -70,6 +70,14 @@ type missingGroup struct{ cloudprovider.NodeGroup }
 
 func (missingGroup) Exist() bool { return false }
 
+// reservedGroup is a node group whose next left nodes are already paid for.
+type reservedGroup struct {
+	cloudprovider.NodeGroup
+	left int
+}
+
+func (r reservedGroup) ReservedNodesLeft() int { return r.left }
+
 func gpuNode(name, cpu, memory string) *apiv1.Node {
 	n := templateNode(name, cpu, memory)
 	n.Labels["fake.gpu/type"] = "t4" // the fake provider's GPULabel
@@ -85,7 +93,9 @@ func TestPrice(t *testing.T) {
 		static  int // target size of an extra group, counted when nodes is nil
 		options []optionSpec
 		missing string // group that does not exist yet
-		want    []string
+		// reserved are groups with nodes already paid for, by how many.
+		reserved map[string]int
+		want     []string
 	}{
 		{name: "the cheaper node wins", pricing: &fakePricing{podPerCoreHour: 0.05,
 			nodeHourly: map[string]float64{"std4": 0.20, "std4b": 0.15}},
@@ -143,6 +153,25 @@ func TestPrice(t *testing.T) {
 				{group: "std4", nodes: 1, pods: pods(3, "1", "1Gi")},
 				{group: "std4b", nodes: 1, pods: pods(3, "1", "1Gi")},
 			}, want: []string{"std4/1"}},
+		{name: "reserved capacity already paid for wins over a cheaper node", pricing: &fakePricing{podPerCoreHour: 0.05,
+			nodeHourly: map[string]float64{"std4": 0.20, "std4b": 0.15}}, reserved: map[string]int{"std4": 2},
+			options: []optionSpec{
+				{group: "std4", nodes: 2, pods: pods(6, "1", "1Gi")},
+				{group: "std4b", nodes: 2, pods: pods(6, "1", "1Gi")},
+			}, want: []string{"std4/2"}},
+		{name: "nodes beyond the reservation are priced", pricing: &fakePricing{podPerCoreHour: 0.05,
+			// std4: 3 of 4 nodes at 0.20 = 0.60; std4b: 4 at 0.10 = 0.40
+			nodeHourly: map[string]float64{"std4": 0.20, "std4b": 0.10}}, reserved: map[string]int{"std4": 1},
+			options: []optionSpec{
+				{group: "std4", nodes: 4, pods: pods(12, "1", "1Gi")},
+				{group: "std4b", nodes: 4, pods: pods(12, "1", "1Gi")},
+			}, want: []string{"std4b/4"}},
+		{name: "a reservation used up counts for nothing", pricing: &fakePricing{podPerCoreHour: 0.05,
+			nodeHourly: map[string]float64{"std4": 0.20, "std4b": 0.15}}, reserved: map[string]int{"std4": 0},
+			options: []optionSpec{
+				{group: "std4", nodes: 1, pods: pods(3, "1", "1Gi")},
+				{group: "std4b", nodes: 1, pods: pods(3, "1", "1Gi")},
+			}, want: []string{"std4b/1"}},
 		{name: "ties are kept", pricing: &fakePricing{nodePerCoreHour: 0.04, podPerCoreHour: 0.04},
 			options: []optionSpec{
 				{group: "std4", nodes: 1, pods: pods(3, "1", "1Gi")},
@@ -178,6 +207,9 @@ func TestPrice(t *testing.T) {
 			w.provider.AddNodeGroup("static", tc.static, tc.static, tc.static, nil)
 			if tc.missing != "" {
 				w.groups[tc.missing] = missingGroup{w.groups[tc.missing]}
+			}
+			for g, left := range tc.reserved {
+				w.groups[g] = reservedGroup{w.groups[g], left}
 			}
 			w.provider.SetPricing(tc.pricing)
 			p, err := newPrice(t.Context(), w.provider, tc.nodes, clocktesting.NewFakePassiveClock(now))
