@@ -17,7 +17,7 @@ import (
 
 // ec2Actions are the EC2 actions the provider calls; every other action is
 // Auto Scaling's.
-var ec2Actions = map[string]bool{"DescribeInstanceTypes": true, "DescribeLaunchTemplateVersions": true, "DescribeSubnets": true,
+var ec2Actions = map[string]bool{"DescribeInstanceTypes": true, "DescribeLaunchTemplateVersions": true, "DescribeSubnets": true, "DescribeCapacityReservations": true,
 	"DescribeLaunchTemplates": true}
 
 // callCounts splits the calls made since before by service, leaving out

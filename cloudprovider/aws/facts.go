@@ -141,6 +141,7 @@ func (p *Provider) templateVersionType(ctx context.Context, ref launchTemplateRe
 		return "", callError(fmt.Sprintf("describing launch template %s", ref), err, true)
 	}
 	for _, v := range out.LaunchTemplateVersions {
+		p.noteLaunchReservation(ref, v.LaunchTemplateData) // reservations.go
 		if v.LaunchTemplateData != nil && v.LaunchTemplateData.InstanceType != "" {
 			p.noteLaunchMarket(ref, v.LaunchTemplateData) // capacitytype.go
 			return string(v.LaunchTemplateData.InstanceType), nil

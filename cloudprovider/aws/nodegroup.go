@@ -31,6 +31,9 @@ type NodeGroup struct {
 	min, max  int
 	failure   *launchFailure
 	instances []cloudprovider.Instance
+	// reservation is the Capacity Reservation the group launches into
+	// (nil: none; reservations.go): it bounds max and labels the template.
+	reservation *groupReservation
 
 	mu       sync.Mutex
 	template *apiv1.Node
@@ -309,6 +312,7 @@ func (g *NodeGroup) buildTemplate(ctx context.Context) (*apiv1.Node, []*resource
 	if err != nil {
 		return nil, nil, err
 	}
+	reservationLabels(node, g.reservation, d.Tags)
 	return node, g.p.templateSlices(ctx, d, node.Name, t), nil
 }
 

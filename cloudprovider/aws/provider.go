@@ -71,6 +71,9 @@ type Provider struct {
 	// prices the prices (pricing.go).
 	capacity *capacityFacts
 	prices   *priceBook
+	// reserved keeps the Capacity Reservations the launch templates name
+	// (reservations.go).
+	reserved *reservationBook
 
 	mu    sync.Mutex
 	state *snapshot
@@ -154,7 +157,7 @@ func Build(ctx context.Context, opts cloudprovider.BuildOptions) (cloudprovider.
 func New(asg AutoScalingAPI, ec2 EC2API, region string, explicit []explicitGroup, discover []tagDiscoverer, opts ...Option) *Provider {
 	p := &Provider{asg: asg, ec2: ec2, region: region, explicit: explicit, discover: discover,
 		limiter: cloudprovider.NewResourceLimiter(nil, nil), clock: clock.RealClock{}, listEvery: DefaultListInterval,
-		facts: newFactCache(), drift: newDriftCache(), capacity: newCapacityFacts(), prices: newPriceBook(), state: &snapshot{groups: map[string]*NodeGroup{}, byInstance: map[string]*NodeGroup{}},
+		facts: newFactCache(), drift: newDriftCache(), capacity: newCapacityFacts(), prices: newPriceBook(), reserved: newReservationBook(), state: &snapshot{groups: map[string]*NodeGroup{}, byInstance: map[string]*NodeGroup{}},
 		increased: map[string]time.Time{}, dirty: map[string]bool{}, cache: map[string]*cachedGroup{},
 		ownTerminations: map[string]string{}, writeGen: map[string]int{}, written: map[string]bool{}}
 	for _, o := range opts {
@@ -223,6 +226,7 @@ func (p *Provider) Refresh(ctx context.Context) error {
 		p.listed, p.listedAt = true, now
 		klog.FromContext(ctx).V(2).Info("Read the list of Auto Scaling groups", "groups", len(p.cache))
 	}
+	p.readReservations(ctx, now) // reservations.go
 	snap, err := p.buildSnapshot(ctx, now, descs)
 	if err != nil {
 		p.restoreDirty(dirty)

@@ -153,6 +153,7 @@ func (p *Provider) buildSnapshot(ctx context.Context, now time.Time, read map[st
 	}
 	s := &snapshot{groups: map[string]*NodeGroup{}, byInstance: map[string]*NodeGroup{}}
 	names := p.cachedNames()
+	reserved := p.reservedGroups(now) // reservations.go
 	var subnets []string
 	for _, c := range p.cache {
 		subnets = append(subnets, c.desc.Subnets...)
@@ -173,6 +174,10 @@ func (p *Provider) buildSnapshot(ctx context.Context, now time.Time, read map[st
 			}
 		}
 		g := &NodeGroup{p: p, desc: d, readAt: c.readAt, seq: c.seq, min: min, max: max}
+		if r, ok := reserved[n]; ok {
+			g.reservation = &r
+			g.max = reservedMax(max, d.Desired, g.reservation)
+		}
 		if d.Desired > d.live() {
 			if _, justRead := read[n]; justRead && p.activityDue(c, now) {
 				a, err := p.readLatestActivity(ctx, n)
