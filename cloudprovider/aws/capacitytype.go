@@ -17,7 +17,8 @@ import (
 // CapacityTypeLabel is the neutral capacity-type label: Karpenter's key
 // and values (on-demand, spot), which pods migrating from Karpenter
 // already select. Templates carry it next to EKS's
-// eks.amazonaws.com/capacityType (ON_DEMAND, SPOT).
+// eks.amazonaws.com/capacityType (ON_DEMAND, SPOT). A group launching
+// into a Capacity Reservation or Block is "reserved" (reservations.go).
 const CapacityTypeLabel = "karpenter.sh/capacity-type"
 
 // capacityType is how a group's new instances, or an instance, are bought.

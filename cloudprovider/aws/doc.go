@@ -28,7 +28,10 @@
 // interruption warning it avoids the (group, type, zone) Spot offering for
 // --aws-interrupted-capacity-avoid-time, and names to the cluster state
 // (cloudprovider.CapacityAvoider, code SpotInterrupted) a group all of
-// whose Spot offerings are avoided (avoidance.go).
+// whose Spot offerings are avoided (avoidance.go). A group whose launch
+// template names a Capacity Reservation or Capacity Block is bounded by
+// the instances left in it, labelled, and tells the price expander how
+// many of its next nodes are already paid for (reservations.go).
 //
 // It must not import the autoscaler's core packages (scaleup, clusterstate,
 // processors...): only cloudprovider and config.

@@ -63,7 +63,7 @@ func TestAllowOnlyRefusesWhatAPolicyLacks(t *testing.T) {
 		"ec2:DescribeImages", "eks:DescribeNodegroup")
 	// (this list lacks ec2:GetInstanceTypesFromInstanceRequirements, which
 	// upstream's policy has)
-	if d := cmp.Diff([]string{"CreateLaunchTemplateVersion", "DescribeInstances", "DescribeLaunchTemplates", "DescribeSpotPriceHistory",
+	if d := cmp.Diff([]string{"CreateLaunchTemplateVersion", "DescribeCapacityReservations", "DescribeInstances", "DescribeLaunchTemplates", "DescribeSpotPriceHistory",
 		"DescribeSubnets", "GetInstanceTypesFromInstanceRequirements", "ModifyLaunchTemplate", "SetInstanceProtection"}, refused); d != "" {
 		t.Errorf("refused actions (-want +got):\n%s", d)
 	}
