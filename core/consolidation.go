@@ -165,6 +165,9 @@ func (a *Autoscaler) consolidationGroups(session *scaleup.Session) []consolidati
 	for _, gs := range a.state.Groups() {
 		g := consolidation.Group{ID: gs.NodeGroup.Id(), Size: gs.Target, Min: gs.NodeGroup.MinSize(),
 			Max: gs.NodeGroup.MaxSize(), Template: session.Template(gs.NodeGroup.Id())}
+		if g.Template != nil && g.Template.Node != nil {
+			g.Reserved = g.Template.Node.Labels[cloudprovider.CapacityReservationIDLabel] != ""
+		}
 		for _, n := range gs.Nodes {
 			g.Nodes = append(g.Nodes, n.Name)
 		}

@@ -12,6 +12,8 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+
+	"k8s.io/autoscaler/cluster-autoscaler/cloudprovider"
 )
 
 // Reserved capacity. A group whose launch template version names a
@@ -45,7 +47,7 @@ import (
 // (IAM may not allow it) keeps what was read before and is tried again
 // after reservationRetry.
 const (
-	ReservationIDLabel   = "cluster-autoscaler.kubernetes.io/capacity-reservation-id"
+	ReservationIDLabel   = cloudprovider.CapacityReservationIDLabel
 	ReservationTypeLabel = "cluster-autoscaler.kubernetes.io/capacity-reservation-type"
 	// ReservationEndLabel is a Capacity Block's end, in Unix seconds.
 	ReservationEndLabel = "cluster-autoscaler.kubernetes.io/capacity-reservation-end"

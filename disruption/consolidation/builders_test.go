@@ -32,6 +32,7 @@ type testGroup struct {
 	cpu      string
 	price    float64
 	min, max int
+	reserved bool
 }
 
 // cluster is a test cluster, built into a real framework snapshot by input.
@@ -129,7 +130,7 @@ func (c *cluster) input(h *framework.Handle) Input {
 	}
 	pr := prices{}
 	for _, tg := range c.groups {
-		g := Group{ID: tg.id, Min: tg.min, Max: tg.max}
+		g := Group{ID: tg.id, Min: tg.min, Max: tg.max, Reserved: tg.reserved}
 		if g.Max == 0 {
 			g.Max = 1000
 		}

@@ -46,6 +46,9 @@ const (
 	// ReasonNoPlaceToMovePods: the node's pods fit neither on the other
 	// nodes nor with a replacement worth its price.
 	ReasonNoPlaceToMovePods = "NoPlaceToMovePods"
+	// ReasonReserved: the node's group runs on reserved capacity, paid
+	// for whether it runs a node or not.
+	ReasonReserved = "ReservedCapacity"
 	// ReasonOutOfBudget: the plan's work budget ran out before the node.
 	ReasonOutOfBudget = "OutOfSimulationBudget"
 )
@@ -57,6 +60,11 @@ type Group struct {
 	Nodes []string
 	// Size is the group's target size; Min and Max its bounds.
 	Size, Min, Max int
+	// Reserved: the group's nodes run on reserved capacity paid for
+	// whether used or not (its template carries
+	// cloudprovider.CapacityReservationIDLabel): removing one saves
+	// nothing, so they are no candidates (they stay destinations).
+	Reserved bool
 	// Template is the NodeInfo a new node of the group would be (the
 	// scale-up session's, DaemonSet pods included); nil when the group
 	// may not be a replacement (no template, backed off, unhealthy, a
@@ -358,6 +366,8 @@ func (p *Planner) eligible(n *apiv1.Node, g *groupState, pods []*apiv1.Pod, book
 	switch {
 	case g == nil:
 		return nil, ReasonNotAutoscaled
+	case g.Reserved:
+		return nil, ReasonReserved
 	case n.Annotations[ScaleDownDisabledAnnotation] == "true":
 		return nil, ReasonScaleDownDisabled
 	case n.Annotations[DoNotDisruptAnnotation] == "true":

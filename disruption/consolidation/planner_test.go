@@ -2,6 +2,7 @@ package consolidation
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -216,6 +217,10 @@ func TestPlanProtected(t *testing.T) {
 		{"capacity booked in the loop", func(c *cluster, n *apiv1.Node, p *apiv1.Pod) {
 			c.extra = append(c.extra, testbuild.Pod("booked").Req("1", "").On(n.Name).Obj())
 		}, false, ReasonBooked},
+		{"a group on reserved capacity", func(c *cluster, n *apiv1.Node, p *apiv1.Pod) {
+			c.groups = slices.Clone(c.groups)
+			c.groups[0].reserved = true
+		}, false, ReasonReserved},
 		{"held by a ProvisioningRequest", func(c *cluster, n *apiv1.Node, p *apiv1.Pod) {
 			c.held = map[string]string{n.Name: "held for ProvisioningRequest ns/req"}
 		}, false, ReasonProtected + ": held for ProvisioningRequest ns/req"},
