@@ -226,6 +226,22 @@ func TestProtections(t *testing.T) {
 	}
 }
 
+// TestRunLimitIgnoresTheSettleTime: a node whose ProvisioningRequest's
+// run limit passed is released even when younger than the settle time
+// (the request was told when); other protections still hold it.
+func TestRunLimitIgnoresTheSettleTime(t *testing.T) {
+	young := readyNode("young", nil)
+	young.CreationTimestamp = metav1.NewTime(t0.Add(-time.Minute))
+	kept := readyNode("kept", map[string]string{DoNotDisrupt: "true"})
+	kept.CreationTimestamp = metav1.NewTime(t0.Add(-time.Minute))
+	f := newFixture(t, Options{SettleTime: 10 * time.Minute, Budget: fixedBudget(100)}, young, kept)
+	f.healer.AddSource(&fakeSource{reason: MaxRunDuration, cands: []Candidate{{Nodes: []string{"young"}}, {Nodes: []string{"kept"}}}})
+	f.loop(0)
+	if got := f.deleted(); len(got) != 1 || got[0] != "g:young" {
+		t.Errorf("deleted %v, want only young (kept carries do-not-disrupt)", got)
+	}
+}
+
 // TestBudgets: by default a voluntary reason takes 10% of a group's nodes
 // at once (at least 1); a candidate of several nodes with new capacity
 // starts only when the budget allows all of them, one without starts with

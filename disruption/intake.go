@@ -252,7 +252,7 @@ func (h *Engine) startPlan(ctx context.Context, st *state, v *view, c Candidate)
 			return false
 		}
 		if voluntary(c.Reason) {
-			if ok, why := h.protected(n, v.loop, true); ok {
+			if ok, why := h.protected(n, v.loop, true, c.Reason); ok {
 				logger.V(4).Info("Candidate dropped: a node of it is protected", "node", name, "why", why)
 				h.dm.decisions.WithLabelValues(string(c.Reason), ActionSkippedProtected).Inc()
 				return false

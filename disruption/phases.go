@@ -148,7 +148,7 @@ func (s *step) stillNeeded() bool {
 	}
 	for _, m := range s.r.Nodes {
 		if n := s.nodes[m.Node]; n != nil {
-			if ok, why := s.h.protected(n, s.loop, false); ok {
+			if ok, why := s.h.protected(n, s.loop, false, s.r.For); ok {
 				s.logger.Info("A node of the disruption became protected before its drain", "protectedNode", m.Node, "why", why)
 				return false
 			}

@@ -59,15 +59,17 @@ func (DefaultBudget) Allowed(_ string, reason Reason, groupNodes, disrupting int
 // why: upstream's scale-down-disabled annotation (when fresh: a node in
 // flight carries the engine's own), Karpenter's do-not-disrupt on the node
 // or one of its pods, a pod with safe-to-evict "false", a node younger than
-// the settle time, or the Protected hook.
-func (h *Engine) protected(n *apiv1.Node, loop *processors.Loop, fresh bool) (bool, string) {
+// the settle time (not for MaxRunDuration: such a node is as old as the
+// request's run limit at least, and the settle time would put its release
+// off past what the request was told), or the Protected hook.
+func (h *Engine) protected(n *apiv1.Node, loop *processors.Loop, fresh bool, reason Reason) (bool, string) {
 	if fresh && n.Annotations[scaleDownDisabled] == "true" {
 		return true, "the node carries " + scaleDownDisabled
 	}
 	if n.Annotations[DoNotDisrupt] == "true" {
 		return true, "the node carries " + DoNotDisrupt
 	}
-	if fresh && h.opts.SettleTime > 0 && loop.Now.Sub(n.CreationTimestamp.Time) < h.opts.SettleTime {
+	if fresh && reason != MaxRunDuration && h.opts.SettleTime > 0 && loop.Now.Sub(n.CreationTimestamp.Time) < h.opts.SettleTime {
 		return true, "the node is younger than the settle time"
 	}
 	for _, p := range loop.ScheduledPods {
