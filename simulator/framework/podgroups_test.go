@@ -133,3 +133,36 @@ func TestPodGroupsEqualPodsByNode(t *testing.T) {
 		})
 	}
 }
+
+// benchPods is n pods on n/10 nodes, each pod object allocated apart (as
+// an informer's decoded objects are), in a shuffled order.
+func benchPods(n int) []*apiv1.Pod {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	pods := make([]*apiv1.Pod, n)
+	for i := range pods {
+		pods[i] = &apiv1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%d", i), Namespace: "default",
+			Labels: map[string]string{"app": "web"}}, Spec: apiv1.PodSpec{NodeName: fmt.Sprintf("node-%d", i%(n/10))}}
+	}
+	rnd.Shuffle(len(pods), func(i, j int) { pods[i], pods[j] = pods[j], pods[i] })
+	return pods
+}
+
+func BenchmarkPodsByNode10k(b *testing.B) {
+	pods := benchPods(10000)
+	for b.Loop() {
+		PodsByNode(pods)
+	}
+}
+
+func BenchmarkPodGroupsUnchanged10k(b *testing.B) {
+	pods := benchPods(10000)
+	var g podGroups
+	g.group(pods)
+	rnd := rand.New(rand.NewPCG(3, 4))
+	for b.Loop() {
+		b.StopTimer()
+		rnd.Shuffle(len(pods), func(i, j int) { pods[i], pods[j] = pods[j], pods[i] })
+		b.StartTimer()
+		g.group(pods)
+	}
+}
