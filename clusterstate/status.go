@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 )
 
 // The status ConfigMap's format: its data key, annotation and time layout,
@@ -293,7 +292,7 @@ func (w *StatusWriter) Write(ctx context.Context, st *Status, unremovable ...Unr
 	if w.last.fresh(at, timed, st, unremovable, sections, w.refreshAfter()) {
 		return nil
 	}
-	body, err := yaml.Marshal(st)
+	body, err := w.last.statuses.encode(st)
 	if err != nil {
 		return fmt.Errorf("encoding the status: %w", err)
 	}

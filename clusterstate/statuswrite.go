@@ -44,6 +44,8 @@ type lastWrite struct {
 	// encoded is the YAML of the unremovable list encodedFor.
 	encodedFor []UnremovableNode
 	encoded    []byte
+	// statuses encodes the statuses.
+	statuses statusEncoder
 }
 
 // statusTime parses st.Time; false when it does not parse.
