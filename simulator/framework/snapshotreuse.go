@@ -94,6 +94,11 @@ type keptNode struct {
 	node *apiv1.Node
 	pods []uintptr
 	ni   *schedframework.NodeInfo
+	// on is the node's pods as the last Reset was given them: a part of
+	// that Reset's grouping, which nobody modifies (see podGroups). The next
+	// Reset given the very same part (same array, same place, same length:
+	// the grouping was kept) needs not compare the addresses.
+	on []*apiv1.Pod
 }
 
 // nodeReuse carries the kept nodes from one Reset to the next.
@@ -127,6 +132,9 @@ func (r *nodeReuse) kept(n *apiv1.Node, on []*apiv1.Pod) (ni *schedframework.Nod
 	if !ok || old.node != n || len(old.pods) != len(on) {
 		return nil, old
 	}
+	if len(on) > 0 && len(old.on) == len(on) && &old.on[0] == &on[0] {
+		return old.ni, old
+	}
 	r.scratch = podAddrs(r.scratch, on)
 	if !slices.Equal(r.scratch, old.pods) {
 		return nil, old
@@ -140,11 +148,12 @@ func (r *nodeReuse) keep(n *apiv1.Node, on []*apiv1.Pod, ni *schedframework.Node
 		r.cur = map[string]keptNode{}
 	}
 	if old.ni == ni {
+		old.on = on // the current grouping's part: an older grouping is not held
 		r.cur[n.Name] = old
 		r.reused++
 		return
 	}
-	r.cur[n.Name] = keptNode{node: n, pods: podAddrs(make([]uintptr, 0, len(on)), on), ni: ni}
+	r.cur[n.Name] = keptNode{node: n, pods: podAddrs(make([]uintptr, 0, len(on)), on), ni: ni, on: on}
 	r.built++
 }
 
