@@ -63,11 +63,14 @@ func newDeviceCheck(ctx context.Context, provider cloudprovider.CloudProvider, s
 
 // unready returns why node of ng has not got its devices yet, or "".
 func (d *deviceCheck) unready(node *apiv1.Node, ng cloudprovider.NodeGroup) string {
+	_, labelled := node.Labels[d.provider.GPULabel()]
+	if ng != nil && d.slices == nil && !labelled {
+		return "" // as below, without finding the GPU resource (most nodes, every loop)
+	}
 	gpuResource := cloudprovider.NodeGPUResource(node)
 	if c := d.provider.GetNodeGpuConfig(d.ctx, node); c != nil && c.ExtendedResourceName != "" {
 		gpuResource = c.ExtendedResourceName
 	}
-	_, labelled := node.Labels[d.provider.GPULabel()]
 	if ng == nil {
 		// A node of no group: only upstream's GPU-label rule applies.
 		return devicesUnready(node, nil, nil, nil, labelled, gpuResource)

@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 )
 
 // The status ConfigMap's format: its data key, annotation and time layout,
@@ -250,7 +249,8 @@ func truncate(msg string) string {
 	return msg[:maxStatusMessage] + "<truncated>"
 }
 
-// StatusWriter writes the status ConfigMap.
+// StatusWriter writes the status ConfigMap. Its methods are not safe for
+// concurrent use (the loop writes, one loop at a time).
 type StatusWriter struct {
 	Client    kubernetes.Interface
 	Namespace string
@@ -259,6 +259,13 @@ type StatusWriter struct {
 	// with every status (node healing's "healing"); an empty value removes
 	// its key.
 	Sections func() map[string]string
+	// RefreshAfter bounds how old the written status may get while only its
+	// probe times change (0: DefaultStatusRefresh; negative: write every
+	// time, as upstream does). See Write.
+	RefreshAfter time.Duration
+
+	// last is what the last successful write left (see statuswrite.go).
+	last lastWrite
 }
 
 // UnremovableDataKey is this autoscaler's own ConfigMap key (not
@@ -268,40 +275,46 @@ const UnremovableDataKey = "unremovableNodes"
 // Write writes st into the ConfigMap's status key (creating the ConfigMap
 // when missing) and unremovable, when not empty, into UnremovableDataKey;
 // the ConfigMap's other keys, labels and annotations are left as they are.
+//
+// A status that differs from the last one written only in its times
+// (st.Time and the probe times; a transition time is a change) is not
+// written while the last write is recent enough: younger than RefreshAfter
+// even at the next loop, if the next loop comes as long after this one as
+// this one after the previous call. Any other change is written at once.
+// Upstream writes every loop; at its default scan interval (10 s) its
+// status is up to 10 s old, which is what DefaultStatusRefresh keeps.
 func (w *StatusWriter) Write(ctx context.Context, st *Status, unremovable ...UnremovableNode) error {
-	body, err := yaml.Marshal(st)
+	var sections map[string]string
+	if w.Sections != nil {
+		sections = w.Sections()
+	}
+	at, timed := statusTime(st)
+	if w.last.fresh(at, timed, st, unremovable, sections, w.refreshAfter()) {
+		return nil
+	}
+	body, err := w.last.statuses.encode(st)
 	if err != nil {
 		return fmt.Errorf("encoding the status: %w", err)
 	}
-	var extra []byte
-	if len(unremovable) > 0 {
-		if extra, err = yaml.Marshal(unremovable); err != nil {
-			return fmt.Errorf("encoding the unremovable nodes: %w", err)
+	extra, err := w.last.unremovableYAML(unremovable)
+	if err != nil {
+		return fmt.Errorf("encoding the unremovable nodes: %w", err)
+	}
+	fill := func(cm *apiv1.ConfigMap) {
+		if cm.Annotations == nil {
+			cm.Annotations = map[string]string{}
 		}
-	}
-	cms := w.Client.CoreV1().ConfigMaps(w.Namespace)
-	cm, err := cms.Get(ctx, w.Name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		cm = &apiv1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: w.Name}}
-	case err != nil:
-		return fmt.Errorf("reading the status ConfigMap: %w", err)
-	}
-	if cm.Annotations == nil {
-		cm.Annotations = map[string]string{}
-	}
-	cm.Annotations[LastUpdatedAnnotation] = st.Time
-	if cm.Data == nil {
-		cm.Data = map[string]string{}
-	}
-	cm.Data[StatusDataKey] = string(body)
-	if extra != nil {
-		cm.Data[UnremovableDataKey] = string(extra)
-	} else {
-		delete(cm.Data, UnremovableDataKey)
-	}
-	if w.Sections != nil {
-		for k, v := range w.Sections() {
+		cm.Annotations[LastUpdatedAnnotation] = st.Time
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		cm.Data[StatusDataKey] = string(body)
+		if extra != nil {
+			cm.Data[UnremovableDataKey] = string(extra)
+		} else {
+			delete(cm.Data, UnremovableDataKey)
+		}
+		for k, v := range sections {
 			if v == "" {
 				delete(cm.Data, k)
 			} else {
@@ -309,11 +322,8 @@ func (w *StatusWriter) Write(ctx context.Context, st *Status, unremovable ...Unr
 			}
 		}
 	}
-	if cm.ResourceVersion == "" {
-		_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
-	} else {
-		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-	}
+	written, err := w.put(ctx, fill)
+	w.last.wrote(written, at, timed, st, unremovable, sections)
 	if err != nil {
 		return fmt.Errorf("writing the status ConfigMap %s/%s: %w", w.Namespace, w.Name, err)
 	}
@@ -327,6 +337,7 @@ func (w *StatusWriter) WriteInitializing(ctx context.Context, now time.Time) err
 
 // Delete removes the ConfigMap (on a clean exit); a missing one is fine.
 func (w *StatusWriter) Delete(ctx context.Context) error {
+	w.last = lastWrite{}
 	err := w.Client.CoreV1().ConfigMaps(w.Namespace).Delete(ctx, w.Name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting the status ConfigMap: %w", err)

@@ -109,7 +109,7 @@ var _ fwk.SharedLister = (*Snapshot)(nil)
 // NewSnapshot builds a snapshot of nodes and the pods scheduled on them;
 // pods naming a node the snapshot does not hold are ignored.
 func NewSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod) *Snapshot {
-	return newSnapshot(nodes, pods, &PodMemo[*schedframework.PodInfo]{}, &nodeReuse{}, draObjects{})
+	return newSnapshot(nodes, pods, PodsByNode(pods), &PodMemo[*schedframework.PodInfo]{}, &nodeReuse{}, draObjects{})
 }
 
 // SetDRASource makes the snapshot hold the DRA objects of src from the next

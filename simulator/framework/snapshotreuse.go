@@ -10,10 +10,11 @@ import (
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
-// newSnapshot builds the snapshot of nodes and pods, keeping the NodeInfo
-// of each node that reuse recorded with the same Node and pod objects.
-func newSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod, podInfos *PodMemo[*schedframework.PodInfo],
-	reuse *nodeReuse, dra draObjects) *Snapshot {
+// newSnapshot builds the snapshot of nodes and pods (byNode: the pods
+// grouped by node), keeping the NodeInfo of each node that reuse recorded
+// with the same Node and pod objects.
+func newSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod, byNode map[string][]*apiv1.Pod,
+	podInfos *PodMemo[*schedframework.PodInfo], reuse *nodeReuse, dra draObjects) *Snapshot {
 	s := &Snapshot{nodes: make(map[string]*schedframework.NodeInfo, len(nodes)), index: make(map[string]int64, len(nodes)),
 		list: make([]fwk.NodeInfo, 0, len(nodes)), keys: make([]int64, 0, len(nodes)),
 		logger: klog.Background(), podInfos: podInfos, reuse: reuse, dra: dra}
@@ -21,7 +22,6 @@ func newSnapshot(nodes []*apiv1.Node, pods []*apiv1.Pod, podInfos *PodMemo[*sche
 		// Pods with claims then find none and fit nowhere; the rest is simulated.
 		s.logger.Error(err, "Simulating without the cluster's DRA objects")
 	}
-	byNode := PodsByNode(pods)
 	reuse.input = resetInput{pods: len(pods), print: podListPrint(pods), byNode: byNode}
 	reuse.reused, reuse.built = 0, 0
 	for _, n := range nodes {
@@ -72,7 +72,7 @@ func buildNodeInfo(n *apiv1.Node, on []*apiv1.Pod, old *schedframework.NodeInfo,
 // get new ones, with the PodInfos of the pods the last Reset held.
 func (s *Snapshot) Reset(nodes []*apiv1.Node, pods []*apiv1.Pod) {
 	observer, gen := s.observer, s.interPodGen
-	*s = *newSnapshot(nodes, pods, s.podInfos, s.reuse, draObjects{source: s.dra.source, bind: s.dra.bind})
+	*s = *newSnapshot(nodes, pods, s.reuse.groups.group(pods), s.podInfos, s.reuse, draObjects{source: s.dra.source, bind: s.dra.bind})
 	s.observer, s.interPodGen = observer, gen+1
 }
 
@@ -94,6 +94,11 @@ type keptNode struct {
 	node *apiv1.Node
 	pods []uintptr
 	ni   *schedframework.NodeInfo
+	// on is the node's pods as the last Reset was given them: a part of
+	// that Reset's grouping, which nobody modifies (see podGroups). The next
+	// Reset given the very same part (same array, same place, same length:
+	// the grouping was kept) needs not compare the addresses.
+	on []*apiv1.Pod
 }
 
 // nodeReuse carries the kept nodes from one Reset to the next.
@@ -106,6 +111,8 @@ type nodeReuse struct {
 	input resetInput
 	// content is what ContentSerial compares.
 	content resetContent
+	// groups groups the pods by node from one Reset to the next.
+	groups podGroups
 }
 
 // podAddrs writes the ascending addresses of pods into buf[:0].
@@ -125,6 +132,9 @@ func (r *nodeReuse) kept(n *apiv1.Node, on []*apiv1.Pod) (ni *schedframework.Nod
 	if !ok || old.node != n || len(old.pods) != len(on) {
 		return nil, old
 	}
+	if len(on) > 0 && len(old.on) == len(on) && &old.on[0] == &on[0] {
+		return old.ni, old
+	}
 	r.scratch = podAddrs(r.scratch, on)
 	if !slices.Equal(r.scratch, old.pods) {
 		return nil, old
@@ -138,11 +148,12 @@ func (r *nodeReuse) keep(n *apiv1.Node, on []*apiv1.Pod, ni *schedframework.Node
 		r.cur = map[string]keptNode{}
 	}
 	if old.ni == ni {
+		old.on = on // the current grouping's part: an older grouping is not held
 		r.cur[n.Name] = old
 		r.reused++
 		return
 	}
-	r.cur[n.Name] = keptNode{node: n, pods: podAddrs(make([]uintptr, 0, len(on)), on), ni: ni}
+	r.cur[n.Name] = keptNode{node: n, pods: podAddrs(make([]uintptr, 0, len(on)), on), ni: ni, on: on}
 	r.built++
 }
 
