@@ -293,7 +293,7 @@ func (c *commandLine) registerScaleDown() {
 
 func (c *commandLine) registerStatusAndProvReq() {
 	o, fs := &c.opts, c.fs
-	fs.BoolVar(&o.WriteStatusConfigMap, "write-status-configmap", o.WriteStatusConfigMap, "Write the status ConfigMap every loop.")
+	fs.BoolVar(&o.WriteStatusConfigMap, "write-status-configmap", o.WriteStatusConfigMap, "Write the status ConfigMap every loop (a loop that changed only its times skips the write while the last one is under 10s old).")
 	fs.StringVar(&o.StatusConfigMapName, "status-config-map-name", o.StatusConfigMapName, "Name of the status ConfigMap in --namespace.")
 	fs.BoolVar(&o.EmitPerNodeGroupMetrics, "emit-per-nodegroup-metrics", o.EmitPerNodeGroupMetrics, "Export per-node-group gauges.")
 	fs.BoolVar(&o.RecordDuplicatedEvents, "record-duplicated-events", o.RecordDuplicatedEvents, "Record similar events again within five minutes.")
