@@ -3,25 +3,29 @@ package aws
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"k8s.io/autoscaler/cluster-autoscaler/provreq"
+	"k8s.io/autoscaler/cluster-autoscaler/provreq/processor"
 	"k8s.io/autoscaler/cluster-autoscaler/test/awsfake"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
 )
 
 // blockGroup adds a Capacity Block of one m5.large ending at end and a
-// group "block" (desired 1) launching into it; it returns the block's ID.
-func blockGroup(s *awsfake.Server, end time.Time) string {
+// group "block" (desired capacity desired) launching into it; it returns
+// the block's ID.
+func blockGroup(s *awsfake.Server, end time.Time, desired int) string {
 	block := s.AddCapacityReservation(awsfake.CapacityReservation{InstanceType: "m5.large", AvailabilityZone: "us-east-1a",
 		TotalInstanceCount: 1, ReservationType: "capacity-block", StartDate: time.Now().Add(-time.Hour), EndDate: end,
 		InstanceMatchCriteria: "targeted"})
 	lt := s.AddLaunchTemplate(awsfake.LaunchTemplate{Name: "block", Versions: []awsfake.LaunchTemplateVersion{{Number: 1,
 		InstanceType: "m5.large", MarketType: "capacity-block", CapacityReservation: &awsfake.CapacityReservationSpec{TargetID: block}}}})
-	g := awsGroup("block", 0, 5, 1, nil)
+	g := awsGroup("block", 0, 5, desired, nil)
 	g.LaunchTemplate = &awsfake.LaunchTemplateSpec{ID: lt, Version: "$Default"}
 	s.AddGroup(g)
 	return block
@@ -53,7 +57,7 @@ func TestAWSCapacityBlockDrainedBeforeItsEnd(t *testing.T) {
 	e := framework.New(t)
 	s := startAWS(e)
 	end := time.Now().Add(40 * time.Second)
-	block := blockGroup(s, end)
+	block := blockGroup(s, end, 1)
 	s.AddGroup(awsGroup("ordinary", 0, 5, 0, nil))
 	e.Eventually(60*time.Second, "the block's node", func(ctx context.Context) (bool, error) {
 		return itest.NodesPerPool(e)["block"] == 1, nil
@@ -117,4 +121,42 @@ func TestAWSCapacityBlockDrainedBeforeItsEnd(t *testing.T) {
 	}
 	t.Logf("figures: pod on an ordinary node %v after the autoscaler's start, %v before the end; block instance terminated %v before the end",
 		moved.Round(time.Second), end.Sub(movedAt).Round(time.Second), end.Sub(terminatedAt).Round(time.Second))
+}
+
+// TestAWSCapacityBlockEndingRevokesTheProvisioningRequest: an all-or-nothing
+// ProvisioningRequest is provisioned on the node of a Capacity Block
+// ending 70 s after the start; from the drain window on (30 s before the
+// end) the request is CapacityRevoked (CapacityBlockEnding, naming the
+// block and its end), and the node is removed before the end.
+func TestAWSCapacityBlockEndingRevokesTheProvisioningRequest(t *testing.T) {
+	e := itest.NewProvreqEnv(t)
+	e.DumpRequests()
+	s := startAWS(e.Env)
+	end := time.Now().Add(70 * time.Second).Truncate(time.Second)
+	block := blockGroup(s, end, 0)
+	itest.StartAutoscalerEnv(t, s.Env(), "autoscaler", awsArgs(e.Env, "--nodes=0:1:block", "--enable-provisioning-requests",
+		"--aws-capacity-block-drain-before=30s", "--scale-down-enabled=false")...)
+	e.Request("job", provreq.ClassBestEffortAtomicScaleUp, nil, false,
+		itest.PodSet{Name: "a", Count: 1, CPU: "1500m", Selector: map[string]string{"pool": "block"}})
+	e.Condition("job", provreq.ConditionProvisioned, metav1.ConditionTrue, "", 40*time.Second)
+	provisionedAt := time.Now()
+	if !provisionedAt.Before(end.Add(-30 * time.Second)) {
+		t.Fatalf("provisioned %v before the end, inside the drain window: too late to tell", end.Sub(provisionedAt))
+	}
+	pr := e.Condition("job", provreq.ConditionCapacityRevoked, metav1.ConditionTrue, processor.ReasonCapacityBlockEnding, 60*time.Second)
+	revokedAt := time.Now()
+	if revokedAt.Before(end.Add(-31*time.Second)) || revokedAt.After(end) {
+		t.Errorf("revoked %v before the end; want within the 30 s drain window", end.Sub(revokedAt))
+	}
+	msg := e.ConditionMessage(pr, provreq.ConditionCapacityRevoked)
+	for _, part := range []string{block, end.UTC().Format(time.RFC3339)} {
+		if !strings.Contains(msg, part) {
+			t.Errorf("CapacityRevoked message %q does not name %q", msg, part)
+		}
+	}
+	e.Eventually(time.Until(end), "the block's node removed before the end", func(context.Context) (bool, error) {
+		return itest.NodesPerPool(e.Env)["block"] == 0 && len(s.Terminated()) == 1, nil
+	})
+	t.Logf("figures: provisioned %v before the end, revoked %v before the end",
+		end.Sub(provisionedAt).Round(time.Second), end.Sub(revokedAt).Round(time.Second))
 }
