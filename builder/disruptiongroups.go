@@ -96,7 +96,12 @@ func withGroupDisruption(ctx context.Context, opts config.Options, in Inputs, so
 			return sources
 		}
 	}
-	voluntaryOn := len(sources) > 0 || opts.Disruption.ConsolidationEnabled
+	// The Capacity Blocks' source is on by default with the aws provider:
+	// it turns no voluntary reason on.
+	voluntaryOn := opts.Disruption.ConsolidationEnabled
+	for _, s := range sources {
+		voluntaryOn = voluntaryOn || s.Reason() != disruption.ReservationEnding
+	}
 	if !voluntaryOn && !someGroupSetsLifetime(ctx, opts, in.Provider) {
 		return sources
 	}

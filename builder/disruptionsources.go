@@ -239,7 +239,7 @@ func (x *disruptionExplainer) decide(in *intake, c disruption.Candidate) (decisi
 		case n == nil || g == "" || n.DeletionTimestamp != nil:
 			return explain.DecisionHeld, explain.HeldByProtection, fmt.Sprintf("node %s is gone, going or not autoscaled", name)
 		}
-		if c.Reason != disruption.Interrupted {
+		if c.Reason != disruption.Interrupted && c.Reason != disruption.ReservationEnding {
 			if ok, why := x.protection(n, in.loop); ok {
 				return explain.DecisionHeld, explain.HeldByProtection, fmt.Sprintf("node %s: %s", name, why)
 			}

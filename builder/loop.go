@@ -145,10 +145,19 @@ func NewLoop(ctx, informerCtx context.Context, in Inputs, stack *Stack) (*Loop, 
 	loopCtx, stopLoop := context.WithCancel(ctx)
 	l.Stop = stopLoop
 	stack.Defer(func() { stopLoop(); l.ScaleDown.Wait() })
+	// The nodes of Capacity Blocks about to end are drained (and the
+	// ProvisioningRequests on them revoked).
+	blockEnd := reservationEndSource(opts, in)
+	if blockEnd != nil {
+		in.Disruption.Sources = append(slices.Clip(in.Disruption.Sources), blockEnd)
+	}
 	if opts.EnableProvisioningRequests {
 		var p *processor.Processor
 		if l.ProvReqInformer, l.Requests, p, err = newRequests(ctx, in, l.ScaleUp, l.State); err != nil {
 			return nil, nil, err
+		}
+		if blockEnd != nil {
+			endingCapacity(blockEnd)(p)
 		}
 		// The nodes of requests past their maxRunDurationSeconds go
 		// through the disruption engine.

@@ -148,6 +148,7 @@ func ProviderOptions(o config.Options) cloudprovider.Options {
 		AWSInterruptionQueue:               o.AWSInterruptionQueue,
 		AWSInterruptionRebalance:           o.AWSInterruptionRebalance,
 		AWSInterruptedCapacityAvoidTime:    o.AWSInterruptedCapacityAvoidTime,
+		AWSCapacityBlockDrainBefore:        o.AWSCapacityBlockDrainBefore,
 	}
 }
 

@@ -33,6 +33,8 @@ type Options struct {
 	AWSInterruptionRebalance bool
 	// AWSInterruptedCapacityAvoidTime is --aws-interrupted-capacity-avoid-time.
 	AWSInterruptedCapacityAvoidTime time.Duration
+	// AWSCapacityBlockDrainBefore is --aws-capacity-block-drain-before.
+	AWSCapacityBlockDrainBefore time.Duration
 	// KwokProviderEnabled opts the kwok provider into the cluster it runs
 	// against.
 	KwokProviderEnabled bool

@@ -144,6 +144,8 @@ func (c *commandLine) registerLoopAndCloud() {
 		"aws only: the SQS queue (URL or name) that EventBridge rules fill with EC2 Spot interruption warnings, rebalance recommendations, instance state changes and AWS Health scheduled changes; a notice for an instance of a managed group replaces and drains its node at once (reason interrupted). Empty: off (not upstream).")
 	fs.BoolVar(&o.AWSInterruptionRebalance, "aws-interruption-rebalance", o.AWSInterruptionRebalance,
 		"aws only, with --aws-interruption-queue: also act on EC2 rebalance recommendations (otherwise they are deleted as ignored) (not upstream).")
+	fs.DurationVar(&o.AWSCapacityBlockDrainBefore, "aws-capacity-block-drain-before", o.AWSCapacityBlockDrainBefore,
+		"aws only: this long before an EC2 Capacity Block for ML ends, the nodes of the groups launching into it are drained and deleted without replacement in the group (disruption reason reservationending; pods go to other groups), ProvisioningRequests on them get CapacityRevoked, and the group launches no more into the block. 0: off (not upstream).")
 	fs.DurationVar(&o.AWSInterruptedCapacityAvoidTime, "aws-interrupted-capacity-avoid-time", o.AWSInterruptedCapacityAvoidTime,
 		"aws only, with --aws-interruption-queue: after a Spot interruption warning, the group's Spot capacity of the interrupted instance type and zone counts as gone for this long; a group all of whose Spot offerings are gone (and that cannot launch On-Demand) is backed off (code SpotInterrupted) so that other groups take the pods. 0: off (not upstream).")
 	fs.StringArrayVar(&o.NodeGroups, "nodes", o.NodeGroups, "Node group as <min>:<max>:<name>; repeat the flag for more groups.")

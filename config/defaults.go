@@ -81,6 +81,7 @@ func Defaults() Options {
 
 		// As long as a group's first back-off after running out of capacity.
 		AWSInterruptedCapacityAvoidTime: 5 * time.Minute,
+		AWSCapacityBlockDrainBefore:     10 * time.Minute,
 
 		NodeGroupDefaults: NodeGroupAutoscalingOptions{
 			ScaleDownUtilizationThreshold:    0.5,

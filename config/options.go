@@ -61,6 +61,10 @@ type Options struct {
 	// instance type, zone) of an interrupted instance counts as out of
 	// capacity; 0: never (not upstream).
 	AWSInterruptedCapacityAvoidTime time.Duration
+	// AWSCapacityBlockDrainBefore is how long before an EC2 Capacity
+	// Block's end its nodes are drained (disruption reason
+	// reservationending) and its group stops scaling up; 0: off.
+	AWSCapacityBlockDrainBefore time.Duration
 
 	// Node healing (package healing); not upstream.
 	NodeHealingEnabled             bool

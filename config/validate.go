@@ -109,6 +109,7 @@ func (o *Options) validateProvider(v *validator) {
 	v.check(!o.AWSInterruptionRebalance || o.AWSInterruptionQueue != "", "--aws-interruption-rebalance",
 		"needs --aws-interruption-queue, which the rebalance recommendations come from")
 	v.nonNegative(o.AWSInterruptedCapacityAvoidTime, "--aws-interrupted-capacity-avoid-time")
+	v.nonNegative(o.AWSCapacityBlockDrainBefore, "--aws-capacity-block-drain-before")
 	for _, s := range o.NodeGroups {
 		if _, err := ParseNodeGroupSpec(s); err != nil {
 			v.add("--nodes", "%v", err)

@@ -23,11 +23,15 @@ const (
 	// MaxRunDuration: a node an all-or-nothing ProvisioningRequest's
 	// scale-up made, once the request's maxRunDurationSeconds passed.
 	MaxRunDuration Reason = "maxrunduration"
+	// ReservationEnding: a node on reserved capacity that ends at a fixed
+	// time (an EC2 Capacity Block), shortly before the end. Not voluntary:
+	// the capacity goes whatever is decided.
+	ReservationEnding Reason = "reservationending"
 )
 
 // Reasons lists every reason, in the order the engine serves them when
 // several sources propose the same node (the first wins).
-var Reasons = []Reason{Interrupted, Unhealthy, MaxRunDuration, Expired, Drifted, Consolidatable, Empty, Underutilized}
+var Reasons = []Reason{Interrupted, Unhealthy, ReservationEnding, MaxRunDuration, Expired, Drifted, Consolidatable, Empty, Underutilized}
 
 // ParseReason returns the reason named s.
 func ParseReason(s string) (Reason, error) {

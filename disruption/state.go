@@ -210,7 +210,7 @@ func (r *plan) kind() string {
 // voluntary reports whether the plan's reason is one the cluster chose
 // (not a failure nor a provider's notice): such plans honour protections
 // and are cancelled when their reason no longer holds before the drain.
-func voluntary(r Reason) bool { return r != Unhealthy && r != Interrupted }
+func voluntary(r Reason) bool { return r != Unhealthy && r != Interrupted && r != ReservationEnding }
 
 // deleteIssued reports whether any node of the plan was deleted.
 func (r *plan) deleteIssued() bool {

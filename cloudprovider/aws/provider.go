@@ -74,6 +74,9 @@ type Provider struct {
 	// reserved keeps the Capacity Reservations the launch templates name
 	// (reservations.go).
 	reserved *reservationBook
+	// blockDrainBefore: a Capacity Block's group has no room left from this
+	// long before the block's end (blockend.go).
+	blockDrainBefore time.Duration
 
 	mu    sync.Mutex
 	state *snapshot
@@ -144,6 +147,7 @@ func Build(ctx context.Context, opts cloudprovider.BuildOptions) (cloudprovider.
 		klog.FromContext(ctx).Info("AWS interruption queue", "queue", q, "rebalance", opts.Options.AWSInterruptionRebalance,
 			"interruptedCapacityAvoidTime", opts.Options.AWSInterruptedCapacityAvoidTime)
 	}
+	popts = append(popts, WithCapacityBlockDrainBefore(opts.Options.AWSCapacityBlockDrainBefore))
 	if opts.InformerFactory != nil {
 		// The Nodes' informer is the core's own (one shared factory).
 		popts = append(popts, WithNodeLister(opts.InformerFactory.Core().V1().Nodes().Lister()))

@@ -241,7 +241,8 @@ type groupReservation struct {
 // launches into, with the instances left: the reservation's available
 // count when read, less what the groups naming it asked for since and AWS
 // had not launched then (desired now less instances then); none when it
-// is not active or has ended by now. Called under refreshMu.
+// is not active or has ended by now, nor for a Capacity Block in its drain
+// window (blockend.go). Called under refreshMu.
 func (p *Provider) reservedGroups(now time.Time) map[string]groupReservation {
 	b := p.reservations()
 	b.mu.Lock()
@@ -254,7 +255,8 @@ func (p *Provider) reservedGroups(now time.Time) map[string]groupReservation {
 				left -= max(c.desc.Desired-live, 0)
 			}
 		}
-		if r.State != string(ec2types.CapacityReservationStateActive) || (!r.End.IsZero() && !now.Before(r.End)) {
+		if r.State != string(ec2types.CapacityReservationStateActive) || (!r.End.IsZero() && !now.Before(r.End)) ||
+			p.blockClosing(r.Type, r.End, now) {
 			left = 0
 		}
 		for n := range r.live {

@@ -63,10 +63,11 @@ type Budget struct {
 // Voluntary reports whether r is a voluntary reason: one the autoscaler
 // chooses (empty, underutilized, consolidatable, drifted, expired), as
 // opposed to a node that fails (unhealthy) or that the provider takes back
-// (interrupted). The default budget, and a budget without reasons, apply to
-// voluntary reasons only.
+// (interrupted) or whose reserved capacity ends (reservationending). The
+// default budget, and a budget without reasons, apply to voluntary reasons
+// only.
 func Voluntary(r disruption.Reason) bool {
-	return r != disruption.Unhealthy && r != disruption.Interrupted
+	return r != disruption.Unhealthy && r != disruption.Interrupted && r != disruption.ReservationEnding
 }
 
 // Matches reports whether b applies to reason in group.

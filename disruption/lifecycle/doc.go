@@ -16,6 +16,10 @@
 //     the request's pods is left on it, or at the end of the grace. It is
 //     not replaced, and it is proposed only if the request's records name it
 //     and it existed when the request was provisioned.
+//   - ReservationEnd (disruption.ReservationEnding): a node of a group whose
+//     reserved capacity ends at a fixed time (cloudprovider.ReservationEnder:
+//     an EC2 Capacity Block), from a set time before the end on. It is not
+//     replaced in its group; its pods go to other groups.
 //
 // Each expiry or drift candidate is one node, replaced by one new node of its own group
 // (replace first: the engine drains the old node once the new one is

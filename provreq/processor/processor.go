@@ -99,6 +99,9 @@ type Processor struct {
 	clock clock.PassiveClock
 	// explain, when set, keeps the conditions each loop sets (WithExplainer).
 	explain *explain.Recorder
+	// ending, when set, names the nodes whose reserved capacity ends soon
+	// (WithEndingCapacity; blockend.go).
+	ending EndingNodes
 
 	mu     sync.Mutex
 	states map[types.UID]*requestState
@@ -226,6 +229,8 @@ type Loop struct {
 	// rolledBack: this loop asked the provider to delete or cancel the
 	// capacity of abandoned attempts, which its snapshot still holds.
 	rolledBack bool
+	// endingNodes is the processor's EndingNodes, read once in the loop.
+	endingNodes map[string]EndingCapacity
 	// unrestored: the records could not be read in this loop; nothing that
 	// depends on them (atomic scale-ups, rollbacks, their records) is done.
 	unrestored bool
@@ -502,6 +507,7 @@ func (l *Loop) backOff(r *request) time.Time {
 func (l *Loop) lifecycle(ctx context.Context, r *request) {
 	pr, opts := r.pr, l.p.opts
 	l.enforceRunLimit(r)
+	l.revokeEnding(r)
 	if !r.live() {
 		r.state.built = nil
 		if last := lastTransition(r.status.Conditions); !last.IsZero() && l.now.Sub(last) > opts.RetentionTime {

@@ -15,6 +15,7 @@ const failedLaunchRetry = 10 * time.Second
 // instance along its lifecycle. Callers hold s.mu.
 func (s *Server) reconcileLocked() {
 	now := s.now()
+	s.reclaimEndedBlocksLocked(now) // reservations.go
 	for _, name := range s.sortedGroupNames() {
 		g := s.groups[name]
 		kept := g.members[:0]

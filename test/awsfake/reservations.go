@@ -35,6 +35,10 @@ type CapacityReservation struct {
 	// ResourceGroupARN is the Capacity Reservation resource group it
 	// belongs to ("" for none).
 	ResourceGroupARN string
+
+	// reclaimed are the instances terminated at a Capacity Block's end
+	// (reclaimEndedBlocksLocked).
+	reclaimed []string
 }
 
 // CapacityReservationSpec is a launch template version's
@@ -328,4 +332,44 @@ func renderReservationSpec(spec *CapacityReservationSpec) *xmlCapacityReservatio
 		}{spec.TargetID, spec.TargetResourceGroupARN}
 	}
 	return x
+}
+
+// reclaimEndedBlocksLocked terminates, as EC2 does at a Capacity Block's
+// end, the instances still running in a block that has ended (its
+// EndDate passed): the group's desired capacity stays, so the group tries
+// to launch again (and fails: the block is expired). Callers hold s.mu.
+func (s *Server) reclaimEndedBlocksLocked(now time.Time) {
+	ended := map[string]*CapacityReservation{}
+	for id, r := range s.reservations {
+		if r.ReservationType == "capacity-block" && !r.EndDate.IsZero() && !now.Before(r.EndDate) {
+			ended[id] = r
+		}
+	}
+	if len(ended) == 0 {
+		return
+	}
+	for _, name := range s.sortedGroupNames() {
+		g := s.groups[name]
+		for _, in := range g.members {
+			r := ended[in.CapacityReservationID]
+			if r == nil || (in.Lifecycle != LifecyclePending && in.Lifecycle != LifecycleInService) {
+				continue
+			}
+			s.startTermination(in, g, now, fmt.Sprintf("At %s instance %s was taken out of service: Capacity Block %s ended at %s.",
+				awsTime(now), in.ID, r.ID, awsTime(r.EndDate)))
+			r.reclaimed = append(r.reclaimed, in.ID)
+		}
+	}
+}
+
+// ReclaimedAtBlockEnd returns the instances the fake terminated because
+// Capacity Block id ended while they ran (none when they were gone by then).
+func (s *Server) ReclaimedAtBlockEnd(id string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reconcileLocked()
+	if r := s.reservations[id]; r != nil {
+		return append([]string(nil), r.reclaimed...)
+	}
+	return nil
 }
