@@ -264,3 +264,31 @@ func TestNodeOutlivesNoDeletedInstance(t *testing.T) {
 	}
 	waitFor(t, "the instance gone from the state ConfigMap", func() bool { return !savedInstances(t, client)[node.Name] })
 }
+
+// TestDeletedInstanceGoneFromStateOnReturn: when its Node is deleted at
+// once, DeleteNodes returns with the instance gone from the group and from
+// the state ConfigMap (callers read the state right after).
+func TestDeletedInstanceGoneFromStateOnReturn(t *testing.T) {
+	client := fake.NewClientset()
+	_, g := newTestProvider(t, client, faultGroup("registrationDelay: 1h"))
+	ctx := context.Background()
+	if err := g.IncreaseSize(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	listed, _ := g.Nodes(ctx)
+	if len(listed) != 1 {
+		t.Fatalf("listed %+v, want one instance", listed)
+	}
+	name := strings.TrimPrefix(listed[0].Id, ProviderIDPrefix)
+	waitFor(t, "the pending instance saved", func() bool { return savedInstances(t, client)[name] })
+	placeholder := &apiv1.Node{ObjectMeta: metav1.ObjectMeta{Name: listed[0].Id}, Spec: apiv1.NodeSpec{ProviderID: listed[0].Id}}
+	if err := g.ForceDeleteNodes(ctx, []*apiv1.Node{placeholder}); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := g.Nodes(ctx); len(left) != 0 {
+		t.Errorf("listed %+v after the deletion, want none", left)
+	}
+	if savedInstances(t, client)[name] {
+		t.Error("the deleted instance is still in the state ConfigMap when DeleteNodes returned")
+	}
+}

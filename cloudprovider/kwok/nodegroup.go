@@ -294,6 +294,12 @@ func (g *NodeGroup) delete(ctx context.Context, nodes []*apiv1.Node, respectMin 
 		}()
 	}
 	wg.Wait()
+	// The instances whose Nodes went are gone: saved before returning, as
+	// the deletion itself was.
+	p.mu.Lock()
+	gen = p.gen
+	p.mu.Unlock()
+	p.record(ctx, gen, "deletion")
 	return nil
 }
 
