@@ -31,6 +31,26 @@ func (s *Session) Place(ctx context.Context, sets [][]*apiv1.Pod, realOnly bool)
 	return rest
 }
 
+// PlaceOn is Place that also names the nodes it placed pods on, in name
+// order.
+func (s *Session) PlaceOn(ctx context.Context, sets [][]*apiv1.Pod, realOnly bool) ([]*apiv1.Pod, []string) {
+	placed, tell := s.o.placements()
+	on := map[string]bool{}
+	rest, _ := s.o.fitGroupsTold(ctx, s.o.groupsOf(sets), realOnly, func(node string, n int) {
+		on[node] = true
+		if tell != nil {
+			tell(node, n)
+		}
+	}, time.Time{})
+	s.o.recordCheck(ctx, slices.Concat(sets...), rest, placed, realOnly, true, nil)
+	names := make([]string, 0, len(on))
+	for n := range on {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return rest, names
+}
+
 // placements counts, when the explainer is on, the pods placed on each
 // node (tell is nil when it is off).
 func (o *Orchestrator) placements() (map[string]int, func(string, int)) {

@@ -1,10 +1,13 @@
 package processor
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
+
+	apiv1 "k8s.io/api/core/v1"
 
 	"k8s.io/autoscaler/cluster-autoscaler/provreq"
 )
@@ -38,10 +41,25 @@ func WithEndingCapacity(f EndingNodes) Option { return func(p *Processor) { p.en
 // the nodes is what a queue such as Kueue evicts on CapacityRevoked); the
 // nodes are those it keeps (r.state.nodes).
 func (l *Loop) revokeEnding(r *request) {
-	c := r.status.Conditions
-	if l.p.ending == nil || len(r.state.nodes) == 0 || !provreq.IsConditionTrue(c, provreq.ConditionProvisioned) ||
-		provreq.IsConditionTrue(c, provreq.ConditionFailed) || provreq.IsConditionTrue(c, provreq.ConditionCapacityRevoked) {
+	if len(r.state.nodes) == 0 {
 		return
+	}
+	nodes := make([]string, 0, len(r.state.nodes))
+	for n := range r.state.nodes {
+		nodes = append(nodes, n)
+	}
+	l.revokeOnEnding(r, nodes)
+}
+
+// revokeOnEnding revokes r's capacity when one of nodes (those it was
+// provisioned on, or those the loop booked its pods on) is on reserved
+// capacity that ends soon, under the same conditions as revokeEnding; it
+// reports whether it did.
+func (l *Loop) revokeOnEnding(r *request, nodes []string) bool {
+	c := r.status.Conditions
+	if l.p.ending == nil || len(nodes) == 0 || !provreq.IsConditionTrue(c, provreq.ConditionProvisioned) ||
+		provreq.IsConditionTrue(c, provreq.ConditionFailed) || provreq.IsConditionTrue(c, provreq.ConditionCapacityRevoked) {
+		return false
 	}
 	if l.endingNodes == nil {
 		l.endingNodes = l.p.ending()
@@ -50,13 +68,13 @@ func (l *Loop) revokeEnding(r *request) {
 		}
 	}
 	var hit []string
-	for n := range r.state.nodes {
+	for _, n := range nodes {
 		if _, ok := l.endingNodes[n]; ok {
 			hit = append(hit, n)
 		}
 	}
 	if len(hit) == 0 {
-		return
+		return false
 	}
 	sort.Strings(hit)
 	byBlock := map[EndingCapacity][]string{}
@@ -81,4 +99,12 @@ func (l *Loop) revokeEnding(r *request) {
 	}
 	l.set(r, provreq.ConditionCapacityRevoked, true, ReasonCapacityBlockEnding, fmt.Sprintf(
 		"%s: the request's nodes there are drained before the end; the capacity is revoked.", strings.Join(parts, "; ")))
+	return true
+}
+
+// NodePlacer is a Capacity that also tells on which nodes it placed the
+// pods (scaleup.Session): a check-capacity request's booking on reserved
+// capacity that ends soon is then revoked, the block named.
+type NodePlacer interface {
+	PlaceOn(ctx context.Context, sets [][]*apiv1.Pod, realOnly bool) (rest []*apiv1.Pod, on []string)
 }

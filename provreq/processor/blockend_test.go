@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -71,5 +72,51 @@ func TestEndingCapacityNeedsAProvisionedRequest(t *testing.T) {
 	runLoop(p, c, t0, []*apiv1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}}, nil)
 	if got := cond(t, pr, provreq.ConditionCapacityRevoked); got != nil {
 		t.Fatalf("a request not provisioned was revoked: %+v", got)
+	}
+}
+
+// placingCluster is a cluster whose Place also names the nodes it placed
+// the pods on (as scaleup.Session's PlaceOn does).
+type placingCluster struct {
+	*cluster
+	on []string
+}
+
+func (pc *placingCluster) PlaceOn(ctx context.Context, sets [][]*apiv1.Pod, realOnly bool) ([]*apiv1.Pod, []string) {
+	return pc.Place(ctx, sets, realOnly), pc.on
+}
+
+// A check-capacity request keeps no nodes of its own: its booking, placed
+// anew each loop, is revoked (the block named) once the loop books it on a
+// node whose reserved capacity ends soon.
+func TestEndingCapacityRevokesACheckCapacityBookingOnIt(t *testing.T) {
+	c := &cluster{fits: true, groups: map[string]GroupView{}}
+	pc := &placingCluster{cluster: c, on: []string{"n1"}}
+	pr := c.addRequest("cc", provreq.ClassCheckCapacity, 2, nil, t0)
+	ending := map[string]EndingCapacity{}
+	end := t0.Add(time.Hour)
+	p := New(testOptions(), c, c, c, c.rollback, WithEndingCapacity(func() map[string]EndingCapacity { return ending }))
+	nodes := []*apiv1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, {ObjectMeta: metav1.ObjectMeta{Name: "n2"}}}
+	run := func(now time.Time) {
+		ctx := context.Background()
+		l := p.Begin(ctx, Input{Now: now})
+		l.Run(ctx, pc, nodes, c)
+		l.Finish(ctx)
+	}
+	run(t0)
+	wantCond(t, pr, provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsFound)
+	ending["n2"] = EndingCapacity{ID: "cr-other", End: end}
+	run(t0.Add(time.Minute))
+	if got := cond(t, pr, provreq.ConditionCapacityRevoked); got != nil {
+		t.Fatalf("revoked by a block its booking is not on: %+v", got)
+	}
+	// The block's drain has cordoned n1 by the time the loop places the
+	// booking again, elsewhere: the last loop's booking was on it.
+	ending["n1"] = EndingCapacity{ID: "cr-block", End: end}
+	pc.on = []string{"n2b"}
+	run(t0.Add(2 * time.Minute))
+	wantCond(t, pr, provreq.ConditionCapacityRevoked, metav1.ConditionTrue, ReasonCapacityBlockEnding)
+	if msg := cond(t, pr, provreq.ConditionCapacityRevoked).Message; !strings.Contains(msg, "cr-block") || !strings.Contains(msg, "n1") {
+		t.Errorf("CapacityRevoked message %q does not name the block and the node", msg)
 	}
 }

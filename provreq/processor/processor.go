@@ -148,6 +148,11 @@ type requestState struct {
 	attempt      *attempt
 	// nodes are the provisioned nodes of an atomic request, by name.
 	nodes map[string]bool
+	// bookedOn are the nodes a check-capacity request's booking was placed
+	// on in the last loop that placed it (kept in memory only): a node
+	// whose reserved capacity ends is cordoned for its drain, and the next
+	// placement no longer shows the booking there.
+	bookedOn []string
 	// built are the request's pods, kept while it is live.
 	built *builtPods
 	// written is the status last written, at writtenAt: until the informer

@@ -160,3 +160,38 @@ func TestAWSCapacityBlockEndingRevokesTheProvisioningRequest(t *testing.T) {
 	t.Logf("figures: provisioned %v before the end, revoked %v before the end",
 		end.Sub(provisionedAt).Round(time.Second), end.Sub(revokedAt).Round(time.Second))
 }
+
+// TestAWSCapacityBlockEndingRevokesACheckCapacityBooking: a check-capacity
+// ProvisioningRequest books room on the running node of a Capacity Block
+// ending 70 s after the start; from the drain window on (30 s before the
+// end) the request is CapacityRevoked (CapacityBlockEnding, naming the
+// block), not CapacityLost once the node is cordoned.
+func TestAWSCapacityBlockEndingRevokesACheckCapacityBooking(t *testing.T) {
+	e := itest.NewProvreqEnv(t)
+	e.DumpRequests()
+	s := startAWS(e.Env)
+	end := time.Now().Add(70 * time.Second).Truncate(time.Second)
+	block := blockGroup(s, end, 1)
+	e.Eventually(60*time.Second, "the block's node", func(ctx context.Context) (bool, error) {
+		return itest.NodesPerPool(e.Env)["block"] == 1, nil
+	})
+	itest.StartAutoscalerEnv(t, s.Env(), "autoscaler", awsArgs(e.Env, "--nodes=0:1:block", "--enable-provisioning-requests",
+		"--aws-capacity-block-drain-before=30s", "--scale-down-enabled=false")...)
+	e.Request("check", provreq.ClassCheckCapacity, nil, false,
+		itest.PodSet{Name: "a", Count: 1, CPU: "500m", Selector: map[string]string{"pool": "block"}})
+	e.Condition("check", provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsFound, 30*time.Second)
+	bookedAt := time.Now()
+	if !bookedAt.Before(end.Add(-30 * time.Second)) {
+		t.Fatalf("booked %v before the end, inside the drain window: too late to tell", end.Sub(bookedAt))
+	}
+	pr := e.Condition("check", provreq.ConditionCapacityRevoked, metav1.ConditionTrue, processor.ReasonCapacityBlockEnding, 60*time.Second)
+	revokedAt := time.Now()
+	if revokedAt.Before(end.Add(-31*time.Second)) || revokedAt.After(end) {
+		t.Errorf("revoked %v before the end; want within the 30 s drain window", end.Sub(revokedAt))
+	}
+	if msg := e.ConditionMessage(pr, provreq.ConditionCapacityRevoked); !strings.Contains(msg, block) {
+		t.Errorf("CapacityRevoked message %q does not name the block %s", msg, block)
+	}
+	t.Logf("figures: booked %v before the end, revoked %v before the end",
+		end.Sub(bookedAt).Round(time.Second), end.Sub(revokedAt).Round(time.Second))
+}
