@@ -140,6 +140,19 @@ func waitConsolidationSettled(t *testing.T, e *framework.Env, f fleet, old strin
 		}
 		return checkGivenBack(ctx, e, old) == nil, nil
 	})
+	if out.finished {
+		// The API server says the node is gone; the watch's informer may
+		// see it seconds later when its watch was cut by a restart
+		// (it then gets the deletion from its relist).
+		e.Eventually(30*time.Second, "the deletion watch to see "+old+"'s deletion", func(context.Context) (bool, error) {
+			for _, d := range deletions.All() {
+				if strings.Contains(d.String(), old+" ") {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+	}
 	out.seen = seen()
 	out.asked = logCount(ps, logAskedReplacement)
 	out.deleted = deletions.All()

@@ -1,6 +1,7 @@
 package itest
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -50,8 +51,26 @@ func WatchNodeDeletions(e *framework.Env) *DeletionWatch {
 				return
 			}
 			d := NodeDeletion{name: n.Name, Pool: n.Labels["pool"], at: time.Now(), Ready: NodeReady(n)}
-			for _, o := range w.pods.List() {
-				if p := o.(*apiv1.Pod); p.Spec.NodeName == n.Name && p.Status.Phase == apiv1.PodRunning {
+			// The pods as the API server has them now: after a
+			// kube-apiserver restart the informer's cache may lag behind
+			// by seconds (its watch backs off) and still show a pod
+			// evicted and gone. The cache only when the API does not
+			// answer.
+			var bound []*apiv1.Pod
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			list, err := e.Client.CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.Name})
+			cancel()
+			if err == nil {
+				for i := range list.Items {
+					bound = append(bound, &list.Items[i])
+				}
+			} else {
+				for _, o := range w.pods.List() {
+					bound = append(bound, o.(*apiv1.Pod))
+				}
+			}
+			for _, p := range bound {
+				if p.Spec.NodeName == n.Name && p.Status.Phase == apiv1.PodRunning {
 					d.busy = append(d.busy, p.Name)
 				}
 			}
