@@ -25,9 +25,7 @@ import (
 // spec: the pods built for one ProvisioningRequest PodSet); a set is placed
 // as one equivalence group, its pods are not compared.
 func (s *Session) Place(ctx context.Context, sets [][]*apiv1.Pod, realOnly bool) []*apiv1.Pod {
-	placed, tell := s.o.placements()
-	rest, _ := s.o.fitGroupsTold(ctx, s.o.groupsOf(sets), realOnly, tell, time.Time{})
-	s.o.recordCheck(ctx, slices.Concat(sets...), rest, placed, realOnly, true, nil)
+	rest, _ := s.PlaceOn(ctx, sets, realOnly)
 	return rest
 }
 

@@ -177,14 +177,7 @@ func TestSpellingAndDeletionDelay(t *testing.T) {
 	if err := g.IncreaseSize(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	var node *apiv1.Node
-	waitFor(t, "the node", func() bool {
-		nodes, _ := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		if len(nodes.Items) == 1 {
-			node = &nodes.Items[0]
-		}
-		return node != nil
-	})
+	node := theNode(t, client)
 	if want := "kwok:///" + node.Name; node.Spec.ProviderID != want {
 		t.Fatalf("provider ID %q, want %q", node.Spec.ProviderID, want)
 	}
@@ -232,14 +225,7 @@ func TestNodeOutlivesNoDeletedInstance(t *testing.T) {
 	if err := g.IncreaseSize(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	var node *apiv1.Node
-	waitFor(t, "the node", func() bool {
-		nodes, _ := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		if len(nodes.Items) == 1 {
-			node = &nodes.Items[0]
-		}
-		return node != nil
-	})
+	node := theNode(t, client)
 	if err := g.DeleteNodes(ctx, []*apiv1.Node{node}); err != nil {
 		t.Fatalf("DeleteNodes with the Node's deletion failing: %v, want nil (the instance is being deleted)", err)
 	}
@@ -291,4 +277,18 @@ func TestDeletedInstanceGoneFromStateOnReturn(t *testing.T) {
 	if savedInstances(t, client)[name] {
 		t.Error("the deleted instance is still in the state ConfigMap when DeleteNodes returned")
 	}
+}
+
+// theNode waits for the one Node of client and returns it.
+func theNode(t *testing.T, client *fake.Clientset) *apiv1.Node {
+	t.Helper()
+	var node *apiv1.Node
+	waitFor(t, "the node", func() bool {
+		nodes, _ := client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+		if len(nodes.Items) == 1 {
+			node = &nodes.Items[0]
+		}
+		return node != nil
+	})
+	return node
 }

@@ -17,6 +17,18 @@ var threeGroups = []testGroup{
 	{id: "large", cpu: "16", price: 0.8},
 }
 
+// twoSmallAndAnEmptyMedium: two small nodes whose pods one medium node
+// would take (0.6 for 0.45), and an empty medium node m9.
+func twoSmallAndAnEmptyMedium(c *cluster) {
+	c.groups = []testGroup{{id: "small", cpu: "4", price: 0.3}, {id: "medium", cpu: "8", price: 0.45},
+		{id: "large", cpu: "16", price: 0.8}}
+	c.node("m9", "medium")
+	for _, n := range []string{"s1", "s2"} {
+		c.node(n, "small")
+		c.pod("p-"+n, "web", "3", n)
+	}
+}
+
 func TestPlanReplacement(t *testing.T) {
 	h := newHandle(t)
 	for _, tc := range []struct {
@@ -85,31 +97,15 @@ func TestPlanReplacement(t *testing.T) {
 		want:   []verdict{{Nodes: []string{"s1", "s2"}, Group: "medium"}, {Nodes: []string{"s3", "s4"}, Group: "medium"}},
 		saving: 0.6 - 0.45,
 	}, {
-		name: "a group whose nodes are being deleted is no replacement's group",
-		build: func(c *cluster) {
-			c.groups = []testGroup{{id: "small", cpu: "4", price: 0.3}, {id: "medium", cpu: "8", price: 0.45},
-				{id: "large", cpu: "16", price: 0.8}}
-			c.node("m9", "medium")
-			for _, n := range []string{"s1", "s2"} {
-				c.node(n, "small")
-				c.pod("p-"+n, "web", "3", n)
-			}
-		},
+		name:  "a group whose nodes are being deleted is no replacement's group",
+		build: twoSmallAndAnEmptyMedium,
 		// Two small nodes would go onto one medium (0.6 for 0.45), but a
 		// medium node is being deleted: the new one would be emptied
 		// next, its pods moved twice. A large one saves nothing.
 		in: func(in *Input) { in.Deleting = map[string]bool{"m9": true} },
 	}, {
-		name: "a group the plan removes a node of is no replacement's group",
-		build: func(c *cluster) {
-			c.groups = []testGroup{{id: "small", cpu: "4", price: 0.3}, {id: "medium", cpu: "8", price: 0.45},
-				{id: "large", cpu: "16", price: 0.8}}
-			c.node("m9", "medium")
-			for _, n := range []string{"s1", "s2"} {
-				c.node(n, "small")
-				c.pod("p-"+n, "web", "3", n)
-			}
-		},
+		name:  "a group the plan removes a node of is no replacement's group",
+		build: twoSmallAndAnEmptyMedium,
 		// The empty medium node goes; the small ones stay for a later plan.
 		want: []verdict{{Nodes: []string{"m9"}}},
 	}, {

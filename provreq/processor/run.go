@@ -142,20 +142,19 @@ func (l *Loop) book(ctx context.Context, r *request, capacity Capacity, present 
 		}
 	}
 	realOnly := r.class == provreq.ClassCheckCapacity
+	var rest []*apiv1.Pod
 	if placer, ok := capacity.(NodePlacer); ok && realOnly && l.p.ending != nil {
-		rest, on := placer.PlaceOn(ctx, sets, realOnly)
+		var on []string
+		rest, on = placer.PlaceOn(ctx, sets, realOnly)
 		last := r.state.bookedOn
 		r.state.bookedOn = on
 		if l.revokeOnEnding(r, append(slices.Clone(on), last...)) {
 			return 0
 		}
-		if len(rest) > 0 {
-			l.set(r, provreq.ConditionCapacityRevoked, true, ReasonCapacityLost, fmt.Sprintf(
-				"%d of the %d pods the request still books no longer fit the cluster.", len(rest), left))
-		}
-		return left - len(rest)
+	} else {
+		rest = capacity.Place(ctx, sets, realOnly)
 	}
-	if rest := capacity.Place(ctx, sets, realOnly); len(rest) > 0 && realOnly {
+	if len(rest) > 0 && realOnly {
 		l.set(r, provreq.ConditionCapacityRevoked, true, ReasonCapacityLost, fmt.Sprintf(
 			"%d of the %d pods the request still books no longer fit the cluster.", len(rest), left))
 		return left - len(rest)
