@@ -187,17 +187,23 @@ func (p proposals) proposed(r *plan) bool {
 		return true
 	}
 	for _, m := range r.Nodes {
-		found := false
-		for _, c := range p.by[r.For] {
-			for _, n := range c.Nodes {
-				found = found || n == m.Node
-			}
-		}
-		if !found {
+		if !p.proposes(r.For, m.Node) {
 			return false
 		}
 	}
 	return true
+}
+
+// proposes reports whether some candidate of the reason names node.
+func (p proposals) proposes(reason Reason, node string) bool {
+	for _, c := range p.by[reason] {
+		for _, n := range c.Nodes {
+			if n == node {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (h *Engine) propose(ctx context.Context, loop *processors.Loop) proposals {

@@ -131,7 +131,9 @@ func (s *step) end(result, reason, msg string) {
 // heal asked for with the annotation holds while the annotation stays, one
 // of a policy while some policy's condition still holds. A voluntary
 // plan holds while its source (when it answered in this loop) proposes
-// every node of it and no node became protected; an interruption holds.
+// every node of it and no node became protected; a reservation's end
+// while its source proposes every node (the reservation was not extended
+// past the drain window); an interruption holds.
 func (s *step) stillNeeded() bool {
 	switch {
 	case s.r.For == Unhealthy && s.r.kind() == "annotation":
@@ -140,6 +142,8 @@ func (s *step) stillNeeded() bool {
 	case s.r.For == Unhealthy:
 		_, _, ok := s.h.trigger(s.node, s.loop.Now)
 		return ok
+	case s.r.For == ReservationEnding:
+		return s.props.proposed(s.r)
 	case !voluntary(s.r.For):
 		return true
 	}
@@ -451,6 +455,13 @@ func (s *step) surging(ctx context.Context) bool {
 // once all are drained (or fenced).
 func (s *step) draining(ctx context.Context) bool {
 	h, r := s.h, s.r
+	if r.For == ReservationEnding && s.reservationExtended() {
+		// The capacity was paid for beyond the window: the node stays, and
+		// what the drain moved so far stays where it went.
+		s.end("cancelled", "ReservationExtended", fmt.Sprintf("the reserved capacity of %s no longer ends within the drain window "+
+			"(extended); the drain stopped and the nodes are given back", joinNodes(r)))
+		return true
+	}
 	r.DrainStarted = true
 	done := true
 	for _, m := range r.Nodes {
@@ -490,6 +501,27 @@ func (s *step) draining(ctx context.Context) bool {
 	}
 	s.setPhase(PhaseDeleting)
 	return true
+}
+
+// reservationExtended reports, for a drain of reserved capacity that ends,
+// that its source answered in this loop and no longer proposes a node of
+// it that is Ready and not being deleted: the reservation was extended (or
+// the node left its group). A node that is not Ready is not proposed
+// either, and its drain goes on (to fencing, if it never answers again).
+func (s *step) reservationExtended() bool {
+	if !s.props.fresh[s.r.For] {
+		return false
+	}
+	for _, m := range s.r.Nodes {
+		n := s.nodes[m.Node]
+		if n == nil || n.DeletionTimestamp != nil || m.DeleteIssued || m.Fence || !nodeReady(n) {
+			continue
+		}
+		if !s.props.proposes(s.r.For, m.Node) {
+			return true
+		}
+	}
+	return false
 }
 
 func orNone(s string) string {

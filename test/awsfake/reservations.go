@@ -71,6 +71,20 @@ func (s *Server) AddCapacityReservation(r CapacityReservation) string {
 	return r.ID
 }
 
+// ExtendCapacityReservation moves a reservation's EndDate to end, as an
+// extension of a Capacity Block does (the block is then used, and reclaimed,
+// until the new end); false when there is no such reservation.
+func (s *Server) ExtendCapacityReservation(id string, end time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.reservations[id]
+	if r == nil {
+		return false
+	}
+	r.EndDate = end
+	return true
+}
+
 // ReservationUsage returns how many instances of the reservation are
 // launched into it and not Terminated, and how many more it has room for.
 func (s *Server) ReservationUsage(id string) (used, available int) {
