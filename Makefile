@@ -63,7 +63,7 @@ unit: ## unit tests only: the packages that do not start a control plane (as mak
 	CGO_ENABLED=0 go test -trimpath -count=1 $(UNIT_PKGS)
 
 unit-race: ## the unit tests with the race detector (make test-slow runs them)
-	go test -race -count=1 -timeout $(TEST_TIMEOUT) $(UNIT_PKGS)
+	go test -race -vet=off -ldflags='-s -w' -count=1 -timeout $(TEST_TIMEOUT) $(UNIT_PKGS)
 
 integration: tools ## integration tests only, against the real local control plane
 	go test -race -count=1 -p $(TEST_P) -timeout $(TEST_TIMEOUT) ./test/... ./provreq/client/...
