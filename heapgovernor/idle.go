@@ -70,17 +70,15 @@ const (
 // shouldCollect says whether a collection is due before the next cycle: when
 // the heap plus next, the allocation expected before the following wait,
 // reaches the earliest point at which the runtime would start a collection
-// on its own (then during the loop). No goal (the collector off) or a heap
-// already past that point (a collection is under way or about to start)
-// also return false: nothing is gained there.
+// on its own (then during the loop), or the heap is past it already (the
+// runtime's collection is about to start or under way: runtime.GC finishes
+// it in the wait, and runs one more). No goal above the live heap (the
+// collector off, or nothing to reason about) returns false.
 func shouldCollect(s HeapStats, next uint64) bool {
-	if s.Goal == 0 || s.Goal <= s.Live || next == 0 {
+	if s.Goal <= s.Live {
 		return false
 	}
 	trigger := s.Live + uint64(earliestTrigger*float64(s.Goal-s.Live))
-	if s.Heap >= trigger {
-		return false
-	}
 	return s.Heap+next >= trigger
 }
 

@@ -22,9 +22,10 @@ func TestShouldCollect(t *testing.T) {
 		{"just collected: room for the next cycle", at(900), 50 * mi, false},
 		{"the next cycle would cross the earliest start", at(1010), 50 * mi, true},
 		{"the next cycle ends just short of it", at(1007), 50 * mi, false},
-		{"already past it: the runtime's collection is under way", at(1060), 50 * mi, false},
+		{"already past it: the runtime's collection is about to start or under way", at(1060), 50 * mi, true},
 		{"a cycle larger than the whole room: collect at once", at(900), 300 * mi, true},
 		{"nothing learnt yet", at(1050), 0, false},
+		{"nothing learnt yet, past it", at(1060), 0, true},
 		{"no goal (collector off)", HeapStats{Live: 900 * mi, Heap: 1000 * mi}, 50 * mi, false},
 		{"a goal at the live heap: no room to reason about", HeapStats{Goal: 900 * mi, Live: 900 * mi, Heap: 900 * mi}, 50 * mi, false},
 	} {
