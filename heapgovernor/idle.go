@@ -78,8 +78,9 @@ func shouldCollect(s HeapStats, next uint64) bool {
 	if s.Goal <= s.Live {
 		return false
 	}
-	trigger := s.Live + uint64(earliestTrigger*float64(s.Goal-s.Live))
-	return s.Heap+next >= trigger
+	// In floating point: with GOGC=off the goal is near 2^64.
+	trigger := float64(s.Live) + earliestTrigger*float64(s.Goal-s.Live)
+	return float64(s.Heap)+float64(next) >= trigger
 }
 
 // IdleCollector runs the collector between loops (BetweenLoops), when the
@@ -107,8 +108,13 @@ type IdleCollector struct {
 }
 
 // NewIdleCollector is an idle collector on the runtime: ReadHeapStats,
-// runtime.GC and the wall clock.
+// runtime.GC and the wall clock. GOGC or GOMEMLIMIT in the environment turn
+// it off, as they turn the governor off: it returns nil, whose BetweenLoops
+// does nothing.
 func NewIdleCollector() *IdleCollector {
+	if firstEnv("GOMEMLIMIT", "GOGC") != "" {
+		return nil
+	}
 	return newIdleCollector(ReadHeapStats, runtime.GC, time.Now)
 }
 
@@ -122,9 +128,14 @@ func newIdleCollector(read func() HeapStats, gc func(), now func() time.Time) *I
 // after the first loop, what was allocated since the collector was made)
 // would start a collection during the next loop, runs one now. It returns
 // whether it collected. It blocks while it collects (a few hundred
-// milliseconds at 15,000 nodes); it does not collect when the last
-// collection it ran took more than half of wait.
+// milliseconds to seconds at 15,000 nodes); it does not collect when the
+// last collection it ran took more than half of wait (that measure halves
+// at each wait so skipped), nor, when there is no wait (the loop overran
+// its interval), unless the heap is already where the runtime starts one.
 func (c *IdleCollector) BetweenLoops(ctx context.Context, wait time.Duration) bool {
+	if c == nil {
+		return false
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.read()
@@ -144,7 +155,21 @@ func (c *IdleCollector) BetweenLoops(ctx context.Context, wait time.Duration) bo
 	for _, a := range c.cycles {
 		next = max(next, a)
 	}
-	if wait <= 0 || !shouldCollect(s, next) || float64(c.lastGC) > waitShare*float64(wait) {
+	if !shouldCollect(s, next) {
+		return false
+	}
+	if wait <= 0 {
+		// The loop overran its interval (the first one does, at a large
+		// cluster): the next starts at once, and is held back only for a
+		// collection the runtime would start now anyway.
+		if !shouldCollect(s, 0) {
+			return false
+		}
+	} else if float64(c.lastGC) > waitShare*float64(wait) {
+		// The last one may have been slowed by a busy machine: the
+		// measure halves at each wait skipped, so that a later one
+		// collects again.
+		c.lastGC /= 2
 		return false
 	}
 	start := c.now()

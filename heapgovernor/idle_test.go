@@ -27,6 +27,7 @@ func TestShouldCollect(t *testing.T) {
 		{"nothing learnt yet", at(1050), 0, false},
 		{"nothing learnt yet, past it", at(1060), 0, true},
 		{"no goal (collector off)", HeapStats{Live: 900 * mi, Heap: 1000 * mi}, 50 * mi, false},
+		{"GOGC=off: a goal near 2^64", HeapStats{Goal: 1<<64 - 1, Live: 900 * mi, Heap: 1000 * mi}, 50 * mi, false},
 		{"a goal at the live heap: no room to reason about", HeapStats{Goal: 900 * mi, Live: 900 * mi, Heap: 900 * mi}, 50 * mi, false},
 	} {
 		if got := shouldCollect(c.stats, c.next); got != c.want {
@@ -83,9 +84,42 @@ func TestIdleCollector(t *testing.T) {
 		t.Errorf("collected in a 1.5 s wait after a 1 s collection")
 	}
 	if c.BetweenLoops(ctx, 0) {
-		t.Errorf("collected with no wait")
+		t.Errorf("collected with no wait, short of the runtime's start")
 	}
 	if !c.BetweenLoops(ctx, 2*time.Second) {
 		t.Errorf("did not collect in a 2 s wait after a 1 s collection")
+	}
+	// A slow collection (a busy machine) does not stop it for good: each
+	// wait it skips halves the measure.
+	h.gcTime = 8 * time.Second
+	h.alloc(140 * mi)
+	if !c.BetweenLoops(ctx, 9*time.Second) {
+		t.Errorf("did not collect in a 9 s wait after a 1 s collection")
+	}
+	var skipped int
+	for h.alloc(140 * mi); !c.BetweenLoops(ctx, 9*time.Second); skipped++ {
+		if skipped > 3 {
+			t.Fatalf("no collection in %d waits after an 8 s one", skipped)
+		}
+	}
+	if skipped != 1 {
+		t.Errorf("waits skipped after an 8 s collection = %d, want 1 (8 s, then 4 s against 4.5 s)", skipped)
+	}
+	// No wait (the loop overran), but the heap is past the runtime's
+	// earliest start: collected at once.
+	h.alloc(160 * mi)
+	if !c.BetweenLoops(ctx, -time.Second) {
+		t.Errorf("no wait, the heap past the runtime's start: not collected")
+	}
+}
+
+func TestIdleCollectorOffWithTheEnvironment(t *testing.T) {
+	t.Setenv("GOGC", "200")
+	if c := NewIdleCollector(); c != nil || c.BetweenLoops(context.Background(), 10*time.Second) {
+		t.Errorf("GOGC in the environment: idle collector %v, want none that collects", c)
+	}
+	t.Setenv("GOGC", "")
+	if NewIdleCollector() == nil {
+		t.Errorf("no GOGC or GOMEMLIMIT: no idle collector")
 	}
 }
