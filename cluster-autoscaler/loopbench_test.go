@@ -41,8 +41,14 @@ import (
 // holds no node or pod. One op is one loop; p50-s and p99-s are over the
 // timed loops, peak-heap-MiB the largest heap sampled every 10 ms while
 // they ran, live-heap-MiB the heap after them and a GC (fixture included),
-// cpu-s/loop the process's CPU time per timed loop (collector included);
-// the binary's heap governor runs, at the default --heap-headroom-ratio.
+// cpu-s/loop the process's CPU time per timed loop (collector included,
+// and the between-loops work after it); the binary's heap governor runs, at
+// the default --heap-headroom-ratio, and the runner's between-loops work
+// (the idle collector, builder.BetweenLoops) runs after each loop of Idle
+// and ScaleDown2000, untimed, as the runner runs it at the start of its
+// wait: the loops run back to back, the wait the scan interval would leave
+// is passed on, and idle-gcs counts the collections it ran. Each loop's
+// wall time is logged, marked where a collection ended during it.
 //
 // Sub-benchmarks: Idle (nothing to do: every node above the scale-down
 // threshold, no pending pod), Burst10000 (10,000 unschedulable pods, half

@@ -61,10 +61,6 @@ const (
 	// cyclesRemembered is how many recent cycles' allocation the estimate
 	// of the next one takes the largest of.
 	cyclesRemembered = 5
-	// waitShare: a collection is started in the wait only if the last one
-	// it started took at most this share of the wait, so that a loop is not
-	// held back by it.
-	waitShare = 0.5
 )
 
 // shouldCollect says whether a collection is due before the next cycle: when
@@ -101,8 +97,6 @@ type IdleCollector struct {
 	// cycles holds the allocation of the last cycles (a loop and its wait),
 	// newest last.
 	cycles []uint64
-	// lastGC is how long the last collection it started took.
-	lastGC time.Duration
 	// collections counts the collections it started.
 	collections int
 }
@@ -128,10 +122,11 @@ func newIdleCollector(read func() HeapStats, gc func(), now func() time.Time) *I
 // after the first loop, what was allocated since the collector was made)
 // would start a collection during the next loop, runs one now. It returns
 // whether it collected. It blocks while it collects (a few hundred
-// milliseconds to seconds at 15,000 nodes); it does not collect when the
-// last collection it ran took more than half of wait (that measure halves
-// at each wait so skipped), nor, when there is no wait (the loop overran
-// its interval), unless the heap is already where the runtime starts one.
+// milliseconds to seconds at 15,000 nodes), and the runner's timer counts
+// from the loop's start, so a collection longer than the wait delays the
+// next loop by the difference (that loop would have run with the same
+// collection). When there is no wait (the loop overran its interval) it
+// collects only if the heap is already where the runtime starts one.
 func (c *IdleCollector) BetweenLoops(ctx context.Context, wait time.Duration) bool {
 	if c == nil {
 		return false
@@ -158,28 +153,20 @@ func (c *IdleCollector) BetweenLoops(ctx context.Context, wait time.Duration) bo
 	if !shouldCollect(s, next) {
 		return false
 	}
-	if wait <= 0 {
+	if wait <= 0 && !shouldCollect(s, 0) {
 		// The loop overran its interval (the first one does, at a large
 		// cluster): the next starts at once, and is held back only for a
 		// collection the runtime would start now anyway.
-		if !shouldCollect(s, 0) {
-			return false
-		}
-	} else if float64(c.lastGC) > waitShare*float64(wait) {
-		// The last one may have been slowed by a busy machine: the
-		// measure halves at each wait skipped, so that a later one
-		// collects again.
-		c.lastGC /= 2
 		return false
 	}
 	start := c.now()
 	c.gc()
-	c.lastGC = c.now().Sub(start)
+	took := c.now().Sub(start)
 	c.collections++
 	// The collection's own allocation (none to speak of) is not the
 	// next cycle's.
 	c.lastAllocs = c.read().Allocs
 	klog.FromContext(ctx).V(4).Info("Collected the heap between loops", "heapBytes", s.Heap, "liveBytes", s.Live,
-		"goalBytes", s.Goal, "expectedCycleAllocBytes", next, "took", c.lastGC)
+		"goalBytes", s.Goal, "expectedCycleAllocBytes", next, "took", took)
 	return true
 }
