@@ -97,8 +97,6 @@ type IdleCollector struct {
 	// cycles holds the allocation of the last cycles (a loop and its wait),
 	// newest last.
 	cycles []uint64
-	// collections counts the collections it started.
-	collections int
 }
 
 // NewIdleCollector is an idle collector on the runtime: ReadHeapStats,
@@ -162,7 +160,6 @@ func (c *IdleCollector) BetweenLoops(ctx context.Context, wait time.Duration) bo
 	start := c.now()
 	c.gc()
 	took := c.now().Sub(start)
-	c.collections++
 	// The collection's own allocation (none to speak of) is not the
 	// next cycle's.
 	c.lastAllocs = c.read().Allocs
