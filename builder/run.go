@@ -15,6 +15,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/core"
 	"k8s.io/autoscaler/cluster-autoscaler/explain"
+	"k8s.io/autoscaler/cluster-autoscaler/heapgovernor"
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 	"k8s.io/autoscaler/cluster-autoscaler/processors"
 )
@@ -115,7 +116,18 @@ func NewRunner(opts config.Options, inf *Informers, provider cloudprovider.Cloud
 	}
 	autoscaler := core.NewAutoscaler(CoreOptions(opts), inf.Listers, provider, m, loopOpts...)
 	return core.NewRunner(autoscaler, opts.ScanInterval, health, m, core.WithFrequentLoops(opts.FrequentLoopsEnabled),
-		core.WithPodBatching(opts.ScaleUpBatchIdle, opts.ScaleUpBatchMax), core.WithClock(loop.Clock))
+		core.WithPodBatching(opts.ScaleUpBatchIdle, opts.ScaleUpBatchMax), core.WithClock(loop.Clock),
+		core.WithBetweenLoops(BetweenLoops()))
+}
+
+// BetweenLoops is what the runner does at the start of each wait between two
+// loops: the idle collector runs the Go collector there when the next loop
+// would otherwise run it (heapgovernor.IdleCollector), so that marking the
+// informers' objects does not stretch a loop. BenchmarkLoop calls it between
+// its loops as the runner does.
+func BetweenLoops() func(ctx context.Context, wait time.Duration) {
+	c := heapgovernor.NewIdleCollector()
+	return func(ctx context.Context, wait time.Duration) { c.BetweenLoops(ctx, wait) }
 }
 
 // Watch makes new ProvisioningRequests, buffers, unschedulable pods and

@@ -41,8 +41,14 @@ import (
 // holds no node or pod. One op is one loop; p50-s and p99-s are over the
 // timed loops, peak-heap-MiB the largest heap sampled every 10 ms while
 // they ran, live-heap-MiB the heap after them and a GC (fixture included),
-// cpu-s/loop the process's CPU time per timed loop (collector included);
-// the binary's heap governor runs, at the default --heap-headroom-ratio.
+// cpu-s/loop the process's CPU time per timed loop (collector included,
+// and the between-loops work after it); the binary's heap governor runs, at
+// the default --heap-headroom-ratio, and the runner's between-loops work
+// (the idle collector, builder.BetweenLoops) runs after each loop of Idle
+// and ScaleDown2000, untimed, as the runner runs it at the start of its
+// wait: the loops run back to back, the wait the scan interval would leave
+// is passed on, and idle-gcs counts the collections it ran. Each loop's
+// wall time is logged, marked where a collection ended during it.
 //
 // Sub-benchmarks: Idle (nothing to do: every node above the scale-down
 // threshold, no pending pod), Burst10000 (10,000 unschedulable pods, half
@@ -270,27 +276,67 @@ func benchClient() *fake.Clientset {
 var benchStart = time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)
 
 // steadyLoops times b.N loops of one autoscaler after an untimed first loop.
+// The loops are back to back, but the runner's between-loops work
+// (builder.BetweenLoops: the idle collector) runs after each one, untimed,
+// as the binary's runner runs it at the start of each wait, with the wait
+// the scan interval would leave; its CPU time is counted in cpu-s/loop, and
+// idle-gcs counts the collections it ran.
 func (h *loopHarness) steadyLoops(b *testing.B, after func(*testing.B, *core.Autoscaler, *builder.Loop)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	a, l, release := h.loop(b, ctx)
 	defer release()
+	between := builder.BetweenLoops()
+	start := time.Now()
 	runLoop(b, ctx, a, benchStart)
+	between(ctx, h.opts.ScanInterval-time.Since(start))
 	var times []time.Duration
 	var cpu time.Duration
+	var gcs []bool
 	heap := startHeapSampler()
+	forced := gcCycles("/gc/cycles/forced:gc-cycles")
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
+		cycles := gcCycles("/gc/cycles/total:gc-cycles")
 		start, startCPU := time.Now(), processCPU()
 		runLoop(b, ctx, a, benchStart.Add(time.Duration(i+1)*10*time.Second))
-		times, cpu = append(times, time.Since(start)), cpu+processCPU()-startCPU
+		took := time.Since(start)
+		times, gcs = append(times, took), append(gcs, gcCycles("/gc/cycles/total:gc-cycles") != cycles)
+		b.StopTimer()
+		between(ctx, h.opts.ScanInterval-took)
+		cpu += processCPU() - startCPU
+		b.StartTimer()
 	}
 	b.StopTimer()
+	logLoops(b, times, gcs)
+	b.ReportMetric(float64(gcCycles("/gc/cycles/forced:gc-cycles")-forced), "idle-gcs")
 	reportLoops(b, times, cpu, heap.stop())
 	if after != nil {
 		after(b, a, l)
 	}
 	runtime.KeepAlive(h)
+}
+
+// logLoops logs each timed loop's wall time, in order, marked with a * when
+// a collection ended during it: the slow loops and the collections line up.
+func logLoops(b *testing.B, times []time.Duration, gcs []bool) {
+	var sb strings.Builder
+	for i, t := range times {
+		fmt.Fprintf(&sb, " %d", t.Milliseconds())
+		if gcs[i] {
+			sb.WriteString("*")
+		}
+	}
+	b.Logf("loops (ms, in order; * a collection ended during it):%s", sb.String())
+}
+
+func gcCycles(name string) uint64 {
+	s := []metrics.Sample{{Name: name}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }
 
 // burstLoops times b.N burst loops, each on a fresh autoscaler whose first

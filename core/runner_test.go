@@ -397,3 +397,50 @@ func TestRunnerCountedArrivalsDoNotExtend(t *testing.T) {
 		t.Errorf("loop 3 started %v after the trigger, want 2s (1s after the last extending arrival)", got)
 	}
 }
+
+// TestRunnerWorksBetweenLoops: the between-loops work runs at the start of
+// each wait with the wait's length, its time comes out of the wait (a 3 s
+// collection does not delay the next loop), and it does not run between a
+// productive loop and the one that follows at once.
+func TestRunnerWorksBetweenLoops(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := clocktesting.NewFakeClock(start)
+	loop := &scriptedLoop{results: []Result{{}, {Productive: true}, {}}, called: make(chan struct{}, 10)}
+	var mu sync.Mutex
+	var waits []time.Duration
+	h := NewHealthCheck(c, 10*time.Minute, 15*time.Minute, 20*time.Minute)
+	r := NewRunner(loop, 10*time.Second, h, metrics.New(prometheus.NewRegistry()), WithClock(c), WithFrequentLoops(true),
+		WithBetweenLoops(func(_ context.Context, wait time.Duration) {
+			mu.Lock()
+			waits = append(waits, wait)
+			mu.Unlock()
+			c.Step(3 * time.Second) // a collection
+		}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- r.Run(ctx) }()
+	waitCall(t, loop) // loop 1
+	stepWhenWaiting(t, c, 6*time.Second)
+	expectNoCall(t, loop, "loop 2 ran before the scan interval")
+	c.Step(time.Second)
+	waitCall(t, loop) // loop 2, 10 s after loop 1, productive
+	waitCall(t, loop) // loop 3 at once
+	for !c.HasWaiters() {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	want := []time.Time{start, start.Add(10 * time.Second), start.Add(10 * time.Second)}
+	for i := range want {
+		if !loop.calls[i].Equal(want[i]) {
+			t.Errorf("call %d at %v, want %v", i+1, loop.calls[i], want[i])
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(waits) != 2 || waits[0] != 10*time.Second || waits[1] != 10*time.Second {
+		t.Errorf("between-loops waits = %v, want two of 10s (after loops 1 and 3)", waits)
+	}
+}
