@@ -32,10 +32,10 @@ module=$(go list -m)
 
 # Longest first (seconds on the 2-core CI, docs/test-times.md).
 order=(
-  test/integration/healing test/integration/fencing test/integration/scaledown test/integration/scaleup
-  test/integration/providers test/integration/fencingcapi test/integration/clusterapi test/chart
-  test/integration/dra test/integration/provreq test/integration/burst test/integration/explain
-  test/integration/lifecycle test/integration/aws test/image
+  test/chart test/integration/aws test/integration/clusterapi test/integration/healing
+  test/integration/scaledown test/integration/scaleup test/integration/dra test/integration/fencing
+  test/integration/fencingcapi test/integration/provreq test/integration/explain test/integration/burst
+  test/integration/providers test/integration/lifecycle test/image
 )
 # Under -race in the unit stream (its test process runs the loop).
 race_pkgs=(test/integration/timers)
