@@ -92,7 +92,20 @@ func (s *ReservationEnd) Propose(ctx context.Context, loop *processors.Loop) []d
 				e.ID, id, e.End.UTC().Format(time.RFC3339), s.before),
 		}})
 	}
+	// A node of the window seen before and gone since (the drain of the
+	// loop that first saw it may delete it in that same loop, before the
+	// ProvisioningRequests are processed) stays until its reservation's
+	// end, so that a request on it is still told why it lost it.
+	present := make(map[string]bool, len(loop.Nodes))
+	for _, n := range loop.Nodes {
+		present[n.Name] = true
+	}
 	s.mu.Lock()
+	for name, e := range s.ending {
+		if _, ok := ending[name]; !ok && !present[name] && loop.Now.Before(e.End) {
+			ending[name] = e
+		}
+	}
 	s.ending = ending
 	s.mu.Unlock()
 	return oldestFirst(out)
@@ -100,7 +113,8 @@ func (s *ReservationEnd) Propose(ctx context.Context, loop *processors.Loop) []d
 
 // Ending returns the nodes of the groups whose reservation was inside its
 // drain window at the last Propose, by node name (those not proposed, not
-// Ready ones for instance, included). Safe from any goroutine; the map is
+// Ready ones for instance, included), and those seen so before and gone
+// since, until their reservation's end. Safe from any goroutine; the map is
 // not to be changed.
 func (s *ReservationEnd) Ending() map[string]EndingNode {
 	s.mu.Lock()

@@ -112,3 +112,49 @@ func TestReservationEndWithoutDrainWindowProposesFromTheEnd(t *testing.T) {
 		t.Errorf("at the end: %+v, want the node", got)
 	}
 }
+
+// TestReservationEndRemembersNodesGoneInTheWindow: a node seen in the drain
+// window and deleted since (its drain can finish in the loop that first saw
+// it) stays in Ending until its reservation's end, so that a
+// ProvisioningRequest on it is still revoked; a node seen again outside the
+// window (its block extended) is not kept.
+func TestReservationEndRemembersNodesGoneInTheWindow(t *testing.T) {
+	p, _ := cluster(map[string][]*apiv1.Node{})
+	groups, err := p.NodeGroups(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := t0.Add(time.Hour)
+	block := endingGroup{NodeGroup: groups[0], end: cloudprovider.ReservationEnd{ID: "cr-1", End: end}, ok: true}
+	extended := endingGroup{NodeGroup: groups[0], end: cloudprovider.ReservationEnd{ID: "cr-1", End: end.Add(time.Hour)}, ok: true}
+	lookup := byNode{"gone": block, "kept": block}
+	s := NewReservationEnd(lookup, 10*time.Minute)
+	ending := func(now time.Time, nodes ...*apiv1.Node) []string {
+		s.Propose(context.Background(), &processors.Loop{Now: now, Nodes: nodes})
+		return slices.Sorted(func(yield func(string) bool) {
+			for n := range s.Ending() {
+				if !yield(n) {
+					return
+				}
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name  string
+		at    time.Time
+		nodes []*apiv1.Node
+		want  []string
+	}{
+		{"both in the window", end.Add(-5 * time.Minute), []*apiv1.Node{node("gone", t0), node("kept", t0)}, []string{"gone", "kept"}},
+		{"one deleted", end.Add(-4 * time.Minute), []*apiv1.Node{node("kept", t0)}, []string{"gone", "kept"}},
+		{"the other's block extended", end.Add(-3 * time.Minute), []*apiv1.Node{node("kept", t0)}, []string{"gone"}},
+		{"the end", end, []*apiv1.Node{node("kept", t0)}, nil},
+	} {
+		if tc.name == "the other's block extended" {
+			lookup["kept"] = extended
+		}
+		if diff := cmp.Diff(tc.want, ending(tc.at, tc.nodes...)); diff != "" {
+			t.Errorf("%s: ending nodes (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}
