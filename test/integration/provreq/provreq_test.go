@@ -360,8 +360,16 @@ nodeGroups:
 			provreq.FindCondition(pr.Status.Conditions, provreq.ConditionProvisioned).Message, got[late], late)
 	}
 	// The quick group's nodes registered empty and scale-down removes them.
+	var lastNodes map[string]int
+	var lastState string
+	defer func() {
+		if t.Failed() {
+			t.Logf("last seen: nodes per pool %v; kwok provider state %s", lastNodes, lastState)
+		}
+	}()
 	e.Eventually(90*time.Second, "the deleted request's registered nodes scaled down", func(context.Context) (bool, error) {
-		return itest.NodesPerPool(e.Env)[quick] == 0 && !strings.Contains(itest.KwokInstances(e.Env), quick+"-"), nil
+		lastNodes, lastState = itest.NodesPerPool(e.Env), itest.KwokInstances(e.Env)
+		return lastNodes[quick] == 0 && !strings.Contains(lastState, quick+"-"), nil
 	})
 	if got := itest.NodesPerPool(e.Env); got[slow] != 0 {
 		t.Errorf("%d nodes of the deleted request's slow group, want none", got[slow])
