@@ -322,6 +322,9 @@ func (p *Provider) scheduler(ctx context.Context) {
 	}
 }
 
+// recordTimeout bounds the save of a change (record).
+const recordTimeout = 30 * time.Second
+
 // nodeDeleteRetry is how long the scheduler waits before it tries again to
 // delete the Node of a deleted instance.
 const nodeDeleteRetry = time.Second
@@ -438,8 +441,14 @@ func (p *Provider) flush(ctx context.Context, want uint64) error {
 
 // record saves a deletion, which has taken effect whether or not it is
 // saved: a failure is logged and the scheduler saves it on its next tick.
+//
+// The save does not end with the caller's context (a removal whose context
+// ended once DeleteNodes returned would leave the deletion unsaved): it has
+// recordTimeout of its own.
 func (p *Provider) record(ctx context.Context, gen uint64, what string) {
-	if err := p.flush(ctx, gen); err != nil && ctx.Err() == nil {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	if err := p.flush(ctx, gen); err != nil {
 		klog.FromContext(ctx).Error(err, "Saving the kwok provider state; the scheduler will retry", "change", what)
 	}
 }
