@@ -314,9 +314,11 @@ func (p *Provider) scheduler(ctx context.Context) {
 		p.mu.Lock()
 		gen := p.gen
 		p.mu.Unlock()
-		if gen > p.savedGen.Load() {
+		if saved := p.savedGen.Load(); gen > saved {
 			if err := p.flush(ctx, gen); err != nil && ctx.Err() == nil {
 				klog.FromContext(ctx).Error(err, "Saving the kwok provider state; will retry")
+			} else if err == nil {
+				klog.FromContext(ctx).V(4).Info("Saved the kwok provider state", "generation", gen, "savedBefore", saved)
 			}
 		}
 	}
@@ -348,8 +350,11 @@ func (p *Provider) removeNode(ctx context.Context, in *instance) {
 	}
 	if cur, ok := p.instances[in.Name]; ok && cur == in {
 		delete(p.instances, in.Name)
-		p.changed()
+		gen := p.changed()
+		klog.FromContext(ctx).V(4).Info("Deleted instance gone with its Node", "node", in.Name, "generation", gen)
+		return
 	}
+	klog.FromContext(ctx).V(4).Info("Node of a deleted instance gone; the instance was no longer listed as this one", "node", in.Name)
 }
 
 // worker creates the Nodes of due instances.
