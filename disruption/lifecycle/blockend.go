@@ -102,7 +102,7 @@ func (s *ReservationEnd) Propose(ctx context.Context, loop *processors.Loop) []d
 	}
 	s.mu.Lock()
 	for name, e := range s.ending {
-		if _, ok := ending[name]; !ok && !present[name] && loop.Now.Before(e.End) {
+		if !present[name] && loop.Now.Before(e.End) {
 			ending[name] = e
 		}
 	}

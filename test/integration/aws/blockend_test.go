@@ -53,16 +53,23 @@ func appNodes(ctx context.Context, e *framework.Env, app string) (map[string]int
 // pod on it gets a node of the ordinary group; nothing was left running in
 // the block for AWS to reclaim at the end, and the block group was not
 // scaled up again.
-func TestAWSCapacityBlockDrainedBeforeItsEnd(t *testing.T) {
-	e := framework.New(t)
-	s := startAWS(e)
-	end := time.Now().Add(40 * time.Second)
-	block := blockGroup(s, end, 1)
+// blockWithNode starts the fake with a Capacity Block ending at end whose
+// group "block" runs one node, and an empty group "ordinary"; it returns the
+// block's ID and its node's name.
+func blockWithNode(e *framework.Env, end time.Time) (s *awsfake.Server, block, blockNode string) {
+	s = startAWS(e)
+	block = blockGroup(s, end, 1)
 	s.AddGroup(awsGroup("ordinary", 0, 5, 0, nil))
 	e.Eventually(60*time.Second, "the block's node", func(ctx context.Context) (bool, error) {
 		return itest.NodesPerPool(e)["block"] == 1, nil
 	})
-	blockNode := s.Instances("block")[0].ID
+	return s, block, s.Instances("block")[0].ID
+}
+
+func TestAWSCapacityBlockDrainedBeforeItsEnd(t *testing.T) {
+	e := framework.New(t)
+	end := time.Now().Add(40 * time.Second)
+	s, block, blockNode := blockWithNode(e, end)
 	itest.DumpPods(e)
 	itest.Deployment(e, "batch", 1, map[string]string{"shape": "standard"})
 	e.Eventually(60*time.Second, "the batch pod Running on the block's node", func(ctx context.Context) (bool, error) {

@@ -24,14 +24,8 @@ import (
 // that is paid for is not removed for a reason that no longer holds.
 func TestAWSCapacityBlockExtendedMidDrainKeepsItsNode(t *testing.T) {
 	e := framework.New(t)
-	s := startAWS(e)
 	end := time.Now().Add(60 * time.Second)
-	block := blockGroup(s, end, 1)
-	s.AddGroup(awsGroup("ordinary", 0, 5, 0, nil))
-	e.Eventually(60*time.Second, "the block's node", func(ctx context.Context) (bool, error) {
-		return itest.NodesPerPool(e)["block"] == 1, nil
-	})
-	blockNode := s.Instances("block")[0].ID
+	s, block, blockNode := blockWithNode(e, end)
 	itest.Deployment(e, "batch", 1, map[string]string{"shape": "standard"})
 	one := intstr.FromInt32(1)
 	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "batch", Namespace: e.Namespace},
