@@ -67,6 +67,9 @@ func (p *Planner) simulate(ctx context.Context, plan *Plan, eligible []*Candidat
 		}
 		if r, ok := p.recheck[name]; ok {
 			plan.Unremovable[name] = ReasonRecentlyUnremovable
+			if r.detail != "" {
+				p.blockers[name] = r.detail
+			}
 			logger.V(4).Info("Node found unremovable recently; not simulated again yet", "node", name,
 				"reason", r.reason, "recheckAt", r.until)
 			continue
@@ -77,7 +80,8 @@ func (p *Planner) simulate(ctx context.Context, plan *Plan, eligible []*Candidat
 		if reason := p.tryRemove(ctx, c, podsOf[c], in, pdbs, removed); reason != "" {
 			plan.Unremovable[name] = reason
 			if p.opts.UnremovableNodeRecheckTimeout > 0 {
-				p.recheck[name] = recheckEntry{until: in.Now.Add(p.opts.UnremovableNodeRecheckTimeout), reason: reason}
+				p.recheck[name] = recheckEntry{until: in.Now.Add(p.opts.UnremovableNodeRecheckTimeout), reason: reason,
+					detail: p.blockers[name]}
 			}
 			continue
 		}

@@ -87,6 +87,18 @@ func TestPlannerDeviceUtilizationAndClaimBlockers(t *testing.T) {
 	if plan.Unremovable["half-gpu"] != ReasonRecentlyUnremovable || plan.Details["half-gpu"] != why {
 		t.Errorf("a minute later: %q, %q; want RecentlyUnremovable with the claim", plan.Unremovable["half-gpu"], plan.Details["half-gpu"])
 	}
+	// A loop in which it is not a candidate (every device allocated for a
+	// moment) does not lose the detail of the verdict it still waits on.
+	sess.devices["half-gpu"] = [2]int{4, 4}
+	plan = f.planWith(t, t0.Add(2*time.Minute), func(in *Input) { in.Session = sess })
+	if plan.Unremovable["half-gpu"] != ReasonNotUnderutilized {
+		t.Errorf("every device allocated: %q, want NotUnderutilized", plan.Unremovable["half-gpu"])
+	}
+	sess.devices["half-gpu"] = [2]int{1, 4}
+	plan = f.planWith(t, t0.Add(3*time.Minute), func(in *Input) { in.Session = sess })
+	if plan.Unremovable["half-gpu"] != ReasonRecentlyUnremovable || plan.Details["half-gpu"] != why {
+		t.Errorf("a candidate again: %q, %q; want RecentlyUnremovable with the claim", plan.Unremovable["half-gpu"], plan.Details["half-gpu"])
+	}
 	// Its pod gone elsewhere and the claim released, the node is idle.
 	sess.devices["half-gpu"] = [2]int{0, 4}
 	sess.full["half-gpu"] = false

@@ -150,6 +150,10 @@ type Planner struct {
 type recheckEntry struct {
 	until  time.Time
 	reason string
+	// detail is what the simulation said of the reason (the pod that
+	// cannot move, its claims): the node's explanation while it waits,
+	// even when a loop in between found it not eligible and forgot it.
+	detail string
 }
 
 // PlannerOption configures a Planner.
