@@ -96,14 +96,17 @@ func HealedOnce(e *framework.Env, first *apiv1.Pod, copies *SecondCopyWatch) {
 		}
 		return p.UID != first.UID && p.Status.Phase == apiv1.PodRunning && p.Spec.NodeName != old, nil
 	})
-	copies.mu.Lock()
-	violation, second := copies.violation, copies.second
-	copies.mu.Unlock()
+	// The watch's goroutine may still be checking the old machine when a
+	// Get already sees the second copy running: wait for its verdict.
+	var violation string
+	e.Eventually(30*time.Second, "the watch saw the second "+first.Name, func(context.Context) (bool, error) {
+		copies.mu.Lock()
+		defer copies.mu.Unlock()
+		violation = copies.violation
+		return copies.second != nil, nil
+	})
 	if violation != "" {
 		e.T.Fatal(violation)
-	}
-	if second == nil {
-		e.T.Fatalf("the watch never saw the second %s", first.Name)
 	}
 	e.Eventually(60*time.Second, "HealSucceeded on "+old, func(ctx context.Context) (bool, error) {
 		ev, err := NodeEvents(ctx, e, old)
