@@ -26,6 +26,8 @@ test: tools ## unit and integration tests, as CI runs them (make test-slow: the 
 	TEST_P=$(TEST_P) TEST_TIMEOUT=$(TEST_TIMEOUT) hack/test.sh
 
 # The unit tests under the race detector (make test runs them without: docs/test-times.md, "Without -race"),
+# test/integration/timers (its test process runs the loop) and test/integration/scaledown against the binary built
+# with -race (make test runs both without: a race build of the module is a compile of its own),
 # the slow fault and failover tests (test/integration/faults skips them without INTEGRATION_SLOW), the
 # StatefulSet and Job plan-ahead tests' staircase comparisons (test/integration/burst), the AWS
 # provider's call counts at 1,000 groups (cloudprovider/aws runs them at 100 groups only without it), the image
@@ -35,14 +37,15 @@ SOAK_CHECK := SOAK_DURATION=2m SOAK_STEP=30s
 test-slow: tools ## the unit tests under -race, the slow fault and failover tests, the image of both architectures, the fuzzing and a 2-minute soak
 	$(MAKE) unit-race
 	INTEGRATION_SLOW=1 go test -race -count=1 -timeout $(TEST_TIMEOUT) ./test/integration/faults/
+	AUTOSCALER_TEST_RACE=1 go test -race -vet=off -ldflags='-s -w' -count=1 -p 2 -timeout $(TEST_TIMEOUT) ./test/integration/timers/ ./test/integration/scaledown/
 	INTEGRATION_SLOW=1 go test -race -count=1 -run TestAPICallsPerLoop -timeout $(TEST_TIMEOUT) ./cloudprovider/aws/
 	INTEGRATION_SLOW=1 go test -count=1 -run 'TestOrderedStatefulSetInOneDecision|TestSteppedJobInOneDecision' -timeout $(TEST_TIMEOUT) ./test/integration/burst/
 	IMAGE_TEST_ARCHS= go test -count=1 -timeout $(TEST_TIMEOUT) ./test/image/
 	$(MAKE) fuzz
 	$(SOAK_CHECK) go test -count=1 -run xxx -bench Soak -benchtime 1x -timeout 15m ./test/integration/bench/
 
-# Every integration package against the binary built with -race (test/integration/scaledown uses it in
-# every run): a process that reports a data race fails its test.
+# Every integration package against the binary built with -race (make test-slow runs test/integration/scaledown
+# so): a process that reports a data race fails its test.
 test-race-binary: tools ## the integration tests with the cluster-autoscaler built with -race
 	AUTOSCALER_TEST_RACE=1 go test -count=1 -p $(TEST_P) -timeout $(TEST_TIMEOUT) ./test/integration/...
 

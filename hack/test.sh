@@ -9,10 +9,10 @@
 # Both build their test binaries as the image builds the binary (CGO_ENABLED=0 -trimpath, framework.GoBuild),
 # so that one compile of the module serves the tests, the binary under test and the image, without -race:
 # make test is CPU-bound on CI's 2 cores, and -race made each test binary's link and run cost about
-# twice as much (docs/test-times.md, "Without -race"). What runs under the race detector here: the
-# autoscaler binary of test/integration/scaledown (built with -race in every run), and
-# test/integration/timers, whose test process runs the whole loop in-process (run first in the unit
-# stream). make test-slow, which CI runs after this, runs every unit package with -race (make unit-race).
+# twice as much (docs/test-times.md, "Without -race"), and a race build of the module is a compile of its
+# own. What runs under the race detector is in make test-slow, which CI runs after this: every unit package
+# (make unit-race), test/integration/timers (its test process runs the whole loop) and test/integration/scaledown
+# against the autoscaler binary built with -race, and the fault and failover tests.
 # The fuzzing runs in make test-slow (each target's build is instrumented: on a cold cache that is one more
 # compile of the module, some 700 s here; docs/test-times.md); go test runs every seed corpus here.
 # Every test binary is linked without its symbol table and DWARF (-ldflags "-s -w": a link costs about a third
@@ -35,10 +35,8 @@ order=(
   test/chart test/integration/aws test/integration/clusterapi test/integration/healing
   test/integration/scaledown test/integration/scaleup test/integration/dra test/integration/fencing
   test/integration/fencingcapi test/integration/provreq test/integration/explain test/integration/burst
-  test/integration/providers test/integration/lifecycle test/image
+  test/integration/providers test/integration/lifecycle test/image test/integration/timers
 )
-# Under -race in the unit stream (its test process runs the loop).
-race_pkgs=(test/integration/timers)
 
 mapfile -t all < <(go list ./...)
 long=()
@@ -46,7 +44,7 @@ for rel in "${order[@]}"; do long+=("$module/$rel"); done
 unit=()
 for pkg in "${all[@]}"; do
   rel=${pkg#"$module"/}
-  case " ${order[*]} ${race_pkgs[*]} " in *" $rel "*) continue ;; esac
+  case " ${order[*]} " in *" $rel "*) continue ;; esac
   case "$rel" in
     test/* | provreq/client | provreq/client/*) long+=("$pkg") ;;
     *) unit+=("$pkg") ;;
@@ -70,10 +68,6 @@ long_pid=$!
   status=0
   # Niced: the control-plane stream is the longer one, and its tests' bursts (a loop, a drain, a
   # controller's reconcile) are what its timers wait for; the unit stream takes the CPU they leave.
-  for rel in "${race_pkgs[@]}"; do
-    nice -n 5 go test -race "${link[@]}" -count=1 -timeout "$timeout" "$module/$rel" || status=$?
-  done
-  stamp "race packages (${#race_pkgs[@]})" "$status"
   CGO_ENABLED=0 nice -n 5 go test -trimpath "${link[@]}" -count=1 -p 2 -timeout "$timeout" "${unit[@]}" || status=$?
   stamp "unit packages (${#unit[@]})" "$status"
   exit "$status"

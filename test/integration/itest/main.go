@@ -19,16 +19,12 @@ var AutoscalerBinary string
 // of test/integration calls it from TestMain:
 //
 //	func TestMain(m *testing.M) { os.Exit(itest.Main(m)) }
-func Main(m *testing.M) int { return mainWith(m, false) }
-
-// MainRace is Main with the binary built with -race: a process that reports
-// a data race fails its test (see startProcess). One package uses it in
-// every run; $AUTOSCALER_TEST_RACE turns it on for all (make
-// test-race-binary).
-func MainRace(m *testing.M) int { return mainWith(m, true) }
-
-func mainWith(m *testing.M, race bool) int {
-	bin, err := framework.BuildAutoscaler(race)
+//
+// With $AUTOSCALER_TEST_RACE set the binary is built with -race: a process
+// that reports a data race fails its test (see startProcess). make test-slow
+// runs test/integration/scaledown so; make test-race-binary every package.
+func Main(m *testing.M) int {
+	bin, err := framework.BuildAutoscaler(false)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

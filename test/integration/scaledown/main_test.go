@@ -7,4 +7,4 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
 )
 
-func TestMain(m *testing.M) { os.Exit(itest.MainRace(m)) }
+func TestMain(m *testing.M) { os.Exit(itest.Main(m)) }
