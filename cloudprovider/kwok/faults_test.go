@@ -292,3 +292,40 @@ func theNode(t *testing.T, client *fake.Clientset) *apiv1.Node {
 	})
 	return node
 }
+
+// TestDeletionSavedWhenTheInformerSeesItFirst: the scheduler deletes the
+// Node of an instance being deleted, and the informer's delete event is
+// handled before the Delete call returns (a loaded machine). The instance
+// left the provider in the informer's handler; the state ConfigMap, which
+// listed it as Deleting, must be saved without it all the same. Before, the
+// handler removed it without recording a change and the state named it
+// forever (make test's TestAtomicAttemptDeletedOrListedLate saw it).
+func TestDeletionSavedWhenTheInformerSeesItFirst(t *testing.T) {
+	client := fake.NewClientset()
+	var p *Provider
+	var raced atomic.Bool
+	client.PrependReactor("delete", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		name := a.(k8stesting.DeleteAction).GetName()
+		p.forgetNode(&apiv1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		raced.Store(true)
+		return false, nil, nil
+	})
+	p, g := newTestProvider(t, client, faultGroup("deletionDelay: 1s"))
+	ctx := context.Background()
+	if err := g.IncreaseSize(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	node := theNode(t, client)
+	waitFor(t, "the instance registered", func() bool {
+		listed, _ := g.Nodes(ctx)
+		return len(listed) == 1 && listed[0].Status != nil && listed[0].Status.State == cloudprovider.InstanceRunning
+	})
+	if err := g.DeleteNodes(ctx, []*apiv1.Node{node}); err != nil {
+		t.Fatal(err)
+	}
+	if !savedInstances(t, client)[node.Name] {
+		t.Fatal("the instance being deleted is not in the state ConfigMap when DeleteNodes returned")
+	}
+	waitFor(t, "the Node deleted", func() bool { return raced.Load() })
+	waitFor(t, "the instance gone from the state ConfigMap", func() bool { return !savedInstances(t, client)[node.Name] })
+}

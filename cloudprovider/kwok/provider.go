@@ -263,11 +263,18 @@ func (p *Provider) observeNode(n *apiv1.Node) {
 	}
 }
 
+// forgetNode drops the registered instance of a deleted Node. One being
+// deleted is in the state ConfigMap (as Deleting): its going is a change
+// to save. The informer may see the Node go before removeNode's Delete call
+// returns, and then removeNode finds the instance gone and records nothing.
 func (p *Provider) forgetNode(n *apiv1.Node) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if in, ok := p.instances[n.Name]; ok && in.registered {
 		delete(p.instances, n.Name)
+		if !in.DeleteAt.IsZero() {
+			p.changed()
+		}
 	}
 }
 
