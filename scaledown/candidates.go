@@ -22,14 +22,19 @@ import (
 // around, and stops after a pool of max(ceil(nodes x
 // --scale-down-candidates-pool-ratio), --scale-down-candidates-pool-min-count)
 // nodes or once --scale-down-non-empty-candidates-count of them were found
-// unneeded; a non-positive count lifts both limits. A node left out this
-// loop is drawn in a later one, so with every node removable all of them
-// are unneeded within ceil(others / min(pool, count)) loops. A node the
-// simulation found unremovable is not simulated again for
-// --unremovable-node-recheck-timeout (reason RecentlyUnremovable), and once
-// --scale-down-simulation-timeout has passed the rest are left out. Nodes
-// left out are neither unneeded nor unremovable in this plan (one unneeded
-// before keeps its timer: see timers).
+// unneeded; a non-positive count lifts both limits. When the limits leave
+// some of the others out, those whose own facts (Node object, pods, the
+// PDBs covering them: facts.go) changed since their last simulation, never
+// simulated, or last simulated staleAfter ago come first, each part in that
+// rotation order. A node left out this loop is drawn in a later one, so
+// with every node removable all of them are unneeded within
+// ceil(others / min(pool, count)) loops. A node the simulation found
+// unremovable is not simulated again for --unremovable-node-recheck-timeout
+// (reason RecentlyUnremovable) unless its own facts changed meanwhile (its
+// blocking pod left, a PDB changed): then it is simulated in this loop.
+// Once --scale-down-simulation-timeout has passed the rest are left out.
+// Nodes left out are neither unneeded nor unremovable in this plan (one
+// unneeded before keeps its timer: see timers).
 func (p *Planner) simulate(ctx context.Context, plan *Plan, eligible []*Candidate, podsOf map[*Candidate][]*apiv1.Pod,
 	in Input, pdbs *drain.PDBs, removed map[string]bool, total int) (unneeded []*Candidate, skipped []string) {
 	logger := klog.FromContext(ctx)
@@ -45,8 +50,15 @@ func (p *Planner) simulate(ctx context.Context, plan *Plan, eligible []*Candidat
 			others = append(others, c)
 		}
 	}
+	p.facts.observe(eligible, podsOf, in, pdbs.List())
 	others = rotate(others, p.cursor)
 	limit, pool := p.candidateLimits(total)
+	if len(others) > min(limit, pool) {
+		// Not every one will be drawn: the pool goes to the changed ones
+		// first. Otherwise the order stays the rotation's, the same from
+		// one quiet loop to the next (what verdicts.go keeps outcomes by).
+		others = p.facts.changedFirst(others, in.Now, p.staleAfter())
+	}
 	deadline := p.clock.Now().Add(p.opts.ScaleDownSimulationTimeout)
 	found, drawn, timedOut := 0, 0, false
 	for i, c := range append(append(empty, previous...), others...) {
@@ -66,18 +78,26 @@ func (p *Planner) simulate(ctx context.Context, plan *Plan, eligible []*Candidat
 			p.cursor = name
 		}
 		if r, ok := p.recheck[name]; ok {
-			plan.Unremovable[name] = ReasonRecentlyUnremovable
-			if r.detail != "" {
-				p.blockers[name] = r.detail
+			why := p.facts.changedSince(name)
+			if why == "" {
+				plan.Unremovable[name] = ReasonRecentlyUnremovable
+				if r.detail != "" {
+					p.blockers[name] = r.detail
+				}
+				logger.V(4).Info("Node found unremovable recently; not simulated again yet", "node", name,
+					"reason", r.reason, "recheckAt", r.until)
+				continue
 			}
-			logger.V(4).Info("Node found unremovable recently; not simulated again yet", "node", name,
-				"reason", r.reason, "recheckAt", r.until)
-			continue
+			delete(p.recheck, name)
+			logger.V(4).Info("Node found unremovable recently, but its own facts changed since: simulated again",
+				"node", name, "reason", r.reason, "changed", why)
 		}
 		if isOther {
 			drawn++
 		}
-		if reason := p.tryRemove(ctx, c, podsOf[c], in, pdbs, removed); reason != "" {
+		reason := p.tryRemove(ctx, c, podsOf[c], in, pdbs, removed)
+		p.facts.simulated(name, in.Now)
+		if reason != "" {
 			plan.Unremovable[name] = reason
 			if p.opts.UnremovableNodeRecheckTimeout > 0 {
 				p.recheck[name] = recheckEntry{until: in.Now.Add(p.opts.UnremovableNodeRecheckTimeout), reason: reason,
@@ -99,6 +119,24 @@ func (p *Planner) simulate(ctx context.Context, plan *Plan, eligible []*Candidat
 	logger.V(4).Info("Scale-down simulation done", "unneeded", len(unneeded), "empty", len(empty),
 		"previous", len(previous), "newCandidates", found, "drawn", drawn, "leftOut", len(skipped))
 	return unneeded, skipped
+}
+
+// defaultStaleAfter bounds how long a node's last simulation keeps it
+// behind the changed nodes in the rotation when
+// --unremovable-node-recheck-timeout is 0: the flag's default.
+const defaultStaleAfter = 5 * time.Minute
+
+// staleAfter is the age from which a node's last simulation no longer
+// keeps it behind the changed nodes in the rotation: the recheck timeout
+// (by then a node found unremovable is due anyway), or defaultStaleAfter
+// when that is off. Under a churn that changes pool-many nodes every loop,
+// an unchanged node is thus drawn within staleAfter plus
+// ceil(nodes / min(pool, count)) loops.
+func (p *Planner) staleAfter() time.Duration {
+	if t := p.opts.UnremovableNodeRecheckTimeout; t > 0 {
+		return t
+	}
+	return defaultStaleAfter
 }
 
 // rotate returns the candidates (in name order) starting with the first

@@ -46,7 +46,8 @@ const (
 	ReasonNodeGroupScaleDownBlocked = "NodeGroupScaleDownBlocked"
 	// ReasonRecentlyUnremovable: the simulation found the node unremovable
 	// less than --unremovable-node-recheck-timeout ago; it is not simulated
-	// again until then.
+	// again until then, unless its Node object, its pods or the PDBs
+	// covering them change meanwhile (facts.go).
 	ReasonRecentlyUnremovable = "RecentlyUnremovable"
 )
 
@@ -120,7 +121,8 @@ type Planner struct {
 	report Reporter
 	// recheck holds, for the nodes the simulation found unremovable, until
 	// when they are not simulated again and the reason found
-	// (--unremovable-node-recheck-timeout).
+	// (--unremovable-node-recheck-timeout); an entry goes early when the
+	// node's own facts change (facts.go).
 	recheck map[string]recheckEntry
 	// clock times the simulation (--scale-down-simulation-timeout).
 	clock clock.PassiveClock
@@ -134,6 +136,10 @@ type Planner struct {
 	// verdicts keeps the outcomes of the last loop's removal simulations
 	// (verdicts.go).
 	verdicts verdicts
+	// facts tells, per eligible node, whether its Node object, pods or
+	// covering PDBs changed since its last simulation (facts.go): a
+	// changed node leaves the recheck window and is drawn first.
+	facts facts
 	// usage keeps each node's requested resources for as long as its Node
 	// object and pods do not change (usage.go).
 	usage usageMemo

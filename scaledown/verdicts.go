@@ -26,7 +26,12 @@ import (
 // avoided from the start, then each simulation of the loop in order (node,
 // pods to move, outcome). A loop that reaches the same chain as the last
 // one sees exactly the session the last one saw at that point, and the
-// outcome is the same; once a loop's chain differs, it simulates.
+// outcome is the same; once a loop's chain differs, it simulates. (That is
+// the case "the room around the node is unchanged"; facts.go follows the
+// node's own facts, which decide when a node found unremovable is looked at
+// again and which nodes the rotation draws first. The rotation keeps its
+// plain order whenever it draws every candidate, so that a quiet loop's
+// chain is the last one's.)
 //
 // The drain rules and PDBs run every loop (they read the clock, the
 // PodDisruptionBudgets and the workload listers); only the simulation of the

@@ -86,6 +86,20 @@ func (b *PDBs) Fork() *PDBs {
 	return &f
 }
 
+// List returns the PodDisruptionBudgets the budget was built from, in
+// namespace and name order (the scale-down planner tells which changed
+// from one loop to the next). The objects must not be modified.
+func (b *PDBs) List() []*policyv1.PodDisruptionBudget {
+	if b == nil {
+		return nil
+	}
+	out := make([]*policyv1.PodDisruptionBudget, len(b.entries))
+	for i := range b.entries {
+		out[i] = b.entries[i].pdb
+	}
+	return out
+}
+
 // Remaining returns the disruptions PDB namespace/name still allows in this
 // budget, and whether the budget knows that PDB.
 func (b *PDBs) Remaining(namespace, name string) (int32, bool) {
