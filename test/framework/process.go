@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // FreeAddress returns a free 127.0.0.1 port as host:port, for a process's
@@ -53,3 +54,18 @@ func (b *SyncBuffer) String() string {
 
 // Contains reports whether s was written.
 func (b *SyncBuffer) Contains(s string) bool { return strings.Contains(b.String(), s) }
+
+// Written reports whether s is written within 10 seconds: for a test that
+// wants a line a process logs after the effect the test saw (a process can
+// be descheduled between an API call's answer and its log line on a loaded
+// machine). Contains is the check that something was not written.
+func (b *SyncBuffer) Written(s string) bool {
+	deadline := time.Now().Add(10 * time.Second)
+	for !b.Contains(s) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return true
+}

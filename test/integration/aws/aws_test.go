@@ -189,7 +189,7 @@ func TestAWSScaleDownTerminatesExactlyTheNamedInstances(t *testing.T) {
 		t.Errorf("before %v; terminated by id %v, left %v: want two named and one left", before, terminated, left)
 	}
 	for _, id := range terminated {
-		if !p.Log.Contains(id) {
+		if !p.Log.Written(id) {
 			t.Errorf("terminated instance %s is not in the autoscaler's log", id)
 		}
 	}
@@ -225,7 +225,7 @@ func TestAWSInsufficientCapacityBacksOffAndTheOtherGroupIsChosen(t *testing.T) {
 	if got := itest.NodesPerPool(e); got["fallback"] != 1 || got["preferred"] != 0 {
 		t.Errorf("nodes per group %v, want fallback:1", got)
 	}
-	if !p.Log.Contains(`"Node group backed off"`) || !p.Log.Contains(`errorCode="InsufficientInstanceCapacity"`) {
+	if !p.Log.Written(`"Node group backed off"`) || !p.Log.Written(`errorCode="InsufficientInstanceCapacity"`) {
 		t.Error("the back-off is not logged with AWS's error code")
 	}
 	e.Eventually(30*time.Second, "the preferred group's capacity given back", func(ctx context.Context) (bool, error) {
@@ -329,7 +329,7 @@ func TestAWSAtomicRequestOverTwoGroupsRollsBackByInstanceID(t *testing.T) {
 			t.Errorf("group %s: %d live instances, desired %d; want 2 and 2", g, live, st.Desired)
 		}
 	}
-	if !p.Log.Contains("InsufficientInstanceCapacity") || !p.Log.Contains(`"Deleted instance of a rolled back all-or-nothing scale-up"`) {
+	if !p.Log.Written("InsufficientInstanceCapacity") || !p.Log.Written(`"Deleted instance of a rolled back all-or-nothing scale-up"`) {
 		t.Error("the failure or the rollback by instance is not in the autoscaler's log")
 	}
 	t.Logf("figures: instances terminated by rollbacks=%d", len(terminated))

@@ -110,7 +110,7 @@ func TestAWSCapacityBlockDrainedBeforeItsEnd(t *testing.T) {
 		t.Errorf("the pod moved %v and the block's instance was terminated %v after the block's end; want both before",
 			movedAt.Sub(end), terminatedAt.Sub(end))
 	}
-	if !p.Log.Contains("reservationending") {
+	if !p.Log.Written("reservationending") {
 		t.Error("the autoscaler's log does not name the reason reservationending")
 	}
 	// After the end, AWS had nothing of the block left to reclaim.

@@ -89,7 +89,7 @@ func TestAWSSpotInterruptionReplacesAndDrainsByThePDB(t *testing.T) {
 	if got := minReady(); got < 1 {
 		t.Errorf("the Ready web pods fell to %d: the PodDisruptionBudget (minAvailable 1) was not respected", got)
 	}
-	if !p.Log.Contains(`"Disruption started"`) || !p.Log.Contains("spot_interruption") {
+	if !p.Log.Written(`"Disruption started"`) || !p.Log.Written("spot_interruption") {
 		t.Errorf("the autoscaler's log does not show the interruption's disruption")
 	}
 }

@@ -256,7 +256,7 @@ func TestAWSSpotLaunchFailureFallsBackToOnDemandInOneLoop(t *testing.T) {
 		`"Set the desired capacity of an Auto Scaling group" loop=\d+ nodeGroup="`+od+`"`)
 	t.Logf("spot launch failure: On-Demand group raised %v after the failed Spot activity (%d loop summaries between the back-off and it)",
 		fallback.Round(10*time.Millisecond), loops)
-	if !p.Log.Contains(`errorCode="InsufficientInstanceCapacity"`) {
+	if !p.Log.Written(`errorCode="InsufficientInstanceCapacity"`) {
 		t.Error("the back-off is not logged with AWS's error code")
 	}
 	if loops < 0 || loops > 1 {

@@ -74,7 +74,7 @@ func TestClusterAPIPausedMachineDeploymentKeepsItsNodes(t *testing.T) {
 	if nodes, err := itest.PoolNodes(e.Context(), e, paused); err != nil || len(nodes) != 2 {
 		t.Errorf("nodes of the paused MachineDeployment = %v (%v), want 2", nodes, err)
 	}
-	if !p.Log.Contains(`"Discovered a paused node group; leaving it out"`) || !p.Log.Contains(e.Namespace+"/"+paused) {
+	if !p.Log.Written(`"Discovered a paused node group; leaving it out"`) || !p.Log.Written(e.Namespace+"/"+paused) {
 		t.Error("the paused MachineDeployment is not logged as left out")
 	}
 }

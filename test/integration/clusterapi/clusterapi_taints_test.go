@@ -84,7 +84,7 @@ func TestClusterAPIScalesFromZeroWithSpecTaints(t *testing.T) {
 	if n := itest.MDReplicas(e, dyn, md); n != 1 {
 		t.Errorf("replicas = %d after the tolerating pod's scale-up, want 1", n)
 	}
-	if !p.Log.Contains("Scaled Cluster API node group up") {
+	if !p.Log.Written("Scaled Cluster API node group up") {
 		t.Error("no scale-up of the Cluster API group logged")
 	}
 	pod, err := e.Client.CoreV1().Pods(e.Namespace).Get(e.Context(), "tolerant", metav1.GetOptions{})

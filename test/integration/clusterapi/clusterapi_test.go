@@ -41,7 +41,7 @@ func TestClusterAPIScalesMachineDeployment(t *testing.T) {
 	if got := itest.MDReplicas(e, dyn, md); got != 3 {
 		t.Fatalf("MachineDeployment replicas = %d after the scale-up, want 3", got)
 	}
-	if !p.Log.Contains("Scaled Cluster API node group up") {
+	if !p.Log.Written("Scaled Cluster API node group up") {
 		t.Error("no scale-up of the Cluster API group logged")
 	}
 
@@ -143,7 +143,7 @@ func TestClusterAPIScalesFromZero(t *testing.T) {
 	if got := itest.MDReplicas(e, dyn, bad); got != 0 {
 		t.Errorf("replicas of the invalid group %s = %d, want 0", bad, got)
 	}
-	if !p.Log.Contains("Skipping a Cluster API node group with invalid size annotations") || !p.Log.Contains(bad) {
+	if !p.Log.Written("Skipping a Cluster API node group with invalid size annotations") || !p.Log.Written(bad) {
 		t.Error("the invalid group is not logged")
 	}
 }
@@ -182,7 +182,7 @@ func TestClusterAPIFailedMachineIsCleanedUpAndBackedOff(t *testing.T) {
 	if got := itest.NodesPerPool(e); got[good] != 1 || got[broken] != 0 {
 		t.Errorf("nodes per group = %v, want one of %s", got, good)
 	}
-	if !p.Log.Contains(`"Node group backed off"`) || !p.Log.Contains(`errorCode="InsufficientResources"`) {
+	if !p.Log.Written(`"Node group backed off"`) || !p.Log.Written(`errorCode="InsufficientResources"`) {
 		t.Error("the back-off of the broken group is not logged with its error code")
 	}
 	e.Eventually(60*time.Second, "the failed Machine deleted and the broken group back at 0", func(ctx context.Context) (bool, error) {
@@ -246,7 +246,7 @@ func TestClusterAPIAtomicProvisioningRequest(t *testing.T) {
 		mx, err := itest.MachinesOf(ctx, e.Env, dyn, broken)
 		return len(mb) == 1 && len(mx) == 0 && itest.MDReplicas(e.Env, dyn, b) == 1 && itest.MDReplicas(e.Env, dyn, broken) == 0, err
 	})
-	if !p.Log.Contains("Deleted instance of a rolled back all-or-nothing scale-up") {
+	if !p.Log.Written("Deleted instance of a rolled back all-or-nothing scale-up") {
 		t.Error("the rolled back instances are not logged by name")
 	}
 	// The first request's capacity was not touched.

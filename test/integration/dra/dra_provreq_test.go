@@ -134,7 +134,7 @@ func TestDRAAtomicRequestAcrossDeviceGroups(t *testing.T) {
 	p := itest.StartAutoscaler(t, "autoscaler", itest.ProvreqArgs(e, path)...)
 
 	job := e.Condition("job", provreq.ConditionProvisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsProvisioned, 180*time.Second)
-	if !p.Log.Contains("a later increase of the same request failed") || !p.Log.Contains("Deleted instance of a rolled back all-or-nothing scale-up") {
+	if !p.Log.Written("a later increase of the same request failed") || !p.Log.Written("Deleted instance of a rolled back all-or-nothing scale-up") {
 		t.Error("the log shows no rolled back attempt before the one that was provisioned")
 	}
 	groups := strings.Split(string(job.Status.ProvisioningClassDetails[processor.DetailNodeGroups]), ",")

@@ -102,7 +102,7 @@ func TestDRALateSlicesNoSecondScaleUp(t *testing.T) {
 	if again := itest.NodesPerPool(e); again[gpu] != 2 || again[plain] != 0 {
 		t.Errorf("nodes changed after the pods ran: %v", again)
 	}
-	if !p.Log.Contains("Node ready but its devices are not") {
+	if !p.Log.Written("Node ready but its devices are not") {
 		t.Error("the autoscaler never logged a node whose devices were late")
 	}
 }
@@ -152,7 +152,7 @@ func TestDRALateSlicesOfAGroupTemplatedFromItsNodes(t *testing.T) {
 	if n := strings.Count(p.Log.String(), `"Scaled up node group"`); n != 1 {
 		t.Errorf("%d scale-ups, want one", n)
 	}
-	if !p.Log.Contains("Node ready but its devices are not") {
+	if !p.Log.Written("Node ready but its devices are not") {
 		t.Error("the autoscaler never logged the new node's late devices")
 	}
 }

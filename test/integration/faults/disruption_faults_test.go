@@ -94,7 +94,7 @@ func TestDisruptionExpiryFailover(t *testing.T) {
 	if standby.Log.Contains(logAskedReplacement) {
 		t.Error("the new leader asked for a second replacement")
 	}
-	if !standby.Log.Contains(logDeletedDisrupted) {
+	if !standby.Log.Written(logDeletedDisrupted) {
 		t.Error("the new leader did not finish the plan (no deletion in its log)")
 	}
 	if got := deleted(); len(got) != 1 || got[0] != old {

@@ -108,7 +108,7 @@ func TestAPIServerOutageEndsTheLease(t *testing.T) {
 	framework.RestartAPIServer(t, 20*time.Second)
 	code := p.WaitExit(30 * time.Second)
 	exited := (<-exitedAt).Sub(killed)
-	if code == 0 || !p.Log.Contains("lost the leader-election lease") {
+	if code == 0 || !p.Log.Written("lost the leader-election lease") {
 		t.Errorf("exit code %d, want non-zero with the lost lease logged", code)
 	}
 	if itest.CountLines(p.Log.String(), "panic") > 0 {

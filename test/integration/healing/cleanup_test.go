@@ -52,7 +52,7 @@ func TestNeverRegisteredInstanceIsDeletedByName(t *testing.T) {
 	e.Eventually(30*time.Second, "the ghost instance deleted", func(context.Context) (bool, error) {
 		return p.Log.Contains(`"Deleted broken instance"`) && p.Log.Contains(`reason="unregistered"`), nil
 	})
-	if !p.Log.Contains(`nodeGroup="` + ghost + `"`) {
+	if !p.Log.Written(`nodeGroup="` + ghost + `"`) {
 		t.Error("the deletion does not name the ghost group")
 	}
 	if strings.Contains(itest.KwokInstances(e), ghost) {
@@ -66,7 +66,7 @@ func TestNeverRegisteredInstanceIsDeletedByName(t *testing.T) {
 		!strings.Contains(body, "cluster_autoscaler_old_unregistered_nodes_removed_count 1") {
 		t.Error("/metrics does not count the deletion")
 	}
-	if !p.Log.Contains("Nodes of a scale-up did not register in time") {
+	if !p.Log.Written("Nodes of a scale-up did not register in time") {
 		t.Error("the scale-up timeout is not logged")
 	}
 }

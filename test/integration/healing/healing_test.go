@@ -228,7 +228,7 @@ func TestNodeHealing(t *testing.T) {
 	if m := minReady.Load(); m < 2 {
 		t.Errorf("the group had %d Ready nodes during the heal, want never fewer than 2 (replace before remove)", m)
 	}
-	if !p.Log.Contains(`"Deleted a node being healed"`) {
+	if !p.Log.Written(`"Deleted a node being healed"`) {
 		t.Error("the deletion is not logged")
 	}
 	_, body, _ := p.Get(e.Context(), "/metrics")
@@ -326,7 +326,7 @@ func TestNodeHealingReplacesANotReadyNode(t *testing.T) {
 	if got := strings.Join(hooks.callsFor(sick.Name), ","); got != healing.PhaseStart+","+healing.PhaseEnd {
 		t.Errorf("hook calls for %s = %q, want heal_start,heal_end", sick.Name, got)
 	}
-	if !p.Log.Contains(`"Healing a node"`) {
+	if !p.Log.Written(`"Healing a node"`) {
 		t.Error("the heal is not logged")
 	}
 }

@@ -125,7 +125,7 @@ func TestLeaderElectionFailover(t *testing.T) {
 	e.Eventually(30*time.Second, "second replica waits for the lease", func(context.Context) (bool, error) {
 		return second.Log.Contains("Waiting for the leader-election lease"), nil
 	})
-	if !second.Log.Contains("--leader-elect-resource-namespace is ignored") {
+	if !second.Log.Written("--leader-elect-resource-namespace is ignored") {
 		t.Error("the ignored --leader-elect-resource-namespace is not warned about")
 	}
 	// Several renewals of the first replica pass; the second must still wait.
@@ -215,7 +215,7 @@ func TestLeaseOfAnotherProcessOfTheSameHostname(t *testing.T) {
 	if code := p.WaitExit(20 * time.Second); code != 1 {
 		t.Fatalf("exit code after another process of the hostname took the lease = %d, want 1", code)
 	}
-	if !p.Log.Contains("lost the leader-election lease") {
+	if !p.Log.Written("lost the leader-election lease") {
 		t.Errorf("log does not say the lease was lost")
 	}
 	if _, by := leaseWriter(t, e); by != "twin-process" {
@@ -252,10 +252,10 @@ func TestLostLeaseStopsTheLoop(t *testing.T) {
 	if code := p.WaitExit(20 * time.Second); code != 1 {
 		t.Fatalf("exit code after losing the lease = %d, want 1", code)
 	}
-	if !p.Log.Contains("lost the leader-election lease") {
+	if !p.Log.Written("lost the leader-election lease") {
 		t.Errorf("log does not say the lease was lost")
 	}
-	if !p.Log.Contains("Loop runner stopping") {
+	if !p.Log.Written("Loop runner stopping") {
 		t.Errorf("log does not show the loop stopping")
 	}
 	if got := *lease(t, e).Spec.HolderIdentity; got != intruder {
@@ -311,10 +311,10 @@ func TestStartupErrorReleasesTheLease(t *testing.T) {
 			if code := p.WaitExit(30 * time.Second); code != 1 {
 				t.Fatalf("exit code = %d, want 1", code)
 			}
-			if !p.Log.Contains(itest.Acquired) {
+			if !p.Log.Written(itest.Acquired) {
 				t.Fatalf("the replica never held the lease; the test does not exercise the case:\n%s", p.Log.String())
 			}
-			if !p.Log.Contains(tc.want) {
+			if !p.Log.Written(tc.want) {
 				t.Errorf("log does not name the error (%q):\n%s", tc.want, p.Log.String())
 			}
 			l := lease(t, e)

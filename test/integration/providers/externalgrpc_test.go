@@ -97,7 +97,7 @@ func TestExternalGRPCPlaintextScaleUp(t *testing.T) {
 	if got := itest.NodesPerPool(e); got[small] != 2 || got[large] != 1 {
 		t.Errorf("nodes per group = %v, want %s:2 %s:1", got, small, large)
 	}
-	if !p.Log.Contains("NOT encrypted") {
+	if !p.Log.Written("NOT encrypted") {
 		t.Error("no warning about the plaintext connection logged")
 	}
 }
@@ -242,7 +242,7 @@ func TestExternalGRPCAtomicProvisioningRequest(t *testing.T) {
 	if got := itest.NodesPerPool(e.Env); got[small] != 3 {
 		t.Errorf("nodes per group = %v, want %s:3", got, small)
 	}
-	if !p.Log.Contains("Scaled up for a ProvisioningRequest") {
+	if !p.Log.Written("Scaled up for a ProvisioningRequest") {
 		t.Error("no atomic scale-up logged")
 	}
 	e.Consumers("gang", 6, "2", map[string]string{"pool": small})

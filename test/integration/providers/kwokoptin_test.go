@@ -80,7 +80,7 @@ func TestKwokRefusesAClusterNotPointedAtIt(t *testing.T) {
 			}
 			for _, want := range []string{"the kwok provider was not enabled for this cluster",
 				e.Namespace + "/" + kwok.ConfigMapName, kwok.EnabledFlag, "--cloud-provider"} {
-				if !p.Log.Contains(want) {
+				if !p.Log.Written(want) {
 					t.Errorf("log does not say %q:\n%s", want, p.Log.String())
 				}
 			}

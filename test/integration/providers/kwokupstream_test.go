@@ -61,7 +61,7 @@ items:
 	if got := itest.NodesPerPool(e)[pool]; got != 2 {
 		t.Errorf("%d nodes of %s, want 2", got, pool)
 	}
-	if !p.Log.Contains("Read upstream's kwok provider format") {
+	if !p.Log.Written("Read upstream's kwok provider format") {
 		t.Error("the upstream format is not logged")
 	}
 }

@@ -114,7 +114,7 @@ nodeGroups:
 	if got := itest.NodesPerPool(e.Env); got[a] != 2 || got[b] != 3 {
 		t.Errorf("nodes per group = %v, want %s:2 %s:3", got, a, b)
 	}
-	if !p.Log.Contains("Scaled up for a ProvisioningRequest") {
+	if !p.Log.Written("Scaled up for a ProvisioningRequest") {
 		t.Error("no atomic scale-up logged")
 	}
 	_, body, _ := p.Get(e.Context(), "/metrics")
@@ -186,7 +186,7 @@ nodeGroups:
 	if !strings.Contains(msg, "rolled back") || !strings.Contains(msg, "not ready within") {
 		t.Errorf("never's message %q does not explain the rollback", msg)
 	}
-	if !p.Log.Contains("Deleted instance of a rolled back all-or-nothing scale-up") {
+	if !p.Log.Written("Deleted instance of a rolled back all-or-nothing scale-up") {
 		t.Error("the rolled back instances are not logged by name")
 	}
 	_, body, _ := p.Get(e.Context(), "/metrics")

@@ -57,7 +57,7 @@ func TestScaleDownKeepsTheCoresMinimum(t *testing.T) {
 				n, u.Reason, u.Detail)
 		}
 	}
-	if !p.Log.Contains("it would violate minimum limits") {
+	if !p.Log.Written("it would violate minimum limits") {
 		t.Error("the kept nodes are not logged")
 	}
 	_, body, _ := p.Get(e.Context(), "/metrics")

@@ -316,7 +316,7 @@ func TestSIGTERMStopsADrain(t *testing.T) {
 		t.Fatalf("exit code %d after SIGTERM", code)
 	}
 	t.Logf("exited %v after SIGTERM", time.Since(start).Round(time.Millisecond))
-	if !first.Log.Contains("Scale-down interrupted") {
+	if !first.Log.Written("Scale-down interrupted") {
 		t.Error("the interrupted drain is not logged")
 	}
 	if exists, tainted, err := nodeTainted(e.Context(), e, group+"-a", toBeDeleted); err != nil || !exists || !tainted {

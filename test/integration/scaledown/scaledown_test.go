@@ -127,7 +127,7 @@ func TestNodesKeptForTheirReasons(t *testing.T) {
 			t.Errorf("status says %s is unremovable for %q, want %q", node, got[node], reason)
 		}
 	}
-	if !p.Log.Contains("Scaled down an empty node") {
+	if !p.Log.Written("Scaled down an empty node") {
 		t.Error("the empty node's removal is not logged")
 	}
 }
@@ -181,7 +181,7 @@ func TestFailedDrainUntaintsTheNode(t *testing.T) {
 		n, err := e.Client.CoreV1().Nodes().Get(ctx, group+"-a", metav1.GetOptions{})
 		return err == nil && !itest.HasTaintKey(n, "ToBeDeletedByClusterAutoscaler"), err
 	})
-	if !p.Log.Contains("Scale-down of a node failed") {
+	if !p.Log.Written("Scale-down of a node failed") {
 		t.Error("the failed scale-down is not logged")
 	}
 }
@@ -203,7 +203,7 @@ func TestStaleDeletionTaintIsRemovedAtStart(t *testing.T) {
 		cur, err := e.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 		return err == nil && !itest.HasTaintKey(cur, "ToBeDeletedByClusterAutoscaler"), err
 	})
-	if !p.Log.Contains("Removed a deletion taint left by a previous run") {
+	if !p.Log.Written("Removed a deletion taint left by a previous run") {
 		t.Error("the clean-up is not logged")
 	}
 	e.Eventually(30*time.Second, "upstream's ClusterAutoscalerCleanup event on the node", func(ctx context.Context) (bool, error) {

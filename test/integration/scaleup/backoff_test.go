@@ -29,7 +29,7 @@ func TestOutOfCapacityGroupIsBackedOffAndTheNextGroupChosen(t *testing.T) {
 	if got[preferred] != 1 || got[fallback] < 1 {
 		t.Errorf("nodes per group = %v, want 1 in %s (its capacity) and the rest in %s", got, preferred, fallback)
 	}
-	if !p.Log.Contains(`"Node group backed off"`) || !p.Log.Contains(`errorCode="STOCKOUT"`) {
+	if !p.Log.Written(`"Node group backed off"`) || !p.Log.Written(`errorCode="STOCKOUT"`) {
 		t.Error("the back-off is not logged with its error code")
 	}
 	_, body, _ := p.Get(e.Context(), "/metrics")

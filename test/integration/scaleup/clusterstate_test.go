@@ -53,7 +53,7 @@ nodeGroups:
 	if got := itest.NodesPerPool(e); got[first] != 2 || got[second] != 2 {
 		t.Errorf("nodes per group = %v, want %s:2 (its max) and %s:2", got, first, second)
 	}
-	if !p.Log.Contains("increases=2 nodesAdded=4") {
+	if !p.Log.Written("increases=2 nodesAdded=4") {
 		t.Error("the two increases were not made in one loop")
 	}
 }
@@ -153,7 +153,7 @@ func TestStatusConfigMapAndHealthGate(t *testing.T) {
 	if !strings.Contains(body, "cluster_autoscaler_cluster_safe_to_autoscale 0") {
 		t.Error("/metrics does not say the cluster is unsafe to autoscale")
 	}
-	if !p.Log.Contains("Cluster is unhealthy") {
+	if !p.Log.Written("Cluster is unhealthy") {
 		t.Error("the health gate is not logged")
 	}
 

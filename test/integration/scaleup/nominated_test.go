@@ -81,7 +81,7 @@ func TestNominatedPodNeedsNoScaleUp(t *testing.T) {
 	if n, err := e.Client.CoreV1().Nodes().Get(e.Context(), a, metav1.GetOptions{}); err != nil || len(n.Spec.Taints) > 0 {
 		t.Fatalf("node a: %v, taints %v; want it kept, untainted, for the nominated pod", err, n.Spec.Taints)
 	}
-	if !p.Log.Contains(`"Pod nominated by the scheduler counted on its node"`) {
+	if !p.Log.Written(`"Pod nominated by the scheduler counted on its node"`) {
 		t.Error("the log does not say the nominated pod was counted on its node")
 	}
 

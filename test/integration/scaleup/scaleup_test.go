@@ -37,7 +37,7 @@ func TestScaleUpChoosesGroupsAndPodsRun(t *testing.T) {
 	if again := itest.NodesPerPool(e); again[small] != 3 || again[large] != 2 {
 		t.Errorf("nodes changed after the pods ran: %v", again)
 	}
-	if !p.Log.Contains(`"Scaled up node group"`) {
+	if !p.Log.Written(`"Scaled up node group"`) {
 		t.Error("no scale-up logged")
 	}
 	itest.PodEvent(e, "TriggeredScaleUp", fmt.Sprintf("pod triggered scale-up: [{%s 0->3 (max: 10)}]", small))
@@ -158,7 +158,7 @@ func TestEnforceNodeGroupMinSize(t *testing.T) {
 	e.Eventually(30*time.Second, "the group raised to its min size", func(context.Context) (bool, error) {
 		return itest.NodesPerPool(e)[raised] == 2, nil
 	})
-	if !p.Log.Contains("Raised a node group to its min size") {
+	if !p.Log.Written("Raised a node group to its min size") {
 		t.Error("the raise is not logged")
 	}
 	if code := p.Terminate(30 * time.Second); code != 0 {

@@ -48,7 +48,7 @@ nodeGroups:
 	if got := itest.NodesPerPool(e); got[za] != 2 || got[zb] != 2 {
 		t.Errorf("nodes per group = %v, want 2 and 2", got)
 	}
-	if !p.Log.Contains("increases=2 nodesAdded=4") {
+	if !p.Log.Written("increases=2 nodesAdded=4") {
 		t.Error("the balanced scale-up was not one decision over both groups")
 	}
 }
