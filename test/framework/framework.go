@@ -102,6 +102,16 @@ type Env struct {
 	Client     kubernetes.Interface
 	Kubeconfig string
 	Namespace  string
+
+	describers []func(context.Context) string
+}
+
+// DescribeOnTimeout adds f to what an Eventually that times out logs
+// before the test fails: a short account of the state the test waited on
+// (Machines, their phases), first in the failed test's output, before the
+// processes' logs.
+func (e *Env) DescribeOnTimeout(f func(ctx context.Context) string) {
+	e.describers = append(e.describers, f)
 }
 
 // New returns a client and a fresh namespace that is deleted, with the nodes
@@ -172,6 +182,11 @@ func (e *Env) Eventually(timeout time.Duration, what string, cond func(ctx conte
 	e.T.Helper()
 	err := wait.PollUntilContextTimeout(e.Context(), 200*time.Millisecond, timeout, true, cond)
 	if err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for _, f := range e.describers {
+			e.T.Log(f(ctx))
+		}
 		e.T.Fatalf("%s: not true after %v: %v", what, timeout, err)
 	}
 }

@@ -3,6 +3,7 @@ package itest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,7 +64,39 @@ func StartCAPI(e *framework.Env) dynamic.Interface {
 		infra.Run(ctx, time.Second, func(err error) { e.T.Logf("test infrastructure provider: %v", err) })
 	}()
 	capi.StartManager(e.T, e.Kubeconfig, e.Namespace)
+	e.DescribeOnTimeout(func(ctx context.Context) string { return describeCAPI(ctx, dyn, e.Namespace) })
 	return dyn
+}
+
+// describeCAPI is a line for each MachineDeployment, MachineSet and
+// Machine of namespace: replicas, phase, node, the conditions that are not
+// True, deletion.
+func describeCAPI(ctx context.Context, dyn dynamic.Interface, namespace string) string {
+	var b strings.Builder
+	b.WriteString("Cluster API objects:")
+	for _, resource := range []string{"machinedeployments", "machinesets", "machines"} {
+		list, err := dyn.Resource(capi.GVR(resource)).Namespace(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			fmt.Fprintf(&b, "\n  %s: %v", resource, err)
+			continue
+		}
+		for _, o := range list.Items {
+			replicas, _, _ := unstructured.NestedInt64(o.Object, "spec", "replicas")
+			ready, _, _ := unstructured.NestedInt64(o.Object, "status", "readyReplicas")
+			phase, _, _ := unstructured.NestedString(o.Object, "status", "phase")
+			node, _, _ := unstructured.NestedString(o.Object, "status", "nodeRef", "name")
+			fmt.Fprintf(&b, "\n  %s %s replicas=%d ready=%d phase=%q node=%q deleting=%t", resource, o.GetName(), replicas, ready,
+				phase, node, o.GetDeletionTimestamp() != nil)
+			conditions, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
+			for _, c := range conditions {
+				m, _ := c.(map[string]any)
+				if m["status"] != "True" {
+					fmt.Fprintf(&b, " [%v=%v %v: %v]", m["type"], m["status"], m["reason"], m["message"])
+				}
+			}
+		}
+	}
+	return b.String()
 }
 
 // CreateMD creates a TestMachineTemplate (named after the group) and a

@@ -103,10 +103,27 @@ func startProcess(t testing.TB, binary string, env []string, name string, explai
 			t.Errorf("%s reported a data race", name)
 		}
 		if t.Failed() {
-			t.Logf("log of %s:\n%s", name, p.Log.String())
+			out, dropped := withoutReflectorLines(p.Log.String())
+			t.Logf("log of %s (%d lines of client-go's reflectors left out):\n%s", name, dropped, out)
 		}
 	})
 	return p
+}
+
+// withoutReflectorLines drops client-go's informer start-up lines from a
+// log (dozens at --v=4, before anything of the test's): CI shows a failed
+// test's first lines, and they should be the autoscaler's.
+func withoutReflectorLines(log string) (string, int) {
+	var b strings.Builder
+	dropped := 0
+	for line := range strings.Lines(log) {
+		if strings.Contains(line, " reflector.go:") {
+			dropped++
+			continue
+		}
+		b.WriteString(line)
+	}
+	return b.String(), dropped
 }
 
 // signal sends SIGTERM and waits for the exit code.
