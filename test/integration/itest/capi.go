@@ -70,7 +70,7 @@ func StartCAPI(e *framework.Env) dynamic.Interface {
 
 // describeCAPI is a line for each MachineDeployment, MachineSet and
 // Machine of namespace: replicas, phase, node, the conditions that are not
-// True, deletion.
+// True and say why, deletion.
 func describeCAPI(ctx context.Context, dyn dynamic.Interface, namespace string) string {
 	var b strings.Builder
 	b.WriteString("Cluster API objects:")
@@ -90,7 +90,7 @@ func describeCAPI(ctx context.Context, dyn dynamic.Interface, namespace string) 
 			conditions, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
 			for _, c := range conditions {
 				m, _ := c.(map[string]any)
-				if m["status"] != "True" {
+				if msg, _ := m["message"].(string); msg != "" && m["status"] != "True" {
 					fmt.Fprintf(&b, " [%v=%v %v: %v]", m["type"], m["status"], m["reason"], m["message"])
 				}
 			}
