@@ -121,6 +121,11 @@ func New(t testing.TB) *Env {
 	if kubeconfig == "" {
 		t.Fatal("framework.Main was not called from TestMain")
 	}
+	if cluster != nil {
+		if exited := cluster.Exited(); exited != "" {
+			t.Fatalf("the package's control plane lost a component; the tests after it cannot pass:\n%s", exited)
+		}
+	}
 	e := newEnv(t, kubeconfig)
 	t.Cleanup(e.cleanup)
 	return e
@@ -184,6 +189,11 @@ func (e *Env) Eventually(timeout time.Duration, what string, cond func(ctx conte
 	if err != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
+		if cluster != nil {
+			if exited := cluster.Exited(); exited != "" {
+				e.T.Logf("the package's control plane lost a component:\n%s", exited)
+			}
+		}
 		for _, f := range e.describers {
 			e.T.Log(f(ctx))
 		}

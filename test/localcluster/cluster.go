@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -70,6 +72,11 @@ type Cluster struct {
 	cfg       Config
 	pki       *pki
 	tokenFile string
+
+	// restarting is set while RestartAPIServer has the API server down
+	// on purpose (Exited does not report it then).
+	mu         sync.Mutex
+	restarting bool
 }
 
 const stateFile = "state.json"
@@ -219,6 +226,14 @@ func (c *Cluster) RestartAPIServer(ctx context.Context, downtime time.Duration) 
 	if i < 0 {
 		return errors.New("restarting kube-apiserver: it is not running")
 	}
+	c.mu.Lock()
+	c.restarting = true
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.restarting = false
+		c.mu.Unlock()
+	}()
 	if err := syscall.Kill(c.procs[i].pid(), syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("killing kube-apiserver: %w", err)
 	}
@@ -238,8 +253,10 @@ func (c *Cluster) RestartAPIServer(ctx context.Context, downtime time.Duration) 
 	if err != nil {
 		return fmt.Errorf("starting kube-apiserver again: %w", err)
 	}
+	c.mu.Lock()
 	c.procs[i] = proc
 	c.PIDs[name] = proc.pid()
+	c.mu.Unlock()
 	if err := c.saveState(); err != nil {
 		return err
 	}
@@ -398,6 +415,45 @@ func httpOK(ctx context.Context, url, token string) error {
 		return fmt.Errorf("%s answered %d", url, resp.StatusCode)
 	}
 	return nil
+}
+
+// Exited describes the components this process started that have ended
+// since (but an API server RestartAPIServer has down on purpose): each one's
+// exit status and the last lines of its log; "" while all of them run. A
+// test package's tests call it to fail at once, saying why, rather than
+// wait out their timeouts on a control plane that lost a component.
+func (c *Cluster) Exited() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var b strings.Builder
+	for _, name := range components {
+		i := slices.IndexFunc(c.procs, func(p *process) bool { return p.pid() == c.PIDs[name] })
+		if i < 0 || (name == "kube-apiserver" && c.restarting) {
+			continue
+		}
+		if done, err := c.procs[i].exited(); done {
+			fmt.Fprintf(&b, "%s exited (%v); the end of its log:\n%s\n", name, err,
+				logTail(filepath.Join(c.cfg.Dir, "logs", name+".log"), 4096))
+		}
+	}
+	return b.String()
+}
+
+// logTail is the last n bytes of the file at path, or why it cannot be read.
+func logTail(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer func() { _ = f.Close() }()
+	if info, err := f.Stat(); err == nil && info.Size() > n {
+		_, _ = f.Seek(info.Size()-n, 0)
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
 }
 
 // Running reports whether every recorded component still runs.
