@@ -39,9 +39,13 @@ var kubeconfig string
 // cluster is the control plane Main started; nil when it reuses one.
 var cluster *localcluster.Cluster
 
-// Main starts the control plane, runs the package's tests and stops it. Use
+// Main starts the control plane, runs the package's tests and stops it (when -run
+// selects none of them, it starts nothing: NothingToRun). Use
 // it from TestMain: func TestMain(m *testing.M) { os.Exit(framework.Main(m)) }.
 func Main(m *testing.M) int {
+	if NothingToRun() {
+		return m.Run()
+	}
 	if kc := os.Getenv(ReuseEnv); kc != "" {
 		kubeconfig = kc
 		return m.Run()
