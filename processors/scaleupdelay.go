@@ -62,5 +62,11 @@ func oldEnoughForScaleUp(pod *apiv1.Pod, now time.Time, defaultDelay time.Durati
 			delay = d
 		}
 	}
+	if delay <= 0 {
+		// No wait asked: a pod whose creation time is ahead of this clock
+		// (the API server's clock runs ahead) triggers a scale-up at once
+		// too, rather than after the skew.
+		return true, err
+	}
 	return now.Sub(pod.CreationTimestamp.Time) >= delay, err
 }

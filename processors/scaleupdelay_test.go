@@ -25,6 +25,8 @@ func TestOldEnoughForScaleUp(t *testing.T) {
 		wantErr bool
 	}{
 		{"no delay", pod(0, ""), 0, true, false},
+		{"no delay, created ahead of this clock", pod(-30*time.Second, ""), 0, true, false},
+		{"annotation with no flag delay", pod(30*time.Second, "1m"), 0, false, false},
 		{"younger than the flag", pod(5*time.Second, ""), 10 * time.Second, false, false},
 		{"older than the flag", pod(15*time.Second, ""), 10 * time.Second, true, false},
 		{"annotation lengthens", pod(15*time.Second, "1m"), 10 * time.Second, false, false},
