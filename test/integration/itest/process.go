@@ -104,20 +104,21 @@ func startProcess(t testing.TB, binary string, env []string, name string, explai
 		}
 		if t.Failed() {
 			out, dropped := withoutReflectorLines(p.Log.String())
-			t.Logf("log of %s (%d lines of client-go's reflectors left out):\n%s", name, dropped, out)
+			t.Logf("log of %s (%d Info lines of client-go's reflectors left out):\n%s", name, dropped, out)
 		}
 	})
 	return p
 }
 
-// withoutReflectorLines drops client-go's informer start-up lines from a
-// log (dozens at --v=4, before anything of the test's): CI shows a failed
-// test's first lines, and they should be the autoscaler's.
+// withoutReflectorLines drops client-go's informer lines of level Info
+// from a log (dozens at --v=4, before anything of the test's): CI shows a
+// failed test's first lines, and they should be the autoscaler's. Its
+// warnings and errors (a watch refused by RBAC) stay.
 func withoutReflectorLines(log string) (string, int) {
 	var b strings.Builder
 	dropped := 0
 	for line := range strings.Lines(log) {
-		if strings.Contains(line, " reflector.go:") {
+		if strings.HasPrefix(line, "I") && strings.Contains(line, " reflector.go:") {
 			dropped++
 			continue
 		}
