@@ -17,10 +17,11 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/provreq"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
+	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest/inprocess"
 )
 
 // groupTarget is the kwok provider's target size of group id.
-func groupTarget(t *testing.T, p *itest.InProcess, id string) int {
+func groupTarget(t *testing.T, p *inprocess.Autoscaler, id string) int {
 	t.Helper()
 	groups, err := p.Provider.NodeGroups(context.Background())
 	if err != nil {
@@ -41,7 +42,7 @@ func groupTarget(t *testing.T, p *itest.InProcess, id string) int {
 
 // expiryHold is the last loop's expiry verdict on node, when held back by a
 // protection.
-func expiryHold(p *itest.InProcess, node string) (string, bool) {
+func expiryHold(p *inprocess.Autoscaler, node string) (string, bool) {
 	v, _, _, ok := p.Explainer.Node(node)
 	if !ok {
 		return "", false
@@ -75,14 +76,14 @@ nodeGroups:
     labels: {%[2]s: %[3]s, pool: %[1]s}
     capacity: {cpu: "4", memory: 16Gi, pods: "110"}
 `, pool, framework.TestNamespaceLabel, e.Namespace))
-	opts := itest.InProcessOptions(e.Env, path, func(o *config.Options) {
+	opts := inprocess.Options(e.Env, path, func(o *config.Options) {
 		o.EnableProvisioningRequests = true
 		o.ProvReqBookingTime = booking
 		o.Disruption.MaxNodeLifetime = lifetime
 		o.DisruptionSettleTime = 0
 	})
 	clk := clocktesting.NewFakeClock(time.Now())
-	p := itest.StartInProcess(e.Env, clk, opts)
+	p := inprocess.Start(e.Env, clk, opts)
 	if p.Loop.Disruption == nil {
 		t.Fatal("no disruption engine with --max-node-lifetime")
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/taints"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
+	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest/inprocess"
 )
 
 // TestConsolidationTakesScaleDownsUnneededNode: with scale-down on at its
@@ -30,7 +31,7 @@ func TestConsolidationTakesScaleDownsUnneededNode(t *testing.T) {
 	e := framework.New(t)
 	itest.DumpPods(e)
 	pool, path := smallPool(e, "handover", 3)
-	opts := itest.InProcessOptions(e, path, func(o *config.Options) {
+	opts := inprocess.Options(e, path, func(o *config.Options) {
 		o.ScaleDownEnabled = true
 		o.NodeGroupDefaults.ScaleDownUnneededTime = 10 * time.Minute // upstream's default
 		o.ScaleDownDelayAfterAdd = 0                                 // scale-down simulates in every loop
@@ -41,7 +42,7 @@ func TestConsolidationTakesScaleDownsUnneededNode(t *testing.T) {
 		o.DisruptionSettleTime = 3 * time.Minute
 	})
 	clk := clocktesting.NewFakeClock(time.Now())
-	p := itest.StartInProcess(e, clk, opts)
+	p := inprocess.Start(e, clk, opts)
 	loop := func() {
 		p.Step(5 * time.Second)
 		p.CatchUp()

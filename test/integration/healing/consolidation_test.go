@@ -17,6 +17,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
+	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest/inprocess"
 )
 
 // keeper creates a one-pod Deployment whose pod may not be evicted
@@ -62,13 +63,13 @@ func TestConsolidationMovesPodsOneAtATimeAsThePDBAllows(t *testing.T) {
 	e := framework.New(t)
 	itest.DumpPods(e)
 	pool, path := smallPool(e, "consolidate", 3)
-	opts := itest.InProcessOptions(e, path, func(o *config.Options) {
+	opts := inprocess.Options(e, path, func(o *config.Options) {
 		o.ScaleDownEnabled = false // only consolidation removes nodes here
 		o.Disruption.ConsolidationEnabled = true
 		o.DisruptionSettleTime = 0
 	})
 	clk := clocktesting.NewFakeClock(time.Now())
-	p := itest.StartInProcess(e, clk, opts)
+	p := inprocess.Start(e, clk, opts)
 	if p.Loop.Disruption == nil {
 		t.Fatal("no disruption engine with --consolidation-enabled")
 	}
@@ -160,12 +161,12 @@ func TestExpiredNodeReplacedFirst(t *testing.T) {
 	e := framework.New(t)
 	itest.DumpPods(e)
 	pool, path := smallPool(e, "expire", 2)
-	opts := itest.InProcessOptions(e, path, func(o *config.Options) {
+	opts := inprocess.Options(e, path, func(o *config.Options) {
 		o.Disruption.MaxNodeLifetime = time.Hour
 		o.DisruptionSettleTime = 0
 	})
 	clk := clocktesting.NewFakeClock(time.Now())
-	p := itest.StartInProcess(e, clk, opts)
+	p := inprocess.Start(e, clk, opts)
 	if p.Loop.Disruption == nil {
 		t.Fatal("no disruption engine with --max-node-lifetime")
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
+	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest/inprocess"
 )
 
 // slicesOn counts the ResourceSlices published for node.
@@ -58,11 +59,11 @@ nodeGroups:
   faults: {resourceSliceDelay: 10s}
   options: {maxNodeLifetime: 1h}
 `, pool, framework.TestNamespaceLabel, e.Namespace, driver))
-	opts := itest.InProcessOptions(e, path, func(o *config.Options) {
+	opts := inprocess.Options(e, path, func(o *config.Options) {
 		o.DisruptionSettleTime = 0
 	})
 	clk := clocktesting.NewFakeClock(time.Now())
-	p := itest.StartInProcess(e, clk, opts)
+	p := inprocess.Start(e, clk, opts)
 	if p.Loop.Disruption == nil {
 		t.Fatal("no disruption engine: the group's lifetime should turn expiry on")
 	}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/processors"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
+	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest/inprocess"
 )
 
 // driftSource proposes one node, drifted, to be replaced by one node of
@@ -63,12 +64,12 @@ func TestDisruptionSourceReplacesFirstThenDrainsByThePDB(t *testing.T) {
 	e := framework.New(t)
 	itest.DumpPods(e)
 	pool, path := smallPool(e, "drift", 3)
-	opts := itest.InProcessOptions(e, path, func(o *config.Options) {
+	opts := inprocess.Options(e, path, func(o *config.Options) {
 		o.NodeHealingEnabled = true // the engine runs; no node needs healing
 		o.DisruptionSettleTime = 0
 	})
 	clk := clocktesting.NewFakeClock(time.Now())
-	p := itest.StartInProcess(e, clk, opts)
+	p := inprocess.Start(e, clk, opts)
 	if p.Loop.Disruption == nil {
 		t.Fatal("no disruption engine with node healing on")
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
+	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest/inprocess"
 )
 
 // TestGroupLifetimesAndBudget: two kwok groups with lifetimes of their own
@@ -41,12 +42,12 @@ nodeGroups:
     capacity: {cpu: "1", memory: 4Gi, pods: "110"}
   options: {maxNodeLifetime: 10h}
 `, short, long, framework.TestNamespaceLabel, e.Namespace))
-	opts := itest.InProcessOptions(e, path, func(o *config.Options) {
+	opts := inprocess.Options(e, path, func(o *config.Options) {
 		o.Disruption.Budgets = []string{"nodes=100%"}
 		o.DisruptionSettleTime = 0
 	})
 	clk := clocktesting.NewFakeClock(time.Now())
-	p := itest.StartInProcess(e, clk, opts)
+	p := inprocess.Start(e, clk, opts)
 	if p.Loop.Disruption == nil {
 		t.Fatal("no disruption engine: the groups' lifetimes should turn expiry on")
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/config"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
+	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest/inprocess"
 )
 
 // TestBackOffLastsItsDefaultFiveMinutes: the preferred group (by the
@@ -23,7 +24,7 @@ func TestBackOffLastsItsDefaultFiveMinutes(t *testing.T) {
 	e := framework.New(t)
 	path, preferred, fallback := itest.OutOfCapacityGroups(e)
 	itest.DumpPods(e)
-	opts := itest.InProcessOptions(e, path, func(o *config.Options) {
+	opts := inprocess.Options(e, path, func(o *config.Options) {
 		o.Expanders = []string{"priority"}
 		o.EmitPerNodeGroupMetrics = true
 	})
@@ -31,7 +32,7 @@ func TestBackOffLastsItsDefaultFiveMinutes(t *testing.T) {
 		t.Fatalf("the default initial back-off is %v, want upstream's 5m", opts.InitialNodeGroupBackoff)
 	}
 	clk := clocktesting.NewFakeClock(time.Now())
-	p := itest.StartInProcess(e, clk, opts)
+	p := inprocess.Start(e, clk, opts)
 	itest.CreatePods(e, "web", 8, "1", map[string]string{"shape": "standard"}) // two 4-CPU nodes
 	waitCachedUnschedulable(e, p, 8)
 	p.CatchUp()
@@ -75,7 +76,7 @@ func TestBackOffLastsItsDefaultFiveMinutes(t *testing.T) {
 
 // waitCachedUnschedulable waits until the loop's pod informer holds n pods
 // of the test's namespace, each marked unschedulable by the scheduler.
-func waitCachedUnschedulable(e *framework.Env, p *itest.InProcess, n int) {
+func waitCachedUnschedulable(e *framework.Env, p *inprocess.Autoscaler, n int) {
 	e.T.Helper()
 	e.Eventually(30*time.Second, "the pods unschedulable in the loop's cache", func(context.Context) (bool, error) {
 		pods, err := p.Informers.Listers.Pods.Pods(e.Namespace).List(labels.Everything())
@@ -93,7 +94,7 @@ func waitCachedUnschedulable(e *framework.Env, p *itest.InProcess, n int) {
 
 // backoff is node_group_backoff_status of group summed over its reasons
 // (0 when the group has no series).
-func backoff(t *testing.T, p *itest.InProcess, group string) float64 {
+func backoff(t *testing.T, p *inprocess.Autoscaler, group string) float64 {
 	t.Helper()
 	families, err := p.Registry.Gather()
 	if err != nil {
@@ -116,7 +117,7 @@ func backoff(t *testing.T, p *itest.InProcess, group string) float64 {
 }
 
 // groupNamed is the provider's node group id, nil when it has none.
-func groupNamed(p *itest.InProcess, id string) cloudprovider.NodeGroup {
+func groupNamed(p *inprocess.Autoscaler, id string) cloudprovider.NodeGroup {
 	groups, err := p.Provider.NodeGroups(context.Background())
 	if err != nil {
 		return nil

@@ -12,6 +12,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/provreq"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
+	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest/inprocess"
 )
 
 // TestBookingLastsItsDefaultTenMinutes: a check-capacity request that fits
@@ -25,14 +26,14 @@ func TestBookingLastsItsDefaultTenMinutes(t *testing.T) {
 	group := framework.UniqueName("booked")
 	path := itest.GroupsConfig(e.Env, group)
 	itest.GroupNode(e.Env, group, group+"-n", nil)
-	opts := itest.InProcessOptions(e.Env, path, func(o *config.Options) { o.EnableProvisioningRequests = true })
+	opts := inprocess.Options(e.Env, path, func(o *config.Options) { o.EnableProvisioningRequests = true })
 	if opts.ProvReqBookingTime != 10*time.Minute {
 		t.Fatalf("the default booking time is %v, want upstream's 10m", opts.ProvReqBookingTime)
 	}
 	e.Request("booked", provreq.ClassCheckCapacity, nil, false,
 		itest.PodSet{Name: "main", Count: 2, CPU: "1", Selector: map[string]string{"pool": group}})
 	clk := clocktesting.NewFakeClock(time.Now())
-	p := itest.StartInProcess(e.Env, clk, opts)
+	p := inprocess.Start(e.Env, clk, opts)
 	waitCachedNodes(e.Env, p, group, 1)
 	waitCachedRequest(e, p, "booked")
 	p.CatchUp()
@@ -67,14 +68,14 @@ func TestUnprovisionedRequestExpiresAfterItsDefaultWeek(t *testing.T) {
 	e.DumpRequests()
 	group := framework.UniqueName("full")
 	path := itest.OneGroupConfig(e.Env, group, 5, "outOfCapacityAfter: 1") // one instance; the request needs two
-	opts := itest.InProcessOptions(e.Env, path, func(o *config.Options) { o.EnableProvisioningRequests = true })
+	opts := inprocess.Options(e.Env, path, func(o *config.Options) { o.EnableProvisioningRequests = true })
 	if opts.ProvReqExpiryTime != 7*24*time.Hour {
 		t.Fatalf("the default expiry time is %v, want upstream's 7 days", opts.ProvReqExpiryTime)
 	}
 	e.Request("waiting", provreq.ClassBestEffortAtomicScaleUp, nil, false,
 		itest.PodSet{Name: "main", Count: 8, CPU: "1", Selector: map[string]string{"pool": group}})
 	clk := clocktesting.NewFakeClock(time.Now())
-	p := itest.StartInProcess(e.Env, clk, opts)
+	p := inprocess.Start(e.Env, clk, opts)
 	waitCachedRequest(e, p, "waiting")
 	p.CatchUp()
 	created := clk.Now()
@@ -101,7 +102,7 @@ func TestUnprovisionedRequestExpiresAfterItsDefaultWeek(t *testing.T) {
 }
 
 // waitCachedRequest waits until the loop's ProvisioningRequest informer holds name.
-func waitCachedRequest(e *itest.ProvreqEnv, p *itest.InProcess, name string) {
+func waitCachedRequest(e *itest.ProvreqEnv, p *inprocess.Autoscaler, name string) {
 	e.T.Helper()
 	e.Eventually(30*time.Second, "the request in the loop's cache", func(context.Context) (bool, error) {
 		_, ok, err := p.Loop.ProvReqInformer.GetIndexer().GetByKey(e.Namespace + "/" + name)
@@ -111,7 +112,7 @@ func waitCachedRequest(e *itest.ProvreqEnv, p *itest.InProcess, name string) {
 
 // waitCachedRequestCondition waits until the loop's cache of the request
 // has the condition the API server's copy has (the loop's last write).
-func waitCachedRequestCondition(e *itest.ProvreqEnv, p *itest.InProcess, name, typ string) {
+func waitCachedRequestCondition(e *itest.ProvreqEnv, p *inprocess.Autoscaler, name, typ string) {
 	e.T.Helper()
 	e.Eventually(30*time.Second, "the request's condition in the loop's cache", func(ctx context.Context) (bool, error) {
 		pr, err := e.PRs.Get(ctx, name, metav1.GetOptions{})

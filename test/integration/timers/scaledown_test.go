@@ -15,6 +15,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/scaledown"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
+	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest/inprocess"
 )
 
 // TestUnneededTimeAtItsDefaultSurvivesARestart: an empty node is removed
@@ -27,12 +28,12 @@ func TestUnneededTimeAtItsDefaultSurvivesARestart(t *testing.T) {
 	path := itest.GroupsConfig(e, group)
 	node := group + "-n"
 	itest.GroupNode(e, group, node, nil)
-	opts := itest.InProcessOptions(e, path, nil)
+	opts := inprocess.Options(e, path, nil)
 	if opts.NodeGroupDefaults.ScaleDownUnneededTime != 10*time.Minute {
 		t.Fatalf("the default unneeded time is %v, want upstream's 10m", opts.NodeGroupDefaults.ScaleDownUnneededTime)
 	}
 	clk := clocktesting.NewFakeClock(time.Now())
-	first := itest.StartInProcess(e, clk, opts)
+	first := inprocess.Start(e, clk, opts)
 	start := clk.Now()
 	waitCachedNodes(e, first, group, 1)
 	first.RunOnce()
@@ -43,7 +44,7 @@ func TestUnneededTimeAtItsDefaultSurvivesARestart(t *testing.T) {
 	first.RunOnce()
 	first.Stop()
 
-	second := itest.StartInProcess(e, clk, opts)
+	second := inprocess.Start(e, clk, opts)
 	waitCachedNodes(e, second, group, 1)
 	for _, at := range []time.Duration{0, time.Minute + 50*time.Second} { // 8m, then 9m50s
 		second.Step(at)
@@ -68,12 +69,12 @@ func TestDelayAfterAddAtItsDefault(t *testing.T) {
 	group := framework.UniqueName("bulk")
 	path := itest.GroupsConfig(e, group)
 	itest.DumpPods(e)
-	opts := itest.InProcessOptions(e, path, func(o *config.Options) { o.NodeGroupDefaults.ScaleDownUnneededTime = time.Minute })
+	opts := inprocess.Options(e, path, func(o *config.Options) { o.NodeGroupDefaults.ScaleDownUnneededTime = time.Minute })
 	if opts.ScaleDownDelayAfterAdd != 10*time.Minute {
 		t.Fatalf("the default delay after add is %v, want upstream's 10m", opts.ScaleDownDelayAfterAdd)
 	}
 	clk := clocktesting.NewFakeClock(time.Now())
-	p := itest.StartInProcess(e, clk, opts)
+	p := inprocess.Start(e, clk, opts)
 	itest.CreatePods(e, "job", 3, "3", map[string]string{"pool": group}) // one node each
 	e.Eventually(30*time.Second, "the pods pending in the loop's cache", func(context.Context) (bool, error) {
 		pods, err := p.Informers.Listers.Pods.Pods(e.Namespace).List(labels.Everything())
@@ -133,7 +134,7 @@ func unschedulable(pod *apiv1.Pod) bool {
 // waitCachedNodes waits until the loop's node informer holds n nodes of
 // group, all Ready and without the node lifecycle controller's taints (its
 // not-ready taint on a new node makes the node not started).
-func waitCachedNodes(e *framework.Env, p *itest.InProcess, group string, n int) {
+func waitCachedNodes(e *framework.Env, p *inprocess.Autoscaler, group string, n int) {
 	e.T.Helper()
 	sel := labels.SelectorFromSet(labels.Set{"pool": group})
 	e.Eventually(30*time.Second, "the loop's cache holding the group's nodes, Ready and untainted", func(context.Context) (bool, error) {
@@ -152,7 +153,7 @@ func waitCachedNodes(e *framework.Env, p *itest.InProcess, group string, n int) 
 
 // gauge is the value of the gauge family name (one series, no labels) in
 // the in-process autoscaler's registry.
-func gauge(t *testing.T, p *itest.InProcess, name string) float64 {
+func gauge(t *testing.T, p *inprocess.Autoscaler, name string) float64 {
 	t.Helper()
 	families, err := p.Registry.Gather()
 	if err != nil {

@@ -1,4 +1,8 @@
-package itest
+// Package inprocess runs the autoscaler wired by package builder inside a
+// test's own process, on a fake clock (test/integration/timers, healing).
+// It is apart from itest so that the other integration packages' test
+// binaries do not link the builder and the loop (docs/test-times.md).
+package inprocess
 
 import (
 	"context"
@@ -19,7 +23,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 )
 
-// InProcess is the autoscaler wired by package builder inside the test's
+// Autoscaler is the autoscaler wired by package builder inside the test's
 // own process, on the package's control plane and the kwok provider, with
 // a fake clock: a loop runs when the test calls RunOnce, at the clock's
 // time, so that checks of timers (unneeded time, delay after a scale-up,
@@ -27,7 +31,7 @@ import (
 // waiting for them. Everything else is real: the API server, the
 // scheduler, kwok's kubelets, the informers, the provider and the
 // removals (their waits are on the fake clock too: see StepUntil).
-type InProcess struct {
+type Autoscaler struct {
 	Clock    *clocktesting.FakeClock
 	Registry *prometheus.Registry
 	Loop     *builder.Loop
@@ -50,13 +54,13 @@ type InProcess struct {
 // Stop ends the in-process autoscaler as a process's end would (removals
 // in flight stopped and waited for, informers and provider stopped); the
 // test's end does it too.
-func (p *InProcess) Stop() { p.stop() }
+func (p *Autoscaler) Stop() { p.stop() }
 
-// InProcessOptions are upstream's defaults (config.Defaults) with the kwok
+// Options are upstream's defaults (config.Defaults) with the kwok
 // provider of configPath on e's cluster and namespace, no leader election,
 // then edit applied (nil: none). They are validated as the binary's flags
 // are.
-func InProcessOptions(e *framework.Env, configPath string, edit func(*config.Options)) config.Options {
+func Options(e *framework.Env, configPath string, edit func(*config.Options)) config.Options {
 	e.T.Helper()
 	o := config.Defaults()
 	o.Kubeconfig, o.Namespace = e.Kubeconfig, e.Namespace
@@ -71,14 +75,14 @@ func InProcessOptions(e *framework.Env, configPath string, edit func(*config.Opt
 	return o
 }
 
-// StartInProcess builds the loop as builder.Run does (informers, provider,
+// Start builds the loop as builder.Run does (informers, provider,
 // event recorder, builder.NewLoop, the informers synced, stale taints
 // cleaned), with clk as every timer's clock, and tears it down when the
 // test ends. It runs no loop: the test calls RunOnce.
-func StartInProcess(e *framework.Env, clk *clocktesting.FakeClock, opts config.Options) *InProcess {
+func Start(e *framework.Env, clk *clocktesting.FakeClock, opts config.Options) *Autoscaler {
 	e.T.Helper()
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
-	p := &InProcess{Clock: clk, Registry: prometheus.NewRegistry(), Explainer: explain.NewRecorder(), e: e,
+	p := &Autoscaler{Clock: clk, Registry: prometheus.NewRegistry(), Explainer: explain.NewRecorder(), e: e,
 		stack: &builder.Stack{}}
 	p.stop = sync.OnceFunc(func() { cancel(); p.stack.Unwind() })
 	e.T.Cleanup(p.stop)
@@ -119,7 +123,7 @@ func StartInProcess(e *framework.Env, clk *clocktesting.FakeClock, opts config.O
 }
 
 // RunOnce runs one loop at the clock's time and fails the test on error.
-func (p *InProcess) RunOnce() core.Result {
+func (p *Autoscaler) RunOnce() core.Result {
 	p.e.T.Helper()
 	r, err := p.autoscaler.RunOnce(p.loopCtx, p.Clock.Now())
 	if err != nil {
@@ -129,7 +133,7 @@ func (p *InProcess) RunOnce() core.Result {
 }
 
 // NodeVerdict is the last loop's scale-down verdict on node, printed.
-func (p *InProcess) NodeVerdict(node string) string {
+func (p *Autoscaler) NodeVerdict(node string) string {
 	v, note, at, ok := p.Explainer.Node(node)
 	if !ok {
 		return "no verdict on " + node + " in the last loop"
@@ -140,22 +144,22 @@ func (p *InProcess) NodeVerdict(node string) string {
 // CatchUp moves the fake clock to the real time when it is behind: the API
 // server stamps what a test creates (a pod's creation time) on the real
 // clock, and a pod created after the loop's now is younger than any
-// scale-up delay, even none (--new-pod-scale-up-delay), as upstream's is.
-func (p *InProcess) CatchUp() {
+// --new-pod-scale-up-delay.
+func (p *Autoscaler) CatchUp() {
 	if now := time.Now(); now.After(p.Clock.Now()) {
 		p.Clock.SetTime(now)
 	}
 }
 
 // Step moves the fake clock by d (timers due by then fire).
-func (p *InProcess) Step(d time.Duration) { p.Clock.Step(d) }
+func (p *Autoscaler) Step(d time.Duration) { p.Clock.Step(d) }
 
 // StepUntil moves the fake clock a second at a time, while something
 // waits on it, until cond holds; it fails the test when cond does not hold
 // within timeout of real time. The removals the loop started wait on the
 // clock (the delay after the taint, the drain's grace), so a test steps it
 // while they run.
-func (p *InProcess) StepUntil(timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
+func (p *Autoscaler) StepUntil(timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
 	p.e.T.Helper()
 	p.e.Eventually(timeout, what, func(ctx context.Context) (bool, error) {
 		if p.Clock.HasWaiters() {
