@@ -107,10 +107,10 @@ func DumpPods(e *framework.Env) {
 		ctx := context.Background()
 		pods, _ := e.Client.CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{})
 		for _, p := range pods.Items {
-			msg := ""
+			msg := "(no PodScheduled condition: the scheduler has not judged it)"
 			for _, c := range p.Status.Conditions {
-				if c.Type == apiv1.PodScheduled && c.Status != apiv1.ConditionTrue {
-					msg = c.Message
+				if c.Type == apiv1.PodScheduled {
+					msg = fmt.Sprintf("PodScheduled=%s %s: %s", c.Status, c.Reason, c.Message)
 				}
 			}
 			e.T.Logf("pod %s node=%q phase=%s %s", p.Name, p.Spec.NodeName, p.Status.Phase, msg)
