@@ -99,6 +99,16 @@ func RestartAPIServer(t testing.TB, downtime time.Duration) {
 	}
 }
 
+// ComponentLogTail is the last n bytes of a control-plane component's log
+// ("kube-scheduler"), for a test that fails on what the component did; ""
+// when the control plane is reused (not this process's).
+func ComponentLogTail(name string, n int64) string {
+	if cluster == nil {
+		return ""
+	}
+	return cluster.LogTail(name, n)
+}
+
 // Env is one test's view of the cluster.
 type Env struct {
 	T          testing.TB

@@ -439,6 +439,12 @@ func (c *Cluster) Exited() string {
 	return b.String()
 }
 
+// LogTail is the last n bytes of component name's log (a cluster this
+// process started), or why it cannot be read.
+func (c *Cluster) LogTail(name string, n int64) string {
+	return logTail(filepath.Join(c.cfg.Dir, "logs", name+".log"), n)
+}
+
 // logTail is the last n bytes of the file at path, or why it cannot be read.
 func logTail(path string, n int64) string {
 	f, err := os.Open(path)

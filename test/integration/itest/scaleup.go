@@ -106,14 +106,20 @@ func DumpPods(e *framework.Env) {
 		}
 		ctx := context.Background()
 		pods, _ := e.Client.CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{})
+		unjudged := false
 		for _, p := range pods.Items {
 			msg := "(no PodScheduled condition: the scheduler has not judged it)"
+			judged := false
 			for _, c := range p.Status.Conditions {
 				if c.Type == apiv1.PodScheduled {
-					msg = fmt.Sprintf("PodScheduled=%s %s: %s", c.Status, c.Reason, c.Message)
+					msg, judged = fmt.Sprintf("PodScheduled=%s %s: %s", c.Status, c.Reason, c.Message), true
 				}
 			}
+			unjudged = unjudged || (!judged && p.Spec.NodeName == "" && p.DeletionTimestamp == nil)
 			e.T.Logf("pod %s node=%q phase=%s %s", p.Name, p.Spec.NodeName, p.Status.Phase, msg)
+		}
+		if tail := framework.ComponentLogTail("kube-scheduler", 3000); unjudged && tail != "" {
+			e.T.Logf("a pending pod was never judged; the end of kube-scheduler's log:\n%s", tail)
 		}
 		nodes, _ := e.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		for _, n := range nodes.Items {
