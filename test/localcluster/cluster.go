@@ -432,8 +432,7 @@ func (c *Cluster) Exited() string {
 			continue
 		}
 		if done, err := c.procs[i].exited(); done {
-			fmt.Fprintf(&b, "%s exited (%v); the end of its log:\n%s\n", name, err,
-				logTail(filepath.Join(c.cfg.Dir, "logs", name+".log"), 4096))
+			fmt.Fprintf(&b, "%s exited (%v); the end of its log:\n%s\n", name, err, c.LogTail(name, 4096))
 		}
 	}
 	return b.String()
