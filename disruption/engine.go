@@ -109,6 +109,10 @@ type Engine struct {
 	// failed write keeps it and is retried, a conflict (another writer)
 	// drops it and the next loop reads the ConfigMap again.
 	st *state
+	// unsaved: the last write of st failed (not a conflict): the next loop
+	// writes st again even when it changes nothing in it, or a plan that
+	// ended in the failed write's loop would stay in the ConfigMap.
+	unsaved bool
 	// assigned is this loop's replacement nodes per replacement
 	// (assignReplacements).
 	assigned map[*replacement]int
@@ -255,12 +259,13 @@ func (h *Engine) Repair(ctx context.Context, loop *processors.Loop) bool {
 	defer h.observe(st)
 	save := func() bool {
 		err := h.store.save(ctx, st)
+		h.unsaved = err != nil
 		if err == nil {
 			return true
 		}
 		logger.Error(err, "Recording the disruption state; retrying in the next loop")
 		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-			h.st = nil
+			h.st, h.unsaved = nil, false
 		}
 		return false
 	}
@@ -275,8 +280,10 @@ func (h *Engine) Repair(ctx context.Context, loop *processors.Loop) bool {
 		nodes[n.Name] = n
 	}
 	// New plans are recorded before anything is done for them, then every
-	// plan in flight moves on; the state is written after each step.
-	if h.start(ctx, st, loop, props) && !save() {
+	// plan in flight moves on; the state is written after each step. A
+	// write that failed in the last loop is made again here, whether or not
+	// anything is in flight.
+	if (h.start(ctx, st, loop, props) || h.unsaved) && !save() {
 		return false
 	}
 	h.assigned = h.assignReplacements(ctx, st, loop)

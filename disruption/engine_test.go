@@ -11,6 +11,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	apiv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 
 	"k8s.io/autoscaler/cluster-autoscaler/processors"
 )
@@ -422,4 +424,55 @@ func TestEachPlanWaitsForItsOwnReplacement(t *testing.T) {
 	if f.phase("b") != PhaseDraining {
 		t.Errorf("phase of b %q with its own new node Ready, want Draining", f.phase("b"))
 	}
+}
+
+// TestStateWrittenAgainAfterAFailedSave: when the write that removes the
+// last finished plan fails (the API server restarting), the next loop
+// writes the state again although nothing changed in it: the ConfigMap
+// must not go on showing a plan in flight that has ended.
+func TestStateWrittenAgainAfterAFailedSave(t *testing.T) {
+	f := newFixture(t, Options{Cooldown: time.Hour}, readyNode("old", nil), readyNode("b", nil))
+	f.provider.AddNodeGroup("cheap", 0, 5, 0, nil)
+	f.healer.AddSource(&fakeSource{reason: Drifted, cands: []Candidate{{Reason: Drifted, Nodes: []string{"old"},
+		Replacement: []Replacement{{Group: "cheap", Count: 1}}}}})
+	f.addPod(t, podOn("old", "web-0"))
+	f.loop(0)
+	f.loop(time.Minute)
+	repl := readyNode("cheap-1", nil)
+	f.provider.AddNode("cheap", repl)
+	f.nodes = append(f.nodes, repl)
+	f.loop(2 * time.Minute)
+	f.dropPods("old")
+	// Only the write that records no plan fails: the one after the last
+	// step of the finished plan.
+	failing := true
+	f.client.PrependReactor("update", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		cm := a.(k8stesting.UpdateAction).GetObject().(*apiv1.ConfigMap)
+		if failing && strings.Contains(cm.Data["state"], `"heals":{}`) {
+			return true, nil, errors.New("connection refused")
+		}
+		return false, nil, nil
+	})
+	f.loop(3 * time.Minute)
+	if len(f.healer.st.Heals) != 0 || len(f.deleted()) != 1 {
+		t.Fatalf("plans %v, deletions %v: want the plan finished", f.healer.st.Heals, f.deleted())
+	}
+	if plans := storedPlans(t, f); len(plans) == 0 {
+		t.Fatal("the failed write changed the ConfigMap: the test exercises nothing")
+	}
+	failing = false
+	f.loop(4 * time.Minute)
+	if plans := storedPlans(t, f); len(plans) != 0 {
+		t.Errorf("the ConfigMap still shows plans %v a loop after the failed write", plans)
+	}
+}
+
+// storedPlans is the plans the state ConfigMap records.
+func storedPlans(t *testing.T, f *fixture) map[string]*plan {
+	t.Helper()
+	st, err := (&store{client: f.client, namespace: "kube-system"}).load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Heals
 }
