@@ -44,7 +44,26 @@ func apiserverArgs(cfg Config, ports map[string]int, p *pki, tokenFile string) [
 		"--max-requests-inflight=1000",
 		"--max-mutating-requests-inflight=500",
 		"--profiling=false",
+		"--enable-priority-and-fairness=false",
 	}
+}
+
+// controllers are kube-controller-manager's controllers the tests and the
+// demo need: the workloads' (Deployments, StatefulSets, DaemonSets, Jobs),
+// PDBs' status, garbage and namespace collection, node lifecycle and taint
+// eviction, volumes' binding and protection, DRA's claims, quotas and
+// service accounts. Those of clouds, certificates, endpoints, HPAs,
+// CronJobs and API storage versions are left out: nothing here uses them,
+// and each costs the control plane requests and CPU in every package
+// (docs/test-times.md).
+var controllers = []string{
+	"daemonset-controller", "deployment-controller", "replicaset-controller", "replicationcontroller-controller",
+	"statefulset-controller", "job-controller", "disruption-controller", "garbage-collector-controller",
+	"namespace-controller", "node-lifecycle-controller", "taint-eviction-controller", "pod-garbage-collector-controller",
+	"persistentvolume-binder-controller", "persistentvolume-protection-controller",
+	"persistentvolumeclaim-protection-controller", "ephemeral-volume-controller", "resourceclaim-controller",
+	"device-taint-eviction-controller", "resourcequota-controller", "serviceaccount-controller",
+	"serviceaccount-token-controller", "clusterrole-aggregation-controller",
 }
 
 func controllerManagerArgs(cfg Config, ports map[string]int, p *pki, kubeconfig string) []string {
@@ -55,12 +74,11 @@ func controllerManagerArgs(cfg Config, ports map[string]int, p *pki, kubeconfig 
 		"--bind-address=127.0.0.1",
 		fmt.Sprintf("--secure-port=%d", ports["kube-controller-manager"]),
 		"--leader-elect=false",
-		"--use-service-account-credentials=true",
 		"--service-account-private-key-file=" + p.SAKey,
 		"--root-ca-file=" + p.CACert,
 		"--cluster-signing-cert-file=" + p.CACert,
 		"--cluster-signing-key-file=" + p.CAKey,
-		"--controllers=*,-nodeipam,-service-lb-controller,-node-route-controller,-cloud-node-lifecycle-controller",
+		"--controllers=" + strings.Join(controllers, ","),
 		// Longer than kwok's node lease, or healthy fake nodes flap NotReady.
 		fmt.Sprintf("--node-monitor-grace-period=%ds", cfg.NodeLeaseSeconds+20),
 		"--kube-api-qps=300",
