@@ -226,6 +226,7 @@ func fleetSeen(e *framework.Env, f fleet) func() []string {
 func TestConsolidationSurvivesAPIServerRestartMidDrain(t *testing.T) {
 	itest.SkipUnlessSlow(t)
 	e := framework.New(t)
+	describePlans(e)
 	itest.DumpPods(e)
 	f := consolidationFleet(e)
 	seen := fleetSeen(e, f)
@@ -277,6 +278,7 @@ func TestConsolidationSurvivesAPIServerRestartMidDrain(t *testing.T) {
 func TestConsolidationFailoverMidReplacement(t *testing.T) {
 	itest.SkipUnlessSlow(t)
 	e := framework.New(t)
+	describePlans(e)
 	itest.DumpPods(e)
 	f := consolidationFleet(e)
 	seen := fleetSeen(e, f)

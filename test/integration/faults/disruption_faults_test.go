@@ -24,6 +24,7 @@ import (
 func TestDisruptionDriftSurvivesAPIServerRestart(t *testing.T) {
 	itest.SkipUnlessSlow(t)
 	e := framework.New(t)
+	describePlans(e)
 	itest.DumpPods(e)
 	pool := framework.UniqueName("drift")
 	path := itest.OneGroupConfig(e, pool, 3, "registrationDelay: 8s")
@@ -69,6 +70,7 @@ func TestDisruptionDriftSurvivesAPIServerRestart(t *testing.T) {
 func TestDisruptionExpiryFailover(t *testing.T) {
 	itest.SkipUnlessSlow(t)
 	e := framework.New(t)
+	describePlans(e)
 	itest.DumpPods(e)
 	pool := framework.UniqueName("expiry")
 	path := itest.OneGroupConfig(e, pool, 3, "registrationDelay: 8s")
@@ -118,6 +120,7 @@ func TestDisruptionExpiryFailover(t *testing.T) {
 func TestDisruptionReplacementOutOfCapacity(t *testing.T) {
 	itest.SkipUnlessSlow(t)
 	e := framework.New(t)
+	describePlans(e)
 	itest.DumpPods(e)
 	pool := framework.UniqueName("full")
 	path := itest.OneGroupConfig(e, pool, 3, "outOfCapacityAfter: 1")
@@ -245,6 +248,7 @@ func sameSet(a, b []string) bool {
 func TestDisruptionReplacementGroupAtMax(t *testing.T) {
 	itest.SkipUnlessSlow(t)
 	e := framework.New(t)
+	describePlans(e)
 	itest.DumpPods(e)
 	pool := framework.UniqueName("atmax")
 	path := itest.OneGroupConfig(e, pool, 1, "")

@@ -132,6 +132,19 @@ func enginePlans(ctx context.Context, e *framework.Env) (map[string]json.RawMess
 	return st.Heals, nil
 }
 
+// describePlans makes a timed-out wait print the engine's state ConfigMap:
+// which plans are in flight, in which phase, since when, with their last
+// error.
+func describePlans(e *framework.Env) {
+	e.DescribeOnTimeout(func(ctx context.Context) string {
+		cm, err := e.Client.CoreV1().ConfigMaps(e.Namespace).Get(ctx, disruption.StateConfigMap, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Sprintf("the engine's state ConfigMap: %v", err)
+		}
+		return fmt.Sprintf("the engine's state ConfigMap (resourceVersion %s): %s", cm.ResourceVersion, cm.Data["state"])
+	})
+}
+
 // logCount counts the lines of the processes' logs that contain every one
 // of parts.
 func logCount(ps []*itest.AutoscalerProcess, parts ...string) int {
