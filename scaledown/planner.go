@@ -16,6 +16,7 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/metrics"
 	"k8s.io/autoscaler/cluster-autoscaler/simulator/drain"
 	"k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
+	"k8s.io/autoscaler/cluster-autoscaler/taints"
 )
 
 // Unremovable reasons, upstream's names (and BookedCapacity, ours), as
@@ -54,7 +55,7 @@ const (
 // Annotations and taints of scale-down, upstream's keys.
 const (
 	ScaleDownDisabledAnnotation = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
-	DeletionCandidateTaint      = "DeletionCandidateOfClusterAutoscaler"
+	DeletionCandidateTaint      = taints.DeletionCandidate
 	ToBeDeletedTaint            = clusterstate.ToBeDeletedTaint
 )
 

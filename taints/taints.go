@@ -19,3 +19,8 @@ const (
 	Disruption             = "cluster-autoscaler.kubernetes.io/healing"
 	ConsolidationCandidate = "cluster-autoscaler.kubernetes.io/consolidation-candidate"
 )
+
+// DeletionCandidate (PreferNoSchedule) is upstream's taint on the nodes
+// scale-down finds unneeded (--max-bulk-soft-taint-count); its value is
+// when the node was found so.
+const DeletionCandidate = "DeletionCandidateOfClusterAutoscaler"

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/autoscaler/cluster-autoscaler/core"
+	"k8s.io/autoscaler/cluster-autoscaler/snapshotdump"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
 )
@@ -46,7 +46,7 @@ nodeGroups:
 	if err != nil || code != 200 {
 		t.Fatalf("/snapshotz = %d, %v: %s", code, err, body)
 	}
-	var snap core.DebuggingSnapshot
+	var snap snapshotdump.DebuggingSnapshot
 	if err := json.Unmarshal([]byte(body), &snap); err != nil {
 		t.Fatalf("/snapshotz is not the snapshot's JSON: %v", err)
 	}

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"k8s.io/autoscaler/cluster-autoscaler/scaledown"
+	"k8s.io/autoscaler/cluster-autoscaler/taints"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest"
 )
@@ -30,7 +30,7 @@ func candidateTaints(ctx context.Context, e *framework.Env, pool string) map[str
 	out := map[string]string{}
 	for _, n := range list.Items {
 		for _, t := range n.Spec.Taints {
-			if t.Key == scaledown.DeletionCandidateTaint {
+			if t.Key == taints.DeletionCandidate {
 				out[n.Name] = t.Value
 			}
 		}
