@@ -35,6 +35,10 @@ func NewCluster(t testing.TB, opts ClusterOptions) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	gomaxprocs, err := controlPlaneGOMAXPROCS()
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir, err := os.MkdirTemp(filepath.Join(root, "_output"), "test-cluster-")
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +46,7 @@ func NewCluster(t testing.TB, opts ClusterOptions) *Env {
 	start := time.Now()
 	c, err := localcluster.Start(context.Background(), localcluster.Config{
 		BinDir: filepath.Join(root, "_output", "bin"), StagesDir: filepath.Join(root, "_output", "kwok-stages"), Dir: dir,
-		GOGC:             controlPlaneGOGC,
+		GOGC: controlPlaneGOGC, GOMAXPROCS: gomaxprocs,
 		NodeLeaseSeconds: opts.NodeLeaseSeconds, KwokParallelism: opts.KwokParallelism,
 		KwokIgnorePodLabel: opts.KwokIgnorePodLabel,
 	})

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -55,6 +56,11 @@ func Main(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "framework:", err)
 		return 1
 	}
+	gomaxprocs, err := controlPlaneGOMAXPROCS()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "framework:", err)
+		return 1
+	}
 	dir, err := os.MkdirTemp(filepath.Join(root, "_output"), "test-cluster-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "framework:", err)
@@ -63,7 +69,7 @@ func Main(m *testing.M) int {
 	start := time.Now()
 	c, err := localcluster.Start(context.Background(), localcluster.Config{
 		BinDir: filepath.Join(root, "_output", "bin"), StagesDir: filepath.Join(root, "_output", "kwok-stages"), Dir: dir,
-		GOGC: controlPlaneGOGC,
+		GOGC: controlPlaneGOGC, GOMAXPROCS: gomaxprocs,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "framework: starting the local control plane (logs in %s): %v\n", dir, err)
@@ -277,6 +283,25 @@ func reportCPU(start time.Time) {
 	}
 	fmt.Fprintf(os.Stderr, "framework: %.0f s of wall time, %.0f CPU-s: %.0f in the tests, %.0f in the control plane and the processes they ran\n",
 		time.Since(start).Seconds(), sec(self)+sec(children), sec(self), sec(children))
+}
+
+// GOMAXPROCSEnv, set to a positive number, is the GOMAXPROCS of the control
+// planes' components (localcluster.Config.GOMAXPROCS); make test sets 1
+// (hack/test.sh). Unset, they use every core, as the demo's do.
+const GOMAXPROCSEnv = "LOCALCLUSTER_GOMAXPROCS"
+
+// controlPlaneGOMAXPROCS reads GOMAXPROCSEnv: 0 when unset, an error when
+// it is not a positive number.
+func controlPlaneGOMAXPROCS() (int, error) {
+	v := os.Getenv(GOMAXPROCSEnv)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a positive number of processors", GOMAXPROCSEnv, v)
+	}
+	return n, nil
 }
 
 // controlPlaneGOGC is the GOGC of the test control planes' components: their

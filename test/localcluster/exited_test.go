@@ -18,7 +18,7 @@ func TestExitedNamesTheComponentThatEnded(t *testing.T) {
 	}
 	c := &Cluster{State: State{PIDs: map[string]int{}}, cfg: Config{Dir: dir}}
 	start := func(name, script string) *process {
-		p, err := startProcess("/bin/sh", []string{"-c", script}, filepath.Join(dir, "logs", name+".log"), false, 0)
+		p, err := startProcess("/bin/sh", []string{"-c", script}, filepath.Join(dir, "logs", name+".log"), false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,7 +18,9 @@ type process struct {
 	waitErr error
 }
 
-func startProcess(bin string, args []string, logPath string, detach bool, gogc int) (*process, error) {
+// startProcess starts bin with args, its output appended to logPath, in env
+// (nil: this process's environment).
+func startProcess(bin string, args []string, logPath string, detach bool, env []string) (*process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -26,9 +28,7 @@ func startProcess(bin string, args []string, logPath string, detach bool, gogc i
 	defer func() { _ = logFile.Close() }() // the child keeps its own descriptor
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if gogc > 0 {
-		cmd.Env = append(os.Environ(), fmt.Sprintf("GOGC=%d", gogc))
-	}
+	cmd.Env = env
 	if detach {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	} else {
