@@ -171,3 +171,20 @@ func getURL(ctx context.Context, url string) (int, string, error) {
 	body, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body), err
 }
+
+// WhilePaused runs f with the process stopped (SIGSTOP, then SIGCONT), so
+// that changes f makes at once are seen by the process's loops together,
+// not one loop apart. f must be short: the process renews no lease while
+// stopped.
+func (p *AutoscalerProcess) WhilePaused(f func()) {
+	p.t.Helper()
+	if err := p.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		p.t.Fatalf("stopping %s: %v", p.Name, err)
+	}
+	defer func() {
+		if err := p.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
+			p.t.Errorf("resuming %s: %v", p.Name, err)
+		}
+	}()
+	f()
+}
