@@ -31,39 +31,28 @@ type ClusterOptions struct {
 // kept when the test failed).
 func NewCluster(t testing.TB, opts ClusterOptions) *Env {
 	t.Helper()
-	root, err := RepoRoot()
+	cfg, err := controlPlaneConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
-	gomaxprocs, err := controlPlaneGOMAXPROCS()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp(filepath.Join(root, "_output"), "test-cluster-")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg.NodeLeaseSeconds, cfg.KwokParallelism, cfg.KwokIgnorePodLabel = opts.NodeLeaseSeconds, opts.KwokParallelism,
+		opts.KwokIgnorePodLabel
 	start := time.Now()
-	c, err := localcluster.Start(context.Background(), localcluster.Config{
-		BinDir: filepath.Join(root, "_output", "bin"), StagesDir: filepath.Join(root, "_output", "kwok-stages"), Dir: dir,
-		GOGC: controlPlaneGOGC, GOMAXPROCS: gomaxprocs,
-		NodeLeaseSeconds: opts.NodeLeaseSeconds, KwokParallelism: opts.KwokParallelism,
-		KwokIgnorePodLabel: opts.KwokIgnorePodLabel,
-	})
+	c, err := localcluster.Start(context.Background(), cfg)
 	if err != nil {
-		t.Fatalf("starting a private control plane (logs in %s): %v", dir, err)
+		t.Fatalf("starting a private control plane (logs in %s): %v", cfg.Dir, err)
 	}
-	t.Logf("private control plane healthy in %.1fs (%s)", time.Since(start).Seconds(), dir)
+	t.Logf("private control plane healthy in %.1fs (%s)", time.Since(start).Seconds(), cfg.Dir)
 	// Nothing is deleted object by object: the whole cluster goes.
 	t.Cleanup(func() {
 		if err := c.Stop(); err != nil {
 			t.Logf("stopping the private control plane: %v", err)
 		}
 		if t.Failed() {
-			t.Logf("private control-plane logs kept in %s", filepath.Join(dir, "logs"))
+			t.Logf("private control-plane logs kept in %s", filepath.Join(cfg.Dir, "logs"))
 			return
 		}
-		_ = os.RemoveAll(dir)
+		_ = os.RemoveAll(cfg.Dir)
 	})
 	return newEnv(t, c.Kubeconfig)
 }

@@ -51,26 +51,14 @@ func Main(m *testing.M) int {
 		kubeconfig = kc
 		return m.Run()
 	}
-	root, err := RepoRoot()
+	cfg, err := controlPlaneConfig()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "framework:", err)
 		return 1
 	}
-	gomaxprocs, err := controlPlaneGOMAXPROCS()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "framework:", err)
-		return 1
-	}
-	dir, err := os.MkdirTemp(filepath.Join(root, "_output"), "test-cluster-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "framework:", err)
-		return 1
-	}
+	dir := cfg.Dir
 	start := time.Now()
-	c, err := localcluster.Start(context.Background(), localcluster.Config{
-		BinDir: filepath.Join(root, "_output", "bin"), StagesDir: filepath.Join(root, "_output", "kwok-stages"), Dir: dir,
-		GOGC: controlPlaneGOGC, GOMAXPROCS: gomaxprocs,
-	})
+	c, err := localcluster.Start(context.Background(), cfg)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "framework: starting the local control plane (logs in %s): %v\n", dir, err)
 		return 1
@@ -289,6 +277,27 @@ func reportCPU(start time.Time) {
 // planes' components (localcluster.Config.GOMAXPROCS); make test sets 1
 // (hack/test.sh). Unset, they use every core, as the demo's do.
 const GOMAXPROCSEnv = "LOCALCLUSTER_GOMAXPROCS"
+
+// controlPlaneConfig is what every control plane of the tests starts with:
+// the repository's binaries and kwok stages, a new directory under
+// _output, and the components' GOGC and GOMAXPROCS.
+func controlPlaneConfig() (localcluster.Config, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return localcluster.Config{}, err
+	}
+	gomaxprocs, err := controlPlaneGOMAXPROCS()
+	if err != nil {
+		return localcluster.Config{}, err
+	}
+	dir, err := os.MkdirTemp(filepath.Join(root, "_output"), "test-cluster-")
+	if err != nil {
+		return localcluster.Config{}, err
+	}
+	return localcluster.Config{BinDir: filepath.Join(root, "_output", "bin"),
+		StagesDir: filepath.Join(root, "_output", "kwok-stages"), Dir: dir, GOGC: controlPlaneGOGC,
+		GOMAXPROCS: gomaxprocs}, nil
+}
 
 // controlPlaneGOMAXPROCS reads GOMAXPROCSEnv: 0 when unset, an error when
 // it is not a positive number.
