@@ -43,12 +43,13 @@ type LoopBudget interface {
 // DefaultBudget is the budget when none is given: a voluntary reason may
 // disrupt 10% of a group's nodes at once (rounded up, at least 1), less the
 // group's nodes in flight; Interrupted is not held back (the instance goes
-// anyway).
+// anyway), nor are scale-down's reasons (DeleteOnly), which keep upstream's
+// limits (--max-scale-down-parallelism, --max-drain-parallelism).
 type DefaultBudget struct{}
 
 // Allowed implements Budget.
 func (DefaultBudget) Allowed(_ string, reason Reason, groupNodes, disrupting int, _ time.Time) int {
-	if !voluntary(reason) {
+	if !voluntary(reason) || DeleteOnly(reason) {
 		return math.MaxInt32
 	}
 	limit := max(1, (groupNodes+9)/10)

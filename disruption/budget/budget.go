@@ -46,8 +46,9 @@ func (n Nodes) String() string {
 type Budget struct {
 	Nodes Nodes
 	// Reasons the budget applies to; empty means every voluntary reason
-	// (see Voluntary). Unhealthy and Interrupted are held by a budget only
-	// when it names them.
+	// but scale-down's (see Voluntary, disruption.DeleteOnly). Unhealthy,
+	// Interrupted, Empty and Underutilized are held by a budget only when
+	// it names them.
 	Reasons []disruption.Reason
 	// NodeGroups matches the ids of the groups the budget applies to
 	// (unanchored, as regexp.MatchString: write ^ and $ for a whole id);
@@ -76,7 +77,7 @@ func (b Budget) Matches(group string, reason disruption.Reason) bool {
 		return false
 	}
 	if len(b.Reasons) == 0 {
-		return Voluntary(reason)
+		return Voluntary(reason) && !disruption.DeleteOnly(reason)
 	}
 	for _, r := range b.Reasons {
 		if r == reason {

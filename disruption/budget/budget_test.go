@@ -125,7 +125,11 @@ func TestMatches(t *testing.T) {
 		want   bool
 	}{
 		{"nodes=1", "any", disruption.Drifted, true},
-		{"nodes=1", "any", disruption.Empty, true},
+		// Scale-down's reasons too only when named.
+		{"nodes=1", "any", disruption.Empty, false},
+		{"nodes=1", "any", disruption.Underutilized, false},
+		{"nodes=1;reasons=empty", "any", disruption.Empty, true},
+		{"nodes=1;reasons=consolidatable,underutilized", "any", disruption.Underutilized, true},
 		{"nodes=1", "any", disruption.Consolidatable, true},
 		// Without reasons, a budget holds voluntary reasons only.
 		{"nodes=1", "any", disruption.Unhealthy, false},

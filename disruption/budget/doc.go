@@ -30,6 +30,14 @@
 // when too many nodes fail together) remains what protects the cluster: a
 // budget can tighten healing, the default never blocks it.
 //
+// Scale-down's reasons (empty, underutilized: the delete-only case, which
+// scale-down's actuator carries out with upstream's flags) are voluntary,
+// but they too are held back only by a budget that names them
+// (reasons=underutilized): neither the default nor a budget without reasons
+// applies to them, so that scale-down keeps upstream's limits
+// (--max-scale-down-parallelism, --max-drain-parallelism) unless an operator
+// writes one, as "no scale-down of busy nodes during business hours".
+//
 // Where this differs from Karpenter: a NodePool with budgets, none of them
 // active, is unbounded in Karpenter; here the default holds whenever no
 // active budget matches a voluntary reason, so that a window of "nodes=0"

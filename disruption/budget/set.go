@@ -7,8 +7,8 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/disruption"
 )
 
-// Default is the budget of a voluntary reason in a group no active budget
-// matches: 10% of the group's nodes, Karpenter's default.
+// Default is the budget of a voluntary reason (but scale-down's) in a group
+// no active budget matches: 10% of the group's nodes, Karpenter's default.
 var Default = Nodes{Value: 10, Percent: true}
 
 // Set is the budgets given on the command line. The zero Set has none: the
@@ -69,7 +69,7 @@ func (s Set) Limit(group string, reason disruption.Reason, groupNodes int, now t
 	switch {
 	case best >= 0:
 		return Limit{Nodes: bestNodes, By: s.budgets[best].String()}
-	case Voluntary(reason):
+	case Voluntary(reason) && !disruption.DeleteOnly(reason):
 		return Limit{Nodes: Default.Of(groupNodes), By: "default"}
 	default:
 		return Limit{Nodes: max(groupNodes, 0)}

@@ -150,8 +150,12 @@ func TestSetString(t *testing.T) {
 		t.Errorf("String (-want +got):\n%s", diff)
 	}
 	var zero Set
-	if diff := cmp.Diff(Limit{2, "default"}, zero.Limit("g", disruption.Empty, 11, utc(30, 0, 0))); diff != "" {
+	if diff := cmp.Diff(Limit{2, "default"}, zero.Limit("g", disruption.Drifted, 11, utc(30, 0, 0))); diff != "" {
 		t.Errorf("zero Set Limit (-want +got):\n%s", diff)
+	}
+	// Scale-down's reasons keep upstream's limits: no default.
+	if diff := cmp.Diff(Limit{11, ""}, zero.Limit("g", disruption.Empty, 11, utc(30, 0, 0))); diff != "" {
+		t.Errorf("zero Set Limit of empty (-want +got):\n%s", diff)
 	}
 }
 
