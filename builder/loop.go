@@ -175,6 +175,10 @@ func NewLoop(ctx, informerCtx context.Context, in Inputs, stack *Stack) (*Loop, 
 	if l.Disruption, err = addDisruption(ctx, opts, in, &procs, status, l.State); err != nil {
 		return nil, nil, err
 	}
+	if l.Disruption != nil {
+		// Scale-down's removals are the engine's delete-only case.
+		scaledown.WithLedger(scaleDownLedger{l.Disruption})(l.ScaleDown)
+	}
 	if l.Disruption != nil && opts.Disruption.ConsolidationEnabled {
 		copts, err := ConsolidationOptions(opts)
 		if err != nil {

@@ -7,7 +7,8 @@ func (c *commandLine) registerDisruption() {
 	fs.StringArrayVar(&d.Budgets, "disruption-budget", d.Budgets,
 		"How many nodes of a node group may be disrupted at once, per reason and optionally in a cron window: "+
 			"'nodes=<n or n%>[;reasons=<r,...>][;node-groups=<regexp>][;schedule=<cron>;duration=<d>]'; repeatable "+
-			"(the smallest active one holds). Without one, voluntary reasons may take 10% of a group (FAQ: disruption). Not upstream.")
+			"(the smallest active one holds). Without one, voluntary reasons may take 10% of a group; scale-down's (empty, "+
+			"underutilized) are held only by a budget naming them (FAQ: disruption). Not upstream.")
 	fs.BoolVar(&d.DriftEnabled, "drift-enabled", d.DriftEnabled,
 		"Replace nodes whose node group's template changed since they were made (launch template or its version, "+
 			"instance type, kwok template), replacement first, within the disruption budgets. Not upstream.")

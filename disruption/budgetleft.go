@@ -22,15 +22,10 @@ func (h *Engine) BudgetLeft(ctx context.Context, reason Reason, nodes []*apiv1.N
 			size[g.Id()]++
 		}
 	}
-	disrupting := map[string]int{}
 	h.mu.Lock()
-	if h.st != nil {
-		for _, r := range h.st.Heals {
-			for _, m := range r.Nodes {
-				disrupting[m.Group]++
-			}
-		}
-	}
+	h.rmu.Lock()
+	disrupting := h.disruptingLocked()
+	h.rmu.Unlock()
 	h.mu.Unlock()
 	out := make(map[string]int, len(size))
 	for id, n := range size {

@@ -124,6 +124,10 @@ type Engine struct {
 	// replacement group (holdBackedOff), by reason and nodes: each is told
 	// once per wait.
 	held map[string]string
+	// rmu guards rm, scale-down's removals (deleteonly.go): its actuator
+	// reports them from its own goroutines. Lock order: mu, then rmu.
+	rmu sync.Mutex
+	rm  removals
 }
 
 var _ processors.RepairProcessor = (*Engine)(nil)
@@ -151,7 +155,7 @@ func New(opts Options, client kubernetes.Interface, provider cloudprovider.Cloud
 	}
 	return &Engine{opts: opts, client: client, provider: provider, recorder: recorder, clock: clock.RealClock{},
 		store: &store{client: client, namespace: opts.Namespace}, metrics: m, dm: newDisruptionMetrics(reg), hooks: hooks,
-		budget: b, offers: map[Reason][]Candidate{}, sources: append([]Source(nil), opts.Sources...)}
+		budget: b, offers: map[Reason][]Candidate{}, sources: append([]Source(nil), opts.Sources...), rm: newRemovals()}
 }
 
 // AddSource adds a source asked in every Repair from now on.
@@ -254,6 +258,7 @@ func (h *Engine) Repair(ctx context.Context, loop *processors.Loop) bool {
 			return false
 		}
 		h.st = st
+		h.importRemovals(st)
 	}
 	st := h.st
 	defer h.observe(st)
@@ -283,7 +288,9 @@ func (h *Engine) Repair(ctx context.Context, loop *processors.Loop) bool {
 	// plan in flight moves on; the state is written after each step. A
 	// write that failed in the last loop is made again here, whether or not
 	// anything is in flight.
-	if (h.start(ctx, st, loop, props) || h.unsaved) && !save() {
+	started := h.start(ctx, st, loop, props)
+	settled := h.settleLeftRemovals(ctx, nodes, now)
+	if (h.exportRemovals(st) || started || settled || h.unsaved) && !save() {
 		return false
 	}
 	h.assigned = h.assignReplacements(ctx, st, loop)
@@ -337,7 +344,10 @@ const StatusKey = "healing"
 func (h *Engine) StatusSections() map[string]string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.st == nil || len(h.st.Heals) == 0 {
+	h.rmu.Lock()
+	removals := h.removalsLocked()
+	h.rmu.Unlock()
+	if (h.st == nil || len(h.st.Heals) == 0) && len(removals) == 0 {
 		return map[string]string{StatusKey: ""}
 	}
 	type line struct {
@@ -351,7 +361,16 @@ func (h *Engine) StatusSections() map[string]string {
 		Reason     string   `json:"reason"`
 	}
 	var out []line
-	for _, r := range h.st.Heals {
+	for _, r := range removals {
+		out = append(out, line{Node: r.Node, NodeGroup: r.Group, Disruption: r.For, Phase: r.Phase,
+			PhaseSince: r.PhaseSince.UTC().Format(time.RFC3339), Started: r.Started.UTC().Format(time.RFC3339),
+			Reason: "scale-down: " + r.Why})
+	}
+	var heals map[string]*plan
+	if h.st != nil {
+		heals = h.st.Heals
+	}
+	for _, r := range heals {
 		l := line{Node: r.Node, NodeGroup: r.Group, Disruption: r.For, Phase: r.Phase,
 			PhaseSince: r.PhaseSince.UTC().Format(time.RFC3339), Started: r.Started.UTC().Format(time.RFC3339), Reason: r.Reason}
 		if len(r.Nodes) > 1 {
@@ -424,14 +443,20 @@ func (h *Engine) Replacing() map[string]bool {
 	return out
 }
 
-// InFlight names the nodes of the plans in flight, with the reason each
-// goes for (as last written or read; empty before the first loop). A source
+// InFlight names the nodes of the plans in flight and of scale-down's
+// removals, with the reason each goes for (as last written or read; empty
+// before the first loop). A source
 // that runs elsewhere in the loop leaves them out of its own simulation, and
 // goes on offering those of its reason while it holds (see Offer).
 func (h *Engine) InFlight() map[string]Reason {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := map[string]Reason{}
+	h.rmu.Lock()
+	for _, r := range h.removalsLocked() {
+		out[r.Node] = r.For
+	}
+	h.rmu.Unlock()
 	if h.st == nil {
 		return out
 	}

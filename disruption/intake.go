@@ -56,6 +56,15 @@ func (h *Engine) newView(ctx context.Context, st *state, loop *processors.Loop) 
 			v.disrupting[m.Group]++
 		}
 	}
+	// Scale-down's removals count against the groups' budgets, and their
+	// nodes are taken: no plan starts on them.
+	h.rmu.Lock()
+	h.rm.groupSize = v.groupSize
+	for _, r := range h.removalsLocked() {
+		v.disrupting[r.Group]++
+		v.claimed[r.Node] = r.For
+	}
+	h.rmu.Unlock()
 	return v
 }
 

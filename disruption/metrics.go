@@ -98,5 +98,8 @@ func (h *Engine) observe(st *state) {
 		h.dm.nodes.WithLabelValues(string(r.For), r.Phase).Add(float64(len(r.Nodes)))
 		saving += r.SavingPerHour
 	}
+	for _, r := range st.ScaleDown {
+		h.dm.nodes.WithLabelValues(string(r.For), r.Phase).Inc()
+	}
 	h.dm.saving.Set(saving)
 }

@@ -228,6 +228,9 @@ type state struct {
 	// (the key keeps its name from the versions that only healed).
 	Heals    map[string]*plan     `json:"heals"`
 	Cooldown map[string]time.Time `json:"cooldown"` // node name -> healing allowed again after
+	// ScaleDown are scale-down's removals in flight (the delete-only
+	// reasons, deleteonly.go), by node.
+	ScaleDown map[string]*removal `json:"scaleDown,omitempty"`
 }
 
 type store struct {

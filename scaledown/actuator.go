@@ -90,6 +90,11 @@ type Actuator struct {
 	wg      sync.WaitGroup
 	// latency is set with --dynamic-node-delete-delay-after-taint-enabled.
 	latency *taintLatency
+	// ledger is the disruption engine's (nil: the engine off); told are
+	// the nodes of jobs in flight whose end it was told.
+	ledger Ledger
+	toldMu sync.Mutex
+	told   map[string]bool
 }
 
 // NewActuator builds an actuator.
@@ -98,7 +103,7 @@ func NewActuator(opts Options, client kubernetes.Interface, taints *Taints, reco
 	a := &Actuator{opts: opts, client: client, taints: taints, recorder: recorder, metrics: m, clock: clk,
 		annotationPoll: delayDeletionPollPeriod, podGonePoll: podGonePollPeriod, evictionRetry: evictionRetryPeriod,
 		inFlight: map[string]string{}, deleted: map[string]bool{}, byGroup: map[string]*groupTimes{},
-		batches: map[string]*deletionBatch{}}
+		batches: map[string]*deletionBatch{}, told: map[string]bool{}}
 	if opts.DrainPriorityConfig != "" {
 		// Validate() has checked it; an error here leaves the single round.
 		a.drainPriorities, _ = config.ParseDrainPriorityConfig(opts.DrainPriorityConfig)
@@ -236,6 +241,9 @@ func (a *Actuator) Remove(ctx context.Context, cs []*Candidate) int {
 			}
 			j.cs = j.cs[:min(len(j.cs), budget)]
 		}
+		if j = a.admit(ctx, j); j == nil {
+			continue
+		}
 		for _, c := range j.cs {
 			a.inFlight[c.Node.Name] = c.Group.Id()
 			if a.metrics != nil {
@@ -248,7 +256,7 @@ func (a *Actuator) Remove(ctx context.Context, cs []*Candidate) int {
 		go func() {
 			defer a.wg.Done()
 			deleted, failed := a.run(ctx, j)
-			a.release(j, deleted, failed)
+			a.release(j, deleted, failed, ctx.Err() == nil)
 		}()
 	}
 	return started
@@ -284,11 +292,19 @@ func jobsOf(cs []*Candidate) []*job {
 
 // release forgets the job's nodes as in flight; deleted ones are kept as
 // deleted until their Node goes.
-func (a *Actuator) release(j *job, deleted []*Candidate, failed bool) {
+//
+// Each node of the job not deleted is told ended to the ledger (failed,
+// unless its path said more already) when the job ran its course (over is
+// true); a job its context cut short leaves them on record.
+func (a *Actuator) release(j *job, deleted []*Candidate, failed, over bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, c := range j.cs {
 		delete(a.inFlight, c.Node.Name)
+		if over && !slices.Contains(deleted, c) {
+			a.ended(c, OutcomeFailed)
+		}
+		a.forget(c)
 	}
 	a.drains -= j.drains()
 	for _, c := range deleted {
@@ -473,6 +489,7 @@ func (a *Actuator) evictDaemonSetPods(ctx context.Context, c *Candidate, flagDef
 func (a *Actuator) failed(ctx context.Context, c *Candidate, why string) {
 	logger := klog.FromContext(ctx)
 	logger.Info("Scale-down of a node failed", "node", c.Node.Name, "nodeGroup", c.Group.Id(), "why", why)
+	a.ended(c, OutcomeFailed)
 	if err := a.taints.UnmarkToBeDeleted(ctx, c.Node.Name); err != nil {
 		logger.Error(err, "Untainting a node after a failed scale-down", "node", c.Node.Name)
 	}

@@ -17,6 +17,8 @@
 // rounds with --drain-priority-config), the delay-deletion annotations, a
 // re-check of the node's pods against the API server, then the cloud
 // provider's DeleteNodes (a group's deletions gathered over
-// --node-deletion-batcher-interval). It must not import core/ or
-// k8s.io/kubernetes.
+// --node-deletion-batcher-interval). With the disruption engine on, its
+// Ledger admits each removal job before it starts and is told its phases and
+// end (ledger.go): scale-down is the engine's delete-only case. It must not
+// import core/, disruption/ or k8s.io/kubernetes.
 package scaledown

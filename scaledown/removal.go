@@ -33,6 +33,7 @@ func (a *Actuator) run(ctx context.Context, j *job) (deleted []*Candidate, faile
 	if len(live) == 0 {
 		return nil, failed
 	}
+	a.phase(live, PhaseDraining)
 	if !a.sleep(ctx, a.deleteDelay(ctx, started)) {
 		return a.interrupted(ctx, live)
 	}
@@ -75,6 +76,7 @@ func (a *Actuator) taintAll(ctx context.Context, j *job, started map[string]time
 			}
 			if errors.Is(err, ErrTakenByDisruption) && !j.atomic {
 				logger.Info("Scale-down of a node not started: the disruption engine took it", "node", c.Node.Name)
+				a.ended(c, OutcomeCancelled)
 				continue
 			}
 			logger.Error(err, "Scale-down of a node not started", "node", c.Node.Name)
@@ -247,6 +249,7 @@ func (a *Actuator) podsOn(ctx context.Context, node string) ([]string, error) {
 // one DeleteNodes call; on failure the nodes are untainted.
 func (a *Actuator) deleteNodes(ctx context.Context, live []*Candidate) bool {
 	logger := klog.FromContext(ctx)
+	a.phase(live, PhaseDeleting)
 	nodes := make([]*apiv1.Node, len(live))
 	names := make([]string, len(live))
 	for i, c := range live {
@@ -274,6 +277,7 @@ func (a *Actuator) deleteNodes(ctx context.Context, live []*Candidate) bool {
 			logger.Info("Scaled down a node after draining it", "node", c.Node.Name, "reason", reasonOf(c), "pods", len(c.Move))
 		}
 		a.event(c.Node, apiv1.EventTypeNormal, "ScaleDown", "nodes removed by cluster autoscaler")
+		a.ended(c, OutcomeDeleted)
 		a.metrics.ObserveNodeRemoval(true, a.clock.Since(c.Since))
 		a.metrics.ScaledDown(ctx, c.Node, reasonOf(c))
 	}
@@ -331,6 +335,7 @@ func (a *Actuator) cancel(ctx context.Context, c *Candidate, why string) {
 		klog.FromContext(ctx).Error(err, "Untainting a node after a cancelled scale-down", "node", c.Node.Name)
 	}
 	a.event(c.Node, apiv1.EventTypeNormal, "ScaleDownCancelled", "Scale-down of node %s cancelled: %s", c.Node.Name, why)
+	a.ended(c, OutcomeCancelled)
 	a.metrics.ObserveNodeRemoval(false, a.clock.Since(c.Since))
 }
 
