@@ -48,9 +48,17 @@ const requirementsRefusedRetry = 10 * time.Minute
 // errNoTypesMatch is the error of requirements AWS has no instance type for.
 var errNoTypesMatch = errors.New("no instance type satisfies the instance requirements")
 
-// requirementsEntry is a cached answer of GetInstanceTypesFromInstanceRequirements.
+// requirementsRefresh is how long an answer of
+// GetInstanceTypesFromInstanceRequirements is used before it is asked again
+// (AWS adds instance types; a set of requirements may match new ones). A
+// refresh that fails keeps the answer it had.
+const requirementsRefresh = time.Hour
+
+// requirementsEntry is a cached answer of GetInstanceTypesFromInstanceRequirements,
+// read at at.
 type requirementsEntry struct {
 	types []string
+	at    time.Time
 }
 
 // requirementsCache keeps what the requirements path learns: the instance
@@ -298,12 +306,36 @@ func (p *Provider) typesForRequirements(ctx context.Context, req astypes.Instanc
 	e, ok := rc.byKey[key]
 	refused := now.Before(rc.refusedUntil)
 	c.mu.Unlock()
-	if ok {
+	if ok && now.Sub(e.at) < requirementsRefresh {
 		return e.types, nil
 	}
 	if refused {
+		if ok {
+			return e.types, nil
+		}
 		return nil, errRequirementsRefused
 	}
+	names, err := p.readRequirementsTypes(ctx, archs, ec2req, rc, now)
+	if err != nil {
+		if ok {
+			klog.FromContext(ctx).V(2).Info("Refreshing the instance types of instance requirements failed; keeping those read before",
+				"requirements", key, "readAt", e.at, "err", err)
+			return e.types, nil
+		}
+		return nil, err
+	}
+	c.mu.Lock()
+	rc.byKey[key] = requirementsEntry{types: names, at: now}
+	c.mu.Unlock()
+	klog.FromContext(ctx).V(4).Info("Read the instance types of instance requirements", "requirements", key, "types", len(names))
+	return names, nil
+}
+
+// readRequirementsTypes asks AWS for the instance types of the requirements
+// (every page), in name order.
+func (p *Provider) readRequirementsTypes(ctx context.Context, archs []ec2types.ArchitectureType,
+	ec2req *ec2types.InstanceRequirementsRequest, rc *requirementsCache, now time.Time) ([]string, error) {
+	c := p.facts
 	in := &ec2.GetInstanceTypesFromInstanceRequirementsInput{ArchitectureTypes: archs,
 		VirtualizationTypes: []ec2types.VirtualizationType{ec2types.VirtualizationTypeHvm}, InstanceRequirements: ec2req}
 	pages := ec2.NewGetInstanceTypesFromInstanceRequirementsPaginator(p.ec2, in,
@@ -334,10 +366,6 @@ func (p *Provider) typesForRequirements(ctx context.Context, req astypes.Instanc
 		}
 	}
 	sort.Strings(names)
-	c.mu.Lock()
-	rc.byKey[key] = requirementsEntry{types: names}
-	c.mu.Unlock()
-	klog.FromContext(ctx).V(4).Info("Read the instance types of instance requirements", "requirements", key, "types", len(names))
 	return names, nil
 }
 

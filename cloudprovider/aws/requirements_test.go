@@ -122,7 +122,8 @@ func TestRequirementsTemplateIsTheSmallestMatchingType(t *testing.T) {
 
 // TestRequirementsAreReadOnce: the types of a set of requirements, their
 // facts and the image's architecture are read once, not again in later
-// loops (requirements rarely change; a change is a new cache key).
+// loops within requirementsRefresh (requirements rarely change; a change is
+// a new cache key).
 func TestRequirementsAreReadOnce(t *testing.T) {
 	s := startFake(t)
 	addCatalogue(s)
@@ -344,5 +345,52 @@ func TestReplayRequirementsSeed(t *testing.T) {
 	}
 	if got, want := factsOf(info.Node), (templateFacts{Type: "m5.large", Arch: "amd64", CPU: "2", Mem: "8Gi"}); got != want {
 		t.Errorf("template %+v, want %+v", got, want)
+	}
+}
+
+// TestRequirementsReadAgainAfterTheRefresh: the types of a set of
+// requirements are asked again once requirementsRefresh has passed, so that
+// a type AWS added since is seen; a refresh that fails (here IAM refuses it)
+// keeps the types read before, and the template with them.
+func TestRequirementsReadAgainAfterTheRefresh(t *testing.T) {
+	s := startFake(t)
+	addCatalogue(s)
+	s.AddGroup(absGroup("a", "lt-x86", vcpuMem(2, 4, 1024)))
+	clk := clocktesting.NewFakeClock(time.Now())
+	p := newTestProvider(t, []string{"0:5:a"}, nil, WithClock(clk))
+	ctx := context.Background()
+	template := func(when string) string {
+		t.Helper()
+		if err := p.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		info, err := group(t, p, "a").TemplateNodeInfo(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+		return info.Node.Labels[apiv1.LabelInstanceTypeStable]
+	}
+	if got := template("first read"); got != "c5.large" {
+		t.Fatalf("template type %q, want c5.large", got)
+	}
+	s.AddInstanceType(awsfake.InstanceType{Name: "c7i.large", VCPU: 2, MemoryMiB: 3072, Arch: "x86_64", MaxENIs: 3, IPv4PerENI: 10})
+	clk.Step(requirementsRefresh / 2)
+	if got := template("half the refresh later"); got != "c5.large" ||
+		s.Calls()["GetInstanceTypesFromInstanceRequirements"] != 1 {
+		t.Errorf("before the refresh: template %q, %d calls; want c5.large from the first call",
+			got, s.Calls()["GetInstanceTypesFromInstanceRequirements"])
+	}
+	clk.Step(requirementsRefresh)
+	if got := template("after the refresh"); got != "c7i.large" ||
+		s.Calls()["GetInstanceTypesFromInstanceRequirements"] != 2 {
+		t.Errorf("after the refresh: template %q, %d calls; want c7i.large (added since) from a second call",
+			got, s.Calls()["GetInstanceTypesFromInstanceRequirements"])
+	}
+	s.Deny("GetInstanceTypesFromInstanceRequirements")
+	clk.Step(2 * requirementsRefresh)
+	if got := template("refresh refused"); got != "c7i.large" ||
+		s.Calls()["GetInstanceTypesFromInstanceRequirements"] != 3 {
+		t.Errorf("refresh refused: template %q, %d calls; want c7i.large kept after a third, refused call",
+			got, s.Calls()["GetInstanceTypesFromInstanceRequirements"])
 	}
 }
