@@ -206,13 +206,15 @@ func (h *Engine) disruptingLocked() map[string]int {
 	return out
 }
 
-// removalsLocked returns scale-down's removals on record, in the engine's
-// phases: this process's and those a previous leader left; h.rmu held.
-func (h *Engine) removalsLocked() []*removal {
-	out := make([]*removal, 0, len(h.rm.mine)+len(h.rm.left))
+// removalsLocked returns copies of scale-down's removals on record, in
+// node order: this process's and those a previous leader left (h.rmu held;
+// the actuator changes the records, so a caller reads the copies after it
+// lets go of h.rmu).
+func (h *Engine) removalsLocked() []removal {
+	out := make([]removal, 0, len(h.rm.mine)+len(h.rm.left))
 	for _, rs := range []map[string]*removal{h.rm.mine, h.rm.left} {
 		for _, r := range rs {
-			out = append(out, r)
+			out = append(out, *r)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Node < out[j].Node })
@@ -241,8 +243,7 @@ func (h *Engine) exportRemovals(st *state) bool {
 	h.rm.dirty = false
 	st.ScaleDown = map[string]*removal{}
 	for _, r := range h.removalsLocked() {
-		c := *r
-		st.ScaleDown[r.Node] = &c
+		st.ScaleDown[r.Node] = &r
 	}
 	return changed
 }

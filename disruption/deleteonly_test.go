@@ -171,3 +171,30 @@ func TestRemovalsLeftByAPreviousLeader(t *testing.T) {
 			storedRemovals(t, f))
 	}
 }
+
+// TestRemovalsReadWhileTheActuatorWrites: the status, InFlight and the
+// loop read scale-down's removals while the actuator's goroutines record
+// their phases and ends (make test-slow runs it under -race, which the
+// status writer's read once tripped in the binary).
+func TestRemovalsReadWhileTheActuatorWrites(t *testing.T) {
+	f := newFixture(t, Options{}, readyNode("a", nil), readyNode("b", nil))
+	f.loop(0)
+	f.healer.AdmitRemovals(context.Background(), t0, []Removal{removalOf("a", Empty), removalOf("b", Underutilized)}, false)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 200 {
+			f.healer.RemovalPhase("a", []string{PhaseDraining, PhaseDeleting}[i%2], t0.Add(time.Duration(i)*time.Second))
+		}
+		f.healer.RemovalEnded("b", ActionCompleted)
+	}()
+	for i := range 50 {
+		_ = f.healer.StatusSections()
+		_ = f.healer.InFlight()
+		f.loop(time.Duration(i) * time.Second)
+	}
+	<-done
+	if got := f.healer.InFlight(); len(got) != 1 || got["a"] != Empty {
+		t.Errorf("InFlight %v, want a alone", got)
+	}
+}
