@@ -248,8 +248,11 @@ func (h *Engine) exportRemovals(st *state) bool {
 	return changed
 }
 
-// settleLeftRemovals ends the removals a previous leader left (h.mu held):
-// a node gone was removed; a node still there without the ToBeDeleted taint
+// settleLeftRemovals ends the removals a previous leader left (h.mu held);
+// it only counts and reports, it removes nothing. A Node of the name is the
+// node still there (no provider ID comparison: it cannot tell an instance
+// that replaced it, and still there is the safe reading). A node gone was
+// removed; a node still there without the ToBeDeleted taint
 // (lifted by the start-up clean-up) goes back to scale-down; a node the
 // provider is still deleting is waited for, at most MaxNodeProvisionTime
 // from its last phase. It reports whether any ended.
@@ -268,8 +271,6 @@ func (h *Engine) settleLeftRemovals(ctx context.Context, nodes map[string]*apiv1
 		switch {
 		case n == nil:
 			action, msg = ActionCompleted, "the node is gone"
-		case n.Spec.ProviderID != "" && r.ProviderID != "" && n.Spec.ProviderID != r.ProviderID:
-			action, msg = ActionCompleted, "the node's name now belongs to another instance"
 		case !hasTaintKey(n, ScaleDownTaint):
 			action, msg = ActionCancelled, "the node is still there, without the ToBeDeleted taint: scale-down may take it again"
 		case now.Sub(r.PhaseSince) > wait:
