@@ -61,12 +61,7 @@ func removeWithEvents(t *testing.T, nodes map[string]string, name string, refuse
 	rec := &eventLog{}
 	a.recorder = rec
 	if refuse != nil {
-		f.client.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
-			if action.GetSubresource() != "eviction" {
-				return false, nil, nil
-			}
-			return true, nil, refuse
-		})
+		f.refuseEvictions(refuse, nil)
 	}
 	var cs []*Candidate
 	for _, c := range f.candidates(t) {

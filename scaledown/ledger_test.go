@@ -11,8 +11,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clienttesting "k8s.io/client-go/testing"
 )
 
 // recordingLedger holds back the nodes in hold and records what it is told.
@@ -106,13 +104,7 @@ func TestLedgerKeepsInterruptedRemovals(t *testing.T) {
 		o.MaxPodEvictionTime = time.Hour
 	})
 	evictions := make(chan struct{}, 1000)
-	f.client.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
-		if action.GetSubresource() != "eviction" {
-			return false, nil, nil
-		}
-		evictions <- struct{}{}
-		return true, nil, apierrors.NewTooManyRequests("a PDB refuses", 1)
-	})
+	f.refuseEvictions(apierrors.NewTooManyRequests("a PDB refuses", 1), evictions)
 	l := &recordingLedger{}
 	a.ledger = l
 	ctx, cancel := context.WithCancel(context.Background())
@@ -127,12 +119,7 @@ func TestLedgerKeepsInterruptedRemovals(t *testing.T) {
 	f, a = actuatorFixture(t, 0, map[string]string{"a": "1"}, func(o *Options) {
 		o.MaxPodEvictionTime = 200 * time.Millisecond
 	})
-	f.client.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
-		if action.GetSubresource() != "eviction" {
-			return false, nil, nil
-		}
-		return true, nil, apierrors.NewTooManyRequests("a PDB refuses", 1)
-	})
+	f.refuseEvictions(apierrors.NewTooManyRequests("a PDB refuses", 1), nil)
 	l = &recordingLedger{}
 	a.ledger = l
 	a.Remove(context.Background(), f.candidates(t))

@@ -202,13 +202,7 @@ func TestDrainStopsWhenTheContextEnds(t *testing.T) {
 		o.MaxPodEvictionTime = time.Hour
 	})
 	evictions := make(chan struct{}, 1000)
-	f.client.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
-		if action.GetSubresource() != "eviction" {
-			return false, nil, nil
-		}
-		evictions <- struct{}{}
-		return true, nil, apierrors.NewTooManyRequests("a PDB refuses", 1)
-	})
+	f.refuseEvictions(apierrors.NewTooManyRequests("a PDB refuses", 1), evictions)
 	var move []*Candidate
 	for _, c := range f.candidates(t) {
 		if c.Node.Name == "a" {
@@ -364,4 +358,18 @@ func TestZeroParallelismRemovesNothing(t *testing.T) {
 	if got := f.deleteCalls(); len(got) != 1 || len(got[0]) != 1 || got[0][0] != "a" {
 		t.Errorf("DeleteNodes calls %v, want one of a", got)
 	}
+}
+
+// refuseEvictions makes the API server refuse every eviction with err;
+// each refused eviction is sent on seen when it is not nil.
+func (f *fixture) refuseEvictions(err error, seen chan<- struct{}) {
+	f.client.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		if action.GetSubresource() != "eviction" {
+			return false, nil, nil
+		}
+		if seen != nil {
+			seen <- struct{}{}
+		}
+		return true, nil, err
+	})
 }

@@ -19,43 +19,8 @@ import (
 	"k8s.io/autoscaler/cluster-autoscaler/test/integration/itest/inprocess"
 )
 
-// counter is the counter name{labels} in the in-process autoscaler's
-// registry (0 when the series is absent).
-func counter(t *testing.T, p *inprocess.Autoscaler, name string, want map[string]string) float64 {
-	t.Helper()
-	families, err := p.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			match := true
-			for k, v := range want {
-				match = match && labels[k] == v
-			}
-			if match {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
-}
-
-func decisions(t *testing.T, p *inprocess.Autoscaler, reason, action string) float64 {
-	t.Helper()
-	return counter(t, p, "cluster_autoscaler_disruption_decisions_total", map[string]string{"reason": reason, "action": action})
-}
-
-func scaledDown(t *testing.T, p *inprocess.Autoscaler, reason string) float64 {
-	t.Helper()
-	return counter(t, p, "cluster_autoscaler_scaled_down_nodes_total", map[string]string{"reason": reason})
+func decisions(p *inprocess.Autoscaler, reason, action string) float64 {
+	return p.Sum("cluster_autoscaler_disruption_decisions_total", map[string]string{"reason": reason, "action": action})
 }
 
 func getNode(t *testing.T, e *framework.Env, name string) *apiv1.Node {
@@ -149,7 +114,7 @@ func TestScaleDownRemovalsOnTheEngine(t *testing.T) {
 		stored, err := storedScaleDown(ctx, e)
 		return stored[node] == "empty/Draining", err
 	})
-	if got := decisions(t, p, "empty", "started"); got != 1 {
+	if got := decisions(p, "empty", "started"); got != 1 {
 		t.Errorf("disruption_decisions_total{empty,started} = %v, want 1", got)
 	}
 
@@ -164,21 +129,17 @@ func TestScaleDownRemovalsOnTheEngine(t *testing.T) {
 	e.Eventually(30*time.Second, "the new engine writing the old removal off", func(ctx context.Context) (bool, error) {
 		loop(p2)
 		stored, err := storedScaleDown(ctx, e)
-		return err == nil && len(stored) == 0 && decisions(t, p2, "empty", "cancelled") == 1, err
+		return err == nil && len(stored) == 0 && decisions(p2, "empty", "cancelled") == 1, err
 	})
 	if n := getNode(t, e, node); itest.HasTaintKey(n, disruption.ScaleDownTaint) || n.Spec.Unschedulable {
 		t.Errorf("node %s kept the old removal's taint or cordon: %v", node, n.Spec.Taints)
 	}
-	events, err := e.Client.CoreV1().Events("default").List(e.Context(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + node})
+	events, err := itest.NodeEvents(e.Context(), e, node)
 	if err != nil {
 		t.Fatal(err)
 	}
-	found := false
-	for _, ev := range events.Items {
-		found = found || (ev.Reason == "DisruptionCancelled" && strings.Contains(ev.Message, "previous leader"))
-	}
-	if !found {
-		t.Errorf("no DisruptionCancelled event on %s for the old removal", node)
+	if !strings.Contains(events["DisruptionCancelled"], "previous leader") {
+		t.Errorf("no DisruptionCancelled event on %s for the old removal: %v", node, events)
 	}
 
 	// Scale-down takes the node again after its unneeded time.
@@ -198,9 +159,9 @@ func TestScaleDownRemovalsOnTheEngine(t *testing.T) {
 	e.Eventually(30*time.Second, "the removal off the record, counted completed", func(ctx context.Context) (bool, error) {
 		loop(p2)
 		stored, err := storedScaleDown(ctx, e)
-		return err == nil && len(stored) == 0 && decisions(t, p2, "empty", "completed") == 1, err
+		return err == nil && len(stored) == 0 && decisions(p2, "empty", "completed") == 1, err
 	})
-	if got := scaledDown(t, p2, "empty"); got != 1 {
+	if got := p2.Sum("cluster_autoscaler_scaled_down_nodes_total", map[string]string{"reason": "empty"}); got != 1 {
 		t.Errorf("cluster_autoscaler_scaled_down_nodes_total{reason=empty} = %v, want 1", got)
 	}
 }

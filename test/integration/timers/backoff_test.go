@@ -96,24 +96,7 @@ func waitCachedUnschedulable(e *framework.Env, p *inprocess.Autoscaler, n int) {
 // (0 when the group has no series).
 func backoff(t *testing.T, p *inprocess.Autoscaler, group string) float64 {
 	t.Helper()
-	families, err := p.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, f := range families {
-		if f.GetName() != "cluster_autoscaler_node_group_backoff_status" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "node_group" && l.GetValue() == group {
-					sum += m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	return sum
+	return p.Sum("cluster_autoscaler_node_group_backoff_status", map[string]string{"node_group": group})
 }
 
 // groupNamed is the provider's node group id, nil when it has none.

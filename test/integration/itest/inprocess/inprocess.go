@@ -168,3 +168,33 @@ func (p *Autoscaler) StepUntil(timeout time.Duration, what string, cond func(ctx
 		return cond(ctx)
 	})
 }
+
+// Sum is the sum of the counter or gauge series of name in the registry
+// whose labels include labels (nil: every series); 0 when none.
+func (p *Autoscaler) Sum(name string, labels map[string]string) float64 {
+	p.e.T.Helper()
+	families, err := p.Registry.Gather()
+	if err != nil {
+		p.e.T.Fatal(err)
+	}
+	sum := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			match := true
+			for k, v := range labels {
+				match = match && have[k] == v
+			}
+			if match {
+				sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			}
+		}
+	}
+	return sum
+}
