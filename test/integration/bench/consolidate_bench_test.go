@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -195,6 +196,10 @@ func benchConsolidation(b *testing.B) {
 	// The cut.
 	kept := workloads * consolidateKeep
 	boundNodes, bound := consolidateBound(kept)
+	atCut, err := consolidateNodeGroups(e)
+	if err != nil {
+		b.Fatal(err)
+	}
 	cut := time.Now()
 	watch.reset(cut)
 	b.StartTimer()
@@ -226,8 +231,111 @@ func benchConsolidation(b *testing.B) {
 	if v, err := itest.ScrapeValues(e.Context(), p); err == nil {
 		decisions = disruptionDecisions(v)
 	}
+	atEnd, err := consolidateNodeGroups(e)
+	if err != nil {
+		b.Fatal(err)
+	}
 	reportConsolidation(b, consolidateOutcome{startCost: startCost, bound: bound, boundNodes: boundNodes, kept: kept,
-		total: total, samples: samples, end: end, settled: settled, decisions: decisions})
+		total: total, samples: samples, end: end, settled: settled, decisions: decisions,
+		moves: consolidateMoves(watch, atCut, atEnd, kept, consolidateCostOf(groupCounts(atEnd)), bound)})
+}
+
+// consolidateMoveFloor is what the evictions are measured against: where
+// the kept pods were at the cut, and the fewest of them any end state must
+// move.
+type consolidateMoveFloor struct {
+	// survivors: the kept pods found at the cut (should be kept).
+	survivors int
+	// leftNodes: the kept pods that were on nodes gone at the end; every
+	// one of them was evicted at least once.
+	leftNodes int
+	// atEndCost, atBound95, atBound: the fewest kept pods that must move
+	// for any node set (within the groups' max sizes) costing at most the
+	// end's cost, the bound / 0.95, the bound.
+	atEndCost, atBound95, atBound int
+	// from: the evictions per kind of node left (group, old or new, and
+	// whether the pod had been moved before).
+	from map[string]int
+}
+
+// consolidateMoves measures the kept pods' moves against the floors.
+func consolidateMoves(w *disruptWatch, atCut, atEnd map[string]string, kept int, endCost, bound float64) consolidateMoveFloor {
+	per := w.cutSurvivors()
+	f := consolidateMoveFloor{from: w.evictedFrom("size")}
+	byGroup := map[string][]int{}
+	for node, g := range atCut {
+		n := per[node]
+		f.survivors += n
+		if _, stays := atEnd[node]; !stays {
+			f.leftNodes += n
+		}
+		byGroup[g] = append(byGroup[g], n)
+	}
+	f.atEndCost = consolidateFewestMoves(byGroup, kept, endCost+1e-9)
+	f.atBound95 = consolidateFewestMoves(byGroup, kept, bound/0.95+1e-9)
+	f.atBound = consolidateFewestMoves(byGroup, kept, bound+1e-9)
+	return f
+}
+
+// consolidateFewestMoves returns the fewest of the kept pods that must move
+// for any node counts per group (within the max sizes) whose price is at
+// most limit and whose CPUs hold them, given the pods on each group's nodes
+// at the cut: a node set of t nodes of a group keeps at best that group's t
+// fullest nodes (then new ones, empty). The pods are 1 CPU each, so the CPU
+// count is the only fit; -1 when no node set is within the limit.
+func consolidateFewestMoves(byGroup map[string][]int, kept int, limit float64) int {
+	prefix := make([][]int, len(consolidateGroups))
+	for i, g := range consolidateGroups {
+		counts := append([]int(nil), byGroup[g.name]...)
+		sort.Sort(sort.Reverse(sort.IntSlice(counts)))
+		prefix[i] = make([]int, len(counts)+1)
+		for j, c := range counts {
+			prefix[i][j+1] = prefix[i][j] + c
+		}
+	}
+	stay := func(i, t int) int { return prefix[i][min(t, len(prefix[i])-1)] }
+	s, m, l := consolidateGroups[0], consolidateGroups[1], consolidateGroups[2]
+	best := -1
+	for ts := 0; ts <= s.max; ts++ {
+		for tm := 0; tm <= m.max; tm++ {
+			for tl := 0; tl <= l.max; tl++ {
+				if ts*s.cpu+tm*m.cpu+tl*l.cpu < kept {
+					continue
+				}
+				if float64(ts)*s.pricePerHour+float64(tm)*m.pricePerHour+float64(tl)*l.pricePerHour > limit {
+					break
+				}
+				best = max(best, stay(0, ts)+stay(1, tm)+stay(2, tl))
+			}
+		}
+	}
+	if best < 0 {
+		return -1
+	}
+	return kept - min(best, kept)
+}
+
+// consolidateNodeGroups names the pool's nodes with their group.
+func consolidateNodeGroups(e *framework.Env) (map[string]string, error) {
+	ctx, cancel := context.WithTimeout(e.Context(), 30*time.Second)
+	defer cancel()
+	list, err := e.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "pool=" + consolidatePool})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, n := range list.Items {
+		out[n.Name] = n.Labels["size"]
+	}
+	return out, nil
+}
+
+func groupCounts(nodes map[string]string) map[string]int {
+	out := map[string]int{}
+	for _, g := range nodes {
+		out[g]++
+	}
+	return out
 }
 
 type consolidateOutcome struct {
@@ -238,6 +346,7 @@ type consolidateOutcome struct {
 	end              disruptFigures
 	settled          string
 	decisions        string
+	moves            consolidateMoveFloor
 }
 
 func reportConsolidation(b *testing.B, o consolidateOutcome) {
@@ -272,6 +381,8 @@ func reportConsolidation(b *testing.B, o consolidateOutcome) {
 	b.ReportMetric(last.cost, "cost-per-hour-at-end")
 	b.ReportMetric(float64(o.end.evictions), "pods-evicted")
 	b.ReportMetric(float64(o.end.again), "pods-evicted-twice")
+	b.ReportMetric(float64(o.moves.atEndCost), "fewest-moves-for-end-cost")
+	b.ReportMetric(float64(o.moves.atBound95), "fewest-moves-for-95pct")
 	b.ReportMetric(o.end.longestWait.Seconds(), "longest-pending-s")
 	b.ReportMetric(float64(len(o.end.violations)), "pdb-violations")
 	b.ReportMetric(load1(), "loadavg-1m-end")
@@ -290,6 +401,10 @@ func reportConsolidation(b *testing.B, o consolidateOutcome) {
 		"least PDB margin %d, violations %d %v; decisions: %s; end: %s; load average %s", o.end.evictions, o.end.again,
 		o.end.longestWait.Seconds(), o.end.minMargin, len(o.end.violations), o.end.violations, o.decisions, o.settled,
 		loadAverage())
+	b.Logf("moves: %d kept pods at the cut (%d expected), %d of them on nodes gone at the end; the fewest any node "+
+		"set needs: %d at the end's cost, %d at 95%% of the bound, %d at the bound; evicted %d, from: %v",
+		o.moves.survivors, o.kept, o.moves.leftNodes, o.moves.atEndCost, o.moves.atBound95, o.moves.atBound,
+		o.end.evictions, o.moves.from)
 	if len(o.end.violations) > 0 {
 		b.Errorf("PodDisruptionBudgets broken: %v", o.end.violations)
 	}

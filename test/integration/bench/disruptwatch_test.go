@@ -37,6 +37,24 @@ type disruptWatch struct {
 	violations []string
 	// minMargin is the least currentHealthy - desiredHealthy seen per PDB.
 	minMargin map[string]int32
+	// Kept across reset: every pod's node and creation and whether its
+	// owner deleted it (a deletion without the eviction's condition), and
+	// every node's labels and creation, so that the end can say where the
+	// pods of the cut were and which nodes the evicted pods left.
+	pods  map[string]podSeen
+	nodes map[string]nodeSeen
+}
+
+type podSeen struct {
+	node      string
+	createdAt time.Time
+	// byOwner: deleted without the eviction API (the ReplicaSet's cut).
+	byOwner bool
+}
+
+type nodeSeen struct {
+	labels    map[string]string
+	createdAt time.Time
 }
 
 type eviction struct {
@@ -49,7 +67,8 @@ type eviction struct {
 // ends.
 func watchDisruption(t testing.TB, e *framework.Env) *disruptWatch {
 	w := &disruptWatch{evicted: map[string]eviction{}, firstEviction: map[string]time.Time{},
-		created: map[string]time.Time{}, bound: map[string]time.Time{}, minMargin: map[string]int32{}, since: time.Now()}
+		created: map[string]time.Time{}, bound: map[string]time.Time{}, minMargin: map[string]int32{}, since: time.Now(),
+		pods: map[string]podSeen{}, nodes: map[string]nodeSeen{}}
 	f := informers.NewSharedInformerFactoryWithOptions(e.Client, 0, informers.WithNamespace(e.Namespace))
 	watchAddsAndUpdates(t, f, f.Core().V1().Pods().Informer(), func(obj any) {
 		if pod, ok := obj.(*apiv1.Pod); ok {
@@ -59,6 +78,14 @@ func watchDisruption(t testing.TB, e *framework.Env) *disruptWatch {
 	watchAddsAndUpdates(t, f, f.Policy().V1().PodDisruptionBudgets().Informer(), func(obj any) {
 		if pdb, ok := obj.(*policyv1.PodDisruptionBudget); ok {
 			w.seePDB(pdb, time.Now())
+		}
+	})
+	nf := informers.NewSharedInformerFactory(e.Client, 0)
+	watchAddsAndUpdates(t, nf, nf.Core().V1().Nodes().Informer(), func(obj any) {
+		if n, ok := obj.(*apiv1.Node); ok {
+			w.mu.Lock()
+			w.nodes[n.Name] = nodeSeen{labels: n.Labels, createdAt: n.CreationTimestamp.Time}
+			w.mu.Unlock()
 		}
 	})
 	return w
@@ -81,6 +108,15 @@ func (w *disruptWatch) reset(now time.Time) {
 func (w *disruptWatch) seePod(pod *apiv1.Pod, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	seen := w.pods[pod.Name]
+	if seen.node == "" {
+		seen.node = pod.Spec.NodeName
+	}
+	seen.createdAt = pod.CreationTimestamp.Time
+	if pod.DeletionTimestamp != nil && !evictedPod(pod) {
+		seen.byOwner = true
+	}
+	w.pods[pod.Name] = seen
 	if pod.CreationTimestamp.After(w.since) {
 		if _, ok := w.created[pod.Name]; !ok {
 			w.created[pod.Name] = pod.CreationTimestamp.Time
@@ -92,14 +128,68 @@ func (w *disruptWatch) seePod(pod *apiv1.Pod, now time.Time) {
 	if _, ok := w.evicted[pod.Name]; ok {
 		return
 	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == apiv1.DisruptionTarget && c.Status == apiv1.ConditionTrue && c.Reason == "EvictionByEvictionAPI" {
-			w.evicted[pod.Name] = eviction{node: pod.Spec.NodeName, at: now, createdAt: pod.CreationTimestamp.Time}
-			if _, ok := w.firstEviction[pod.Spec.NodeName]; !ok {
-				w.firstEviction[pod.Spec.NodeName] = now
-			}
+	if evictedPod(pod) {
+		w.evicted[pod.Name] = eviction{node: pod.Spec.NodeName, at: now, createdAt: pod.CreationTimestamp.Time}
+		if _, ok := w.firstEviction[pod.Spec.NodeName]; !ok {
+			w.firstEviction[pod.Spec.NodeName] = now
 		}
 	}
+}
+
+// evictedPod: the eviction API marked the pod.
+func evictedPod(pod *apiv1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == apiv1.DisruptionTarget && c.Status == apiv1.ConditionTrue && c.Reason == "EvictionByEvictionAPI" {
+			return true
+		}
+	}
+	return false
+}
+
+// cutSurvivors counts, per node, the pods created before the reset that
+// their owner did not delete: where the workload's pods were once the cut
+// was made (an evicted one counts at the node it left).
+func (w *disruptWatch) cutSurvivors() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string]int{}
+	for _, p := range w.pods {
+		if p.createdAt.Before(w.since) && !p.byOwner && p.node != "" {
+			out[p.node]++
+		}
+	}
+	return out
+}
+
+// evictedFrom counts the evictions per kind of node left: "<label> old"
+// for a node that existed at the reset, "<label> new" for one created
+// after it (label: the value of the node's label key).
+func (w *disruptWatch) evictedFrom(key string) map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string]int{}
+	for _, ev := range w.evicted {
+		n, ok := w.nodes[ev.node]
+		kind := "unknown"
+		if ok {
+			kind = n.labels[key] + " old"
+			if n.createdAt.After(w.since) {
+				kind = n.labels[key] + " new"
+			}
+		}
+		if ev.createdAt.After(w.since) {
+			kind += ", moved before"
+		}
+		out[kind]++
+	}
+	return out
+}
+
+// nodeLabel returns a node's label as last seen (also for a node gone).
+func (w *disruptWatch) nodeLabel(node, key string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.nodes[node].labels[key]
 }
 
 func (w *disruptWatch) seePDB(pdb *policyv1.PodDisruptionBudget, now time.Time) {
