@@ -313,6 +313,19 @@ func (h *Handle) FitFrom(ctx context.Context, pod *apiv1.Pod, accept func(node s
 // FitFrom is Handle.FitFrom for the pod c was prepared for (or lent to: see
 // CheckMemo), on the snapshot as it is now.
 func (c *PodCheck) FitFrom(ctx context.Context, accept func(node string) bool, next *int) (string, error) {
+	return c.FitFromWalk(ctx, accept, next, nil)
+}
+
+// Walk records what placement searches read and decided: Read, the name of
+// every node whose Filter plugins ran, in order (the nodes whose content an
+// answer depends on; the nodes accept rejects are not read), and Dest, the
+// node each placed pod went to, in order.
+type Walk struct {
+	Read, Dest []string
+}
+
+// FitFromWalk is FitFrom that also records its search in w (when not nil).
+func (c *PodCheck) FitFromWalk(ctx context.Context, accept func(node string) bool, next *int, w *Walk) (string, error) {
 	if c.err != nil {
 		return "", c.err
 	}
@@ -334,8 +347,14 @@ func (c *PodCheck) FitFrom(ctx context.Context, accept func(node string) bool, n
 			continue
 		}
 		status, ran := c.filter(ctx, ni)
+		if w != nil {
+			w.Read = append(w.Read, name)
+		}
 		if ran && status.IsSuccess() {
 			*next = i
+			if w != nil {
+				w.Dest = append(w.Dest, name)
+			}
 			return name, nil
 		}
 		lastNode, lastStatus, lastRan = name, status, ran

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -248,4 +249,65 @@ func mustPods(t *testing.T, s *Snapshot, node string) []*apiv1.Pod {
 		t.Fatalf("pods of %s: %v, %v", node, pods, err)
 	}
 	return pods
+}
+
+// TestFitFromWalkNamesTheNodesItRead: the walk holds every node whose Filter
+// plugins ran, from the hint to the node that took the pod, and none that
+// accept turned away.
+func TestFitFromWalkNamesTheNodesItRead(t *testing.T) {
+	var nodes []*apiv1.Node
+	for i := range 6 {
+		nodes = append(nodes, makeNode(fmt.Sprintf("n%d", i), "1").Obj())
+	}
+	s := NewSnapshot(nodes, []*apiv1.Pod{makePod("a", "1").On("n3").Obj(), makePod("b", "1").On("n5").Obj()})
+	h := newHandle(t, s)
+	ctx := context.Background()
+	next := 3
+	var w Walk
+	node, err := h.Prepare(ctx, makePod("p", "1").Obj()).FitFromWalk(ctx, func(n string) bool { return n != "n4" }, &next, &w)
+	if err != nil || node != "n0" || next != 0 {
+		t.Fatalf("FitFromWalk = %q, %v (next %d); want n0 (0)", node, err, next)
+	}
+	if want := []string{"n3", "n5", "n0"}; !slices.Equal(w.Read, want) || !slices.Equal(w.Dest, []string{"n0"}) {
+		t.Errorf("walk read %v, placed on %v; want %v (n4 turned away, not read), placed on n0", w.Read, w.Dest, want)
+	}
+}
+
+// TestResetStampsUnchangedNodes: UnchangedSince holds for a node whose Node
+// object and pods every Reset since kept, and not for one given a new pod
+// or a new Node object, nor for a node added; the layout follows the names
+// and their order, not the objects.
+func TestResetStampsUnchangedNodes(t *testing.T) {
+	a, b := makeNode("a", "4").Obj(), makeNode("b", "4").Obj()
+	pa := makePod("pa", "1").On("a").Obj()
+	s := NewSnapshot([]*apiv1.Node{a, b}, []*apiv1.Pod{pa})
+	first, layout := s.ResetCount(), s.ResetLayout()
+	s.Reset([]*apiv1.Node{a, b}, []*apiv1.Pod{pa})
+	if !s.UnchangedSince("a", first) || !s.UnchangedSince("b", first) || s.ResetLayout() != layout {
+		t.Fatal("a quiet Reset changed a node or the layout")
+	}
+	b2 := b.DeepCopy()
+	c := makeNode("c", "4").Obj()
+	s.Reset([]*apiv1.Node{a, b2, c}, []*apiv1.Pod{pa, makePod("pa2", "1").On("a").Obj()})
+	for _, n := range []string{"a", "b", "c"} {
+		if s.UnchangedSince(n, first) {
+			t.Errorf("%s taken as unchanged after a new pod, a new Node object, or being added", n)
+		}
+	}
+	second := s.ResetCount()
+	s.Reset([]*apiv1.Node{a, b2, c}, []*apiv1.Pod{pa})
+	if !s.UnchangedSince("b", second) || !s.UnchangedSince("c", second) || s.UnchangedSince("a", second) {
+		t.Error("after a Reset that only took a's new pod away, b and c are unchanged and a is not")
+	}
+	if s.ResetLayout() == layout {
+		t.Error("a node added: the layout must differ")
+	}
+	s.Reset([]*apiv1.Node{a.DeepCopy(), b2.DeepCopy()}, nil)
+	if s.ResetLayout() != layout {
+		t.Error("the same names in the same order (new objects): the layout must be the same")
+	}
+	s.Reset([]*apiv1.Node{b2, a}, nil)
+	if s.ResetLayout() == layout {
+		t.Error("the same names in another order: the layout must differ")
+	}
 }

@@ -387,6 +387,15 @@ func (s *Snapshot) newKey() int64 {
 }
 
 // pos is the position in list of node name, which the snapshot holds.
+// Position returns the index of node name in the snapshot's list (the
+// order FitFrom walks and its hint counts in), false when there is none.
+func (s *Snapshot) Position(name string) (int, bool) {
+	if _, ok := s.index[name]; !ok {
+		return 0, false
+	}
+	return s.pos(name), true
+}
+
 func (s *Snapshot) pos(name string) int {
 	key := s.index[name]
 	i, _ := slices.BinarySearch(s.keys, key)

@@ -63,11 +63,38 @@ func (s *Snapshot) ResetNodeVersion(name string) (NodeVersion, bool) {
 	return NodeVersion{ni: k.ni}, true
 }
 
+// ResetCount returns the number of the last Reset (NewSnapshot's is 1):
+// a stamp for UnchangedSince.
+func (s *Snapshot) ResetCount() uint64 { return s.reuse.resets }
+
+// UnchangedSince reports whether node name has had the same Node object and
+// the same pod objects in every Reset from the one numbered reset
+// (ResetCount then) to the last: its NodeInfo was built at or before that
+// Reset and kept since. A node the last Reset did not hold is not unchanged.
+func (s *Snapshot) UnchangedSince(name string, reset uint64) bool {
+	k, ok := s.reuse.prev[name]
+	return ok && k.since != 0 && k.since <= reset
+}
+
+// ResetLayout stands for the names of the nodes the last Reset was given,
+// in their order, which is the order of the snapshot's list: two Resets
+// with the same layout put every node at the same place in it.
+func (s *Snapshot) ResetLayout() uint64 { return s.reuse.content.layout }
+
+// HasRequiredAntiAffinity reports whether a pod in the snapshot has a
+// required anti-affinity term: such a pod can refuse a pod on nodes other
+// than its own (a topology domain wider than one node).
+func (s *Snapshot) HasRequiredAntiAffinity() bool {
+	return len(s.lists().withRequiredAntiAffinity) > 0
+}
+
 // resetContent is what ContentSerial compares from one Reset to the next.
 type resetContent struct {
 	serial uint64
 	nodes  int
 	print  uint64
+	// layout: the nodes' names in order (ResetLayout).
+	layout uint64
 	// plain is false when the snapshot holds what the plugins read beside
 	// it (pods with PersistentVolumeClaims: the volume plugins read the
 	// claims and volumes from the informers) or DRA objects.
@@ -84,6 +111,20 @@ func (r *nodeReuse) endReset(nodes []*apiv1.Node, list []fwk.NodeInfo) {
 		h *= 1099511628211
 		h ^= h >> 29
 	}
+	layout := r.content.layout
+	if r.content.nodes != len(nodes) || r.content.print != h || layout == 0 {
+		// Some Node object differs: read the names (the same objects in
+		// the same order have the same names).
+		layout = uint64(14695981039346656037)
+		for _, n := range nodes {
+			for i := 0; i < len(n.Name); i++ {
+				layout ^= uint64(n.Name[i])
+				layout *= 1099511628211
+			}
+			layout ^= 0xff // a name's end
+			layout *= 1099511628211
+		}
+	}
 	plain := true
 	for _, ni := range list {
 		if c, ok := ni.(*schedframework.NodeInfo); !ok || len(c.PVCRefCounts) > 0 {
@@ -95,7 +136,7 @@ func (r *nodeReuse) endReset(nodes []*apiv1.Node, list []fwk.NodeInfo) {
 	if !same {
 		r.content.serial++
 	}
-	r.content.nodes, r.content.print, r.content.plain = len(nodes), h, plain
+	r.content.nodes, r.content.print, r.content.plain, r.content.layout = len(nodes), h, plain, layout
 }
 
 // ContentSerial returns the serial of the snapshot's content and whether

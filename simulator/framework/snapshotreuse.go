@@ -99,6 +99,9 @@ type keptNode struct {
 	// Reset given the very same part (same array, same place, same length:
 	// the grouping was kept) needs not compare the addresses.
 	on []*apiv1.Pod
+	// since is the number of the Reset that built ni (nodeReuse.resets):
+	// every Reset from it to the last one held ni for the node.
+	since uint64
 }
 
 // nodeReuse carries the kept nodes from one Reset to the next.
@@ -113,6 +116,8 @@ type nodeReuse struct {
 	content resetContent
 	// groups groups the pods by node from one Reset to the next.
 	groups podGroups
+	// resets counts the Resets that ended (ResetCount).
+	resets uint64
 }
 
 // podAddrs writes the ascending addresses of pods into buf[:0].
@@ -153,12 +158,13 @@ func (r *nodeReuse) keep(n *apiv1.Node, on []*apiv1.Pod, ni *schedframework.Node
 		r.reused++
 		return
 	}
-	r.cur[n.Name] = keptNode{node: n, pods: podAddrs(make([]uintptr, 0, len(on)), on), ni: ni, on: on}
+	r.cur[n.Name] = keptNode{node: n, pods: podAddrs(make([]uintptr, 0, len(on)), on), ni: ni, on: on, since: r.resets + 1}
 	r.built++
 }
 
 // rotate ends a Reset: the nodes it recorded are the ones the next one may keep.
 func (r *nodeReuse) rotate() {
+	r.resets++
 	old := r.prev
 	clear(old)
 	r.prev, r.cur = r.cur, old
