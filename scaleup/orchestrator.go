@@ -203,7 +203,8 @@ type Session struct {
 	decision int
 	added    int // nodes added through this session
 	// moved holds, by node, the pods earlier simulated removals of this
-	// session moved onto it: removing that node too must move them again.
+	// session moved onto it (the original objects, not the bound copies the
+	// snapshot holds): removing that node too must move them again.
 	moved map[string][]*apiv1.Pod
 	// moveNext is where the removal simulation looks for the next moved
 	// pod's node (framework.Handle.FitFrom).

@@ -53,6 +53,16 @@ func (s *Session) TryRemove(ctx context.Context, node string, move []*apiv1.Pod,
 // the claims. Pods an earlier removal of this session moved onto node move
 // again with node's own: they need room as much as node's pods do.
 func (s *Session) TryRemoveWhy(ctx context.Context, node string, move []*apiv1.Pod, avoid map[string]bool) error {
+	return s.TryRemoveWalk(ctx, node, move, avoid, nil)
+}
+
+// TryRemoveWalk is TryRemoveWhy that also records in w (when not nil) every
+// node whose Filter plugins ran for a moved pod, in order, and where each
+// placed pod went (framework.PodCheck.FitFromWalk): with node-local
+// plugins, the nodes whose content the outcome depends on, besides the pods
+// moved, the nodes avoided and where the session's cursor stood.
+func (s *Session) TryRemoveWalk(ctx context.Context, node string, move []*apiv1.Pod, avoid map[string]bool,
+	w *framework.Walk) error {
 	snap := s.o.sim.Snapshot()
 	snap.Fork()
 	if err := snap.RemoveNode(node); err != nil {
@@ -72,7 +82,7 @@ func (s *Session) TryRemoveWhy(ctx context.Context, node string, move []*apiv1.P
 		// From where the previous pod went: the nodes earlier removals
 		// filled are not asked again for every pod.
 		// Pods of one workload share one PreFilter result (CheckMemo).
-		dest, err := s.prepare(ctx, moved).FitFrom(ctx, accept, &s.moveNext)
+		dest, err := s.prepare(ctx, moved).FitFromWalk(ctx, accept, &s.moveNext, w)
 		if err == nil {
 			moved.Spec.NodeName = dest // bound there: the snapshot need not copy it again
 			err = snap.AddPodLike(moved, p, dest)
@@ -85,9 +95,80 @@ func (s *Session) TryRemoveWhy(ctx context.Context, node string, move []*apiv1.P
 			}
 			return cannotMove(p, err)
 		}
-		placed[dest] = append(placed[dest], moved)
+		// The session remembers the original pod, not the copy: a later
+		// removal of dest moves it again, and the snapshot knows the
+		// original's requests (AddPodLike), not the copy's.
+		placed[dest] = append(placed[dest], p)
 	}
 	snap.Commit()
+	if s.moved == nil {
+		s.moved = make(map[string][]*apiv1.Pod)
+	}
+	delete(s.moved, node)
+	for dest, pods := range placed {
+		s.moved[dest] = append(s.moved[dest], pods...)
+	}
+	return nil
+}
+
+// ReplayRemoval puts the session where TryRemoveWhy(node, move) left it
+// when that simulation placed its pods (move, then those earlier removals
+// moved onto node) on dests, in order, without asking the plugins. With ok,
+// every pod went there and the removal was committed; without, the pods
+// were placed up to a refusal and the removal reverted, and only the
+// cursor moved. The caller vouches that the same simulation from the same
+// session went so (scale-down's kept outcomes); an error leaves the
+// session unchanged.
+func (s *Session) ReplayRemoval(ctx context.Context, node string, move []*apiv1.Pod, dests []string, ok bool) error {
+	snap := s.o.sim.Snapshot()
+	if !ok {
+		if len(dests) == 0 {
+			return nil
+		}
+		// The cursor counted in the list without node (removed in the
+		// simulation's level).
+		at, found := snap.Position(dests[len(dests)-1])
+		self, held := snap.Position(node)
+		if !found || !held {
+			return fmt.Errorf("replaying the removal of %s: node %s or %s not in the snapshot", node, node, dests[len(dests)-1])
+		}
+		if self < at {
+			at--
+		}
+		s.moveNext = at
+		return nil
+	}
+	carried := s.moved[node]
+	if len(dests) != len(move)+len(carried) {
+		return fmt.Errorf("replaying the removal of %s: %d destinations for %d pods", node, len(dests), len(move)+len(carried))
+	}
+	snap.Fork()
+	if err := snap.RemoveNode(node); err != nil {
+		snap.Revert()
+		return fmt.Errorf("replaying the removal of %s: %w", node, err)
+	}
+	placed := make(map[string][]*apiv1.Pod)
+	for i, p := range append(append([]*apiv1.Pod(nil), move...), carried...) {
+		cp := *p
+		cp.Spec.NodeName = dests[i]
+		if err := snap.AddPodLike(&cp, p, dests[i]); err != nil {
+			snap.Revert()
+			return fmt.Errorf("replaying the removal of %s: %w", node, err)
+		}
+		placed[dests[i]] = append(placed[dests[i]], p) // the original, as TryRemoveWalk
+	}
+	at, found := 0, true
+	if len(dests) > 0 {
+		at, found = snap.Position(dests[len(dests)-1])
+	}
+	if !found {
+		snap.Revert()
+		return fmt.Errorf("replaying the removal of %s: node %s not in the snapshot", node, dests[len(dests)-1])
+	}
+	snap.Commit()
+	if len(dests) > 0 {
+		s.moveNext = at
+	}
 	if s.moved == nil {
 		s.moved = make(map[string][]*apiv1.Pod)
 	}
