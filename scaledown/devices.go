@@ -5,6 +5,8 @@ import (
 
 	apiv1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+
+	"k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
 )
 
 // DeviceSession is a Session that knows the DRA devices of nodes
@@ -36,6 +38,20 @@ func slicesOf(s Session, node string) []*resourceapi.ResourceSlice {
 // anywhere else, the claims.
 type ExplainingSession interface {
 	TryRemoveWhy(ctx context.Context, node string, move []*apiv1.Pod, avoid map[string]bool) error
+}
+
+// WalkingSession is a session that also says which nodes a removal's
+// simulation read (*scaleup.Session does): the nodes whose Filter plugins
+// ran for a moved pod and where each pod went, recorded in w (verdicts.go).
+type WalkingSession interface {
+	TryRemoveWalk(ctx context.Context, node string, move []*apiv1.Pod, avoid map[string]bool, w *framework.Walk) error
+}
+
+// ReplayingSession is a session that can put itself where a removal's
+// simulation left it from the simulation's recorded destinations, without
+// simulating (*scaleup.Session does; verdicts.go).
+type ReplayingSession interface {
+	ReplayRemoval(ctx context.Context, node string, move []*apiv1.Pod, dests []string, ok bool) error
 }
 
 // tryMove runs the session's removal simulation for node; why is the
