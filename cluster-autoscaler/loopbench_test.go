@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand"
 	"os"
 	"runtime"
 	"runtime/metrics"
@@ -155,6 +156,63 @@ func BenchmarkLoop(b *testing.B) {
 			b.ReportMetric(float64(l.ScaleDown.Candidates("")), "unneeded")
 		})
 	})
+	// ScaleDownChurn is ScaleDown2000 with pods of the busy nodes replaced
+	// between loops (LOOP_BENCH_CHURN per loop, default 10; new objects, as
+	// the informers deliver an update): scale-down keeps the outcomes of
+	// the removals whose simulation read none of the changed nodes.
+	churn := 10
+	if s := os.Getenv("LOOP_BENCH_CHURN"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			b.Fatalf("LOOP_BENCH_CHURN=%q: want a number", s)
+		}
+		churn = n
+	}
+	b.Run("ScaleDownChurn", func(b *testing.B) {
+		h := newLoopHarness(b, cluster(b, synthSpec{Nodes: nodes, PodsPerNode: perNode, LowNodes: lowNodes}),
+			[]string{"--scale-down-non-empty-candidates-count=0"})
+		h.churn = churnOf(h, churn, lowNodes)
+		h.steadyLoops(b, func(b *testing.B, a *core.Autoscaler, l *builder.Loop) {
+			b.ReportMetric(float64(l.ScaleDown.Candidates("")), "unneeded")
+		})
+	})
+}
+
+// churnOf returns what replaces n pods of the busy nodes (not the first
+// low ones) with new objects in h's pod cache, a seeded random choice at
+// each call.
+func churnOf(h *loopHarness, n, low int) func(tb testing.TB) {
+	if n == 0 {
+		return nil
+	}
+	var busy []*apiv1.Pod
+	lowNames := map[string]bool{}
+	for i := 0; i < low; i++ {
+		lowNames[fmt.Sprintf("node-%05d", i)] = true
+	}
+	for _, p := range h.cluster.Pods {
+		if p.Spec.NodeName != "" && !lowNames[p.Spec.NodeName] {
+			busy = append(busy, p)
+		}
+	}
+	rng := rand.New(rand.NewSource(41))
+	trim := informercache.NewTrimmer()
+	store := h.factory.Core().V1().Pods().Informer().GetStore()
+	version := 0
+	return func(tb testing.TB) {
+		for range n {
+			version++
+			p := busy[rng.Intn(len(busy))].DeepCopy()
+			p.ResourceVersion = strconv.Itoa(version)
+			obj, err := trim.Transform(p)
+			if err == nil {
+				err = store.Update(obj)
+			}
+			if err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
 }
 
 // scaleWebPods makes each scheduled "web" pod of a synthetic cluster of
@@ -184,6 +242,8 @@ type loopHarness struct {
 	provider *benchProvider
 	opts     config.Options
 	pending  []*apiv1.Pod
+	// churn, when set, changes the caches between steady loops (untimed).
+	churn func(tb testing.TB)
 }
 
 // newLoopHarness fills the caches with c, every pod through the cache
@@ -305,6 +365,9 @@ func (h *loopHarness) steadyLoops(b *testing.B, after func(*testing.B, *core.Aut
 		b.StopTimer()
 		between(ctx, h.opts.ScanInterval-took)
 		cpu += processCPU() - startCPU
+		if h.churn != nil {
+			h.churn(b)
+		}
 		b.StartTimer()
 	}
 	b.StopTimer()
