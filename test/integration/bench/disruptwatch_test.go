@@ -185,13 +185,6 @@ func (w *disruptWatch) evictedFrom(key string) map[string]int {
 	return out
 }
 
-// nodeLabel returns a node's label as last seen (also for a node gone).
-func (w *disruptWatch) nodeLabel(node, key string) string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.nodes[node].labels[key]
-}
-
 func (w *disruptWatch) seePDB(pdb *policyv1.PodDisruptionBudget, now time.Time) {
 	if pdb.Status.ObservedGeneration < pdb.Generation || pdb.Status.ExpectedPods == 0 {
 		return
