@@ -256,12 +256,17 @@ type consolidateMoveFloor struct {
 	// from: the evictions per kind of node left (group, old or new, and
 	// whether the pod had been moved before).
 	from map[string]int
+	// landed, landedAgain: where the pods created after the cut were bound
+	// (the node's group, old or new, and whether it carried the
+	// consolidation mark then), all and those evicted again.
+	landed, landedAgain map[string]int
 }
 
 // consolidateMoves measures the kept pods' moves against the floors.
 func consolidateMoves(w *disruptWatch, atCut, atEnd map[string]string, kept int, endCost, bound float64) consolidateMoveFloor {
 	per := w.cutSurvivors()
 	f := consolidateMoveFloor{from: w.evictedFrom("size")}
+	f.landed, f.landedAgain = w.landings()
 	byGroup := map[string][]int{}
 	for node, g := range atCut {
 		n := per[node]
@@ -405,6 +410,8 @@ func reportConsolidation(b *testing.B, o consolidateOutcome) {
 		"set needs: %d at the end's cost, %d at 95%% of the bound, %d at the bound; evicted %d, from: %v",
 		o.moves.survivors, o.kept, o.moves.leftNodes, o.moves.atEndCost, o.moves.atBound95, o.moves.atBound,
 		o.end.evictions, o.moves.from)
+	b.Logf("landed: the pods created after the cut were bound to %v; those evicted again had been bound to %v",
+		o.moves.landed, o.moves.landedAgain)
 	if len(o.end.violations) > 0 {
 		b.Errorf("PodDisruptionBudgets broken: %v", o.end.violations)
 	}

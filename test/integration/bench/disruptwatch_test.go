@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 
+	"k8s.io/autoscaler/cluster-autoscaler/taints"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 )
 
@@ -43,6 +44,9 @@ type disruptWatch struct {
 	// pods of the cut were and which nodes the evicted pods left.
 	pods  map[string]podSeen
 	nodes map[string]nodeSeen
+	// landed: where each pod created since the reset was bound, as the
+	// watch saw the node then (kind and mark), by pod.
+	landed map[string]string
 }
 
 type podSeen struct {
@@ -55,6 +59,9 @@ type podSeen struct {
 type nodeSeen struct {
 	labels    map[string]string
 	createdAt time.Time
+	// marked: the node carried the consolidation-candidate taint when
+	// last seen.
+	marked bool
 }
 
 type eviction struct {
@@ -68,7 +75,7 @@ type eviction struct {
 func watchDisruption(t testing.TB, e *framework.Env) *disruptWatch {
 	w := &disruptWatch{evicted: map[string]eviction{}, firstEviction: map[string]time.Time{},
 		created: map[string]time.Time{}, bound: map[string]time.Time{}, minMargin: map[string]int32{}, since: time.Now(),
-		pods: map[string]podSeen{}, nodes: map[string]nodeSeen{}}
+		pods: map[string]podSeen{}, nodes: map[string]nodeSeen{}, landed: map[string]string{}}
 	f := informers.NewSharedInformerFactoryWithOptions(e.Client, 0, informers.WithNamespace(e.Namespace))
 	watchAddsAndUpdates(t, f, f.Core().V1().Pods().Informer(), func(obj any) {
 		if pod, ok := obj.(*apiv1.Pod); ok {
@@ -84,7 +91,11 @@ func watchDisruption(t testing.TB, e *framework.Env) *disruptWatch {
 	watchAddsAndUpdates(t, nf, nf.Core().V1().Nodes().Informer(), func(obj any) {
 		if n, ok := obj.(*apiv1.Node); ok {
 			w.mu.Lock()
-			w.nodes[n.Name] = nodeSeen{labels: n.Labels, createdAt: n.CreationTimestamp.Time}
+			marked := false
+			for _, t := range n.Spec.Taints {
+				marked = marked || t.Key == taints.ConsolidationCandidate
+			}
+			w.nodes[n.Name] = nodeSeen{labels: n.Labels, createdAt: n.CreationTimestamp.Time, marked: marked}
 			w.mu.Unlock()
 		}
 	})
@@ -101,6 +112,7 @@ func (w *disruptWatch) reset(now time.Time) {
 	w.firstEviction = map[string]time.Time{}
 	w.created = map[string]time.Time{}
 	w.bound = map[string]time.Time{}
+	w.landed = map[string]string{}
 	w.violations = nil
 	w.minMargin = map[string]int32{}
 }
@@ -123,6 +135,7 @@ func (w *disruptWatch) seePod(pod *apiv1.Pod, now time.Time) {
 		}
 		if _, ok := w.bound[pod.Name]; !ok && pod.Spec.NodeName != "" {
 			w.bound[pod.Name] = now
+			w.landed[pod.Name] = w.nodeKind(pod.Spec.NodeName, "size", true)
 		}
 	}
 	if _, ok := w.evicted[pod.Name]; ok {
@@ -169,20 +182,47 @@ func (w *disruptWatch) evictedFrom(key string) map[string]int {
 	defer w.mu.Unlock()
 	out := map[string]int{}
 	for _, ev := range w.evicted {
-		n, ok := w.nodes[ev.node]
-		kind := "unknown"
-		if ok {
-			kind = n.labels[key] + " old"
-			if n.createdAt.After(w.since) {
-				kind = n.labels[key] + " new"
-			}
-		}
+		kind := w.nodeKind(ev.node, key, false)
 		if ev.createdAt.After(w.since) {
 			kind += ", moved before"
 		}
 		out[kind]++
 	}
 	return out
+}
+
+// nodeKind is "<label> old|new" for the node (see evictedFrom), with
+// ", marked" when withMark and the node carries the consolidation mark as
+// last seen; the caller holds mu.
+func (w *disruptWatch) nodeKind(name, key string, withMark bool) string {
+	n, ok := w.nodes[name]
+	if !ok {
+		return "unknown"
+	}
+	kind := n.labels[key] + " old"
+	if n.createdAt.After(w.since) {
+		kind = n.labels[key] + " new"
+	}
+	if withMark && n.marked {
+		kind += ", marked"
+	}
+	return kind
+}
+
+// landings counts where the pods created since the reset were bound (the
+// node's kind and mark when the watch saw the binding), all of them and
+// those evicted again.
+func (w *disruptWatch) landings() (all, again map[string]int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	all, again = map[string]int{}, map[string]int{}
+	for pod, kind := range w.landed {
+		all[kind]++
+		if _, ok := w.evicted[pod]; ok {
+			again[kind]++
+		}
+	}
+	return all, again
 }
 
 func (w *disruptWatch) seePDB(pdb *policyv1.PodDisruptionBudget, now time.Time) {
