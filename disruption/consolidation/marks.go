@@ -43,7 +43,10 @@ func NewMarks(client kubernetes.Interface, perLoop int, removeOnly bool) *Marks 
 // Update removes the mark from the nodes of nodes that carry it and are not
 // in want, then puts it on the nodes of want that lack it, removals first,
 // at most the cap of writes in all. nodes is the loop's observation; a name
-// of want that is not among them is ignored (the node is gone).
+// of want that is not among them is ignored (the node is gone). A cordoned
+// node of want is not marked: no pod is scheduled there anyway (a plan's
+// nodes being drained are cordoned), and its write would take the place of
+// one that steers.
 func (m *Marks) Update(ctx context.Context, nodes []*apiv1.Node, want map[string]bool) {
 	if m == nil {
 		return
@@ -57,7 +60,7 @@ func (m *Marks) Update(ctx context.Context, nodes []*apiv1.Node, want map[string
 		switch {
 		case has && !want[n.Name]:
 			unmark = append(unmark, n.Name)
-		case !has && want[n.Name]:
+		case !has && want[n.Name] && !n.Spec.Unschedulable:
 			mark = append(mark, n.Name)
 		}
 	}

@@ -84,6 +84,20 @@ func TestMarksLeaveANodeMarkedSinceAsItIs(t *testing.T) {
 	}
 }
 
+func TestMarksSkipACordonedNode(t *testing.T) {
+	// The plan's node being drained is cordoned: no write for it, and the
+	// cap's one write goes to the node that steers.
+	cordoned := markedNode("a-draining", false)
+	cordoned.Spec.Unschedulable = true
+	client := fake.NewClientset(cordoned, markedNode("b-waiting", false))
+	NewMarks(client, 1, false).Update(context.Background(), []*apiv1.Node{cordoned, markedNode("b-waiting", false)},
+		map[string]bool{"a-draining": true, "b-waiting": true})
+	want := map[string][]string{"a-draining": {"dedicated"}, "b-waiting": {"dedicated", taints.ConsolidationCandidate}}
+	if diff := cmp.Diff(want, marksOf(t, client)); diff != "" {
+		t.Errorf("taints (-want +got):\n%s", diff)
+	}
+}
+
 func TestNilMarksWriteNothing(t *testing.T) {
 	var m *Marks
 	m.Update(context.Background(), []*apiv1.Node{markedNode("n", true)}, nil) // must not panic
