@@ -31,9 +31,11 @@ import (
 //   - something changed elsewhere: the nodes are the same names in the same
 //     order (framework.ResetLayout: the cursor counts in that list), no pod
 //     in either loop has a required anti-affinity term (it could refuse a
-//     pod on nodes other than its own), no moved pod has required inter-pod
-//     terms or a hard topology spread constraint (their plugins count pods
-//     across a domain), and every node the simulation read (its walk: the
+//     pod on nodes other than its own), no pod the simulation placed has
+//     required inter-pod terms or a hard topology spread constraint of its
+//     own or of the scheduler profile, and the profile enables no plugin
+//     that may read other nodes (framework.Handle.ReadsOtherNodes, told by
+//     framework.Walk.Wide), and every node the simulation read (its walk: the
 //     nodes whose Filter plugins ran, recorded by a WalkingSession; at most
 //     maxWalk, so a pod that fits nowhere, which reads them all, is kept
 //     only while nothing changed) is unchanged since (framework
@@ -299,8 +301,8 @@ func (v *verdicts) holds(r moveVerdict) bool {
 
 // tryMoveWalk is tryMove that records the simulation's walk and where the
 // pods went when the session tells them (WalkingSession). The walk is
-// usable only when every moved pod's plugins read just the nodes they are
-// asked about.
+// usable only when every placed pod's plugins read just the nodes they are
+// asked about (framework.Walk.Wide).
 func tryMoveWalk(ctx context.Context, s Session, node string, move []*apiv1.Pod, avoid map[string]bool) moveVerdict {
 	ws, walks := s.(WalkingSession)
 	if !walks {
@@ -317,33 +319,12 @@ func tryMoveWalk(ctx context.Context, s Session, node string, move []*apiv1.Pod,
 	}
 	r.dests = slices.Clip(w.Dest)
 	read := slices.Compact(slices.Sorted(slices.Values(w.Read)))
-	if len(read) > maxWalk || slices.ContainsFunc(move, readsOtherNodes) {
+	if len(read) > maxWalk || w.Wide {
 		r.wide = true
 	} else {
 		r.walk = slices.Clip(read)
 	}
 	return r
-}
-
-// readsOtherNodes reports whether the scheduler's Filter plugins read nodes
-// other than the one asked about for pod: required inter-pod (anti-)affinity
-// terms and hard topology spread constraints count pods across a topology
-// domain.
-func readsOtherNodes(pod *apiv1.Pod) bool {
-	if a := pod.Spec.Affinity; a != nil {
-		if a.PodAffinity != nil && len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
-			return true
-		}
-		if a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
-			return true
-		}
-	}
-	for _, c := range pod.Spec.TopologySpreadConstraints {
-		if c.WhenUnsatisfiable == apiv1.DoNotSchedule {
-			return true
-		}
-	}
-	return false
 }
 
 // flush applies the deferred outcomes to the session in order, so that the

@@ -319,13 +319,19 @@ func (c *PodCheck) FitFrom(ctx context.Context, accept func(node string) bool, n
 // Walk records what placement searches read and decided: Read, the name of
 // every node whose Filter plugins ran, in order (the nodes whose content an
 // answer depends on; the nodes accept rejects are not read), and Dest, the
-// node each placed pod went to, in order.
+// node each placed pod went to, in order. Wide is set when a searched pod's
+// plugins may also read other nodes than those (Handle.ReadsOtherNodes):
+// then Read does not bound what the answers depend on.
 type Walk struct {
 	Read, Dest []string
+	Wide       bool
 }
 
 // FitFromWalk is FitFrom that also records its search in w (when not nil).
 func (c *PodCheck) FitFromWalk(ctx context.Context, accept func(node string) bool, next *int, w *Walk) (string, error) {
+	if w != nil && !w.Wide && c.h.ReadsOtherNodes(c.pod) {
+		w.Wide = true
+	}
 	if c.err != nil {
 		return "", c.err
 	}

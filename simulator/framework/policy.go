@@ -85,6 +85,33 @@ func newProfilePolicy(enabled *schedconfig.Plugins, profile *schedconfig.KubeSch
 	return pp
 }
 
+// ReadsOtherNodes reports whether the profile's PreFilter and Filter plugins
+// may read, for pod, other nodes than the one they are asked about: required
+// inter-pod terms and DoNotSchedule spread constraints (the pod's own, or the
+// profile's defaults for a labelled pod without any) count pods across a
+// topology domain, and a plugin outside podLocalPlugins may read anything.
+// Pods already placed matter only through their required anti-affinity
+// terms, which the snapshot tells (Snapshot.HasRequiredAntiAffinity).
+func (h *Handle) ReadsOtherNodes(pod *apiv1.Pod) bool {
+	if len(h.policy.nonLocal) > 0 {
+		return true
+	}
+	if a := pod.Spec.Affinity; a != nil {
+		if a.PodAffinity != nil && len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+			return true
+		}
+		if a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+			return true
+		}
+	}
+	if len(pod.Spec.TopologySpreadConstraints) == 0 {
+		return h.policy.defaultSpread && len(pod.Labels) > 0
+	}
+	return slices.ContainsFunc(pod.Spec.TopologySpreadConstraints, func(c apiv1.TopologySpreadConstraint) bool {
+		return c.WhenUnsatisfiable == apiv1.DoNotSchedule
+	})
+}
+
 // PodByPodReason says why pods equivalent to pod must be placed one at a
 // time, each after asking the plugins about the nodes as the previous ones
 // left them; it is empty when every enabled PreFilter and Filter plugin
