@@ -152,10 +152,9 @@ func (v *verdicts) begin(in Input, removed map[string]bool) {
 	if !v.on {
 		v.prev = nil
 	}
-	prevReset := v.reset
+	v.prevReset = v.reset
 	v.recording, v.snap, v.serial, v.layout, v.antiAffinity = true, in.reset, serial, layout, anti
 	v.reset = in.reset.ResetCount()
-	v.prevReset = prevReset
 	var h maphash.Hash
 	h.SetSeed(v.seed)
 	names := make([]string, 0, len(removed))

@@ -386,7 +386,6 @@ func (s *Snapshot) newKey() int64 {
 	return s.nextKey
 }
 
-// pos is the position in list of node name, which the snapshot holds.
 // Position returns the index of node name in the snapshot's list (the
 // order FitFrom walks and its hint counts in), false when there is none.
 func (s *Snapshot) Position(name string) (int, bool) {
@@ -396,6 +395,7 @@ func (s *Snapshot) Position(name string) (int, bool) {
 	return s.pos(name), true
 }
 
+// pos is the position in list of node name, which the snapshot holds.
 func (s *Snapshot) pos(name string) int {
 	key := s.index[name]
 	i, _ := slices.BinarySearch(s.keys, key)
