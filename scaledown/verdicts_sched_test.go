@@ -240,19 +240,8 @@ func TestVerdictNotKeptWhenAPodReadsOtherNodes(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := fakeprovider.NewProvider()
-			p.AddNodeGroup("g", 0, 10, 0, nil)
-			opts := DefaultOptions()
-			opts.ScaleDownNonEmptyCandidatesCount, opts.UnremovableNodeRecheckTimeout = 0, 0
+			p, opts, nodes := fourNodes("z0", "z1", "z2", "z1")
 			cached, full := newSchedWorld(t, p, opts, false), newSchedWorld(t, p, opts, true)
-			var nodes []*apiv1.Node
-			for _, n := range []struct{ name, zone string }{{"a", "z0"}, {"b", "z1"}, {"c", "z2"}, {"d", "z1"}} {
-				nd := node(n.name)
-				nd.Status.Allocatable[apiv1.ResourcePods] = resource.MustParse("110")
-				nd.Labels = map[string]string{"zone": n.zone}
-				p.AddNode("g", nd)
-				nodes = append(nodes, nd)
-			}
 			s := pod("s", "a", "1")
 			tc.moved(s)
 			// b has room for s only; c and d are full but for 500m on d.
@@ -291,18 +280,8 @@ func TestVerdictNotKeptWhenAPodReadsOtherNodes(t *testing.T) {
 // d plain (nothing reads across nodes): a's outcome is kept, without
 // simulating, since its removal read b only.
 func TestVerdictKeptWhenTheChangeIsElsewhere(t *testing.T) {
-	p := fakeprovider.NewProvider()
-	p.AddNodeGroup("g", 0, 10, 0, nil)
-	opts := DefaultOptions()
-	opts.ScaleDownNonEmptyCandidatesCount, opts.UnremovableNodeRecheckTimeout = 0, 0
+	p, opts, nodes := fourNodes()
 	w := newSchedWorld(t, p, opts, false)
-	var nodes []*apiv1.Node
-	for _, name := range []string{"a", "b", "c", "d"} {
-		nd := node(name)
-		nd.Status.Allocatable[apiv1.ResourcePods] = resource.MustParse("110")
-		p.AddNode("g", nd)
-		nodes = append(nodes, nd)
-	}
 	pods := []*apiv1.Pod{pod("s", "a", "1"), pod("b1", "b", "2500m"), pod("c1", "c", "4"), pod("d1", "d", "3")}
 	now := t0
 	ctx := context.Background()
@@ -332,18 +311,8 @@ func TestVerdictKeptWhenTheChangeIsElsewhere(t *testing.T) {
 // but b is now fuller than when c's outcome was recorded, and c's pod no
 // longer fits there: c must be simulated again.
 func TestVerdictAfterAnotherPodWentTheSameWay(t *testing.T) {
-	p := fakeprovider.NewProvider()
-	p.AddNodeGroup("g", 0, 10, 0, nil)
-	opts := DefaultOptions()
-	opts.ScaleDownNonEmptyCandidatesCount, opts.UnremovableNodeRecheckTimeout = 0, 0
+	p, opts, nodes := fourNodes()
 	cached, full := newSchedWorld(t, p, opts, false), newSchedWorld(t, p, opts, true)
-	var nodes []*apiv1.Node
-	for _, name := range []string{"a", "b", "c", "d"} {
-		nd := node(name)
-		nd.Status.Allocatable[apiv1.ResourcePods] = resource.MustParse("110")
-		p.AddNode("g", nd)
-		nodes = append(nodes, nd)
-	}
 	// b has 1.9 CPUs of room (above the threshold itself), d none.
 	pods := []*apiv1.Pod{pod("pa", "a", "800m"), pod("pc", "c", "1"), pod("b1", "b", "2100m"), pod("d1", "d", "4")}
 	now := t0
@@ -372,4 +341,25 @@ func TestVerdictAfterAnotherPodWentTheSameWay(t *testing.T) {
 	if got["a"] != "unneeded, moves [pa]" || !strings.HasPrefix(got["c"], ReasonNoPlaceToMovePods) {
 		t.Fatalf("after a's pod grew: a is %q, c is %q; want a unneeded, c %s", got["a"], got["c"], ReasonNoPlaceToMovePods)
 	}
+}
+
+// fourNodes returns a provider with one group of the nodes a, b, c and d
+// (room for 110 pods each; with zones, the label zone of each in order)
+// and scale-down's options that look at every candidate each loop.
+func fourNodes(zones ...string) (*fakeprovider.Provider, Options, []*apiv1.Node) {
+	p := fakeprovider.NewProvider()
+	p.AddNodeGroup("g", 0, 10, 0, nil)
+	opts := DefaultOptions()
+	opts.ScaleDownNonEmptyCandidatesCount, opts.UnremovableNodeRecheckTimeout = 0, 0
+	var nodes []*apiv1.Node
+	for i, name := range []string{"a", "b", "c", "d"} {
+		nd := node(name)
+		nd.Status.Allocatable[apiv1.ResourcePods] = resource.MustParse("110")
+		if i < len(zones) {
+			nd.Labels = map[string]string{"zone": zones[i]}
+		}
+		p.AddNode("g", nd)
+		nodes = append(nodes, nd)
+	}
+	return p, opts, nodes
 }
