@@ -71,20 +71,7 @@ func TestTryRemoveWithSharedChecksDecidesAsPodByPod(t *testing.T) {
 	}
 	simulate := func(fresh bool) outcome {
 		ctx := context.Background()
-		provider := fakeprovider.NewProvider()
-		provider.AddNodeGroup("ng", 0, 20, nodeCount, templateNode("ng", "4"))
-		var nodes []*apiv1.Node
-		for _, name := range names {
-			n := templateNode(name, "4")
-			provider.AddNode("ng", n)
-			nodes = append(nodes, n)
-		}
-		o := newOrchestrator(t, provider, nil)
-		in := Input{Now: time.Now(), Nodes: nodes, ScheduledPods: pods}
-		if err := o.state.Update(ctx, provider, in.Nodes, in.Now); err != nil {
-			t.Fatal(err)
-		}
-		s := o.Begin(ctx, in)
+		s := sessionOn(t, names, "4", pods)
 		s.freshChecks = fresh
 		byNode := byNode(pods)
 		removed := map[string]bool{}
@@ -125,4 +112,25 @@ func TestTryRemoveWithSharedChecksDecidesAsPodByPod(t *testing.T) {
 	if gone == 0 || kept == 0 {
 		t.Errorf("decisions %v: want some nodes to go and some to stay, or the test shows nothing", fresh.Decisions)
 	}
+}
+
+// sessionOn begins a session on nodes of the given names and CPUs, all of
+// one group "ng" (max 20), holding pods.
+func sessionOn(t *testing.T, names []string, cpu string, pods []*apiv1.Pod) *Session {
+	t.Helper()
+	ctx := context.Background()
+	provider := fakeprovider.NewProvider()
+	provider.AddNodeGroup("ng", 0, 20, len(names), templateNode("ng", cpu))
+	var nodes []*apiv1.Node
+	for _, name := range names {
+		n := templateNode(name, cpu)
+		provider.AddNode("ng", n)
+		nodes = append(nodes, n)
+	}
+	o := newOrchestrator(t, provider, nil)
+	in := Input{Now: time.Now(), Nodes: nodes, ScheduledPods: pods}
+	if err := o.state.Update(ctx, provider, in.Nodes, in.Now); err != nil {
+		t.Fatal(err)
+	}
+	return o.Begin(ctx, in)
 }

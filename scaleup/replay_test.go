@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"sort"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	apiv1 "k8s.io/api/core/v1"
 
-	fakeprovider "k8s.io/autoscaler/cluster-autoscaler/cloudprovider/fake"
 	"k8s.io/autoscaler/cluster-autoscaler/simulator/framework"
 )
 
@@ -40,22 +38,6 @@ func TestReplayRemovalLeavesTheSessionAsTheSimulation(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	newSession := func() *Session {
-		provider := fakeprovider.NewProvider()
-		provider.AddNodeGroup("ng", 0, 20, nodeCount, templateNode("ng", "8"))
-		var nodes []*apiv1.Node
-		for _, name := range names {
-			n := templateNode(name, "8")
-			provider.AddNode("ng", n)
-			nodes = append(nodes, n)
-		}
-		o := newOrchestrator(t, provider, nil)
-		in := Input{Now: time.Now(), Nodes: nodes, ScheduledPods: pods}
-		if err := o.state.Update(ctx, provider, in.Nodes, in.Now); err != nil {
-			t.Fatal(err)
-		}
-		return o.Begin(ctx, in)
-	}
 	type state struct {
 		Cursor    int
 		Placement map[string][]string
@@ -77,7 +59,7 @@ func TestReplayRemovalLeavesTheSessionAsTheSimulation(t *testing.T) {
 		}
 		return st
 	}
-	simulated, replayed := newSession(), newSession()
+	simulated, replayed := sessionOn(t, names, "8", pods), sessionOn(t, names, "8", pods)
 	byNode := byNode(pods)
 	removed := map[string]bool{}
 	went, refusedAfterPlacing := 0, 0
