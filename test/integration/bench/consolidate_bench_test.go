@@ -163,18 +163,8 @@ func benchConsolidation(b *testing.B) {
 	if code := setup.Terminate(time.Minute); code != 0 {
 		b.Logf("setup autoscaler exited with %d", code)
 	}
-	workloads := totalCPU / consolidateReplicas
-	for w := 0; w < workloads; w++ {
-		consolidateDeployment(b, e, w)
-		if w%2 == 0 {
-			if _, err := e.Client.PolicyV1().PodDisruptionBudgets(e.Namespace).Create(e.Context(),
-				maxUnavailablePDB(e.Namespace, consolidateName(w)), metav1.CreateOptions{}); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	workloads := consolidateWorkload(b, e, totalCPU)
 	total := workloads * consolidateReplicas
-	waitDeploymentsReady(b, e, total, 30*time.Minute)
 	startCost := consolidateCostOf(consolidateNodeCounts(b, e))
 	b.Logf("setup: %d nodes ($%.2f/h), %d pods Ready in %.0fs; load average %s", nodes, startCost, total,
 		time.Since(setupStart).Seconds(), loadAverage())
@@ -193,7 +183,39 @@ func benchConsolidation(b *testing.B) {
 		return err == nil && v[mainCount] >= 1, nil
 	})
 
-	// The cut.
+	consolidateCut(b, e, watch, workloads, startCost, duration, func() string {
+		if v, err := itest.ScrapeValues(e.Context(), p); err == nil {
+			return disruptionDecisions(v)
+		}
+		return ""
+	})
+}
+
+// consolidateWorkload creates the Deployments that fill cpus CPUs, a
+// PodDisruptionBudget on every even one, and waits until their pods are
+// Ready; it returns how many Deployments.
+func consolidateWorkload(b *testing.B, e *framework.Env, cpus int) int {
+	b.Helper()
+	workloads := cpus / consolidateReplicas
+	for w := 0; w < workloads; w++ {
+		consolidateDeployment(b, e, w)
+		if w%2 == 0 {
+			if _, err := e.Client.PolicyV1().PodDisruptionBudgets(e.Namespace).Create(e.Context(),
+				maxUnavailablePDB(e.Namespace, consolidateName(w)), metav1.CreateOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	waitDeploymentsReady(b, e, workloads*consolidateReplicas, 30*time.Minute)
+	return workloads
+}
+
+// consolidateCut cuts every Deployment to consolidateKeep replicas, samples
+// the cluster for duration, waits for the pods to settle and reports;
+// decisions describes what the measured autoscaler decided.
+func consolidateCut(b *testing.B, e *framework.Env, watch *disruptWatch, workloads int, startCost float64,
+	duration time.Duration, decisions func() string) {
+	b.Helper()
 	kept := workloads * consolidateKeep
 	boundNodes, bound := consolidateBound(kept)
 	atCut, err := consolidateNodeGroups(e)
@@ -227,16 +249,12 @@ func benchConsolidation(b *testing.B) {
 	}
 	settled := waitPodsSettled(e, kept, 5*time.Minute)
 	end := watch.figures(time.Now())
-	decisions := ""
-	if v, err := itest.ScrapeValues(e.Context(), p); err == nil {
-		decisions = disruptionDecisions(v)
-	}
 	atEnd, err := consolidateNodeGroups(e)
 	if err != nil {
 		b.Fatal(err)
 	}
 	reportConsolidation(b, consolidateOutcome{startCost: startCost, bound: bound, boundNodes: boundNodes, kept: kept,
-		total: total, samples: samples, end: end, settled: settled, decisions: decisions,
+		total: workloads * consolidateReplicas, samples: samples, end: end, settled: settled, decisions: decisions(),
 		moves: consolidateMoves(watch, atCut, atEnd, kept, consolidateCostOf(groupCounts(atEnd)), bound)})
 }
 
