@@ -168,9 +168,9 @@ func (g *NodeGroup) scale(ctx context.Context, old, replicas int, rebase bool) (
 		if err := unstructured.SetNestedField(sc.Object, int64(replicas), "spec", "replicas"); err != nil {
 			return old, replicas, err
 		}
-		_, err = res.Update(ctx, sc, metav1.UpdateOptions{}, "scale")
+		updated, err := res.Update(ctx, sc, metav1.UpdateOptions{}, "scale")
 		if err == nil {
-			g.provider.recordOwnScale(g.scaleKey(), old, replicas)
+			g.provider.recordOwnScale(g.scaleKey(), old, replicas, updated.GetResourceVersion())
 			return old, replicas, nil
 		}
 		if !apierrors.IsConflict(err) {

@@ -513,6 +513,11 @@ func (p *Provider) buildSnapshot(ctx context.Context, lists map[string][]unstruc
 			continue
 		}
 		target, _ := replicas(g.obj)
+		if ahead, ok := p.ownReplicasAhead(g.scaleKey(), target, g.obj.GetResourceVersion()); ok {
+			logger.V(2).Info("The cache has not shown the autoscaler's own replicas write yet; counting the write",
+				"kind", g.kind, "object", klog.KObj(g.obj), "cached", target, "written", ahead)
+			target = ahead
+		}
 		g.provider, g.minSize, g.maxSize, g.target = p, minSize, maxSize, target
 		g.instances = g.buildInstances()
 		s.groups = append(s.groups, g)
