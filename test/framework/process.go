@@ -2,7 +2,10 @@ package framework
 
 import (
 	"bytes"
+	"fmt"
+	"math/rand/v2"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +17,37 @@ import (
 func FreeAddress(t testing.TB) string {
 	t.Helper()
 	return FreeAddresses(t, 1)[0]
+}
+
+// FreeRestartAddress returns a free 127.0.0.1 port below the kernel's
+// ephemeral range, for a server that a test stops and starts again on the
+// same address. A port in the ephemeral range can be taken meanwhile by a
+// client's own end: a client dialling it while nothing listens may even be
+// given it as its local port and connect to itself (seen: the restarted
+// server could not bind, and the client read no server preface).
+func FreeRestartAddress(t testing.TB) string {
+	t.Helper()
+	low := 32768
+	if data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if fields := strings.Fields(string(data)); len(fields) == 2 {
+			var n int
+			if _, err := fmt.Sscan(fields[0], &n); err == nil && n > 2048 {
+				low = n
+			}
+		}
+	}
+	for range 200 {
+		port := 1024 + rand.IntN(low-1024)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		addr := l.Addr().String()
+		_ = l.Close()
+		return addr
+	}
+	t.Fatalf("no free port below %d", low)
+	return ""
 }
 
 // FreeAddresses returns n free 127.0.0.1 ports, all different: each

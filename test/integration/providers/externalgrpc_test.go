@@ -143,7 +143,8 @@ func TestExternalGRPCServerRestart(t *testing.T) {
 	bin := buildKwokServer(t)
 	path, small, _ := itest.ScaleUpConfig(e)
 	itest.DumpPods(e)
-	address := framework.FreeAddress(t)
+	// Started again on the same address below.
+	address := framework.FreeRestartAddress(t)
 	srv := startKwokServer(e, bin, "kwokserver", address, path)
 	itest.CreatePods(e, "web", 3, "1", map[string]string{"pool": small})
 	p := itest.StartAutoscaler(t, "autoscaler", externalGRPCArgs(e, "address: "+address+"\ngrpc_timeout: 1s\n",
