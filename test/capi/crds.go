@@ -55,26 +55,41 @@ func CRDDir(ctx context.Context) (string, error) {
 // in dir (the controller manager watches all of them) and the test
 // provider's CRDs, and waits until they are established.
 func InstallCRDs(ctx context.Context, client dynamic.Interface, dir string) error {
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	crds, err := ReadCRDs(dir)
 	if err != nil {
 		return err
 	}
+	return CreateCRDs(ctx, client, append(crds, testCRDs()...))
+}
+
+// ReadCRDs reads every *.yaml file of dir as one CRD.
+func ReadCRDs(dir string) ([]*unstructured.Unstructured, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
 	if len(files) == 0 {
-		return fmt.Errorf("no CRDs in %s", dir)
+		return nil, fmt.Errorf("no CRDs in %s", dir)
 	}
 	var crds []*unstructured.Unstructured
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		u := &unstructured.Unstructured{}
 		if err := yaml.Unmarshal(data, &u.Object); err != nil {
-			return fmt.Errorf("%s: %w", f, err)
+			return nil, fmt.Errorf("%s: %w", f, err)
 		}
 		crds = append(crds, u)
 	}
-	crds = append(crds, testCRDs()...)
+	return crds, nil
+}
+
+// CreateCRDs creates (or leaves in place) crds and waits until they are
+// established.
+func CreateCRDs(ctx context.Context, client dynamic.Interface, crds []*unstructured.Unstructured) error {
+	var err error
 	for _, u := range crds {
 		_, err = client.Resource(crdGVR).Create(ctx, u, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {

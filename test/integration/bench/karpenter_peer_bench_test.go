@@ -3,7 +3,6 @@
 package bench
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,20 +13,18 @@ import (
 	"time"
 
 	apiv1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"sigs.k8s.io/yaml"
 
+	"k8s.io/autoscaler/cluster-autoscaler/test/capi"
 	"k8s.io/autoscaler/cluster-autoscaler/test/framework"
 )
 
 var (
-	peerCRD       = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	peerNodePool  = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodepools"}
 	peerNodeClass = schema.GroupVersionResource{Group: "karpenter.kwok.sh", Version: "v1alpha1", Resource: "kwoknodeclasses"}
 )
@@ -165,25 +162,13 @@ func benchKarpenter(b *testing.B, bin, crdDir string) {
 	dyn := dynamic.NewForConfigOrDie(e.Config)
 	ctx := e.Context()
 
-	files, _ := filepath.Glob(filepath.Join(crdDir, "*.yaml"))
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			b.Fatal(err)
-		}
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(data, &u.Object); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := dyn.Resource(peerCRD).Create(ctx, u, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			b.Fatal(err)
-		}
+	crds, err := capi.ReadCRDs(crdDir)
+	if err != nil {
+		b.Fatal(err)
 	}
-	e.Eventually(time.Minute, "Karpenter's CRDs served", func(ctx context.Context) (bool, error) {
-		_, err1 := dyn.Resource(peerNodePool).List(ctx, metav1.ListOptions{})
-		_, err2 := dyn.Resource(peerNodeClass).List(ctx, metav1.ListOptions{})
-		return err1 == nil && err2 == nil, nil
-	})
+	if err := capi.CreateCRDs(ctx, dyn, crds); err != nil {
+		b.Fatal(err)
+	}
 
 	dir := b.TempDir()
 	itPath := filepath.Join(dir, "instance_types.json")
